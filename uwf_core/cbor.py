@@ -1,0 +1,192 @@
+"""Deterministic CBOR, exactly as the reference CAS library (json-cas) hashes it.
+
+A small encoder for the JSON subset is used rather than cbor2: cbor2's
+canonical mode shrinks floats to half/single precision and keeps integral
+floats as floats, while the reference writes every non-integral number as an
+8-byte float64 and every integral number within ±(2^53-1) as an integer.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from .errors import CorruptError
+
+_MAX_SAFE = 2**53 - 1
+_pack_double = struct.Struct(">d").pack
+_unpack_double = struct.Struct(">d").unpack_from
+_unpack_single = struct.Struct(">f").unpack_from
+_unpack_half = struct.Struct(">e").unpack_from
+
+
+def _head(major: int, value: int) -> bytes:
+    major <<= 5
+    if value < 24:
+        return bytes((major | value,))
+    if value < 0x100:
+        return bytes((major | 24, value))
+    if value < 0x10000:
+        return bytes((major | 25,)) + value.to_bytes(2, "big")
+    if value < 0x100000000:
+        return bytes((major | 26,)) + value.to_bytes(4, "big")
+    return bytes((major | 27,)) + value.to_bytes(8, "big")
+
+
+def _encode_number(value: float | int) -> bytes:
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) <= _MAX_SAFE:
+            value = int(value)
+        else:
+            return b"\xfb" + _pack_double(value)
+    if abs(value) > _MAX_SAFE:
+        return b"\xfb" + _pack_double(float(value))
+    if value >= 0:
+        return _head(0, value)
+    return _head(1, -1 - value)
+
+
+def _encode_text(value: str) -> bytes:
+    data = value.encode("utf-8")
+    return _head(3, len(data)) + data
+
+
+def _encode_into(value: object, out: list[bytes]) -> None:
+    if value is None:
+        out.append(b"\xf6")
+    elif value is True:
+        out.append(b"\xf5")
+    elif value is False:
+        out.append(b"\xf4")
+    elif isinstance(value, str):
+        out.append(_encode_text(value))
+    elif isinstance(value, (int, float)):
+        out.append(_encode_number(value))
+    elif isinstance(value, dict):
+        items = []
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"CBOR map keys must be strings, got {type(key).__name__}")
+            sub: list[bytes] = []
+            _encode_into(item, sub)
+            items.append((_encode_text(key), b"".join(sub)))
+        items.sort(key=lambda pair: pair[0])
+        out.append(_head(5, len(items)))
+        for key_bytes, item_bytes in items:
+            out.append(key_bytes)
+            out.append(item_bytes)
+    elif isinstance(value, (list, tuple)):
+        out.append(_head(4, len(value)))
+        for item in value:
+            _encode_into(item, out)
+    else:
+        raise TypeError(f"cannot encode {type(value).__name__} as JSON-compatible CBOR")
+
+
+def encode(value: object) -> bytes:
+    """Deterministic CBOR of a JSON-compatible value."""
+    out: list[bytes] = []
+    _encode_into(value, out)
+    return b"".join(out)
+
+
+class _Decoder:
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def fail(self, what: str) -> CorruptError:
+        return CorruptError(f"invalid CBOR at byte {self.pos}: {what}")
+
+    def argument(self, info: int) -> int:
+        data, pos = self.data, self.pos
+        if info < 24:
+            return info
+        size = {24: 1, 25: 2, 26: 4, 27: 8}.get(info)
+        if size is None or pos + size > len(data):
+            raise self.fail("bad length")
+        self.pos = pos + size
+        return int.from_bytes(data[pos : pos + size], "big")
+
+    def value(self) -> object:
+        data = self.data
+        if self.pos >= len(data):
+            raise self.fail("unexpected end")
+        initial = data[self.pos]
+        self.pos += 1
+        major, info = initial >> 5, initial & 31
+        if major == 0:
+            return self.argument(info)
+        if major == 1:
+            return -1 - self.argument(info)
+        if major == 3:
+            length = self.argument(info)
+            end = self.pos + length
+            if end > len(data):
+                raise self.fail("truncated string")
+            try:
+                text = data[self.pos : end].decode("utf-8")
+            except UnicodeDecodeError:
+                raise self.fail("string is not UTF-8") from None
+            self.pos = end
+            return text
+        if major == 4:
+            return [self.value() for _ in range(self.argument(info))]
+        if major == 5:
+            result = {}
+            for _ in range(self.argument(info)):
+                key = self.value()
+                if not isinstance(key, str):
+                    raise self.fail("map key is not a string")
+                result[key] = self.value()
+            return result
+        if major == 7:
+            return self.simple(info)
+        raise self.fail(f"unsupported major type {major}")
+
+    def simple(self, info: int) -> object:
+        simple_values = {20: False, 21: True, 22: None}
+        if info in simple_values:
+            return simple_values[info]
+        sizes = {25: (2, _unpack_half), 26: (4, _unpack_single), 27: (8, _unpack_double)}
+        if info not in sizes:
+            raise self.fail(f"unsupported simple value {info}")
+        size, unpack = sizes[info]
+        if self.pos + size > len(self.data):
+            raise self.fail("truncated float")
+        (number,) = unpack(self.data, self.pos)
+        self.pos += size
+        return number
+
+
+def decode(data: bytes) -> object:
+    """Decode one CBOR item that must span the whole input."""
+    decoder = _Decoder(data)
+    value = decoder.value()
+    if decoder.pos != len(data):
+        raise decoder.fail("trailing bytes")
+    return value
+
+
+def decode_envelope(data: bytes) -> tuple[dict, bytes]:
+    """Decode a node file and return it with the exact bytes of its payload.
+
+    The payload bytes are hashed as stored, so a node is verified without
+    re-encoding it, and any non-canonical edit shows up as corruption.
+    """
+    decoder = _Decoder(data)
+    if not data or data[0] >> 5 != 5:
+        raise decoder.fail("node is not a CBOR map")
+    decoder.pos = 1
+    envelope: dict = {}
+    payload_bytes = b""
+    for _ in range(decoder.argument(data[0] & 31)):
+        key = decoder.value()
+        start = decoder.pos
+        envelope[key] = decoder.value()
+        if key == "payload":
+            payload_bytes = data[start : decoder.pos]
+    if decoder.pos != len(data):
+        raise decoder.fail("trailing bytes")
+    return envelope, payload_bytes

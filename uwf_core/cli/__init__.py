@@ -1,0 +1,1 @@
+"""The `uwf` command line: argparse in, uwf_core calls, JSON out."""

@@ -1,0 +1,128 @@
+"""`uwf cas ...`: read and write nodes, so agents in any language can use the store."""
+
+from __future__ import annotations
+
+import sys
+
+from .common import command, group, root_of
+from .output import EXIT_ERROR, emit_json, emit_text, error
+
+
+def register(groups, common) -> None:
+    sub = group(groups, common, "cas", "the content-addressed store")
+    get = command(sub, common, "get", cmd_get, "a node's envelope {type, payload, timestamp}")
+    get.add_argument("hash")
+    get.add_argument("--payload", action="store_true", help="print the payload only")
+    put = command(sub, common, "put", cmd_put, "validate and store a node; prints its hash")
+    put.add_argument("type", help="schema hash, or a built-in title: meta, workflow, start-node, step-node, content, detail")
+    put.add_argument("json", help="the payload as JSON, or - to read it from stdin")
+    has = command(sub, common, "has", cmd_has, "exit 0 if the node is present, 1 if not")
+    has.add_argument("hash")
+    refs = command(sub, common, "refs", cmd_refs, "a node's direct references (JSON array)")
+    refs.add_argument("hash")
+    walk = command(sub, common, "walk", cmd_walk, "every node reachable from a node, breadth-first")
+    walk.add_argument("hash")
+    command(sub, common, "reindex", cmd_reindex, "rebuild the type index from the nodes")
+    command(sub, common, "fsck", cmd_fsck, "verify every node, reference and index entry")
+    gc = command(sub, common, "gc", cmd_gc, "delete nodes unreachable from threads, history and the registry")
+    gc.add_argument("--dry-run", action="store_true", help="report what would be deleted")
+    gc.add_argument("--grace", type=float, default=3600, metavar="SECONDS", help="keep nodes younger than this (default 3600)")
+    schema = sub.add_parser("schema", help="list and show schemas", description="list and show schemas", parents=[common])
+    schema_sub = schema.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
+    schema.set_defaults(handler=lambda args: (schema.print_help(sys.stderr), 2)[1])
+    command(schema_sub, common, "list", cmd_schema_list, "[{hash, title}] of every schema node")
+    schema_get = command(schema_sub, common, "get", cmd_schema_get, "a schema node's JSON Schema")
+    schema_get.add_argument("hash")
+
+
+def _store(args):
+    from ..cas import CasStore
+
+    return CasStore(root_of(args))
+
+
+def cmd_get(args) -> int:
+    node = _store(args).get(args.hash)
+    emit_json(node.payload if args.payload else node.envelope())
+    return 0
+
+
+def cmd_put(args) -> int:
+    import json
+
+    from ..builtin_schemas import BUILTIN_HASHES, META_HASH
+    from ..errors import UwfError
+
+    text = sys.stdin.read() if args.json == "-" else args.json
+    try:
+        payload = json.loads(text)
+    except ValueError as exc:
+        raise UwfError(f"the payload is not valid JSON: {exc}") from None
+    store = _store(args)
+    store.ensure_builtins()
+    aliases = {"meta": META_HASH, **BUILTIN_HASHES}
+    type_hash = aliases.get(args.type) or store.resolve(args.type)
+    emit_text(store.put(type_hash, payload))
+    return 0
+
+
+def cmd_has(args) -> int:
+    from ..errors import UwfError
+    from ..ids import normalize_hash_text
+
+    try:
+        hash_ = normalize_hash_text(args.hash)
+    except UwfError as exc:
+        return error(exc.message)
+    return 0 if _store(args).has(hash_) else 1
+
+
+def cmd_refs(args) -> int:
+    emit_json(_store(args).refs(args.hash))
+    return 0
+
+
+def cmd_walk(args) -> int:
+    emit_json(_store(args).walk(args.hash))
+    return 0
+
+
+def cmd_reindex(args) -> int:
+    emit_json({"indexed": _store(args).reindex()})
+    return 0
+
+
+def cmd_fsck(args) -> int:
+    from ..fsck import fsck
+
+    report = fsck(_store(args))
+    emit_json(report.to_dict())
+    errors = report.errors
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return error(f"fsck found {len(errors)} problem(s): {errors[0].target}: {errors[0].message}{more}")
+    return 0
+
+
+def cmd_gc(args) -> int:
+    from ..gc import gc
+
+    if args.grace < 0:
+        return error("--grace must not be negative")
+    report = gc(_store(args), grace_seconds=args.grace, dry_run=args.dry_run)
+    emit_json(report.to_dict())
+    return 0
+
+
+def cmd_schema_list(args) -> int:
+    store = _store(args)
+    store.ensure_builtins()
+    emit_json([{"hash": hash_, "title": title} for hash_, title in store.schemas()])
+    return 0
+
+
+def cmd_schema_get(args) -> int:
+    store = _store(args)
+    hash_ = store.resolve(args.hash)
+    emit_json(store.schema(hash_))
+    return 0

@@ -1,0 +1,203 @@
+"""Read and write uwf's own state files without importing PyYAML.
+
+registry.yaml and threads.yaml are read on every `uwf` call, and importing
+PyYAML costs more than the interpreter's own start-up. uwf writes these
+files in a small block subset (nested mappings, lists of mappings, every
+string double-quoted); `loads` reads exactly that subset and falls back to
+PyYAML's BaseLoader for anything else, so a hand-edited file still reads
+the same way. Like BaseLoader, every scalar comes back as a string.
+"""
+
+from __future__ import annotations
+
+_PLAIN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-+:$/")
+
+
+class YamlSyntaxError(Exception):
+    """Raised with a one-line message (and line number when PyYAML gives one)."""
+
+
+def dumps(value: dict, header: str = "") -> str:
+    """Emit a mapping of strings, ints, nested mappings and lists of mappings."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    _emit_mapping(value, 0, lines)
+    return "\n".join(lines) + "\n"
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        raise TypeError("simple_yaml writes only strings and integers")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+        return f'"{escaped}"'
+    raise TypeError(f"simple_yaml cannot write {type(value).__name__}")
+
+
+_YAML11_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
+def _is_plain_key(key: object) -> bool:
+    """Field names stay bare; ids, hashes and user names are quoted."""
+    return isinstance(key, str) and key.isalpha() and key[0].islower() and key.lower() not in _YAML11_WORDS
+
+
+def _emit_mapping(mapping: dict, indent: int, lines: list[str], first_prefix: str | None = None) -> None:
+    pad = " " * indent
+    for position, (key, value) in enumerate(mapping.items()):
+        prefix = first_prefix if (first_prefix is not None and position == 0) else pad
+        key_text = key if _is_plain_key(key) else _scalar(str(key))
+        if isinstance(value, dict):
+            if value:
+                lines.append(f"{prefix}{key_text}:")
+                _emit_mapping(value, indent + 2, lines)
+            else:
+                lines.append(f"{prefix}{key_text}: {{}}")
+        elif isinstance(value, list):
+            if value:
+                lines.append(f"{prefix}{key_text}:")
+                for item in value:
+                    if not isinstance(item, dict) or not item:
+                        raise TypeError("simple_yaml lists hold non-empty mappings only")
+                    _emit_mapping(item, indent + 4, lines, first_prefix=" " * (indent + 2) + "- ")
+            else:
+                lines.append(f"{prefix}{key_text}: []")
+        else:
+            lines.append(f"{prefix}{key_text}: {_scalar(value)}")
+
+
+def loads(text: str) -> object:
+    """Parse a state file: the fast subset reader, else PyYAML BaseLoader."""
+    fast = _fast_loads(text)
+    if fast is not _NOT_SUBSET:
+        return fast
+    import yaml
+
+    try:
+        loader = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
+        return yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise YamlSyntaxError(f"{where}{problem}") from None
+
+
+_NOT_SUBSET = object()
+
+
+def _fast_loads(text: str) -> object:
+    lines = []
+    for raw in text.split("\n"):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if "\t" in raw or raw.rstrip() != raw:
+            return _NOT_SUBSET
+        lines.append(raw)
+    if not lines:
+        return None
+    try:
+        value, position = _parse_mapping(lines, 0, 0)
+    except _Mismatch:
+        return _NOT_SUBSET
+    return value if position == len(lines) else _NOT_SUBSET
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _indent_of(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _parse_mapping(lines: list[str], position: int, indent: int, first_line: str | None = None):
+    result: dict = {}
+    while position < len(lines):
+        line = first_line if first_line is not None else lines[position]
+        if first_line is None and _indent_of(line) != indent:
+            if _indent_of(line) > indent:
+                raise _Mismatch
+            break
+        first_line = None
+        key, rest = _split_key(line.strip())
+        if key in result:
+            raise _Mismatch
+        position += 1
+        if rest == "":
+            if position < len(lines) and lines[position].lstrip().startswith("- "):
+                value, position = _parse_list(lines, position, _indent_of(lines[position]))
+            elif position < len(lines) and _indent_of(lines[position]) > indent:
+                value, position = _parse_mapping(lines, position, _indent_of(lines[position]))
+            else:
+                raise _Mismatch
+        elif rest == "{}":
+            value = {}
+        elif rest == "[]":
+            value = []
+        else:
+            value = _parse_scalar(rest)
+        result[key] = value
+    return result, position
+
+
+def _parse_list(lines: list[str], position: int, indent: int):
+    result = []
+    while position < len(lines) and _indent_of(lines[position]) == indent:
+        line = lines[position]
+        if not line.lstrip().startswith("- "):
+            raise _Mismatch
+        inner = " " * (indent + 2) + line.lstrip()[2:]
+        item, position = _parse_mapping(lines, position, indent + 2, first_line=inner)
+        result.append(item)
+    return result, position
+
+
+def _split_key(text: str) -> tuple[str, str]:
+    if text.startswith('"'):
+        end = text.find('"', 1)
+        if end < 0 or "\\" in text[:end]:
+            raise _Mismatch
+        key, rest = text[1:end], text[end + 1 :]
+    else:
+        key, colon, tail = text.partition(":")
+        if not colon or not key or not _PLAIN_CHARS.issuperset(key):
+            raise _Mismatch
+        rest = ":" + tail
+    if rest == ":":
+        return key, ""
+    if not rest.startswith(": "):
+        raise _Mismatch
+    return key, rest[2:].strip()
+
+
+def _parse_scalar(text: str) -> str:
+    if text.startswith('"'):
+        if len(text) < 2 or not text.endswith('"'):
+            raise _Mismatch
+        body = text[1:-1]
+        if '"' in body.replace('\\"', ""):
+            raise _Mismatch
+        if "\\" in body:
+            return _unescape(body)
+        return body
+    if not _PLAIN_CHARS.issuperset(text) or text.startswith(("-", ":")):
+        raise _Mismatch
+    return text
+
+
+def _unescape(body: str) -> str:
+    out = []
+    chars = iter(body)
+    for char in chars:
+        if char != "\\":
+            out.append(char)
+            continue
+        escaped = next(chars, None)
+        mapped = {"\\": "\\", '"': '"', "n": "\n", "t": "\t"}.get(escaped)
+        if mapped is None:
+            raise _Mismatch
+        out.append(mapped)
+    return "".join(out)

@@ -1,0 +1,175 @@
+"""The typed form of a stored workflow, and its CAS payload shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+START = "$START"
+END = "$END"
+STATUS_FIELD = "$status"
+DEFAULT_MAX_STEPS = 100
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    description: str
+    goal: str
+    capabilities: tuple[str, ...]
+    procedure: str
+    output: str
+    meta: str  # hash of the role's output schema node
+
+    def to_payload(self) -> dict:
+        return {
+            "description": self.description,
+            "goal": self.goal,
+            "capabilities": list(self.capabilities),
+            "procedure": self.procedure,
+            "output": self.output,
+            "meta": self.meta,
+        }
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    description: str
+    expression: str
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One entry of a transition list: taken when `condition` is null or true."""
+
+    role: str
+    condition: str | None
+    prompt: str | None = None
+
+    def to_payload(self) -> dict:
+        data: dict = {"role": self.role, "condition": self.condition}
+        if self.prompt is not None:
+            data["prompt"] = self.prompt
+        return data
+
+
+@dataclass(frozen=True)
+class Target:
+    """One entry of a status map: taken when the last output's `$status` is `status`."""
+
+    status: str
+    role: str
+    prompt: str | None = None
+
+    def to_payload(self) -> dict:
+        data: dict = {"role": self.role}
+        if self.prompt is not None:
+            data["prompt"] = self.prompt
+        return data
+
+
+@dataclass(frozen=True)
+class Routes:
+    """A graph key's outgoing edges: exactly one of the two forms is set."""
+
+    transitions: tuple[Transition, ...] | None = None
+    statuses: dict[str, Target] | None = None
+
+    @property
+    def is_status_map(self) -> bool:
+        return self.statuses is not None
+
+    def targets(self) -> list[str]:
+        if self.statuses is not None:
+            return [target.role for target in self.statuses.values()]
+        return [transition.role for transition in self.transitions or ()]
+
+    def to_payload(self) -> list | dict:
+        if self.statuses is not None:
+            return {status: target.to_payload() for status, target in self.statuses.items()}
+        return [transition.to_payload() for transition in self.transitions or ()]
+
+
+@dataclass(frozen=True)
+class Workflow:
+    name: str
+    description: str
+    max_steps: int
+    roles: dict[str, Role]
+    conditions: dict[str, Condition]
+    graph: dict[str, Routes]
+    hash: str | None = field(default=None, compare=False)
+
+    def to_payload(self) -> dict:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "maxSteps": self.max_steps,
+            "roles": {name: role.to_payload() for name, role in self.roles.items()},
+            "conditions": {
+                name: {"description": c.description, "expression": c.expression} for name, c in self.conditions.items()
+            },
+            "graph": {key: routes.to_payload() for key, routes in self.graph.items()},
+        }
+
+    @classmethod
+    def from_payload(cls, payload: dict, hash_: str | None = None) -> Workflow:
+        """Rebuild from a stored payload (already validated against the workflow schema)."""
+        roles = {
+            name: Role(
+                name=name,
+                description=data["description"],
+                goal=data["goal"],
+                capabilities=tuple(data["capabilities"]),
+                procedure=data["procedure"],
+                output=data["output"],
+                meta=data["meta"],
+            )
+            for name, data in payload["roles"].items()
+        }
+        conditions = {
+            name: Condition(name, data.get("description", ""), data["expression"])
+            for name, data in payload["conditions"].items()
+        }
+        graph = {key: routes_from_payload(value) for key, value in payload["graph"].items()}
+        order = graph_order(graph)
+        roles = {name: roles[name] for name in sorted(roles, key=lambda name: order.get(name, len(order)))}
+        graph = {key: graph[key] for key in sorted(graph, key=lambda key: order.get(key, len(order)))}
+        return cls(
+            name=payload["name"],
+            description=payload["description"],
+            max_steps=payload["maxSteps"],
+            roles=roles,
+            conditions=conditions,
+            graph=graph,
+            hash=hash_,
+        )
+
+
+def graph_order(graph: dict[str, Routes]) -> dict[str, int]:
+    """Breadth-first position of each key from $START.
+
+    Stored payloads are CBOR maps, which keep keys in canonical (not
+    authored) order; walking the graph gives a stable, readable order back.
+    """
+    order = {START: 0}
+    queue = [START]
+    while queue:
+        routes = graph.get(queue.pop(0))
+        for target in routes.targets() if routes else ():
+            if target not in order:
+                order[target] = len(order)
+                queue.append(target)
+    return order
+
+
+def routes_from_payload(value: list | dict) -> Routes:
+    if isinstance(value, dict):
+        return Routes(
+            statuses={
+                status: Target(status, target["role"], target.get("prompt")) for status, target in value.items()
+            }
+        )
+    return Routes(
+        transitions=tuple(Transition(item["role"], item["condition"], item.get("prompt")) for item in value)
+    )

@@ -1,0 +1,1 @@
+"""uwf_tui: the Textual workbench over uwf_core."""
