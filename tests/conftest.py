@@ -1,0 +1,93 @@
+"""Shared fixtures: every test gets its own storage root, never ~/.uwf."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+
+
+def _uwf_command() -> list[str]:
+    script = shutil.which("uwf", path=os.path.dirname(sys.executable))
+    return [script] if script else [sys.executable, "-m", "uwf_core.cli.main"]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """Point HOME and UWF_STORAGE_ROOT away from the real ~/.uwf for every test."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("UWF_STORAGE_ROOT", str(home / "default-root-must-not-be-used"))
+
+
+@pytest.fixture
+def root_dir(tmp_path) -> Path:
+    path = tmp_path / "root"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def root(root_dir):
+    from uwf_core.storage import Root
+
+    return Root(str(root_dir))
+
+
+@pytest.fixture
+def store(root):
+    from uwf_core.cas import CasStore
+
+    return CasStore(root)
+
+
+class CliResult:
+    def __init__(self, completed: subprocess.CompletedProcess) -> None:
+        self.code = completed.returncode
+        self.out = completed.stdout
+        self.err = completed.stderr
+
+    def json(self):
+        return json.loads(self.out)
+
+    def __repr__(self) -> str:
+        return f"CliResult(code={self.code}, out={self.out!r}, err={self.err!r})"
+
+
+@pytest.fixture
+def uwf(root_dir):
+    """Run the real `uwf` in a subprocess against the test's root."""
+
+    def run(*args: str, input: str | None = None, env: dict | None = None, cwd: str | None = None, timeout: float = 60) -> CliResult:
+        full_env = dict(os.environ)
+        full_env["UWF_STORAGE_ROOT"] = str(root_dir)
+        full_env.update(env or {})
+        completed = subprocess.run(
+            [*_uwf_command(), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            cwd=cwd or str(REPO),
+            timeout=timeout,
+        )
+        return CliResult(completed)
+
+    return run
+
+
+def snapshot_tree(path: Path) -> dict[str, bytes]:
+    """Every file under `path` with its bytes, to assert that a failure changed nothing."""
+    result = {}
+    for file in sorted(path.rglob("*")):
+        if file.is_file() and "locks" not in file.relative_to(path).parts:
+            result[str(file.relative_to(path))] = file.read_bytes()
+    return result

@@ -1,0 +1,55 @@
+"""uwf_core never imports the TUI, and `uwf` start-up imports only what the command needs."""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+import uwf_core
+
+HEAVY = ["textual", "jsonschema", "jsonata", "httpx", "ulid", "yaml"]
+
+
+def _modules_after(code: str, env: dict | None = None) -> set[str]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    return set(json.loads(completed.stdout.strip().splitlines()[-1]))
+
+
+def _core_modules() -> list[str]:
+    return sorted(info.name for info in pkgutil.walk_packages(uwf_core.__path__, "uwf_core."))
+
+
+@pytest.mark.parametrize("module", _core_modules())
+def test_core_module_never_imports_textual(module):
+    loaded = _modules_after(f"import {module}")
+    assert "textual" not in loaded
+    assert not any(name.startswith("uwf_tui") for name in loaded)
+
+
+def _cli_modules(args: list[str], root: str) -> set[str]:
+    code = (
+        "import os, sys, io, contextlib\n"
+        f"os.environ['UWF_STORAGE_ROOT'] = {root!r}\n"
+        "from uwf_core.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main({args!r})\n"
+    )
+    return _modules_after(code)
+
+
+def test_version_imports_nothing_heavy(tmp_path):
+    loaded = _cli_modules(["--version"], str(tmp_path))
+    assert not [name for name in HEAVY if name in loaded]
+    assert "argparse" not in loaded
+
+
+def test_workflow_list_imports_nothing_heavy(tmp_path, uwf, root_dir):
+    assert uwf("workflow", "put", "examples/solve-issue.yaml").code == 0
+    loaded = _cli_modules(["workflow", "list"], str(root_dir))
+    assert not [name for name in HEAVY if name in loaded]
+    assert "dataclasses" not in loaded
