@@ -111,7 +111,7 @@ class CasStore:
         envelope = {"type": type_hash, "payload": payload, "timestamp": int(time.time() * 1000)}
         ensure_dir(self.root.cas_dir)
         atomic_write(self.node_path(hash_), encode(envelope))
-        with self.root.lock("index"):
+        with self.root.lock("cas-index"):
             append_line(self.index_path(type_hash), hash_)
 
     # -- reading -------------------------------------------------------------
@@ -231,7 +231,7 @@ class CasStore:
                 continue
             members.setdefault(node.type, []).append(hash_)
         ensure_dir(self.root.index_dir)
-        with self.root.lock("index"):
+        with self.root.lock("cas-index"):
             for name in os.listdir(self.root.index_dir):
                 if name not in members and not name.startswith("."):
                     os.unlink(os.path.join(self.root.index_dir, name))

@@ -18,7 +18,7 @@ class YamlSyntaxError(Exception):
 
 
 def dumps(value: dict, header: str = "") -> str:
-    """Emit a mapping of strings, ints, nested mappings and lists of mappings."""
+    """Emit a mapping of strings, ints, nested mappings, and lists of scalars or mappings."""
     lines = [f"# {line}" for line in header.splitlines()]
     _emit_mapping(value, 0, lines)
     return "\n".join(lines) + "\n"
@@ -58,9 +58,12 @@ def _emit_mapping(mapping: dict, indent: int, lines: list[str], first_prefix: st
             if value:
                 lines.append(f"{prefix}{key_text}:")
                 for item in value:
-                    if not isinstance(item, dict) or not item:
-                        raise TypeError("simple_yaml lists hold non-empty mappings only")
-                    _emit_mapping(item, indent + 4, lines, first_prefix=" " * (indent + 2) + "- ")
+                    if isinstance(item, dict) and item:
+                        _emit_mapping(item, indent + 4, lines, first_prefix=" " * (indent + 2) + "- ")
+                    elif isinstance(item, (str, int)) and not isinstance(item, bool):
+                        lines.append(" " * (indent + 2) + "- " + _scalar(item))
+                    else:
+                        raise TypeError("simple_yaml lists hold scalars or non-empty mappings")
             else:
                 lines.append(f"{prefix}{key_text}: []")
         else:
@@ -149,6 +152,11 @@ def _parse_list(lines: list[str], position: int, indent: int):
         line = lines[position]
         if not line.lstrip().startswith("- "):
             raise _Mismatch
+        rest = line.lstrip()[2:].strip()
+        if rest.startswith('"') or ":" not in rest:
+            result.append(_parse_scalar(rest))
+            position += 1
+            continue
         inner = " " * (indent + 2) + line.lstrip()[2:]
         item, position = _parse_mapping(lines, position, indent + 2, first_line=inner)
         result.append(item)

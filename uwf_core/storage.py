@@ -142,13 +142,14 @@ def read_text(path: str) -> str | None:
 class FileLock:
     """An exclusive flock. With `wait=False` a held lock raises LockedError naming the holder."""
 
-    __slots__ = ("path", "wait", "purpose", "fd")
+    __slots__ = ("path", "wait", "purpose", "fd", "stale_info")
 
     def __init__(self, path: str, *, wait: bool = True, purpose: str = "") -> None:
         self.path = path
         self.wait = wait
         self.purpose = purpose
         self.fd: int | None = None
+        self.stale_info = ""
 
     def acquire(self) -> FileLock:
         ensure_dir(os.path.dirname(self.path))
@@ -163,10 +164,17 @@ class FileLock:
                 what = self.purpose or os.path.basename(self.path)
                 raise LockedError(f"{what} is locked by {holder or 'another process'}") from None
             raise UwfError(f"cannot lock {self.path}: {exc.strerror}") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}\n".encode(), 0)
         self.fd = fd
+        self.stale_info = _read_holder(fd)  # non-empty only if the last holder died holding it
+        self.write_info(f"pid {os.getpid()}")
         return self
+
+    def write_info(self, text: str) -> None:
+        """Describe the holder (read by whoever finds the lock taken)."""
+        if self.fd is not None:
+            data = (text.rstrip("\n") + "\n").encode("utf-8")
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, data, 0)
 
     def release(self) -> None:
         if self.fd is not None:
@@ -185,6 +193,6 @@ class FileLock:
 
 def _read_holder(fd: int) -> str:
     try:
-        return os.pread(fd, 64, 0).decode("utf-8", "replace").strip()
+        return os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
     except OSError:
         return ""

@@ -57,3 +57,69 @@ def read_history(root: Root) -> list[dict]:
         if isinstance(record, dict):
             records.append(record)
     return records
+
+
+class ConflictError(StateFileError):
+    """The head moved (or the thread was archived) while a step was running."""
+
+
+def add_thread(root: Root, thread: str, head: str) -> None:
+    with root.lock("index"):
+        threads = load_threads(root)
+        threads[thread] = head
+        save_threads(root, threads)
+
+
+def compare_and_set_head(root: Root, thread: str, expected: str, new: str, archive_reason: str | None = None, workflow: str | None = None) -> None:
+    """Move a thread's head from `expected` to `new` (and archive it when `archive_reason`),
+    atomically under the index lock. Fails if the head is no longer `expected`."""
+    with root.lock("index"):
+        threads = load_threads(root)
+        current = threads.get(thread)
+        if current is None:
+            record = last_history_record(root, thread)
+            reason = f" ({record.get('reason')})" if record else ""
+            raise ConflictError(f"thread {thread} was archived{reason} while the step ran; its head stays at {expected}")
+        if current != expected:
+            raise ConflictError(
+                f"thread {thread} moved from {expected} to {current} while the step ran; the new step {new} stays in CAS (fork it to keep it)"
+            )
+        if archive_reason is not None:
+            _append_history(root, thread, workflow, new, archive_reason)
+            del threads[thread]
+        else:
+            threads[thread] = new
+        save_threads(root, threads)
+
+
+def archive_thread(root: Root, thread: str, workflow: str | None, reason: str, expected: str | None = None) -> str:
+    """Remove an active thread from threads.yaml and append its history record; returns its head."""
+    with root.lock("index"):
+        threads = load_threads(root)
+        head = threads.get(thread)
+        if head is None:
+            raise ConflictError(f"thread {thread} is not active")
+        if expected is not None and head != expected:
+            raise ConflictError(f"thread {thread} moved from {expected} to {head}; not archived")
+        _append_history(root, thread, workflow, head, reason)
+        del threads[thread]
+        save_threads(root, threads)
+        return head
+
+
+def _append_history(root: Root, thread: str, workflow: str | None, head: str, reason: str) -> None:
+    import time
+
+    from .storage import append_line
+
+    record = {"thread": thread, "workflow": workflow, "head": head, "reason": reason, "completedAt": int(time.time() * 1000)}
+    # History first: a crash before threads.yaml is rewritten leaves the thread listed
+    # twice (active wins), never lost.
+    append_line(root.history_file, json.dumps(record, ensure_ascii=False))
+
+
+def last_history_record(root: Root, thread: str) -> dict | None:
+    for record in reversed(read_history(root)):
+        if record.get("thread") == thread:
+            return record
+    return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..version import __version__
-from . import cas_cmd, workflow_cmd
+from . import cas_cmd, setup_cmd, thread_cmd, workflow_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action="version", version=f"uwf {__version__}")
     groups = parser.add_subparsers(title="commands", metavar="COMMAND")
+    thread_cmd.register(groups, common)
     workflow_cmd.register(groups, common)
     cas_cmd.register(groups, common)
+    setup_cmd.register(groups, common)
     return parser

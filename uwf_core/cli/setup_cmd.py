@@ -1,0 +1,84 @@
+"""`uwf setup`: configure providers, models and agents, interactively or with flags."""
+
+from __future__ import annotations
+
+import sys
+
+from .common import root_of
+from .output import emit_json, note
+
+
+def register(groups, common) -> None:
+    parser = groups.add_parser(
+        "setup",
+        help="configure providers, models and agents (config.yaml, .env)",
+        description="Configure providers, models and agents. Without flags (and on a terminal) it asks.",
+        parents=[common],
+    )
+    parser.add_argument("--provider", metavar="NAME", help="provider name, e.g. openrouter")
+    parser.add_argument("--base-url", metavar="URL", help="OpenAI-compatible base URL, e.g. https://openrouter.ai/api/v1")
+    parser.add_argument("--api-key", metavar="KEY", help="API key (stored in .env, mode 0600)")
+    parser.add_argument("--api-key-env", metavar="VAR", help="the .env variable holding the key (default <PROVIDER>_API_KEY)")
+    parser.add_argument("--model", metavar="NAME", help="model name at the provider; becomes defaultModel")
+    parser.add_argument("--model-alias", metavar="ALIAS", help="alias for --model (default: its last path part)")
+    parser.add_argument("--extract-model", metavar="ALIAS", help="model alias used to extract structured output")
+    parser.add_argument("--agent-preset", action="append", default=[], metavar="NAME", help="add a known agent CLI: claude, codex, hermes, cursor-agent, aider")
+    parser.add_argument("--agent", action="append", default=[], metavar="ALIAS=COMMAND", help="add a step-protocol agent command")
+    parser.add_argument("--default-agent", metavar="ALIAS", help="the agent used when nothing else says")
+    parser.set_defaults(handler=cmd_setup)
+
+
+def cmd_setup(args) -> int:
+    from ..errors import UwfError
+    from ..setup_config import SetupRequest, apply_setup
+
+    agents = {}
+    for item in args.agent:
+        alias, sep, command_line = item.partition("=")
+        if not sep or not alias.strip():
+            raise UwfError(f"--agent expects ALIAS=COMMAND, got {item!r}")
+        agents[alias.strip()] = command_line.strip()
+    request = SetupRequest(
+        provider=args.provider,
+        base_url=args.base_url,
+        api_key=args.api_key,
+        api_key_env=args.api_key_env,
+        model=args.model,
+        model_alias=args.model_alias,
+        extract_model=args.extract_model,
+        presets=list(args.agent_preset),
+        agents=agents,
+        default_agent=args.default_agent,
+    )
+    flags = [v for k, v in vars(request).items() if v]
+    if not flags:
+        if not sys.stdin.isatty():
+            raise UwfError("uwf setup needs flags when not run on a terminal (see `uwf setup --help`)")
+        request = _ask(request)
+    root = root_of(args)
+    config = apply_setup(root, request)
+    note(f"wrote {root.config_file}" + (f" and {root.env_file}" if request.api_key else ""))
+    emit_json(config.to_dict())
+    return 0
+
+
+def _ask(request):
+    import getpass
+
+    from ..agents import PRESETS
+
+    def ask(question: str, default: str = "") -> str:
+        shown = f" [{default}]" if default else ""
+        answer = input(f"{question}{shown}: ").strip()
+        return answer or default
+
+    request.provider = ask("Provider name (blank to skip the LLM setup)", "openrouter") or None
+    if request.provider:
+        request.base_url = ask("Base URL (OpenAI-compatible)", "https://openrouter.ai/api/v1")
+        request.api_key = getpass.getpass("API key (stored in .env, not shown): ").strip() or None
+        request.model = ask("Model name", "anthropic/claude-sonnet-4") or None
+    presets = ask(f"Agent CLIs to add ({', '.join(PRESETS)}; comma-separated, blank for none)")
+    request.presets = [name.strip() for name in presets.split(",") if name.strip()]
+    if request.presets:
+        request.default_agent = ask("Default agent", request.presets[0])
+    return request

@@ -1,0 +1,181 @@
+"""`uwf thread start | step | run | show | list | steps | read | fork | resume | kill | step-details | runs`."""
+
+from __future__ import annotations
+
+import sys
+
+from .common import command, group, root_of
+from .output import emit_json, emit_text, note
+
+
+def register(groups, common) -> None:
+    sub = group(groups, common, "thread", "start, step and inspect threads")
+    start = command(sub, common, "start", cmd_start, "start a thread (no step is run); prints {workflow, thread}")
+    start.add_argument("workflow", help="registry name or hash")
+    start.add_argument("-p", "--prompt", required=True, help="the task (use - to read it from stdin)")
+    start.add_argument("-w", "--workspace", metavar="DIR", help="the agents' working directory")
+    start.add_argument(
+        "--agent", action="append", default=[], metavar="ROLE=AGENT", help="bind a role to an agent for this thread (repeatable)"
+    )
+    step = command(sub, common, "step", cmd_step, "run one moderator → agent → verify cycle")
+    _agent_options(step)
+    run = command(sub, common, "run", cmd_run, "step until done, a failure, or --max N steps")
+    _agent_options(run)
+    run.add_argument("--max", type=int, metavar="N", help="stop after N steps")
+    show = command(sub, common, "show", cmd_show, "{workflow, thread, head, done}")
+    show.add_argument("thread")
+    listing = command(sub, common, "list", cmd_list, "active threads, newest first")
+    listing.add_argument("--all", action="store_true", help="include archived threads (with their reason)")
+    steps = command(sub, common, "steps", cmd_steps, "a thread's steps, oldest first, outputs expanded")
+    steps.add_argument("thread")
+    read = command(sub, common, "read", cmd_read, "the whole thread as markdown")
+    read.add_argument("thread")
+    read.add_argument("--quota", type=int, metavar="N", help="at most N characters (the newest steps are kept)")
+    read.add_argument("--before", metavar="HASH", help="only the steps before this step")
+    fork = command(sub, common, "fork", cmd_fork, "a new thread whose head is an existing step")
+    fork.add_argument("step", help="a StepNode (or StartNode) hash or prefix")
+    resume = command(sub, common, "resume", cmd_resume, "continue an archived thread with a new prompt")
+    resume.add_argument("thread")
+    resume.add_argument("-p", "--prompt", required=True, help="the new task (use - to read it from stdin)")
+    kill = command(sub, common, "kill", cmd_kill, "archive a thread as killed and stop its running agent")
+    kill.add_argument("thread")
+    details = command(sub, common, "step-details", cmd_step_details, "a step's output, detail, answer and prompt")
+    details.add_argument("step")
+    runs = command(sub, common, "runs", cmd_runs, "a thread's step attempts from runs.jsonl (ok, failed, timeout, killed)")
+    runs.add_argument("thread")
+
+
+def _agent_options(parser) -> None:
+    parser.add_argument("thread")
+    parser.add_argument("--agent", metavar="CMD", help="agent alias or command line for this step (step protocol)")
+    parser.add_argument("--timeout", type=float, metavar="S", help="kill the agent after S seconds")
+
+
+def _prompt(text: str) -> str:
+    return sys.stdin.read() if text == "-" else text
+
+
+def _stream_line(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def cmd_start(args) -> int:
+    from ..errors import UwfError
+    from ..threads import start_thread
+
+    bindings = {}
+    for item in args.agent:
+        role, sep, agent = item.partition("=")
+        if not sep or not role or not agent:
+            raise UwfError(f"--agent expects ROLE=AGENT, got {item!r}")
+        bindings[role.strip()] = agent.strip()
+    info = start_thread(root_of(args), args.workflow, _prompt(args.prompt), args.workspace, bindings or None)
+    emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
+    return 0
+
+
+def cmd_step(args) -> int:
+    from ..step import perform_step
+
+    result = perform_step(root_of(args), args.thread, agent=args.agent, timeout=args.timeout, on_output=_stream_line)
+    emit_json(result.to_json())
+    return 0
+
+
+def cmd_run(args) -> int:
+    from ..errors import UwfError
+    from ..step import run_thread
+
+    if args.max is not None and args.max < 1:
+        raise UwfError("--max must be at least 1")
+
+    def progress(result) -> None:
+        if result.role:
+            note(f"{result.role} ({result.agent}) -> {result.head}{'  [done]' if result.done else ''}")
+        else:
+            note(f"thread finished ({result.reason})")
+
+    result = run_thread(
+        root_of(args), args.thread, max_steps=args.max, agent=args.agent, timeout=args.timeout, on_output=_stream_line, on_step=progress
+    )
+    emit_json(result.to_json())
+    return 0
+
+
+def cmd_show(args) -> int:
+    from ..threads import thread_info
+
+    emit_json(thread_info(root_of(args), args.thread).to_json())
+    return 0
+
+
+def cmd_list(args) -> int:
+    from ..threads import list_threads
+
+    items = []
+    for info in list_threads(root_of(args), include_archived=args.all):
+        item = {"thread": info.thread, "workflow": info.workflow, "head": info.head}
+        if not info.active:
+            item["reason"] = info.reason
+        items.append(item)
+    emit_json(items)
+    return 0
+
+
+def cmd_steps(args) -> int:
+    from ..threads import thread_steps
+
+    emit_json(
+        [
+            {"hash": s.hash, "role": s.role, "agent": s.agent, "output": s.output, "detail": s.detail}
+            for s in thread_steps(root_of(args), args.thread)
+        ]
+    )
+    return 0
+
+
+def cmd_read(args) -> int:
+    from ..thread_read import read_thread
+
+    emit_text(read_thread(root_of(args), args.thread, quota=args.quota, before=args.before))
+    return 0
+
+
+def cmd_fork(args) -> int:
+    from ..threads import fork_thread
+
+    info = fork_thread(root_of(args), args.step)
+    emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
+    return 0
+
+
+def cmd_resume(args) -> int:
+    from ..threads import resume_thread
+
+    info = resume_thread(root_of(args), args.thread, _prompt(args.prompt))
+    emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
+    return 0
+
+
+def cmd_kill(args) -> int:
+    from ..threads import kill_thread
+
+    emit_json(kill_thread(root_of(args), args.thread).to_json())
+    return 0
+
+
+def cmd_step_details(args) -> int:
+    from ..threads import step_details
+
+    emit_json(step_details(root_of(args), args.step).to_json())
+    return 0
+
+
+def cmd_runs(args) -> int:
+    from ..runs import read_runs
+    from ..threads import resolve_thread_id
+
+    root = root_of(args)
+    emit_json(read_runs(root, resolve_thread_id(root, args.thread)))
+    return 0

@@ -1,0 +1,437 @@
+"""One step of a thread: moderator → agent → verify → compare-and-set the head.
+
+perform_step is the single implementation every caller uses (the CLI, `thread
+run`, the TUI, sub-workflows). It returns a result instead of printing,
+streams the agent's stderr lines to a callback, and can be cancelled. On any
+failure the head stays where it was, and every attempt is in runs.jsonl.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import thread_index
+from .agent_process import Cancel, ProcessOutcome, run_process
+from .agents import ResolvedAgent, resolve_agent
+from .builtin_schemas import BUILTIN_HASHES
+from .cas import CasStore
+from .config import env_with_secrets, load_config
+from .context import STEP_TYPE, build_context
+from .errors import UwfError
+from .ids import is_cas_ref
+from .moderator import REASON_DONE, REASON_MAX_STEPS, Decision, evaluate
+from .runs import RunRecord, append_run
+from .step_lock import StepLock
+from .storage import Root
+from .thread_model import StepContext, StepNode, ThreadContext
+from .threads import ThreadInfo, active_thread
+from .workflow_model import Workflow
+from .workflows import workflow_from_node
+
+OutputCallback = Callable[[str], None]
+
+
+class StepError(UwfError):
+    """A step attempt that failed; `status` is how runs.jsonl records it."""
+
+    def __init__(self, message: str, status: str = "failed", stderr: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.stderr = stderr
+
+
+@dataclass(frozen=True)
+class StepResult:
+    workflow: str
+    thread: str
+    head: str
+    done: bool
+    role: str | None = None
+    agent: str | None = None
+    step: str | None = None  # the new StepNode, None when the thread just finished
+    reason: str | None = None
+
+    def to_json(self) -> dict:
+        data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
+        if self.role:
+            data["role"] = self.role
+        if self.agent:
+            data["agent"] = self.agent
+        if self.reason:
+            data["reason"] = self.reason
+        return data
+
+
+@dataclass
+class _Attempt:
+    """Bookkeeping for the runs.jsonl line of one attempt."""
+
+    root: Root
+    info: ThreadInfo
+    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    role: str | None = None
+    agent: str | None = None
+
+    def record(self, status: str, step: str | None = None, error: str | None = None, stderr: str | None = None) -> None:
+        now = int(time.time() * 1000)
+        append_run(
+            self.root,
+            RunRecord(
+                thread=self.info.thread,
+                workflow=self.info.workflow,
+                role=self.role,
+                agent=self.agent,
+                status=status,
+                head=self.info.head,
+                step=step,
+                startedAt=self.started_ms,
+                completedAt=now,
+                durationMs=now - self.started_ms,
+                error=error,
+                stderr=stderr or None,
+            ),
+        )
+
+
+def perform_step(
+    root: Root,
+    thread: str,
+    *,
+    agent: str | None = None,
+    timeout: float | None = None,
+    on_output: OutputCallback | None = None,
+    cancel: Cancel | None = None,
+) -> StepResult:
+    store = CasStore(root)
+    thread_id = active_thread(root, thread, store).thread
+    with StepLock(root, thread_id) as lock:
+        if lock.interrupted is not None:
+            _record_interrupted(root, store, thread_id, lock)
+        info = active_thread(root, thread_id, store)
+        attempt = _Attempt(root, info)
+        try:
+            return _step(root, store, info, attempt, lock, agent, timeout, on_output, cancel)
+        except StepError as exc:
+            attempt.record(exc.status, error=exc.message, stderr=exc.stderr)
+            raise
+        except UwfError as exc:
+            attempt.record("failed", error=exc.message)
+            raise
+        except KeyboardInterrupt:
+            attempt.record("killed", error="interrupted (Ctrl-C)")
+            raise
+
+
+def _record_interrupted(root: Root, store: CasStore, thread: str, lock: StepLock) -> None:
+    lost = lock.interrupted
+    info = active_thread(root, thread, store)
+    attempt = _Attempt(root, info, started_ms=lost.started_at or int(time.time() * 1000), role=lost.role, agent=lost.agent)
+    attempt.record("killed", error=f"uwf (pid {lost.pid}) died during this step; the head did not move")
+
+
+def _step(root, store, info, attempt, lock, agent_override, timeout, on_output, cancel) -> StepResult:
+    context = build_context(store, info.head)
+    workflow = workflow_from_node(store, context.start.workflow)
+    decision = evaluate(workflow, context)
+    if decision.is_end:
+        return _finish(root, info, decision, workflow)
+    attempt.role = decision.role
+    config = load_config(root)
+    resolved = resolve_agent(
+        config, workflow.name, decision.role, context.start.agents, agent_override, config_file=root.config_file
+    )
+    attempt.agent = resolved.label
+    lock.update(role=decision.role, agent=resolved.label)
+    run = _AgentRun(root, store, info, workflow, context, decision, resolved, lock, timeout, on_output, cancel)
+    new_head = run.execute()
+    done = _next_is_end(store, workflow, context, new_head)
+    try:
+        thread_index.compare_and_set_head(
+            root, info.thread, info.head, new_head, archive_reason=REASON_DONE if done else None, workflow=workflow.hash
+        )
+    except thread_index.ConflictError as exc:
+        record = thread_index.last_history_record(root, info.thread)
+        killed = record is not None and record.get("reason") == "killed" and info.thread not in thread_index.load_threads(root)
+        raise StepError(exc.message, "killed" if killed else "failed") from None
+    attempt.record("ok", step=new_head)
+    return StepResult(
+        info.workflow, info.thread, new_head, done, decision.role, resolved.label, new_head, REASON_DONE if done else None
+    )
+
+
+def _finish(root: Root, info: ThreadInfo, decision: Decision, workflow: Workflow) -> StepResult:
+    if decision.end_reason == REASON_MAX_STEPS:
+        thread_index.archive_thread(root, info.thread, workflow.hash, REASON_MAX_STEPS, expected=info.head)
+        raise StepError(
+            f"thread {info.thread} reached maxSteps ({workflow.max_steps}) of workflow '{workflow.name}' without finishing; "
+            f"archived with reason max-steps (fork a step or resume it to go on)"
+        )
+    thread_index.archive_thread(root, info.thread, workflow.hash, REASON_DONE, expected=info.head)
+    return StepResult(info.workflow, info.thread, info.head, True, reason=REASON_DONE)
+
+
+def _next_is_end(store: CasStore, workflow: Workflow, context: ThreadContext, new_head: str) -> bool:
+    """Ask the moderator again: does the thread end after this step?
+
+    A routing error here does not undo the step; the next step reports it.
+    """
+    node = store.get(new_head)
+    step = StepNode.from_payload(node.payload)
+    added = StepContext(new_head, step.role, store.payload(step.output), step.output, step.detail, step.agent, step.start)
+    extended = ThreadContext(new_head, context.start_hash, context.start, [*context.steps, added], context.since_start + 1)
+    try:
+        decision = evaluate(workflow, extended)
+    except UwfError:
+        return False
+    return decision.is_end and decision.end_reason == REASON_DONE
+
+
+def agent_env(root: Root, extra: dict[str, str]) -> dict[str, str]:
+    """The caller's environment, .env's keys for what is unset, the agent's own env, and
+    uwf's script directory at the end of PATH so the bundled agents and `uwf` itself
+    are found even when the virtualenv is not activated."""
+    import sys
+
+    env = env_with_secrets(root)
+    env.update(extra)
+    scripts = os.path.dirname(sys.executable)
+    path = env.get("PATH", "")
+    if scripts not in path.split(os.pathsep):
+        env["PATH"] = f"{path}{os.pathsep}{scripts}" if path else scripts
+    return env
+
+
+class _AgentRun:
+    """Spawn the resolved agent for one role and turn its result into a verified StepNode."""
+
+    def __init__(self, root, store, info, workflow, context, decision, resolved, lock, timeout, on_output, cancel) -> None:
+        self.root: Root = root
+        self.store: CasStore = store
+        self.info: ThreadInfo = info
+        self.workflow: Workflow = workflow
+        self.context: ThreadContext = context
+        self.decision: Decision = decision
+        self.role = workflow.roles[decision.role]
+        self.resolved: ResolvedAgent = resolved
+        self.lock: StepLock = lock
+        self.timeout = timeout if timeout is not None else resolved.timeout
+        self.on_output = on_output
+        self.cancel = cancel
+        self.started_ms = int(time.time() * 1000)
+
+    def env(self) -> dict[str, str]:
+        env = agent_env(self.root, self.resolved.env)
+        env.update(
+            UWF_STORAGE_ROOT=self.root.path,
+            UWF_THREAD=self.info.thread,
+            UWF_ROLE=self.role.name,
+            UWF_HEAD=self.info.head,
+            UWF_WORKFLOW=self.workflow.hash or "",
+        )
+        if self.decision.instruction:
+            env["UWF_INSTRUCTION"] = self.decision.instruction
+        else:
+            env.pop("UWF_INSTRUCTION", None)
+        return env
+
+    def cwd(self) -> str:
+        workspace = self.context.start.workspace
+        if workspace and not os.path.isdir(workspace):
+            raise StepError(f"the thread's workspace {workspace} does not exist")
+        return workspace or os.getcwd()
+
+    def spawn(self, argv: list[str], stdin_text: str | None) -> ProcessOutcome:
+        outcome = run_process(
+            argv,
+            cwd=self.cwd(),
+            env=self.env(),
+            stdin_text=stdin_text,
+            timeout=self.timeout,
+            on_output=self.on_output,
+            on_start=lambda pid: self.lock.update(pgid=pid),
+            cancel=self.cancel,
+        )
+        self._check_outcome(outcome)
+        return outcome
+
+    def _check_outcome(self, outcome: ProcessOutcome) -> None:
+        tail = outcome.stderr_tail.strip()
+        suffix = f"; stderr: {tail[-300:]}" if tail else ""
+        if outcome.timed_out:
+            raise StepError(f"agent '{self.resolved.label}' timed out after {self.timeout:g}s; its process group was killed", "timeout", tail)
+        if outcome.cancelled:
+            raise StepError(f"agent '{self.resolved.label}' was cancelled; its process group was killed", "killed", tail)
+        if self.info.thread not in thread_index.load_threads(self.root):
+            raise StepError(f"thread {self.info.thread} was killed while agent '{self.resolved.label}' ran", "killed", tail)
+        if outcome.exit_code != 0:
+            how = f"was killed by signal {-outcome.exit_code}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
+            raise StepError(f"agent '{self.resolved.label}' {how}{suffix}", "failed", tail)
+
+    def execute(self) -> str:
+        if self.resolved.protocol == "text":
+            return self._text_protocol()
+        return self._step_protocol()
+
+    # -- step protocol: the agent writes its nodes; uwf verifies -----------------------
+
+    def _step_protocol(self) -> str:
+        outcome = self.spawn([*self.resolved.argv, self.info.thread, self.role.name], None)
+        lines = [line.strip() for line in outcome.stdout.splitlines() if line.strip()]
+        if not lines:
+            raise StepError(f"agent '{self.resolved.label}' printed nothing; the step protocol expects the new StepNode's hash as the last line of stdout")
+        answer = lines[-1]
+        verify_step_node(self.store, answer.upper(), self.context, self.role.name, self.role.meta, self.resolved.label)
+        return answer.upper()
+
+    # -- text protocol: uwf builds the prompt, extracts, writes the nodes ---------------
+
+    def _text_protocol(self) -> str:
+        from .extract import ExtractError, extract_fast
+        from .prompt import build_prompt
+
+        schema = self.store.schema(self.role.meta)
+        prompt = build_prompt(self.workflow, self.role, schema, self.context, self.decision.instruction)
+        argv, stdin_text, prompt_file = self._text_argv(prompt)
+        try:
+            outcome = self.spawn(argv, stdin_text)
+        finally:
+            if prompt_file:
+                os.unlink(prompt_file)
+        try:
+            extracted = extract_fast(outcome.stdout, schema, cache_key=self.role.meta)
+        except ExtractError as exc:
+            raise StepError(f"could not read the output of agent '{self.resolved.label}': {exc.message}", "failed", outcome.stderr_tail) from None
+        return write_step(
+            self.store,
+            context=self.context,
+            role=self.role.name,
+            meta=self.role.meta,
+            output=extracted.output,
+            agent=self.resolved.label,
+            instruction=self.decision.instruction,
+            started_ms=self.started_ms,
+            detail={
+                "agent": self.resolved.label,
+                "protocol": "text",
+                "prompt": self.store.put(BUILTIN_HASHES["content"], prompt),
+                "content": self.store.put(BUILTIN_HASHES["content"], outcome.stdout),
+                "extract": extracted.method,
+                "exitCode": outcome.exit_code,
+                "durationMs": outcome.duration_ms,
+            },
+        )
+
+    def _text_argv(self, prompt: str) -> tuple[list[str], str | None, str | None]:
+        prompt_file = None
+        uses_prompt = any("{prompt}" in arg or "{prompt_file}" in arg for arg in self.resolved.argv)
+        if any("{prompt_file}" in arg for arg in self.resolved.argv):
+            prompt_file = _write_prompt_file(self.root, prompt)
+        values = {"{prompt}": prompt, "{prompt_file}": prompt_file or "", "{thread}": self.info.thread, "{role}": self.role.name}
+        argv = []
+        for arg in self.resolved.argv:
+            for placeholder, value in values.items():
+                arg = arg.replace(placeholder, value)
+            argv.append(arg)
+        return argv, None if uses_prompt else prompt, prompt_file
+
+
+def _write_prompt_file(root: Root, prompt: str) -> str:
+    from .storage import atomic_write, temp_path_for
+
+    path = temp_path_for(os.path.join(root.path, "tmp", "prompt.md")).removesuffix(".tmp") + ".md"
+    atomic_write(path, prompt.encode("utf-8"), mode=0o600, sync=False)
+    return path
+
+
+def write_step(
+    store: CasStore,
+    *,
+    context: ThreadContext,
+    role: str,
+    meta: str,
+    output: object,
+    agent: str,
+    detail: dict,
+    instruction: str | None = None,
+    started_ms: int | None = None,
+) -> str:
+    """Store output, detail and the StepNode continuing `context`'s head; returns the StepNode hash."""
+    now = int(time.time() * 1000)
+    output_hash = store.put(meta, output, what=f"output of role '{role}'")
+    detail = {**detail, "startedAt": started_ms or now, "completedAt": now}
+    detail_hash = store.put(BUILTIN_HASHES["detail"], detail, what="detail")
+    step = StepNode(
+        start=context.start_hash,
+        prev=None if context.head_is_start else context.head,
+        role=role,
+        output=output_hash,
+        detail=detail_hash,
+        agent=agent,
+        instruction=instruction,
+        started_at=started_ms or now,
+        completed_at=now,
+    )
+    return store.put(STEP_TYPE, step.to_payload(), what="StepNode")
+
+
+def verify_step_node(store: CasStore, answer: str, context: ThreadContext, role: str, meta: str, agent: str) -> None:
+    """Refuse anything but a valid StepNode that continues this thread's head for this role."""
+    from .schemas import validation_errors
+
+    who = f"agent '{agent}'"
+    if not is_cas_ref(answer):
+        raise StepError(f"{who} printed {answer[:80]!r} as its last line, which is not a node hash")
+    if not store.has(answer):
+        raise StepError(f"{who} answered {answer}, which is not in the store")
+    node = store.get(answer)
+    if node.type != STEP_TYPE:
+        raise StepError(f"{who} answered {answer}, which is not a StepNode (its type is {node.type})")
+    step = StepNode.from_payload(node.payload)
+    if step.start != context.start_hash:
+        raise StepError(f"{who} answered {answer}, a StepNode of another thread (its start is {step.start}, this thread's is {context.start_hash})")
+    expected_prev = None if context.head_is_start else context.head
+    if step.prev != expected_prev:
+        raise StepError(f"{who} answered {answer}, whose prev is {step.prev} but the head is {expected_prev}")
+    if step.role != role:
+        raise StepError(f"{who} answered {answer} for role '{step.role}', but role '{role}' was asked for")
+    for name in ("output", "detail"):
+        if not store.has(getattr(step, name)):
+            raise StepError(f"{who} answered {answer}, whose {name} {getattr(step, name)} is not in the store")
+    output = store.get(step.output)
+    errors = validation_errors(store.schema(meta), output.payload, cache_key=meta)
+    if errors:
+        raise StepError(f"{who} answered {answer}, whose output does not match role '{role}''s schema: {errors[0]}")
+
+
+def run_thread(
+    root: Root,
+    thread: str,
+    *,
+    max_steps: int | None = None,
+    agent: str | None = None,
+    timeout: float | None = None,
+    on_output: OutputCallback | None = None,
+    on_step: Callable[[StepResult], None] | None = None,
+    cancel: Cancel | None = None,
+) -> StepResult:
+    """Step until the thread is done, a step fails (raised), or `max_steps` steps ran."""
+    taken = 0
+    result = None
+    while max_steps is None or taken < max_steps:
+        result = perform_step(root, thread, agent=agent, timeout=timeout, on_output=on_output, cancel=cancel)
+        if on_step is not None:
+            on_step(result)
+        if result.done:
+            return result
+        taken += 1
+        if cancel is not None and cancel.is_set():
+            break
+    if result is None:
+        from .threads import thread_info
+
+        info = thread_info(root, thread)
+        return StepResult(info.workflow, info.thread, info.head, info.done, reason=info.reason)
+    return result

@@ -1,0 +1,106 @@
+"""A thread as markdown: the prompt, then each step's role, agent, structured
+output and body. The newest steps are kept when a quota is given."""
+
+from __future__ import annotations
+
+import time
+
+from .builtin_schemas import BUILTIN_HASHES
+from .cas import CasStore
+from .context import build_context
+from .errors import UwfError
+from .extract import split_frontmatter
+from .storage import Root
+from .thread_model import StepContext
+from .threads import thread_info
+from .workflows import workflow_from_node
+
+
+def _when(ms: int | None) -> str:
+    if not ms:
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + " UTC"
+
+
+def step_body(store: CasStore, step: StepContext) -> str:
+    """The markdown body of a step: its answer's text after the frontmatter."""
+    try:
+        detail = store.get(step.detail)
+    except UwfError:
+        return ""
+    text = None
+    if detail.type == BUILTIN_HASHES["content"] and isinstance(detail.payload, str):
+        text = detail.payload
+    elif isinstance(detail.payload, dict):
+        content = detail.payload.get("content")
+        if isinstance(content, str) and store.has(content):
+            payload = store.payload(content)
+            text = payload if isinstance(payload, str) else None
+        elif isinstance(detail.payload.get("body"), str):
+            text = detail.payload["body"]
+    if text is None:
+        return ""
+    block = split_frontmatter(text)
+    return (block[1] if block else text).strip()
+
+
+def _render_step(store: CasStore, number: int, step: StepContext) -> str:
+    import yaml
+
+    when = _when(step.completed_at)
+    took = ""
+    if step.started_at and step.completed_at:
+        took = f", {max(0, step.completed_at - step.started_at) / 1000:.1f}s"
+    lines = [f"## {number}. {step.role} — {step.agent}", "", f"_step {step.hash}{', ' + when if when else ''}{took}_", ""]
+    if step.instruction:
+        lines += [f"> {line}" for line in step.instruction.strip().splitlines()] + [""]
+    output = yaml.safe_dump(step.output, sort_keys=False, allow_unicode=True).rstrip()
+    lines += ["```yaml", output, "```", ""]
+    body = step_body(store, step)
+    if body:
+        lines += [body, ""]
+    return "\n".join(lines)
+
+
+def read_thread(root: Root, thread: str, *, quota: int | None = None, before: str | None = None) -> str:
+    store = CasStore(root)
+    info = thread_info(root, thread, store)
+    context = build_context(store, info.head)
+    workflow = workflow_from_node(store, context.start.workflow)
+    steps = list(enumerate(context.steps, 1))
+    if before:
+        target = store.resolve(before)
+        positions = [i for i, (_, step) in enumerate(steps) if step.hash == target]
+        if not positions:
+            raise UwfError(f"{target} is not a step of thread {info.thread}")
+        steps = steps[: positions[0]]
+    status = "active" if info.active else f"archived ({info.reason})"
+    header = [
+        f"# Thread {info.thread} — {workflow.name}",
+        "",
+        f"_{status}, head {info.head}, {len(context.steps)} step{'s' if len(context.steps) != 1 else ''}_",
+        "",
+        "## Prompt",
+        "",
+        context.start.prompt.strip(),
+        "",
+    ]
+    head_text = "\n".join(header)
+    blocks = [_render_step(store, number, step) for number, step in steps]
+    if quota is not None:
+        budget = quota - len(head_text)
+        kept: list[str] = []
+        for block in reversed(blocks):
+            if len(block) > budget and kept:
+                break
+            kept.append(block)
+            budget -= len(block)
+        kept.reverse()
+        omitted = len(blocks) - len(kept)
+        if omitted:
+            kept.insert(0, f"_({omitted} earlier step{'s' if omitted > 1 else ''} omitted by --quota)_\n")
+        blocks = kept
+    text = head_text + "\n" + "\n".join(blocks)
+    if quota is not None and len(text) > quota:
+        text = text[: max(0, quota - 1)] + "…"
+    return text.rstrip() + "\n"
