@@ -47,14 +47,20 @@ class Cancel:
         return self._event.is_set()
 
 
-def kill_group(pgid: int) -> None:
-    """SIGTERM the group, then SIGKILL whatever is left after a short grace."""
+def kill_group(pgid: int, proc: subprocess.Popen | None = None) -> None:
+    """SIGTERM the group, then SIGKILL whatever is left after a short grace.
+
+    `proc`, the group leader when it is our child, is reaped while waiting:
+    a zombie still counts as a member of its group.
+    """
     try:
         os.killpg(pgid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         return
     deadline = time.monotonic() + TERM_GRACE_SECONDS
     while time.monotonic() < deadline:
+        if proc is not None:
+            proc.poll()
         try:
             os.killpg(pgid, 0)
         except (ProcessLookupError, PermissionError):
@@ -102,7 +108,7 @@ def run_process(
         stdout, stderr_tail, timed_out, cancelled = _supervise(proc, timeout, on_output, cancel, started)
     finally:
         if proc.poll() is None:
-            kill_group(proc.pid)
+            kill_group(proc.pid, proc)
             proc.wait()
     return ProcessOutcome(
         exit_code=proc.returncode,
@@ -151,16 +157,16 @@ def _supervise(proc, timeout, on_output, cancel, started):
         if proc.poll() is not None:
             if exited_at is None:
                 exited_at = time.monotonic()
-                kill_group(proc.pid)  # leftovers of a finished agent would hold the pipes open
+                kill_group(proc.pid, proc)  # leftovers of a finished agent would hold the pipes open
             elif time.monotonic() - exited_at > 1.0:
                 break
             continue
         if cancel is not None and cancel.is_set() and not cancelled:
             cancelled = True
-            kill_group(proc.pid)
+            kill_group(proc.pid, proc)
         elif timeout is not None and not timed_out and time.monotonic() - started > timeout:
             timed_out = True
-            kill_group(proc.pid)
+            kill_group(proc.pid, proc)
     if partial:
         _emit(on_output, bytes(partial))
     for fileobj in (proc.stdout, proc.stderr):

@@ -50,11 +50,12 @@ class CasStore:
         self.root = root if isinstance(root, Root) else Root(root)
         self._schemas: dict[str, dict] = {}
         self._builtins_ready = False
+        self._cas_prefix = self.root.cas_dir + os.sep
 
     # -- paths ---------------------------------------------------------------
 
     def node_path(self, hash_: str) -> str:
-        return os.path.join(self.root.cas_dir, hash_ + NODE_SUFFIX)
+        return self._cas_prefix + hash_ + NODE_SUFFIX
 
     def index_path(self, type_hash: str) -> str:
         return os.path.join(self.root.index_dir, type_hash)
@@ -136,12 +137,12 @@ class CasStore:
 
     def get(self, text: str) -> Node:
         """Read and verify one node; a node whose bytes no longer match its name is refused."""
-        hash_ = self.resolve(text)
+        hash_ = text if is_cas_ref(text) else self.resolve(text)
         try:
             with open(self.node_path(hash_), "rb") as handle:
                 data = handle.read()
         except FileNotFoundError:
-            raise NotFoundError(f"no node {hash_}") from None
+            raise NotFoundError(f"no node {hash_} in {self.root.cas_dir}") from None
         return _verified_node(hash_, data)
 
     def payload(self, text: str) -> object:

@@ -89,7 +89,15 @@ def encode(value: object) -> bytes:
     return b"".join(out)
 
 
+_FLOAT_UNPACK = {25: (2, _unpack_half), 26: (4, _unpack_single), 27: (8, _unpack_double)}
+_SIMPLE = {20: False, 21: True, 22: None}
+_ARG_SIZE = {24: 1, 25: 2, 26: 4, 27: 8}
+
+
 class _Decoder:
+    """A recursive-descent decoder for the JSON subset; hot on every chain walk, so
+    kept to local variables and one method per item."""
+
     __slots__ = ("data", "pos")
 
     def __init__(self, data: bytes) -> None:
@@ -100,59 +108,63 @@ class _Decoder:
         return CorruptError(f"invalid CBOR at byte {self.pos}: {what}")
 
     def argument(self, info: int) -> int:
-        data, pos = self.data, self.pos
         if info < 24:
             return info
-        size = {24: 1, 25: 2, 26: 4, 27: 8}.get(info)
-        if size is None or pos + size > len(data):
+        size = _ARG_SIZE.get(info)
+        pos = self.pos
+        if size is None or pos + size > len(self.data):
             raise self.fail("bad length")
         self.pos = pos + size
-        return int.from_bytes(data[pos : pos + size], "big")
+        return int.from_bytes(self.data[pos : pos + size], "big")
 
     def value(self) -> object:
         data = self.data
-        if self.pos >= len(data):
+        pos = self.pos
+        if pos >= len(data):
             raise self.fail("unexpected end")
-        initial = data[self.pos]
-        self.pos += 1
-        major, info = initial >> 5, initial & 31
-        if major == 0:
-            return self.argument(info)
-        if major == 1:
-            return -1 - self.argument(info)
+        initial = data[pos]
+        self.pos = pos + 1
+        major = initial >> 5
+        info = initial & 31
         if major == 3:
-            length = self.argument(info)
-            end = self.pos + length
+            length = info if info < 24 else self.argument(info)
+            start = self.pos
+            end = start + length
             if end > len(data):
                 raise self.fail("truncated string")
+            self.pos = end
             try:
-                text = data[self.pos : end].decode("utf-8")
+                return data[start:end].decode("utf-8")
             except UnicodeDecodeError:
                 raise self.fail("string is not UTF-8") from None
-            self.pos = end
-            return text
-        if major == 4:
-            return [self.value() for _ in range(self.argument(info))]
         if major == 5:
+            count = info if info < 24 else self.argument(info)
             result = {}
-            for _ in range(self.argument(info)):
-                key = self.value()
-                if not isinstance(key, str):
+            value = self.value
+            for _ in range(count):
+                key = value()
+                if key.__class__ is not str:
                     raise self.fail("map key is not a string")
-                result[key] = self.value()
+                result[key] = value()
             return result
+        if major == 0:
+            return info if info < 24 else self.argument(info)
+        if major == 4:
+            count = info if info < 24 else self.argument(info)
+            value = self.value
+            return [value() for _ in range(count)]
+        if major == 1:
+            return -1 - (info if info < 24 else self.argument(info))
         if major == 7:
             return self.simple(info)
         raise self.fail(f"unsupported major type {major}")
 
     def simple(self, info: int) -> object:
-        simple_values = {20: False, 21: True, 22: None}
-        if info in simple_values:
-            return simple_values[info]
-        sizes = {25: (2, _unpack_half), 26: (4, _unpack_single), 27: (8, _unpack_double)}
-        if info not in sizes:
+        if info in _SIMPLE:
+            return _SIMPLE[info]
+        if info not in _FLOAT_UNPACK:
             raise self.fail(f"unsupported simple value {info}")
-        size, unpack = sizes[info]
+        size, unpack = _FLOAT_UNPACK[info]
         if self.pos + size > len(self.data):
             raise self.fail("truncated float")
         (number,) = unpack(self.data, self.pos)

@@ -74,7 +74,6 @@ def _step_context(store: CasStore, hash_: str, step: StepNode) -> StepContext:
     return StepContext(
         hash=hash_,
         role=step.role,
-        output=store.payload(step.output),
         output_hash=step.output,
         detail=step.detail,
         agent=step.agent,
@@ -82,4 +81,5 @@ def _step_context(store: CasStore, hash_: str, step: StepNode) -> StepContext:
         instruction=step.instruction,
         started_at=step.started_at,
         completed_at=step.completed_at,
+        load_output=store.payload,
     )

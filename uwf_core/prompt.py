@@ -74,19 +74,18 @@ def output_format_instruction(schema: dict) -> str:
 
 def history_section(context: ThreadContext, quota: int = HISTORY_QUOTA_CHARS) -> str:
     """Earlier steps, newest kept when the quota is reached."""
-    blocks = []
-    for number, step in enumerate(context.steps, 1):
-        output = json.dumps(step.output, indent=2, ensure_ascii=False)
-        blocks.append(f"### Step {number}: {step.role} (agent: {step.agent})\n\n```json\n{output}\n```")
     kept: list[str] = []
     used = 0
-    for block in reversed(blocks):
+    for number in range(len(context.steps), 0, -1):
+        step = context.steps[number - 1]
+        output = json.dumps(step.output, indent=2, ensure_ascii=False)
+        block = f"### Step {number}: {step.role} (agent: {step.agent})\n\n```json\n{output}\n```"
         if used + len(block) > quota and kept:
             break
         kept.append(block)
         used += len(block)
     kept.reverse()
-    omitted = len(blocks) - len(kept)
+    omitted = len(context.steps) - len(kept)
     if omitted:
         kept.insert(0, f"({omitted} earlier step{'s' if omitted > 1 else ''} omitted; `uwf thread read` shows them)")
     return "\n\n".join(kept) if kept else "(no steps yet: you are the first)"

@@ -180,7 +180,7 @@ def _next_is_end(store: CasStore, workflow: Workflow, context: ThreadContext, ne
     """
     node = store.get(new_head)
     step = StepNode.from_payload(node.payload)
-    added = StepContext(new_head, step.role, store.payload(step.output), step.output, step.detail, step.agent, step.start)
+    added = StepContext(new_head, step.role, step.output, step.detail, step.agent, step.start, load_output=store.payload)
     extended = ThreadContext(new_head, context.start_hash, context.start, [*context.steps, added], context.since_start + 1)
     try:
         decision = evaluate(workflow, extended)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -78,11 +80,15 @@ class StepNode:
 
 @dataclass(frozen=True)
 class StepContext:
-    """One completed step as the moderator and agents see it: the output expanded."""
+    """One completed step as the moderator and agents see it.
+
+    `output` is the expanded payload, read on first use: routing by status or
+    by a null condition needs only the last one, so a long chain is walked
+    without reading every output.
+    """
 
     hash: str
     role: str
-    output: object
     output_hash: str
     detail: str
     agent: str
@@ -90,6 +96,13 @@ class StepContext:
     instruction: str | None = None
     started_at: int | None = None
     completed_at: int | None = None
+    load_output: Callable[[str], object] | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def output(self) -> object:
+        if self.load_output is None:
+            raise ValueError(f"step {self.hash}: no loader for output {self.output_hash}")
+        return self.load_output(self.output_hash)
 
     def to_json(self) -> dict:
         return {"role": self.role, "output": self.output, "detail": self.detail, "agent": self.agent}
