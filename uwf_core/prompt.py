@@ -52,7 +52,9 @@ def output_format_instruction(schema: dict) -> str:
     """Tell the agent exactly which frontmatter fields to produce."""
     import yaml
 
-    properties = schema.get("properties") or {}
+    from .schemas import field_order
+
+    properties = {name: schema["properties"][name] for name in field_order(schema)}
     required = set(schema.get("required") or [])
     lines = [
         "# Deliverable format",

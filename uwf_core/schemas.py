@@ -96,6 +96,19 @@ def _kind(value: object) -> str:
     )
 
 
+def field_order(schema: object) -> list[str]:
+    """An object schema's property names: `required` first, in its (authored) order.
+
+    Stored schemas are CBOR maps, whose keys come back in canonical order;
+    `required` is a list and keeps the order the author wrote.
+    """
+    if not isinstance(schema, dict):
+        return []
+    properties = schema.get("properties") or {}
+    required = [name for name in schema.get("required") or [] if name in properties]
+    return required + [name for name in properties if name not in required]
+
+
 _validators: dict[str, object] = {}
 
 

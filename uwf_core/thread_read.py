@@ -44,7 +44,17 @@ def step_body(store: CasStore, step: StepContext) -> str:
     return (block[1] if block else text).strip()
 
 
-def _render_step(store: CasStore, number: int, step: StepContext) -> str:
+def ordered_output(output: object, schema: dict | None) -> object:
+    """Stored outputs come back in CBOR key order; show them in the schema's order."""
+    if not isinstance(output, dict) or not schema:
+        return output
+    from .schemas import field_order
+
+    order = field_order(schema)
+    return {key: output[key] for key in sorted(output, key=lambda k: order.index(k) if k in order else len(order))}
+
+
+def _render_step(store: CasStore, number: int, step: StepContext, schema: dict | None) -> str:
     import yaml
 
     when = _when(step.completed_at)
@@ -54,12 +64,19 @@ def _render_step(store: CasStore, number: int, step: StepContext) -> str:
     lines = [f"## {number}. {step.role} — {step.agent}", "", f"_step {step.hash}{', ' + when if when else ''}{took}_", ""]
     if step.instruction:
         lines += [f"> {line}" for line in step.instruction.strip().splitlines()] + [""]
-    output = yaml.safe_dump(step.output, sort_keys=False, allow_unicode=True).rstrip()
+    output = yaml.safe_dump(ordered_output(step.output, schema), sort_keys=False, allow_unicode=True).rstrip()
     lines += ["```yaml", output, "```", ""]
     body = step_body(store, step)
     if body:
         lines += [body, ""]
     return "\n".join(lines)
+
+
+def _schema(store: CasStore, meta: str) -> dict | None:
+    try:
+        return store.schema(meta)
+    except UwfError:
+        return None
 
 
 def read_thread(root: Root, thread: str, *, quota: int | None = None, before: str | None = None) -> str:
@@ -86,7 +103,8 @@ def read_thread(root: Root, thread: str, *, quota: int | None = None, before: st
         "",
     ]
     head_text = "\n".join(header)
-    blocks = [_render_step(store, number, step) for number, step in steps]
+    schemas = {name: _schema(store, role.meta) for name, role in workflow.roles.items()}
+    blocks = [_render_step(store, number, step, schemas.get(step.role)) for number, step in steps]
     if quota is not None:
         budget = quota - len(head_text)
         kept: list[str] = []
