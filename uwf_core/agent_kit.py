@@ -1,10 +1,12 @@
-"""The agent kit: write a step-protocol agent in Python by supplying `run(ctx)`.
+"""The agent kit: write a step-protocol agent in Python by supplying `run(ctx)`
+(and, for corrections, `continue_(ctx, session, message)`).
 
 The kit parses `<agent> [options] <thread-id> <role>`, loads the root's .env,
 builds the thread's context and the prompt, calls `run`, extracts the
-structured output from the answer, writes output + detail + StepNode, and
-prints the StepNode's hash. Every failure becomes one clear line on stderr
-and a non-zero exit.
+structured output from the answer (frontmatter fast path, then the LLM
+fallback when a model is configured, then up to two corrections through
+`continue_`), writes output + detail + StepNode, and prints the StepNode's
+hash. Every failure becomes one clear line on stderr and a non-zero exit.
 """
 
 from __future__ import annotations
@@ -58,13 +60,16 @@ class AgentContext:
 
 @dataclass(frozen=True)
 class AgentAnswer:
-    """What `run` returns: the raw answer text, plus anything to keep in the detail node."""
+    """What `run` returns: the raw answer text, anything to keep in the detail node
+    (turns, tool calls, usage...), and a session handed back to `continue_`."""
 
     text: str
     detail: dict = field(default_factory=dict)
+    session: object = None
 
 
 RunFunction = Callable[[AgentContext], "AgentAnswer | str"]
+ContinueFunction = Callable[[AgentContext, object, str], "AgentAnswer | str"]
 
 
 class AgentUsageError(UwfError):
@@ -94,23 +99,51 @@ def load_agent_context(root: Root, thread: str, role_name: str, options: dict | 
     return AgentContext(root, store, thread, workflow, role, context, instruction, dict(options or {}))
 
 
-def complete_step(ctx: AgentContext, answer: AgentAnswer, *, agent_label: str, started_ms: int) -> str:
-    """Extract the structured output from an answer and write the step; returns its hash."""
+def _answer(value: AgentAnswer | str) -> AgentAnswer:
+    return AgentAnswer(value) if isinstance(value, str) else value
+
+
+def complete_step(
+    ctx: AgentContext,
+    answer: AgentAnswer,
+    *,
+    agent_label: str,
+    started_ms: int,
+    continue_: ContinueFunction | None = None,
+    fallback=None,
+) -> str:
+    """Extract the structured output (fast path, fallback, corrections) and write the step."""
     from .builtin_schemas import BUILTIN_HASHES
-    from .extract import extract_fast
+    from .extract import extract_with_corrections
     from .step import write_step
 
-    extracted = extract_fast(answer.text, ctx.schema, cache_key=ctx.role.meta)
-    content = ctx.store.put(BUILTIN_HASHES["content"], answer.text)
-    prompt = ctx.store.put(BUILTIN_HASHES["content"], ctx.prompt)
-    detail = {"agent": agent_label, "protocol": "step", "prompt": prompt, "content": content, "extract": extracted.method}
-    detail.update(answer.detail)
+    current = [answer]
+
+    def retry(message: str) -> str:
+        current[0] = _answer(continue_(ctx, current[0].session, message))
+        return current[0].text
+
+    outcome = extract_with_corrections(
+        answer.text, ctx.schema, cache_key=ctx.role.meta, fallback=fallback, retry=retry if continue_ else None
+    )
+    final = current[0]
+    detail = {
+        "agent": agent_label,
+        "protocol": "step",
+        "prompt": ctx.store.put(BUILTIN_HASHES["content"], ctx.prompt),
+        "content": ctx.store.put(BUILTIN_HASHES["content"], outcome.text),
+        "extract": outcome.extracted.method,
+        "corrections": outcome.corrections,
+    }
+    if outcome.usage is not None:
+        detail["extractUsage"] = outcome.usage.to_json()
+    detail.update(final.detail)
     return write_step(
         ctx.store,
         context=ctx.context,
         role=ctx.role.name,
         meta=ctx.role.meta,
-        output=extracted.output,
+        output=outcome.extracted.output,
         agent=agent_label,
         detail=detail,
         instruction=ctx.instruction,
@@ -123,8 +156,10 @@ def run_agent(
     run: RunFunction,
     argv: list[str] | None = None,
     *,
+    continue_: ContinueFunction | None = None,
     configure: Callable | None = None,
     description: str = "",
+    llm_fallback: bool = True,
 ) -> int:
     """The whole step protocol around `run`; returns the exit code."""
     import argparse
@@ -140,10 +175,14 @@ def run_agent(
         root = Root(None)
         _load_env(root)
         ctx = load_agent_context(root, args.thread, args.role, vars(args))
-        answer = run(ctx)
-        if isinstance(answer, str):
-            answer = AgentAnswer(answer)
-        step = complete_step(ctx, answer, agent_label=name, started_ms=started)
+        answer = _answer(run(ctx))
+        fallback = None
+        if llm_fallback:
+            from .config import load_config
+            from .extract_llm import fallback_for
+
+            fallback = fallback_for(load_config(root))
+        step = complete_step(ctx, answer, agent_label=name, started_ms=started, continue_=continue_, fallback=fallback)
     except UwfError as exc:
         sys.stderr.write(f"{name}: error: {' '.join(exc.message.split())}\n")
         return 1

@@ -93,3 +93,60 @@ def extract_fast(text: str, schema: dict, *, cache_key: str | None = None) -> Ex
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ExtractError(f"the {method} output does not match the role's schema: {errors[0]}{more}", errors)
     return Extracted(output, body, method)
+
+
+# -- the layers together: fast path, LLM fallback, corrections ---------------------------
+
+MAX_CORRECTIONS = 2
+
+
+@dataclass(frozen=True)
+class ExtractOutcome:
+    extracted: Extracted
+    text: str  # the answer that succeeded
+    corrections: int
+    usage: object | None = None  # llm.Usage of the fallback calls, if any
+
+
+def correction_message(error: ExtractError, schema: dict) -> str:
+    from .prompt import output_format_instruction
+
+    problems = "; ".join(error.errors[:5]) if error.errors else error.message
+    return (
+        f"Your previous answer could not be used: {problems}.\n\n"
+        "Answer again. Keep your work, but format the answer exactly like this:\n\n" + output_format_instruction(schema)
+    )
+
+
+def extract_with_corrections(
+    text: str,
+    schema: dict,
+    *,
+    cache_key: str | None = None,
+    fallback=None,
+    retry=None,
+    max_corrections: int = MAX_CORRECTIONS,
+) -> ExtractOutcome:
+    """Fast path, then the LLM `fallback(text, schema)` if given, then up to
+    `max_corrections` calls of `retry(message) -> new answer text`."""
+    usage = None
+    notes: list[str] = []
+    corrections = 0
+    while True:
+        try:
+            return ExtractOutcome(extract_fast(text, schema, cache_key=cache_key), text, corrections, usage)
+        except ExtractError as exc:
+            error = exc
+        if fallback is not None:
+            try:
+                extracted, used = fallback(text, schema)
+                usage = used if usage is None else usage + used
+                return ExtractOutcome(extracted, text, corrections, usage)
+            except UwfError as exc:
+                notes.append(f"LLM extract: {exc.message}")
+        if retry is None or corrections >= max_corrections:
+            tried = f" after {corrections} correction{'s' if corrections != 1 else ''}" if corrections else ""
+            extra = f" ({'; '.join(dict.fromkeys(notes))})" if notes else ""
+            raise ExtractError(f"{error.message}{tried}{extra}", error.errors)
+        corrections += 1
+        text = retry(correction_message(error, schema))

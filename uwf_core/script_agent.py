@@ -88,7 +88,8 @@ def run(ctx: AgentContext) -> AgentAnswer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_agent(NAME, run, argv, configure=_configure, description=__doc__.splitlines()[0])
+    # No LLM fallback: a script is meant to be exact, and must run offline.
+    return run_agent(NAME, run, argv, configure=_configure, description=__doc__.splitlines()[0], llm_fallback=False)
 
 
 if __name__ == "__main__":

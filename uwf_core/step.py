@@ -289,40 +289,60 @@ class _AgentRun:
     # -- text protocol: uwf builds the prompt, extracts, writes the nodes ---------------
 
     def _text_protocol(self) -> str:
-        from .extract import ExtractError, extract_fast
+        from .extract import ExtractError, extract_with_corrections
+        from .extract_llm import fallback_for
         from .prompt import build_prompt
 
         schema = self.store.schema(self.role.meta)
         prompt = build_prompt(self.workflow, self.role, schema, self.context, self.decision.instruction)
-        argv, stdin_text, prompt_file = self._text_argv(prompt)
+        outcome = self._run_text(prompt)
+        last = {"outcome": outcome}
+
+        def retry(message: str) -> str:
+            last["outcome"] = self._run_text(f"{prompt}\n\n# Correction\n\n{message}\n")
+            return last["outcome"].stdout
+
         try:
-            outcome = self.spawn(argv, stdin_text)
-        finally:
-            if prompt_file:
-                os.unlink(prompt_file)
-        try:
-            extracted = extract_fast(outcome.stdout, schema, cache_key=self.role.meta)
+            result = extract_with_corrections(
+                outcome.stdout,
+                schema,
+                cache_key=self.role.meta,
+                fallback=fallback_for(load_config(self.root), self.env()),
+                retry=retry,
+            )
         except ExtractError as exc:
-            raise StepError(f"could not read the output of agent '{self.resolved.label}': {exc.message}", "failed", outcome.stderr_tail) from None
+            raise StepError(f"could not read the output of agent '{self.resolved.label}': {exc.message}", "failed", last["outcome"].stderr_tail) from None
+        detail = {
+            "agent": self.resolved.label,
+            "protocol": "text",
+            "prompt": self.store.put(BUILTIN_HASHES["content"], prompt),
+            "content": self.store.put(BUILTIN_HASHES["content"], result.text),
+            "extract": result.extracted.method,
+            "corrections": result.corrections,
+            "exitCode": last["outcome"].exit_code,
+            "durationMs": int(time.time() * 1000) - self.started_ms,
+        }
+        if result.usage is not None:
+            detail["extractUsage"] = result.usage.to_json()
         return write_step(
             self.store,
             context=self.context,
             role=self.role.name,
             meta=self.role.meta,
-            output=extracted.output,
+            output=result.extracted.output,
             agent=self.resolved.label,
             instruction=self.decision.instruction,
             started_ms=self.started_ms,
-            detail={
-                "agent": self.resolved.label,
-                "protocol": "text",
-                "prompt": self.store.put(BUILTIN_HASHES["content"], prompt),
-                "content": self.store.put(BUILTIN_HASHES["content"], outcome.stdout),
-                "extract": extracted.method,
-                "exitCode": outcome.exit_code,
-                "durationMs": outcome.duration_ms,
-            },
+            detail=detail,
         )
+
+    def _run_text(self, prompt: str) -> ProcessOutcome:
+        argv, stdin_text, prompt_file = self._text_argv(prompt)
+        try:
+            return self.spawn(argv, stdin_text)
+        finally:
+            if prompt_file:
+                os.unlink(prompt_file)
 
     def _text_argv(self, prompt: str) -> tuple[list[str], str | None, str | None]:
         prompt_file = None
