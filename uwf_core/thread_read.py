@@ -12,6 +12,7 @@ from .errors import UwfError
 from .extract import split_frontmatter
 from .storage import Root
 from .thread_model import StepContext
+from .usage import step_usage, thread_usage
 from .threads import thread_info
 from .workflows import workflow_from_node
 
@@ -61,7 +62,9 @@ def _render_step(store: CasStore, number: int, step: StepContext, schema: dict |
     took = ""
     if step.started_at and step.completed_at:
         took = f", {max(0, step.completed_at - step.started_at) / 1000:.1f}s"
-    lines = [f"## {number}. {step.role} — {step.agent}", "", f"_step {step.hash}{', ' + when if when else ''}{took}_", ""]
+    used = step_usage(store, step)
+    tokens = f", {used.total_tokens:,} tokens" if used.requests else ""
+    lines = [f"## {number}. {step.role} — {step.agent}", "", f"_step {step.hash}{', ' + when if when else ''}{took}{tokens}_", ""]
     if step.instruction:
         lines += [f"> {line}" for line in step.instruction.strip().splitlines()] + [""]
     output = yaml.safe_dump(ordered_output(step.output, schema), sort_keys=False, allow_unicode=True).rstrip()
@@ -92,10 +95,16 @@ def read_thread(root: Root, thread: str, *, quota: int | None = None, before: st
             raise UwfError(f"{target} is not a step of thread {info.thread}")
         steps = steps[: positions[0]]
     status = "active" if info.active else f"archived ({info.reason})"
+    total = thread_usage(store, context.steps)
+    tokens = (
+        f", {total.total_tokens:,} tokens ({total.prompt_tokens:,} prompt, {total.completion_tokens:,} completion)"
+        if total.requests
+        else ""
+    )
     header = [
         f"# Thread {info.thread} — {workflow.name}",
         "",
-        f"_{status}, head {info.head}, {len(context.steps)} step{'s' if len(context.steps) != 1 else ''}_",
+        f"_{status}, head {info.head}, {len(context.steps)} step{'s' if len(context.steps) != 1 else ''}{tokens}_",
         "",
         "## Prompt",
         "",

@@ -104,9 +104,21 @@ def cmd_run(args) -> int:
 
 
 def cmd_show(args) -> int:
+    from ..cas import CasStore
+    from ..context import build_context
     from ..threads import thread_info
+    from ..usage import thread_usage
 
-    emit_json(thread_info(root_of(args), args.thread).to_json())
+    root = root_of(args)
+    store = CasStore(root)
+    info = thread_info(root, args.thread, store)
+    data = info.to_json()
+    context = build_context(store, info.head)
+    data["steps"] = len(context.steps)
+    usage = thread_usage(store, context.steps)
+    if usage.requests:
+        data["usage"] = usage.to_json()
+    emit_json(data)
     return 0
 
 
