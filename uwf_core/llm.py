@@ -169,7 +169,8 @@ class ChatClient:
                     raise error
             if attempt == self.retries:
                 raise LlmError(f"{error.message} (after {attempt + 1} attempts)")
-            time.sleep(_retry_after(response) or min(MAX_BACKOFF_SECONDS, self.backoff * (2**attempt)))
+            wait = _retry_after(response)
+            time.sleep(wait if wait is not None else min(MAX_BACKOFF_SECONDS, self.backoff * (2**attempt)))
         raise AssertionError("unreachable")
 
 
