@@ -64,6 +64,8 @@ def resolve_agent(
     alias = config.agents.get(spec)
     if alias is not None:
         return _from_alias(alias, source)
+    if spec.strip() == HUMAN:
+        return ResolvedAgent(label=HUMAN, argv=(HUMAN,), protocol="human", source=source)
     try:
         argv = tuple(shlex.split(spec))
     except ValueError as exc:

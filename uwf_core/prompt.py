@@ -48,6 +48,16 @@ def _example(schema: dict) -> object:
     return {"string": "...", "number": 0, "integer": 0, "boolean": True, "null": None}.get(kind, "...")
 
 
+def frontmatter_template(schema: dict) -> str:
+    """A frontmatter block with an example value for every field, for a person to fill in."""
+    import yaml
+
+    from .schemas import field_order
+
+    example = {name: _example(schema["properties"][name]) for name in field_order(schema)}
+    return "---\n" + yaml.safe_dump(example, sort_keys=False, allow_unicode=True) + "---\n\n"
+
+
 def output_format_instruction(schema: dict) -> str:
     """Tell the agent exactly which frontmatter fields to produce."""
     import yaml

@@ -34,6 +34,23 @@ from .workflows import workflow_from_node
 OutputCallback = Callable[[str], None]
 
 
+@dataclass(frozen=True)
+class HumanRequest:
+    """What a person is asked when a role's agent is `human`."""
+
+    thread: str
+    workflow: str
+    role: str
+    prompt: str
+    schema: dict
+    template: str
+    instruction: str | None
+
+
+# Returns the person's answer (frontmatter markdown or a JSON object), or None to cancel.
+HumanInput = Callable[[HumanRequest], "str | None"]
+
+
 class StepError(UwfError):
     """A step attempt that failed; `status` is how runs.jsonl records it."""
 
@@ -104,6 +121,7 @@ def perform_step(
     timeout: float | None = None,
     on_output: OutputCallback | None = None,
     cancel: Cancel | None = None,
+    human: HumanInput | None = None,
 ) -> StepResult:
     store = CasStore(root)
     thread_id = active_thread(root, thread, store).thread
@@ -113,7 +131,7 @@ def perform_step(
         info = active_thread(root, thread_id, store)
         attempt = _Attempt(root, info)
         try:
-            return _step(root, store, info, attempt, lock, agent, timeout, on_output, cancel)
+            return _step(root, store, info, attempt, lock, agent, timeout, on_output, cancel, human)
         except StepError as exc:
             attempt.record(exc.status, error=exc.message, stderr=exc.stderr)
             raise
@@ -132,7 +150,7 @@ def _record_interrupted(root: Root, store: CasStore, thread: str, lock: StepLock
     attempt.record("killed", error=f"uwf (pid {lost.pid}) died during this step; the head did not move")
 
 
-def _step(root, store, info, attempt, lock, agent_override, timeout, on_output, cancel) -> StepResult:
+def _step(root, store, info, attempt, lock, agent_override, timeout, on_output, cancel, human) -> StepResult:
     context = build_context(store, info.head)
     workflow = workflow_from_node(store, context.start.workflow)
     decision = evaluate(workflow, context)
@@ -146,6 +164,7 @@ def _step(root, store, info, attempt, lock, agent_override, timeout, on_output, 
     attempt.agent = resolved.label
     lock.update(role=decision.role, agent=resolved.label)
     run = _AgentRun(root, store, info, workflow, context, decision, resolved, lock, timeout, on_output, cancel)
+    run.human = human
     new_head = run.execute()
     done = _next_is_end(store, workflow, context, new_head)
     try:
@@ -270,10 +289,52 @@ class _AgentRun:
             how = f"was killed by signal {-outcome.exit_code}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
             raise StepError(f"agent '{self.resolved.label}' {how}{suffix}", "failed", tail)
 
+    human: HumanInput | None = None
+
     def execute(self) -> str:
+        if self.resolved.is_human:
+            return self._human_protocol()
         if self.resolved.protocol == "text":
             return self._text_protocol()
         return self._step_protocol()
+
+    # -- a person answers: the TUI's form, or $EDITOR from the CLI ------------------
+
+    def _human_protocol(self) -> str:
+        from .extract import ExtractError, extract_fast
+        from .prompt import build_prompt, frontmatter_template
+
+        if self.human is None:
+            raise StepError(
+                f"role '{self.role.name}' is assigned to a human: step it in uwf-tui, or run `uwf thread step` on a terminal (it opens $EDITOR)"
+            )
+        schema = self.store.schema(self.role.meta)
+        prompt = build_prompt(self.workflow, self.role, schema, self.context, self.decision.instruction)
+        request = HumanRequest(self.info.thread, self.workflow.name, self.role.name, prompt, schema, frontmatter_template(schema), self.decision.instruction)
+        answer = self.human(request)
+        if answer is None:
+            raise StepError(f"the human answer for role '{self.role.name}' was cancelled", "killed")
+        try:
+            extracted = extract_fast(answer, schema, cache_key=self.role.meta)
+        except ExtractError as exc:
+            raise StepError(f"the human answer for role '{self.role.name}' cannot be used: {exc.message}") from None
+        return write_step(
+            self.store,
+            context=self.context,
+            role=self.role.name,
+            meta=self.role.meta,
+            output=extracted.output,
+            agent="human",
+            instruction=self.decision.instruction,
+            started_ms=self.started_ms,
+            detail={
+                "agent": "human",
+                "protocol": "human",
+                "prompt": self.store.put(BUILTIN_HASHES["content"], prompt),
+                "content": self.store.put(BUILTIN_HASHES["content"], answer),
+                "extract": extracted.method,
+            },
+        )
 
     # -- step protocol: the agent writes its nodes; uwf verifies -----------------------
 
@@ -436,12 +497,13 @@ def run_thread(
     on_output: OutputCallback | None = None,
     on_step: Callable[[StepResult], None] | None = None,
     cancel: Cancel | None = None,
+    human: HumanInput | None = None,
 ) -> StepResult:
     """Step until the thread is done, a step fails (raised), or `max_steps` steps ran."""
     taken = 0
     result = None
     while max_steps is None or taken < max_steps:
-        result = perform_step(root, thread, agent=agent, timeout=timeout, on_output=on_output, cancel=cancel)
+        result = perform_step(root, thread, agent=agent, timeout=timeout, on_output=on_output, cancel=cancel, human=human)
         if on_step is not None:
             on_step(result)
         if result.done:

@@ -223,3 +223,62 @@ def _title(store: CasStore, type_hash: str) -> str | None:
     except UwfError:
         return None
 
+
+
+def fork_with_output(root: Root, step_hash: str, output: object) -> ThreadInfo:
+    """Fork from a copy of a step whose output a person replaced (agent 'human').
+
+    The edited output is validated against the role's schema; the new thread's
+    head is the copy, so the thread goes on from the overruled decision.
+    """
+    import time
+
+    from .thread_model import StepNode
+
+    store = CasStore(root)
+    hash_ = store.resolve(step_hash)
+    step = read_step(store, hash_)
+    _, start = start_of(store, hash_)
+    workflow = workflow_from_node(store, start.workflow)
+    role = workflow.roles.get(step.role)
+    if role is None:
+        raise UwfError(f"step {hash_} is for role '{step.role}', which workflow '{workflow.name}' does not have")
+    store.ensure_builtins()
+    new_output = store.put(role.meta, output, what=f"edited output of role '{step.role}'")
+    now = int(time.time() * 1000)
+    detail = store.put(
+        BUILTIN_HASHES["detail"],
+        {"agent": "human", "protocol": "edit", "editedFrom": hash_, "originalOutput": step.output, "startedAt": now, "completedAt": now},
+    )
+    copy = StepNode(step.start, step.prev, step.role, new_output, detail, "human", step.instruction, now, now)
+    head = store.put(STEP_TYPE, copy.to_payload(), what="StepNode")
+    thread = new_ulid()
+    thread_index.add_thread(root, thread, head)
+    return ThreadInfo(thread, start.workflow, head, True)
+
+
+STATUS_RUNNING = "running"
+STATUS_WAITING = "waiting"
+STATUS_FAILED = "failed"
+
+
+def thread_statuses(root: Root, infos: list[ThreadInfo]) -> dict[str, str]:
+    """running / waiting / failed for active threads (failed: the last attempt from the
+    current head failed), the archive reason (done / killed / max-steps) for the others."""
+    from .runs import read_runs
+    from .step_lock import running_step
+
+    last_run: dict[str, dict] = {}
+    for record in read_runs(root):
+        last_run[record.get("thread")] = record
+    statuses = {}
+    for info in infos:
+        if not info.active:
+            statuses[info.thread] = info.reason or "done"
+        elif running_step(root, info.thread) is not None:
+            statuses[info.thread] = STATUS_RUNNING
+        else:
+            record = last_run.get(info.thread)
+            failed = record is not None and record.get("status") != "ok" and record.get("head") == info.head
+            statuses[info.thread] = STATUS_FAILED if failed else STATUS_WAITING
+    return statuses

@@ -34,6 +34,11 @@ def register(groups, common) -> None:
     read.add_argument("--before", metavar="HASH", help="only the steps before this step")
     fork = command(sub, common, "fork", cmd_fork, "a new thread whose head is an existing step")
     fork.add_argument("step", help="a StepNode (or StartNode) hash or prefix")
+    fork.add_argument(
+        "--edit-output",
+        metavar="FILE",
+        help="fork from a copy of the step with this output (JSON or YAML mapping, - for stdin), recorded as agent 'human'",
+    )
     resume = command(sub, common, "resume", cmd_resume, "continue an archived thread with a new prompt")
     resume.add_argument("thread")
     resume.add_argument("-p", "--prompt", required=True, help="the new task (use - to read it from stdin)")
@@ -78,7 +83,11 @@ def cmd_start(args) -> int:
 def cmd_step(args) -> int:
     from ..step import perform_step
 
-    result = perform_step(root_of(args), args.thread, agent=args.agent, timeout=args.timeout, on_output=_stream_line)
+    from .human_editor import editor_answer
+
+    result = perform_step(
+        root_of(args), args.thread, agent=args.agent, timeout=args.timeout, on_output=_stream_line, human=editor_answer
+    )
     emit_json(result.to_json())
     return 0
 
@@ -96,8 +105,17 @@ def cmd_run(args) -> int:
         else:
             note(f"thread finished ({result.reason})")
 
+    from .human_editor import editor_answer
+
     result = run_thread(
-        root_of(args), args.thread, max_steps=args.max, agent=args.agent, timeout=args.timeout, on_output=_stream_line, on_step=progress
+        root_of(args),
+        args.thread,
+        max_steps=args.max,
+        agent=args.agent,
+        timeout=args.timeout,
+        on_output=_stream_line,
+        on_step=progress,
+        human=editor_answer,
     )
     emit_json(result.to_json())
     return 0
@@ -155,11 +173,38 @@ def cmd_read(args) -> int:
 
 
 def cmd_fork(args) -> int:
-    from ..threads import fork_thread
+    from ..threads import fork_thread, fork_with_output
 
-    info = fork_thread(root_of(args), args.step)
+    if args.edit_output:
+        info = fork_with_output(root_of(args), args.step, _read_mapping(args.edit_output))
+    else:
+        info = fork_thread(root_of(args), args.step)
     emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
     return 0
+
+
+def _read_mapping(path: str) -> dict:
+    """A JSON or YAML mapping from a file (or stdin), for --edit-output."""
+    import json
+
+    from ..errors import UwfError
+
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    except OSError as exc:
+        raise UwfError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise UwfError(f"{path} is neither JSON nor YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(data, dict):
+        raise UwfError(f"{path} must hold a mapping of the role's output fields")
+    return data
 
 
 def cmd_resume(args) -> int:
