@@ -1,13 +1,424 @@
-"""Entry point of `uwf-tui` (the workbench is not built yet)."""
+"""`uwf-tui`: the Textual workbench over uwf_core.
+
+Workflows as graphs, threads as step timelines, CAS nodes as expandable
+trees; step, run, fork and kill by keypress. Agents run in thread workers
+that post messages; handlers change the UI. Changes made by `uwf` in another
+terminal show up within a second (the state files are polled).
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
+import threading
+from typing import Iterable
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane, Tree
+
+from uwf_core.agent_process import Cancel
+from uwf_core.errors import UwfError
+from uwf_core.storage import Root
+
+from .cas_view import CasView
+from .modals import ConfirmScreen, EditorScreen, HelpScreen, NewThreadScreen, TextInputScreen
+from .runner import AgentOutput, StepDone
+from .threads_view import ThreadsView
+from .workflows_view import WorkflowsView
+
+VIEWS = ["workflows", "threads", "cas"]
+THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
+
+
+class UwfApp(App):
+    TITLE = "uwf"
+    CSS_PATH = "app.tcss"
+    BINDINGS = [
+        Binding("1", "view('workflows')", "Workflows", id="view-workflows"),
+        Binding("2", "view('threads')", "Threads", id="view-threads"),
+        Binding("3", "view('cas')", "CAS", id="view-cas"),
+        Binding("tab", "next_view", "Next view", show=False, priority=True, id="next-view"),
+        Binding("s", "step", "Step", id="step", tooltip="run one step of the selected thread"),
+        Binding("r", "run", "Run", id="run", tooltip="step the selected thread until it is done"),
+        Binding("f", "fork", "Fork", id="fork", tooltip="fork a new thread from the selected step"),
+        Binding("e", "edit", "Edit+fork", id="edit", tooltip="edit the selected step's output and fork from it"),
+        Binding("K", "kill", "Kill", id="kill", tooltip="kill the selected thread (asks first)"),
+        Binding("x", "cancel", "Cancel agent", id="cancel", tooltip="stop the agent running for the selected thread"),
+        Binding("n", "new_thread", "New", id="new-thread", tooltip="start a thread: pick a workflow, type a prompt"),
+        Binding("slash", "filter", "Filter", id="filter"),
+        Binding("g", "goto_hash", "Go to hash", id="goto-hash"),
+        Binding("j", "cursor_down", "Down", show=False, id="down"),
+        Binding("k", "cursor_up", "Up", show=False, id="up"),
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("q", "quit", "Quit", id="quit"),
+    ]
+    running_count: reactive[int] = reactive(0, bindings=True)
+
+    def __init__(self, root: Root, *, poll_seconds: float = 1.0) -> None:
+        super().__init__()
+        self.root = root
+        self.poll_seconds = poll_seconds
+        self.running: dict[str, Cancel] = {}
+        self._signature: tuple = ()
+        self.sub_title = root.path
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(initial="pane-threads", id="views"):
+            with TabPane("1 Workflows", id="pane-workflows"):
+                yield WorkflowsView(self.root, id="workflows-view")
+            with TabPane("2 Threads", id="pane-threads"):
+                yield ThreadsView(self.root, id="threads-view")
+            with TabPane("3 CAS", id="pane-cas"):
+                yield CasView(self.root, id="cas-view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._signature = self._state_signature()
+        self.set_interval(self.poll_seconds, self.poll_state)
+        self.query_one("#threads", DataTable).focus()
+
+    # -- views ---------------------------------------------------------------------------
+
+    @property
+    def threads_view(self) -> ThreadsView:
+        return self.query_one(ThreadsView)
+
+    @property
+    def current_view(self) -> str:
+        return self.query_one("#views", TabbedContent).active.removeprefix("pane-")
+
+    def action_view(self, name: str) -> None:
+        self.query_one("#views", TabbedContent).active = f"pane-{name}"
+        focus = {"workflows": "#workflows", "threads": "#threads", "cas": "#cas-tree"}[name]
+        self.query_one(focus).focus()
+
+    def action_next_view(self) -> None:
+        index = VIEWS.index(self.current_view)
+        self.action_view(VIEWS[(index + 1) % len(VIEWS)])
+
+    def action_cursor_down(self) -> None:
+        widget = self.focused
+        if isinstance(widget, (DataTable, Tree)):
+            widget.action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        widget = self.focused
+        if isinstance(widget, (DataTable, Tree)):
+            widget.action_cursor_up()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if isinstance(self.screen, ModalScreen):
+            return action in ("quit", "help") or None
+        if action in THREAD_ACTIONS:
+            if self.current_view != "threads":
+                return None
+            thread = self.threads_view.selected_thread
+            info = self.threads_view.infos.get(thread or "")
+            if info is None:
+                return None
+            running = thread in self.running
+            if action in ("step", "run"):
+                return None if running or not info.active else True
+            if action == "cancel":
+                return True if running else None
+            if action == "kill":
+                return True if info.active else None
+            if action in ("fork", "edit"):
+                return True if self.threads_view.selected_step_hash() else None
+        return True
+
+    # -- live refresh --------------------------------------------------------------------
+
+    def _state_signature(self) -> tuple:
+        files = [self.root.threads_file, self.root.history_file, self.root.runs_file, self.root.registry_file, self.root.locks_dir]
+        signature = []
+        for path in files:
+            try:
+                stat = os.stat(path)
+                signature.append((stat.st_mtime_ns, stat.st_size))
+            except OSError:
+                signature.append(None)
+        return tuple(signature)
+
+    def poll_state(self) -> None:
+        signature = self._state_signature()
+        if signature != self._signature:
+            self._signature = signature
+            self.reload_views()
+
+    def reload_views(self) -> None:
+        self.threads_view.reload()
+        self.query_one(WorkflowsView).reload()
+        self.refresh_bindings()
+
+    # -- stepping ------------------------------------------------------------------------
+
+    def action_step(self) -> None:
+        self._start(self.threads_view.selected_thread, run=False)
+
+    def action_run(self) -> None:
+        self._start(self.threads_view.selected_thread, run=True)
+
+    def _start(self, thread: str | None, *, run: bool) -> None:
+        if not thread:
+            return
+        if thread in self.running:
+            self.notify(f"thread {thread[:10]} is already running", severity="warning")
+            return
+        cancel = Cancel()
+        self.running[thread] = cancel
+        self.running_count = len(self.running)
+        self.threads_view.log_line(thread, "run until done" if run else "step", "bold")
+        self.step_worker(thread, run, cancel)
+
+    @work(thread=True, exit_on_error=False, group="steps")
+    def step_worker(self, thread: str, run: bool, cancel: Cancel) -> None:
+        from uwf_core.step import perform_step, run_thread
+
+        def on_output(line: str) -> None:
+            self.post_message(AgentOutput(thread, line))
+
+        def on_step(result) -> None:
+            if result.role:
+                self.post_message(AgentOutput(thread, f"✓ {result.role} ({result.agent}) → {result.head}"))
+
+        try:
+            if run:
+                result = run_thread(self.root, thread, on_output=on_output, on_step=on_step, cancel=cancel, human=self.ask_human)
+            else:
+                result = perform_step(self.root, thread, on_output=on_output, cancel=cancel, human=self.ask_human)
+                on_step(result)
+        except UwfError as exc:
+            self.post_message(StepDone(thread, "failed", exc.message))
+            return
+        except Exception as exc:  # a bug: report it in the UI rather than kill the app
+            self.post_message(StepDone(thread, "failed", f"internal error: {type(exc).__name__}: {exc}"))
+            return
+        state = f"done ({result.reason})" if result.done else f"head {result.head}"
+        self.post_message(StepDone(thread, state))
+
+    def ask_human(self, request) -> str | None:
+        """Called from a step worker: show the prompt and a form, wait for the answer."""
+        from uwf_core.extract import ExtractError, extract_fast
+
+        answered = threading.Event()
+        box: dict = {}
+
+        def validate(text: str) -> str | None:
+            try:
+                extract_fast(text, request.schema)
+            except ExtractError as exc:
+                return exc.message
+            return None
+
+        def done(answer: str | None) -> None:
+            box["answer"] = answer
+            answered.set()
+
+        screen = EditorScreen(
+            f"{request.role} of {request.workflow} is yours to answer (agent: human)",
+            request.template,
+            validate,
+            context=request.prompt,
+            language="markdown",
+        )
+        self.call_from_thread(self.push_screen, screen, done)
+        answered.wait()
+        return box.get("answer")
+
+    def on_agent_output(self, message: AgentOutput) -> None:
+        self.threads_view.log_line(message.thread, message.line)
+
+    def on_step_done(self, message: StepDone) -> None:
+        self.running.pop(message.thread, None)
+        self.running_count = len(self.running)
+        if message.error:
+            self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")
+            self.notify(message.error, title=f"thread {message.thread[:10]}", severity="error", timeout=8)
+        else:
+            self.threads_view.log_line(message.thread, f"■ {message.summary}", "bold green")
+            self.notify(message.summary, title=f"thread {message.thread[:10]}")
+        self._signature = ()
+        self.poll_state()
+
+    def action_cancel(self) -> None:
+        thread = self.threads_view.selected_thread
+        cancel = self.running.get(thread or "")
+        if cancel is not None:
+            cancel.set()
+            self.threads_view.log_line(thread, "cancelling the running agent…", "yellow")
+
+    # -- fork, edit, kill, new -----------------------------------------------------------
+
+    def action_fork(self) -> None:
+        from uwf_core.threads import fork_thread
+
+        step = self.threads_view.selected_step_hash()
+        if not step:
+            return
+        try:
+            info = fork_thread(self.root, step)
+        except UwfError as exc:
+            self.notify(exc.message, severity="error")
+            return
+        self.notify(f"forked thread {info.thread} at {step}")
+        self._select_new(info.thread)
+
+    def _select_new(self, thread: str) -> None:
+        view = self.threads_view
+        view.selected_thread = thread
+        view.selected_step = None
+        view.reload()
+        view.select_thread(thread)
+
+    def action_edit(self) -> None:
+        import yaml
+
+        from uwf_core.threads import step_details
+
+        step = self.threads_view.selected_step_hash()
+        if not step or self.threads_view.selected_step.startswith("start:"):
+            self.notify("select a step to edit its output", severity="warning")
+            return
+        try:
+            details = step_details(self.root, step)
+        except UwfError as exc:
+            self.notify(exc.message, severity="error")
+            return
+
+        def validate(text: str) -> str | None:
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                return f"not valid YAML: {getattr(exc, 'problem', exc)}"
+            if not isinstance(data, dict):
+                return "the output must be a mapping of fields"
+            schema = self.threads_view._schema_for(details.role)
+            if schema is not None:
+                from uwf_core.schemas import validation_errors
+
+                errors = validation_errors(schema, data)
+                if errors:
+                    return f"does not match the {details.role} schema: {errors[0]}"
+            return None
+
+        def saved(text: str | None) -> None:
+            if text is None:
+                return
+            from uwf_core.threads import fork_with_output
+
+            try:
+                info = fork_with_output(self.root, step, yaml.safe_load(text))
+            except UwfError as exc:
+                self.notify(exc.message, severity="error")
+                return
+            self.notify(f"forked thread {info.thread} from an edited {details.role} step (agent: human)")
+            self._select_new(info.thread)
+
+        from uwf_core.thread_read import ordered_output
+
+        text = yaml.safe_dump(ordered_output(details.output, self.threads_view._schema_for(details.role)), sort_keys=False, allow_unicode=True)
+        self.push_screen(EditorScreen(f"Edit the {details.role} output of step {step}; saving forks a new thread", text, validate), saved)
+
+    def action_kill(self) -> None:
+        thread = self.threads_view.selected_thread
+        if not thread:
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if not yes:
+                return
+            from uwf_core.threads import kill_thread
+
+            try:
+                kill_thread(self.root, thread)
+            except UwfError as exc:
+                self.notify(exc.message, severity="error")
+                return
+            self.notify(f"killed thread {thread}")
+            self._signature = ()
+            self.poll_state()
+
+        self.push_screen(ConfirmScreen(f"Kill thread {thread}? It is archived and its running agent is stopped."), confirmed)
+
+    def action_new_thread(self) -> None:
+        names = self.query_one(WorkflowsView).names()
+        if not names:
+            self.notify("no workflows registered yet (uwf workflow put FILE)", severity="warning")
+            return
+
+        def started(result) -> None:
+            if not result:
+                return
+            from uwf_core.threads import start_thread
+
+            workflow, prompt, workspace = result
+            try:
+                info = start_thread(self.root, workflow, prompt, workspace)
+            except UwfError as exc:
+                self.notify(exc.message, severity="error")
+                return
+            self.notify(f"started thread {info.thread} ({workflow}); press s to step it")
+            self.action_view("threads")
+            self._select_new(info.thread)
+
+        selected = self.query_one(WorkflowsView).selected
+        self.push_screen(NewThreadScreen(names, selected), started)
+
+    def action_filter(self) -> None:
+        if self.current_view != "threads":
+            self.action_view("threads")
+        self.threads_view.toggle_filter()
+
+    def action_goto_hash(self) -> None:
+        def chosen(value: str | None) -> None:
+            if value:
+                self.action_view("cas")
+                self.query_one(CasView).open_hash(value)
+
+        self.push_screen(TextInputScreen("Go to hash (or a prefix)", "e.g. 3WF8Z"), chosen)
+
+    def action_help(self) -> None:
+        rows = [(binding.key_display or binding.key, binding.description) for binding in self.BINDINGS if binding.description]
+        rows += [("enter", "open the selected node / row"), ("esc", "close a dialog"), ("ctrl+p", "command palette")]
+        self.push_screen(HelpScreen(rows))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for binding in self.BINDINGS:
+            if binding.description and binding.action not in ("quit",):
+                action = binding.action
+                yield SystemCommand(binding.description, binding.tooltip or f"key: {binding.key}", lambda action=action: self.run_action(action))
 
 
 def main(argv: list[str] | None = None) -> int:
-    sys.stderr.write("uwf-tui: error: the terminal workbench is not built yet; use the `uwf` command for now\n")
-    return 1
+    parser = argparse.ArgumentParser(prog="uwf-tui", description="The uwf workbench: workflows, threads and the CAS in a terminal.")
+    parser.add_argument("--root", metavar="DIR", help="storage root (default: $UWF_STORAGE_ROOT, else ~/.uwf)")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="set up a demo root (./.uwf-demo unless --root) with the examples and the scripted agent, and open it",
+    )
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        if args.demo:
+            from .demo import default_demo_root, setup_demo
+
+            root = setup_demo(args.root or default_demo_root())
+        else:
+            root = Root(args.root)
+    except UwfError as exc:
+        sys.stderr.write(f"uwf-tui: error: {exc.message}\n")
+        return 1
+    os.environ["UWF_STORAGE_ROOT"] = root.path
+    UwfApp(root).run()
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,133 @@
+"""The CAS browser: a tree that starts at thread heads, workflows or any hash,
+and expands `cas_ref` references lazily (children fetched in a worker, added
+in batches); the selected node in full, as highlighted JSON."""
+
+from __future__ import annotations
+
+import json
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode
+
+from uwf_core.cas import CasStore
+from uwf_core.errors import UwfError
+from uwf_core.storage import Root
+from uwf_core.threads import list_threads
+from uwf_core.workflows import list_workflows
+
+BATCH = 200
+MAX_THREADS = 100
+LOADING = "loading…"
+
+
+class CasView(Horizontal):
+    def __init__(self, root: Root, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.root = root
+        self.store = CasStore(root)
+        self.titles: dict[str, str] = {}
+
+    def compose(self) -> ComposeResult:
+        tree: Tree[str] = Tree("CAS", id="cas-tree")
+        tree.show_root = False
+        yield tree
+        with VerticalScroll(id="cas-node-scroll"):
+            yield Static("Select a node; enter opens it. g goes to a hash.", id="cas-node")
+
+    def on_mount(self) -> None:
+        self.reload()
+
+    def reload(self) -> None:
+        tree = self.query_one("#cas-tree", Tree)
+        tree.clear()
+        threads = tree.root.add("threads", expand=True)
+        for info in list_threads(self.root, include_archived=True)[:MAX_THREADS]:
+            state = "" if info.active else f" ({info.reason})"
+            self._add_ref(threads, info.head, prefix=f"{info.thread[:10]}{state} → ")
+        workflows = tree.root.add("workflows", expand=True)
+        for entry in list_workflows(self.root):
+            self._add_ref(workflows, entry.hash, prefix=f"{entry.name} → ")
+        self.goto_branch = tree.root.add("opened", expand=True)
+
+    def _title(self, type_hash: str) -> str:
+        if type_hash not in self.titles:
+            try:
+                self.titles[type_hash] = self.store.title_of(type_hash) or type_hash
+            except UwfError:
+                self.titles[type_hash] = type_hash
+        return self.titles[type_hash]
+
+    def _label(self, hash_: str, prefix: str = "") -> Text:
+        try:
+            node = self.store.get(hash_)
+        except UwfError as exc:
+            return Text.assemble(prefix, (hash_, "bold red"), f"  {exc.message}")
+        title = "meta-schema" if node.type == hash_ else self._title(node.type)
+        preview = json.dumps(node.payload, ensure_ascii=False)
+        preview = " ".join(preview.split())[:70]
+        return Text.assemble(prefix, (hash_, "bold"), "  ", (title, "cyan"), "  ", (preview, "dim"))
+
+    def _add_ref(self, parent: TreeNode, hash_: str, prefix: str = "") -> TreeNode:
+        node = parent.add(self._label(hash_, prefix), data=hash_)
+        node.add_leaf(LOADING)
+        return node
+
+    def open_hash(self, text: str) -> None:
+        try:
+            hash_ = self.store.resolve(text)
+        except UwfError as exc:
+            self.app.notify(exc.message, severity="error")
+            return
+        node = self._add_ref(self.goto_branch, hash_)
+        tree = self.query_one("#cas-tree", Tree)
+        tree.select_node(node)
+        tree.scroll_to_node(node)
+        self.show_node(hash_)
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
+        node = event.node
+        if node.data and node.children and str(node.children[0].label) == LOADING:
+            self.load_children(node)
+
+    @work(thread=True, group="cas")
+    def load_children(self, node: TreeNode) -> None:
+        try:
+            refs = self.store.refs(node.data)
+            labels = [(ref, self._label(ref)) for ref in refs]
+        except UwfError as exc:
+            self.app.call_from_thread(self._fill, node, [], exc.message)
+            return
+        self.app.call_from_thread(self._fill, node, labels, None)
+
+    def _fill(self, node: TreeNode, labels: list[tuple[str, Text]], error: str | None) -> None:
+        node.remove_children()
+        if error:
+            node.add_leaf(Text(error, style="red"))
+            return
+        if not labels:
+            node.add_leaf(Text("no references", style="dim"))
+        for start in range(0, len(labels), BATCH):
+            for ref, label in labels[start : start + BATCH]:
+                child = node.add(label, data=ref)
+                child.add_leaf(LOADING)
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        if event.node.data:
+            self.show_node(event.node.data)
+
+    def show_node(self, hash_: str) -> None:
+        try:
+            node = self.store.get(hash_)
+        except UwfError as exc:
+            self.query_one("#cas-node", Static).update(Text(exc.message, style="red"))
+            return
+        header = Text.assemble((hash_, "bold"), "  type ", (node.type, "cyan"), f" ({'meta-schema' if node.type == hash_ else self._title(node.type)})\n")
+        body = Syntax(json.dumps(node.envelope(), indent=2, ensure_ascii=False), "json", word_wrap=True)
+        from rich.console import Group
+
+        self.query_one("#cas-node", Static).update(Group(header, body))

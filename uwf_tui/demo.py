@@ -1,0 +1,53 @@
+"""`uwf-tui --demo`: a fresh root with the examples registered, the scripted agent
+configured, and a few threads to look at, so a newcomer can step by keypress
+with no API key."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from uwf_core.setup_config import SetupRequest, apply_setup
+from uwf_core.storage import Root
+from uwf_core.threads import start_thread
+from uwf_core.workflows import put_workflow
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+DEMO_PROMPTS = {
+    "solve-issue": "Users can log in with an empty password; the API answers 500.",
+    "triage-bug": "Bug report: the app crashes when I press Enter on the login page.",
+    "analyze-topic": "Why content-addressed storage suits agent workflows.",
+}
+
+
+def examples_dir() -> Path:
+    """The examples shipped beside the package (a source checkout or an editable install)."""
+    env = os.environ.get("UWF_EXAMPLES")
+    return Path(env) if env else EXAMPLES
+
+
+def default_demo_root() -> str:
+    return os.path.join(os.getcwd(), ".uwf-demo")
+
+
+def setup_demo(path: str, *, threads: bool = True) -> Root:
+    """Register every example workflow, configure `uwf-script --script-dir <examples>`
+    as the default agent, and start one thread per example (idempotent for workflows)."""
+    examples = examples_dir()
+    if not examples.is_dir():
+        from uwf_core.errors import UwfError
+
+        raise UwfError(f"the examples directory {examples} is missing (set UWF_EXAMPLES)")
+    root = Root(path)
+    os.makedirs(root.path, exist_ok=True)
+    for file in sorted(examples.glob("*.yaml")):
+        if not file.name.endswith(".script.yaml"):
+            put_workflow(root, str(file))
+    apply_setup(root, SetupRequest(agents={"script": f"uwf-script --script-dir {examples}"}, default_agent="script"))
+    if threads:
+        from uwf_core.threads import list_threads
+
+        if not list_threads(root, include_archived=True):
+            for workflow, prompt in DEMO_PROMPTS.items():
+                start_thread(root, workflow, prompt)
+    return root

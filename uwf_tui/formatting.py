@@ -1,0 +1,50 @@
+"""Small display helpers shared by the views."""
+
+from __future__ import annotations
+
+import json
+import time
+
+STATUS_ICONS = {"running": "▶", "waiting": "·", "failed": "✗", "done": "✓", "killed": "☠", "max-steps": "⧗"}
+STATUS_STYLES = {"running": "bold green", "waiting": "white", "failed": "bold red", "done": "cyan", "killed": "magenta", "max-steps": "yellow"}
+
+
+def age(ms: int | None, now: float | None = None) -> str:
+    if not ms:
+        return ""
+    seconds = max(0, (now if now is not None else time.time()) - ms / 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return f"{int(seconds)}s ago"
+
+
+def clock(ms: int | None) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(ms / 1000)) if ms else ""
+
+
+def took(start: int | None, end: int | None) -> str:
+    if not start or not end:
+        return ""
+    seconds = max(0, end - start) / 1000
+    return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def summary(output: object, limit: int = 80) -> str:
+    """One line for a step's structured output: its first textual fields."""
+    if isinstance(output, dict):
+        parts = []
+        for key, value in output.items():
+            if isinstance(value, (str, int, float, bool)):
+                text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+                parts.append(f"{key}: {' '.join(text.split())}")
+            elif isinstance(value, list):
+                parts.append(f"{key}: [{len(value)}]")
+        text = " · ".join(parts)
+    else:
+        text = json.dumps(output, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def short(hash_or_id: str, length: int = 8) -> str:
+    return hash_or_id[:length]

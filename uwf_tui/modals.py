@@ -1,0 +1,162 @@
+"""Modal screens: confirm, new thread, go to hash, help, edit output, human answer."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Markdown, Select, Static, TextArea
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Yes/no for destructive actions (kill)."""
+
+    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.question, classes="question")
+            with Horizontal(classes="buttons"):
+                yield Button("Yes (y)", variant="error", id="yes")
+                yield Button("No (n)", variant="primary", id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+
+class NewThreadScreen(ModalScreen["tuple[str, str, str | None] | None"]):
+    """Pick a workflow, type the prompt (and optionally a workspace)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "submit", "Start")]
+
+    def __init__(self, workflows: list[str], selected: str | None = None) -> None:
+        super().__init__()
+        self.workflows = workflows
+        self.selected = selected
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label("New thread", classes="title")
+            yield Select([(name, name) for name in self.workflows], value=self.selected or self.workflows[0], allow_blank=False, id="workflow")
+            yield Label("Prompt (ctrl+s to start):")
+            yield TextArea(id="prompt")
+            yield Input(placeholder="workspace directory (optional)", id="workspace")
+            yield Label("", id="error", classes="error")
+            with Horizontal(classes="buttons"):
+                yield Button("Start", variant="primary", id="start")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#prompt", TextArea).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "start":
+            self.action_submit()
+        else:
+            self.dismiss(None)
+
+    def action_submit(self) -> None:
+        prompt = self.query_one("#prompt", TextArea).text.strip()
+        if not prompt:
+            self.query_one("#error", Label).update("The prompt is empty.")
+            return
+        workspace = self.query_one("#workspace", Input).value.strip() or None
+        self.dismiss((str(self.query_one("#workflow", Select).value), prompt, workspace))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TextInputScreen(ModalScreen["str | None"]):
+    """One line of input: a hash to go to, a filter."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, placeholder: str = "", value: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.placeholder = placeholder
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="title")
+            yield Input(value=self.value, placeholder=self.placeholder, id="value")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def __init__(self, rows: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.rows = rows
+
+    def compose(self) -> ComposeResult:
+        lines = ["# uwf-tui keys", "", "| key | action |", "|---|---|"]
+        lines += [f"| `{key}` | {description} |" for key, description in self.rows]
+        lines += ["", "Also in the command palette (ctrl+p). Esc closes this help."]
+        with VerticalScroll(classes="dialog wide"):
+            yield Markdown("\n".join(lines))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class EditorScreen(ModalScreen["str | None"]):
+    """Edit a text (a step's output as YAML, a human answer); `validate` returns an error or None."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "submit", "Save")]
+
+    def __init__(self, title: str, text: str, validate, context: str = "", language: str | None = "yaml") -> None:
+        super().__init__()
+        self.title_text = title
+        self.text = text
+        self.validate = validate
+        self.context_text = context
+        self.language = language
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog editor"):
+            yield Label(self.title_text + "   (ctrl+s save, esc cancel)", classes="title")
+            if self.context_text:
+                with VerticalScroll(classes="context"):
+                    yield Static(self.context_text)
+            yield TextArea.code_editor(self.text, language=self.language, id="text") if self.language else TextArea(self.text, id="text")
+            yield Label("", id="error", classes="error")
+            with Horizontal(classes="buttons"):
+                yield Button("Save", variant="primary", id="save")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#text", TextArea).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "save":
+            self.action_submit()
+        else:
+            self.dismiss(None)
+
+    def action_submit(self) -> None:
+        text = self.query_one("#text", TextArea).text
+        problem = self.validate(text)
+        if problem:
+            self.query_one("#error", Label).update(problem)
+            return
+        self.dismiss(text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,326 @@
+"""The Threads view: the thread list, the selected thread's timeline (steps,
+failed attempts, forks as branches), a step's output/body/prompt/detail, and
+the log panel where running agents' stderr streams."""
+
+from __future__ import annotations
+
+import json
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Input, RichLog, Static, TabbedContent, TabPane
+
+from uwf_core.cas import CasStore
+from uwf_core.errors import UwfError
+from uwf_core.storage import Root
+from uwf_core.thread_read import ordered_output, step_body
+from uwf_core.threads import ThreadInfo, list_threads, step_details, thread_statuses
+from uwf_core.timeline import Timeline, thread_timeline
+from uwf_core.workflows import workflow_from_node
+
+from .formatting import STATUS_ICONS, STATUS_STYLES, age, clock, short, summary, took
+
+
+class ThreadsView(Horizontal):
+    """Owns no agent: stepping is the app's; this view shows what the core says."""
+
+    def __init__(self, root: Root, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.root = root
+        self.store = CasStore(root)
+        self.infos: dict[str, ThreadInfo] = {}
+        self.statuses: dict[str, str] = {}
+        self.names: dict[str, str] = {}
+        self.counts: dict[str, int] = {}
+        self.timeline: Timeline | None = None
+        self.filter_text = ""
+        self.selected_thread: str | None = None
+        self.selected_step: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="thread-list-pane"):
+            yield Input(placeholder="filter threads (workflow, id, status)", id="thread-filter", classes="hidden")
+            yield DataTable(id="threads", cursor_type="row", zebra_stripes=True)
+        with Vertical(id="thread-main"):
+            yield Static("", id="thread-title")
+            yield DataTable(id="timeline", cursor_type="row")
+            with TabbedContent(id="step-tabs"):
+                with TabPane("Output", id="tab-output"):
+                    yield VerticalScroll(Static("", id="step-output"))
+                with TabPane("Body", id="tab-body"):
+                    yield VerticalScroll(Static("", id="step-body"))
+                with TabPane("Prompt", id="tab-prompt"):
+                    yield VerticalScroll(Static("", id="step-prompt"))
+                with TabPane("Detail", id="tab-detail"):
+                    yield VerticalScroll(Static("", id="step-detail"))
+            yield RichLog(id="log", max_lines=2000, wrap=True, markup=False)
+
+    def on_mount(self) -> None:
+        threads = self.query_one("#threads", DataTable)
+        for label, width in ((" ", 1), ("thread", 10), ("workflow", 14), ("status", 9), ("steps", 5), ("updated", 8)):
+            threads.add_column(label, width=width)
+        timeline = self.query_one("#timeline", DataTable)
+        for label, width in (("#", 3), ("role", 12), ("agent", 12), ("when", 8), ("took", 6), ("output", 90)):
+            timeline.add_column(label, width=width)
+        self.query_one("#log", RichLog).border_title = "agent log"
+        self.reload()
+
+    # -- the thread list -------------------------------------------------------------
+
+    def _workflow_name(self, workflow_hash: str) -> str:
+        if workflow_hash not in self.names:
+            try:
+                self.names[workflow_hash] = workflow_from_node(self.store, workflow_hash).name
+            except UwfError:
+                self.names[workflow_hash] = short(workflow_hash)
+        return self.names[workflow_hash]
+
+    def _count(self, head: str) -> int:
+        """Steps behind a head; memoised per hash (nodes never change), so forks share the work."""
+        chain: list[str] = []
+        cursor: str | None = head
+        while cursor is not None and cursor not in self.counts:
+            try:
+                node = self.store.get(cursor)
+            except UwfError:
+                break
+            if not isinstance(node.payload, dict) or "role" not in node.payload:
+                self.counts[cursor] = 0
+                break
+            chain.append(cursor)
+            cursor = node.payload.get("prev")
+        base = self.counts.get(cursor, 0) if cursor is not None else 0
+        for hash_ in reversed(chain):
+            base += 1
+            self.counts[hash_] = base
+        return self.counts.get(head, 0)
+
+    def reload(self) -> None:
+        try:
+            infos = list_threads(self.root, include_archived=True)
+            self.statuses = thread_statuses(self.root, infos)
+        except UwfError as exc:
+            self.app.notify(exc.message, severity="error")
+            return
+        self.infos = {info.thread: info for info in infos}
+        table = self.query_one("#threads", DataTable)
+        keep = self.selected_thread
+        table.clear()
+        for info in infos:
+            status = self.statuses.get(info.thread, "")
+            name = self._workflow_name(info.workflow)
+            haystack = f"{info.thread} {name} {status}".lower()
+            if self.filter_text and self.filter_text.lower() not in haystack:
+                continue
+            try:
+                updated = self.store.get(info.head).timestamp
+            except UwfError:
+                updated = None
+            style = STATUS_STYLES.get(status, "")
+            table.add_row(
+                Text(STATUS_ICONS.get(status, "?"), style=style),
+                short(info.thread, 10),
+                name,
+                Text(status, style=style),
+                str(self._count(info.head)),
+                age(updated),
+                key=info.thread,
+            )
+        if keep and keep in table.rows:
+            table.move_cursor(row=table.get_row_index(keep))
+        elif table.row_count:
+            table.move_cursor(row=0)
+        if self.selected_thread is None and table.row_count:
+            self.select_thread(str(table.coordinate_to_cell_key((0, 0)).row_key.value))
+        elif self.selected_thread:
+            info = self.infos.get(self.selected_thread)
+            if info is not None and self.timeline is not None and info.head != self.timeline.info.head:
+                self.select_thread(self.selected_thread)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is None or event.row_key.value is None:
+            return
+        if event.data_table.id == "threads":
+            if event.row_key.value != self.selected_thread:
+                self.select_thread(event.row_key.value)
+        elif event.data_table.id == "timeline":
+            self.show_entry(event.row_key.value)
+
+    def select_thread(self, thread: str) -> None:
+        self.selected_thread = thread
+        self.load_timeline(thread)
+
+    @work(thread=True, exclusive=True, group="timeline")
+    def load_timeline(self, thread: str) -> None:
+        try:
+            timeline = thread_timeline(self.root, thread)
+        except UwfError as exc:
+            self.app.call_from_thread(self.app.notify, exc.message, severity="error")
+            return
+        self.app.call_from_thread(self.show_timeline, timeline)
+
+    # -- the timeline ------------------------------------------------------------------
+
+    def show_timeline(self, timeline: Timeline) -> None:
+        if timeline.info.thread != self.selected_thread:
+            return
+        self.timeline = timeline
+        info = timeline.info
+        status = self.statuses.get(info.thread, "")
+        name = self._workflow_name(info.workflow)
+        self.query_one("#thread-title", Static).update(
+            Text.assemble((name, "bold"), " · ", (info.thread, "dim"), " · ", (status, STATUS_STYLES.get(status, "")), f" · head {info.head}")
+        )
+        table = self.query_one("#timeline", DataTable)
+        keep = self.selected_step
+        table.clear()
+        context = timeline.context
+        table.add_row("", Text("prompt", style="bold magenta"), "", "", "", summary(context.start.prompt, 90), key=f"start:{context.start_hash}")
+        self._add_extras(table, context.start_hash)
+        for number, step in enumerate(context.steps, 1):
+            table.add_row(
+                str(number),
+                Text(step.role, style="bold cyan"),
+                Text(step.agent, style="green" if step.agent != "human" else "bold yellow"),
+                clock(step.completed_at),
+                took(step.started_at, step.completed_at),
+                summary(step.output, 90),
+                key=f"step:{step.hash}",
+            )
+            self._add_extras(table, step.hash)
+        target = keep if keep and keep in table.rows else (f"step:{context.steps[-1].hash}" if context.steps else f"start:{context.start_hash}")
+        table.move_cursor(row=table.get_row_index(target))
+        self.show_entry(target)
+
+    def _add_extras(self, table: DataTable, after: str) -> None:
+        timeline = self.timeline
+        for index, attempt in enumerate(timeline.attempts.get(after, [])):
+            error = attempt.get("error") or attempt.get("status")
+            table.add_row(
+                "",
+                Text(f"✗ {attempt.get('role') or ''}", style="bold red"),
+                attempt.get("agent") or "",
+                clock(attempt.get("completedAt")),
+                took(attempt.get("startedAt"), attempt.get("completedAt")),
+                Text(f"{attempt.get('status')}: {error}"[:120], style="red"),
+                key=f"attempt:{after}:{index}",
+            )
+        for branch in timeline.branches.get(after, []):
+            state = "active" if branch.active else (branch.reason or "done")
+            table.add_row(
+                "",
+                Text("⑂ fork", style="bold yellow"),
+                short(branch.thread, 10),
+                "",
+                "",
+                Text(f"thread {branch.thread} ({state}, {branch.own_steps} own step{'s' if branch.own_steps != 1 else ''})", style="yellow"),
+                key=f"branch:{branch.thread}",
+            )
+
+    def show_entry(self, key: str) -> None:
+        kind, _, rest = key.partition(":")
+        output, body, prompt, detail = "", "", "", ""
+        self.selected_step = key
+        if kind == "step":
+            try:
+                details = step_details(self.root, rest)
+            except UwfError as exc:
+                self.app.notify(exc.message, severity="error")
+                return
+            schema = self._schema_for(details.role)
+            output = Syntax(_yaml(ordered_output(details.output, schema)), "yaml", word_wrap=True)
+            step = next((s for s in self.timeline.steps if s.hash == rest), None) if self.timeline else None
+            body = step_body(self.store, step) if step is not None else ""
+            prompt = details.prompt or "(the agent did not record its prompt)"
+            detail = _detail_view(details)
+        elif kind == "start":
+            start = self.timeline.context.start if self.timeline else None
+            output = Syntax(_yaml(start.to_payload()), "yaml", word_wrap=True) if start else ""
+            body = start.prompt if start else ""
+        elif kind == "attempt":
+            head, _, index = rest.rpartition(":")
+            attempt = self.timeline.attempts.get(head, [])[int(index)] if self.timeline else {}
+            output = Syntax(json.dumps(attempt, indent=2, ensure_ascii=False), "json", word_wrap=True)
+            body = attempt.get("stderr") or "(no stderr recorded)"
+        elif kind == "branch":
+            output = f"Fork: thread {rest}. Select it in the thread list to see its own steps."
+        self.query_one("#step-output", Static).update(output)
+        self.query_one("#step-body", Static).update(body)
+        self.query_one("#step-prompt", Static).update(prompt)
+        self.query_one("#step-detail", Static).update(detail)
+
+    def _schema_for(self, role: str) -> dict | None:
+        if self.timeline is None:
+            return None
+        try:
+            workflow = workflow_from_node(self.store, self.timeline.context.start.workflow)
+            return self.store.schema(workflow.roles[role].meta)
+        except (UwfError, KeyError):
+            return None
+
+    def selected_step_hash(self) -> str | None:
+        key = self.selected_step or ""
+        kind, _, rest = key.partition(":")
+        return rest if kind in ("step", "start") else None
+
+    # -- filter and log ------------------------------------------------------------------
+
+    def toggle_filter(self) -> None:
+        box = self.query_one("#thread-filter", Input)
+        box.remove_class("hidden")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "thread-filter":
+            self.filter_text = event.value.strip()
+            self.reload()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "thread-filter":
+            if not event.value.strip():
+                event.input.add_class("hidden")
+            self.query_one("#threads", DataTable).focus()
+
+    def log_line(self, thread: str, line: str, style: str = "") -> None:
+        self.query_one("#log", RichLog).write(Text.assemble((short(thread, 10) + " ", "dim"), (line, style)))
+
+
+def _yaml(value: object) -> str:
+    import yaml
+
+    return yaml.safe_dump(value, sort_keys=False, allow_unicode=True)
+
+
+def _detail_view(details) -> Text:
+    """The detail node made readable: agent, extract layer, usage, then each turn."""
+    payload = details.detail if isinstance(details.detail, dict) else {"value": details.detail}
+    text = Text()
+    text.append(f"detail {details.detail_hash} ({details.detail_type or 'untyped'})\n", style="dim")
+    for key in ("agent", "protocol", "model", "extract", "corrections", "child", "childThread"):
+        if key in payload:
+            text.append(f"{key}: ", style="bold")
+            text.append(f"{payload[key]}\n")
+    usage = payload.get("usage")
+    if isinstance(usage, dict):
+        text.append("tokens: ", style="bold")
+        text.append(f"{usage.get('totalTokens', 0):,} ({usage.get('promptTokens', 0):,} prompt, {usage.get('completionTokens', 0):,} completion, {usage.get('requests', 0)} requests)\n")
+    for turn in payload.get("turns") or []:
+        if not isinstance(turn, dict):
+            continue
+        if turn.get("role") == "tool":
+            mark = "✓" if turn.get("ok") else "✗"
+            text.append(f"  {mark} {turn.get('name')}: ", style="green" if turn.get("ok") else "red")
+            text.append(f"{' '.join(str(turn.get('result', '')).split())[:200]}\n", style="dim")
+        else:
+            for call in turn.get("toolCalls") or []:
+                text.append(f"→ {call.get('name')}({str(call.get('arguments'))[:160]})\n", style="yellow")
+            content = " ".join(str(turn.get("content") or "").split())
+            if content:
+                text.append(f"{turn.get('role')}: {content[:300]}\n")
+    rest = {k: v for k, v in payload.items() if k != "turns"}
+    text.append("\n")
+    text.append(json.dumps(rest, indent=2, ensure_ascii=False), style="grey70")
+    return text

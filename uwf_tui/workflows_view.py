@@ -1,0 +1,124 @@
+"""The Workflows view: registered workflows, the selected one's graph, its
+roles (goal, procedure, output schema) and its YAML source, highlighted."""
+
+from __future__ import annotations
+
+import json
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
+
+from uwf_core.cas import CasStore
+from uwf_core.errors import UwfError
+from uwf_core.schemas import field_order
+from uwf_core.storage import Root
+from uwf_core.workflow_model import Workflow
+from uwf_core.workflows import list_workflows, workflow_from_node, workflow_source
+
+from .formatting import short
+from .graph_layout import render_graph_rich
+
+
+class WorkflowsView(Horizontal):
+    def __init__(self, root: Root, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.root = root
+        self.store = CasStore(root)
+        self.selected: str | None = None
+        self.workflow: Workflow | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="workflow-list-pane"):
+            yield DataTable(id="workflows", cursor_type="row", zebra_stripes=True)
+        with TabbedContent(id="workflow-tabs"):
+            with TabPane("Graph", id="tab-graph"):
+                yield VerticalScroll(Static("", id="graph"), id="graph-scroll")
+            with TabPane("Roles", id="tab-roles"):
+                yield VerticalScroll(Static("", id="roles"))
+            with TabPane("YAML", id="tab-yaml"):
+                yield VerticalScroll(Static("", id="yaml"))
+
+    def on_mount(self) -> None:
+        table = self.query_one("#workflows", DataTable)
+        for label, width in (("workflow", 16), ("hash", 13), ("roles", 5), ("versions", 8)):
+            table.add_column(label, width=width)
+        self.reload()
+
+    def names(self) -> list[str]:
+        return [entry.name for entry in list_workflows(self.root)]
+
+    def reload(self) -> None:
+        table = self.query_one("#workflows", DataTable)
+        try:
+            entries = list_workflows(self.root)
+        except UwfError as exc:
+            self.app.notify(exc.message, severity="error")
+            return
+        keep = self.selected
+        table.clear()
+        for entry in entries:
+            try:
+                roles = str(len(workflow_from_node(self.store, entry.hash).roles))
+            except UwfError:
+                roles = "?"
+            table.add_row(Text(entry.name, style="bold"), short(entry.hash, 13), roles, str(1 + len(entry.history)), key=entry.name)
+        if not entries:
+            self.query_one("#graph", Static).update("No workflows yet: `uwf workflow put FILE`, or start with `uwf-tui --demo`.")
+            return
+        target = keep if keep in table.rows else entries[0].name
+        table.move_cursor(row=table.get_row_index(target))
+        self.show(target)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "workflows" and event.row_key is not None and event.row_key.value != self.selected:
+            self.show(event.row_key.value)
+
+    def show(self, name: str) -> None:
+        entry = next((e for e in list_workflows(self.root) if e.name == name), None)
+        if entry is None:
+            return
+        self.selected = name
+        try:
+            workflow = workflow_from_node(self.store, entry.hash)
+            source = workflow_source(self.root, entry.hash)
+        except UwfError as exc:
+            self.app.notify(exc.message, severity="error")
+            return
+        self.workflow = workflow
+        graph = Text.assemble((workflow.name, "bold"), " — ", workflow.description, "\n", (f"{entry.hash} · maxSteps {workflow.max_steps}\n\n", "dim"))
+        graph.append_text(render_graph_rich(workflow))
+        if workflow.conditions:
+            graph.append("\n\nconditions\n", style="bold")
+            for condition in workflow.conditions.values():
+                graph.append(f"  {condition.name}", style="yellow")
+                graph.append(f"  {condition.expression}\n", style="dim")
+        self.query_one("#graph", Static).update(graph)
+        self.query_one("#roles", Static).update(self._roles_text(workflow))
+        self.query_one("#yaml", Static).update(Syntax(source, "yaml", line_numbers=True, word_wrap=True))
+
+    def _roles_text(self, workflow: Workflow) -> Text:
+        text = Text()
+        for role in workflow.roles.values():
+            text.append(f"{role.name}", style="bold cyan")
+            text.append(f"  {role.description}\n", style="italic")
+            for label, value in (("goal", role.goal), ("procedure", role.procedure), ("output", role.output)):
+                text.append(f"  {label}: ", style="bold")
+                text.append(" ".join(value.split()) + "\n")
+            if role.capabilities:
+                text.append("  capabilities: ", style="bold")
+                text.append(", ".join(role.capabilities) + "\n")
+            try:
+                schema = self.store.schema(role.meta)
+            except UwfError:
+                schema = {}
+            required = set(schema.get("required") or [])
+            text.append(f"  output schema {role.meta}:\n", style="bold")
+            for name in field_order(schema):
+                sub = schema["properties"][name]
+                text.append(f"    {name}", style="green" if name in required else "")
+                text.append(f"  {json.dumps(sub, ensure_ascii=False)}\n", style="dim")
+            text.append("\n")
+        return text
