@@ -385,7 +385,7 @@ class UwfApp(App):
         self.push_screen(TextInputScreen("Go to hash (or a prefix)", "e.g. 3WF8Z"), chosen)
 
     def action_help(self) -> None:
-        rows = [(binding.key_display or binding.key, binding.description) for binding in self.BINDINGS if binding.description]
+        rows = [(self.get_key_display(binding), binding.description) for binding in self.BINDINGS if binding.description]
         rows += [("enter", "open the selected node / row"), ("esc", "close a dialog"), ("ctrl+p", "command palette")]
         self.push_screen(HelpScreen(rows))
 

@@ -31,6 +31,7 @@ class CasView(Horizontal):
         self.root = root
         self.store = CasStore(root)
         self.titles: dict[str, str] = {}
+        self.shown: str | None = None
 
     def compose(self) -> ComposeResult:
         tree: Tree[str] = Tree("CAS", id="cas-tree")
@@ -121,6 +122,7 @@ class CasView(Horizontal):
             self.show_node(event.node.data)
 
     def show_node(self, hash_: str) -> None:
+        self.shown = hash_
         try:
             node = self.store.get(hash_)
         except UwfError as exc:

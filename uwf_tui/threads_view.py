@@ -36,6 +36,7 @@ class ThreadsView(Horizontal):
         self.names: dict[str, str] = {}
         self.counts: dict[str, int] = {}
         self.timeline: Timeline | None = None
+        self.timeline_head: tuple[str, str] | None = None
         self.filter_text = ""
         self.selected_thread: str | None = None
         self.selected_step: str | None = None
@@ -175,10 +176,13 @@ class ThreadsView(Horizontal):
             Text.assemble((name, "bold"), " · ", (info.thread, "dim"), " · ", (status, STATUS_STYLES.get(status, "")), f" · head {info.head}")
         )
         table = self.query_one("#timeline", DataTable)
-        keep = self.selected_step
+        moved = self.timeline_head != (info.thread, info.head)
+        self.timeline_head = (info.thread, info.head)
+        keep = None if moved else self.selected_step
         table.clear()
         context = timeline.context
-        table.add_row("", Text("prompt", style="bold magenta"), "", "", "", summary(context.start.prompt, 90), key=f"start:{context.start_hash}")
+        prompt_line = " ".join(context.start.prompt.split())
+        table.add_row("", Text("prompt", style="bold magenta"), "", "", "", prompt_line[:90], key=f"start:{context.start_hash}")
         self._add_extras(table, context.start_hash)
         for number, step in enumerate(context.steps, 1):
             table.add_row(

@@ -1,0 +1,130 @@
+"""A deterministic demo root for TUI snapshots and the README screenshots.
+
+Everything is written in-process with a frozen clock and counted thread ids,
+so every hash, id and time is the same on every run: the examples
+registered, solve-issue run to done with the scripted answers, a fork of it
+whose reviewer was overruled by a human (then stepped), triage-bug two steps
+in, a failed attempt on record, and a fresh analyze-topic thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import time
+from pathlib import Path
+from unittest import mock
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+FROZEN_MS = 1_790_000_000_000  # 2026-09-21 14:13:20 UTC
+
+
+class FrozenClock:
+    """time.time stands still until the builder moves it on."""
+
+    def __init__(self, start_ms: int) -> None:
+        self.now = start_ms / 1000
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+CLOCK = FrozenClock(FROZEN_MS)
+
+
+@contextlib.contextmanager
+def frozen_clock(start_ms: int = FROZEN_MS):
+    """A fixed clock (moved on explicitly) and counted thread ids."""
+    CLOCK.now = start_ms / 1000
+    ids = itertools.count(1)
+    fake_time = CLOCK
+
+    def fake_ulid() -> str:
+        return f"01K5N{next(ids):021d}"
+
+    with mock.patch("time.time", fake_time), mock.patch("uwf_core.ids.new_ulid", fake_ulid), mock.patch(
+        "uwf_core.threads.new_ulid", fake_ulid
+    ):
+        yield
+
+
+def _scripted_step(root, thread: str, answers: dict, index: dict) -> str:
+    """One step done in-process the way uwf-script does it, then the head moved."""
+    from uwf_core import thread_index
+    from uwf_core.agent_kit import AgentAnswer, complete_step, load_agent_context
+    from uwf_core.moderator import evaluate
+    from uwf_core.script_agent import answer_text
+    from uwf_core.step import _next_is_end
+    from uwf_core.threads import thread_info
+
+    info = thread_info(root, thread)
+    os.environ.pop("UWF_HEAD", None)
+    os.environ.pop("UWF_ROLE", None)
+    probe = load_agent_context(root, thread, next(iter(answers)))
+    decision = evaluate(probe.workflow, probe.context)
+    ctx = load_agent_context(root, thread, decision.role)
+    ctx.instruction = decision.instruction
+    position = index.get(decision.role, 0)
+    index[decision.role] = position + 1
+    text = answer_text(answers[decision.role][position], decision.role)
+    started = int(time.time() * 1000)
+    CLOCK.advance(4.2 + 1.3 * len(index))
+    step = complete_step(ctx, AgentAnswer(text, {"script": "examples"}), agent_label="uwf-script", started_ms=started)
+    CLOCK.advance(2.0)
+    done = _next_is_end(ctx.store, ctx.workflow, ctx.context, step)
+    thread_index.compare_and_set_head(root, thread, info.head, step, archive_reason="done" if done else None, workflow=info.workflow)
+    return step
+
+
+def build_fixed_root(path: str) -> dict:
+    """Build the root at `path` (which must be empty); returns the ids the tests refer to."""
+    import yaml
+
+    from uwf_core.runs import RunRecord, append_run
+    from uwf_core.setup_config import SetupRequest, apply_setup
+    from uwf_core.storage import Root
+    from uwf_core.threads import fork_with_output, start_thread
+    from uwf_core.workflows import put_workflow
+
+    root = Root(path)
+    ids: dict = {}
+    with frozen_clock():
+        for name in ("solve-issue", "triage-bug", "analyze-topic", "develop"):
+            put_workflow(root, str(EXAMPLES / f"{name}.yaml"))
+        apply_setup(root, SetupRequest(agents={"script": f"uwf-script --script-dir {EXAMPLES}"}, default_agent="script"))
+        scripts = {name: yaml.safe_load((EXAMPLES / f"{name}.script.yaml").read_text()) for name in ("solve-issue", "triage-bug")}
+
+        solve = start_thread(root, "solve-issue", "Users can log in with an empty password; the API answers 500.")
+        index: dict = {}
+        ids["solve_steps"] = [_scripted_step(root, solve.thread, scripts["solve-issue"], index) for _ in range(5)]
+        ids["solve"] = solve.thread
+
+        CLOCK.advance(600)
+        fork = fork_with_output(root, ids["solve_steps"][2], {"approved": True, "comments": "Good enough for a first release; tests can follow."})
+        ids["fork"] = fork.thread
+
+        CLOCK.advance(300)
+        triage = start_thread(root, "triage-bug", "Bug report: the app crashes when I press Enter on the login page.")
+        index = {}
+        ids["triage_steps"] = [_scripted_step(root, triage.thread, scripts["triage-bug"], index) for _ in range(2)]
+        ids["triage"] = triage.thread
+        now = int(time.time() * 1000)
+        append_run(
+            root,
+            RunRecord(
+                thread=triage.thread, workflow=triage.workflow, role="triager", agent="claude", status="timeout",
+                head=ids["triage_steps"][-1], step=None, startedAt=now - 900_000, completedAt=now, durationMs=900_000,
+                error="agent 'claude' timed out after 900s; its process group was killed",
+            ),
+        )
+        CLOCK.advance(120)
+        analyze = start_thread(root, "analyze-topic", "Why content-addressed storage suits agent workflows.")
+        ids["analyze"] = analyze.thread
+    (Path(path) / "fixture.json").write_text(json.dumps(ids, indent=2))
+    return ids

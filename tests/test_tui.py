@@ -1,0 +1,455 @@
+"""uwf-tui driven through Textual's Pilot on a fixed demo root: every key, the
+error paths, live refresh from another process, and the human form."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fixed_root import build_fixed_root  # noqa: E402
+
+from uwf_core.storage import Root  # noqa: E402
+from uwf_core.threads import list_threads, thread_info  # noqa: E402
+
+SIZE = (160, 50)
+
+
+@pytest.fixture
+def fixed(tmp_path, monkeypatch):
+    path = tmp_path / "root"
+    ids = build_fixed_root(str(path))
+    monkeypatch.setenv("UWF_STORAGE_ROOT", str(path))
+    return Root(str(path)), ids
+
+
+def run_app(root: Root, script, size=SIZE):
+    """Run `script(app, pilot)` inside the app and return what it returns."""
+    from uwf_tui.app import UwfApp
+
+    async def main():
+        app = UwfApp(root, poll_seconds=0.2)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause(0.3)
+            return await script(app, pilot)
+
+    return asyncio.run(main())
+
+
+async def settle(app, pilot, seconds: float = 0.4):
+    await app.workers.wait_for_complete()
+    await pilot.pause(seconds)
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.1)
+
+
+async def select_thread(app, pilot, thread: str):
+    table = app.query_one("#threads")
+    table.move_cursor(row=table.get_row_index(thread))
+    await pilot.pause(0.2)
+    await settle(app, pilot)
+    assert app.threads_view.selected_thread == thread
+
+
+def log_text(app) -> str:
+    return "\n".join(str(line.text) for line in app.query_one("#log").lines)
+
+
+def test_startup_lists_threads_and_shows_the_timeline(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        rows = app.query_one("#threads").row_count
+        await select_thread(app, pilot, ids["solve"])
+        timeline = app.query_one("#timeline")
+        keys = [row.value for row in timeline.rows]
+        return rows, keys
+
+    rows, keys = run_app(root, script)
+    assert rows == 4
+    steps = [key for key in keys if key.startswith("step:")]
+    assert steps == [f"step:{h}" for h in ids["solve_steps"]]
+    assert f"branch:{ids['fork']}" in keys  # the fork hangs off the step it left
+
+
+def test_failed_attempts_appear_in_the_timeline(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["triage"])
+        return [row.value for row in app.query_one("#timeline").rows]
+
+    keys = run_app(root, script)
+    assert any(key.startswith(f"attempt:{ids['triage_steps'][-1]}") for key in keys)
+
+
+def test_s_steps_the_selected_thread(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        await settle(app, pilot, 1.0)
+        return log_text(app), app.threads_view.statuses.get(ids["analyze"])
+
+    log, status = run_app(root, script)
+    info = thread_info(root, ids["analyze"])
+    assert info.done and info.reason == "done"
+    assert "✓ analyst" in log
+    assert status == "done"
+
+
+def test_r_runs_until_done(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["triage"])
+        await pilot.press("r")
+        await settle(app, pilot, 1.0)
+        for _ in range(40):
+            if ids["triage"] not in app.running:
+                break
+            await pilot.pause(0.25)
+        return log_text(app)
+
+    log = run_app(root, script)
+    info = thread_info(root, ids["triage"])
+    assert info.done and info.reason == "done"
+    assert "✓ fixer" in log
+
+
+def test_f_forks_from_the_selected_step(fixed):
+    root, ids = fixed
+    before = {info.thread for info in list_threads(root, include_archived=True)}
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        timeline = app.query_one("#timeline")
+        timeline.move_cursor(row=timeline.get_row_index(f"step:{ids['solve_steps'][1]}"))
+        await pilot.pause(0.2)
+        await pilot.press("f")
+        await settle(app, pilot)
+        return app.threads_view.selected_thread
+
+    selected = run_app(root, script)
+    after = {info.thread for info in list_threads(root, include_archived=True)}
+    (new,) = after - before
+    assert selected == new
+    assert thread_info(root, new).head == ids["solve_steps"][1]
+
+
+def test_e_edits_an_output_and_forks(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        timeline = app.query_one("#timeline")
+        timeline.move_cursor(row=timeline.get_row_index(f"step:{ids['solve_steps'][2]}"))
+        await pilot.pause(0.2)
+        await pilot.press("e")
+        await pilot.pause(0.3)
+        editor = app.screen.query_one("#text")
+        editor.text = "approved: nope\ncomments: x\n"
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.2)
+        error = str(app.screen.query_one("#error").render())
+        editor.text = "approved: true\ncomments: Overruled by a person.\n"
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        return error, app.threads_view.selected_thread
+
+    error, thread = run_app(root, script)
+    assert "does not match" in error
+    from uwf_core.threads import thread_steps
+
+    last = thread_steps(root, thread)[-1]
+    assert last.agent == "human" and last.output == {"approved": True, "comments": "Overruled by a person."}
+
+
+def test_capital_k_kills_after_confirmation(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["fork"])
+        await pilot.press("K")
+        await pilot.pause(0.2)
+        await pilot.press("n")  # no: nothing happens
+        await pilot.pause(0.2)
+        alive = thread_info(root, ids["fork"]).active
+        await pilot.press("K")
+        await pilot.pause(0.2)
+        await pilot.press("y")
+        await settle(app, pilot)
+        return alive
+
+    alive_after_no = run_app(root, script)
+    assert alive_after_no is True
+    info = thread_info(root, ids["fork"])
+    assert not info.active and info.reason == "killed"
+
+
+def test_k_and_j_navigate_rather_than_kill(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        app.query_one("#threads").focus()
+        first = app.query_one("#threads").cursor_row
+        await pilot.press("j")
+        await pilot.pause(0.1)
+        second = app.query_one("#threads").cursor_row
+        await pilot.press("k")
+        await pilot.pause(0.1)
+        return first, second, app.query_one("#threads").cursor_row
+
+    first, second, back = run_app(root, script)
+    assert second == first + 1 and back == first
+    assert all(info.active or info.reason != "killed" for info in list_threads(root, include_archived=True))
+
+
+def test_n_starts_a_new_thread(fixed):
+    root, ids = fixed
+    before = {info.thread for info in list_threads(root)}
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        app.screen.query_one("#prompt").text = "Summarise the design of uwf."
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        return app.threads_view.selected_thread
+
+    selected = run_app(root, script)
+    (new,) = {info.thread for info in list_threads(root)} - before
+    assert selected == new
+
+
+def test_x_cancels_the_running_agent(fixed, tmp_path):
+    root, ids = fixed
+    slow = tmp_path / "slow.sh"
+    slow.write_text("#!/bin/sh\necho working >&2\nsleep 60 # tui-cancel-marker\n")
+    slow.chmod(0o755)
+    config = Path(root.config_file)
+    config.write_text(config.read_text().replace('defaultAgent: "script"', f'defaultAgent: "{slow}"'))
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        for _ in range(40):
+            await pilot.pause(0.1)
+            if "working" in log_text(app):
+                break
+        await pilot.press("x")
+        await settle(app, pilot, 0.5)
+        for _ in range(40):
+            if ids["analyze"] not in app.running:
+                break
+            await pilot.pause(0.25)
+        return log_text(app), ids["analyze"] in app.running
+
+    log, still_running = run_app(root, script)
+    assert not still_running
+    assert "cancelled" in log
+    assert thread_info(root, ids["analyze"]).active  # head unchanged, thread still there
+    from uwf_core.runs import read_runs
+
+    assert read_runs(root, ids["analyze"])[-1]["status"] == "killed"
+
+
+def test_slash_filters_threads(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("slash")
+        await pilot.pause(0.2)
+        await pilot.press(*"triage")
+        await pilot.pause(0.3)
+        return app.query_one("#threads").row_count
+
+    assert run_app(root, script) == 1
+
+
+def test_g_goes_to_a_hash_in_the_cas_view(fixed):
+    root, ids = fixed
+    target = ids["solve_steps"][0]
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("g")
+        await pilot.pause(0.2)
+        await pilot.press(*target[:6].lower(), "enter")
+        await pilot.pause(0.3)
+        from uwf_tui.cas_view import CasView
+
+        return app.current_view, app.query_one(CasView).shown, app.export_screenshot()
+
+    view, shown, screen = run_app(root, script)
+    assert view == "cas"
+    assert shown == target
+    assert "step-node" in screen
+
+
+def test_cas_tree_expands_references_lazily(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await pilot.press("3")
+        await settle(app, pilot)
+        tree = app.query_one("#cas-tree")
+        threads = tree.root.children[0]
+        node = next(child for child in threads.children if child.data == thread_info(root, ids["solve"]).head)
+        before = [str(child.label) for child in node.children]
+        node.expand()
+        await settle(app, pilot)
+        return before, [child.data for child in node.children]
+
+    before, children = run_app(root, script)
+    assert before == ["loading…"]
+    from uwf_core.cas import CasStore
+
+    assert children == CasStore(root).refs(thread_info(root, ids["solve"]).head)
+
+
+def test_numbers_and_tab_switch_views(fixed):
+    root, _ = fixed
+
+    async def script(app, pilot):
+        seen = []
+        for key in ("1", "2", "3", "tab", "tab"):
+            await pilot.press(key)
+            await pilot.pause(0.1)
+            seen.append(app.current_view)
+        return seen
+
+    assert run_app(root, script) == ["workflows", "threads", "cas", "workflows", "threads"]
+
+
+def test_question_mark_opens_help_and_escape_closes_it(fixed):
+    root, _ = fixed
+
+    async def script(app, pilot):
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+        opened = type(app.screen).__name__
+        text = str(app.screen.query_one("Markdown")._markdown)
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        return opened, text, type(app.screen).__name__
+
+    opened, text, after = run_app(root, script)
+    assert opened == "HelpScreen" and after == "Screen"
+    for key in ("`s`", "`r`", "`f`", "`K`", "`n`", "`x`", "`/`", "`g`", "`e`", "`q`"):
+        assert key in text
+
+
+def test_command_palette_offers_the_actions(fixed):
+    root, _ = fixed
+
+    async def script(app, pilot):
+        return [command.title for command in app.get_system_commands(app.screen)]
+
+    titles = run_app(root, script)
+    for title in ("Step", "Run", "Fork", "Kill", "New", "Cancel agent", "Go to hash", "Help"):
+        assert title in titles
+
+
+def test_q_quits(fixed):
+    root, _ = fixed
+
+    async def script(app, pilot):
+        await pilot.press("q")
+        await pilot.pause(0.2)
+        return app.is_running
+
+    assert run_app(root, script) is False
+
+
+def test_an_agent_crash_is_a_notification_not_a_crash(fixed):
+    root, ids = fixed
+    config = Path(root.config_file)
+    config.write_text(config.read_text().replace('defaultAgent: "script"', 'defaultAgent: "false"'))
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        await settle(app, pilot, 1.0)
+        notes = [n.message for n in app._notifications]
+        await pilot.press("2")
+        return notes, app.threads_view.statuses.get(ids["analyze"]), app.is_running
+
+    notes, status, running = run_app(root, script)
+    assert running
+    assert any("exited with code 1" in note for note in notes)
+    assert status == "failed"
+
+
+def test_no_route_error_is_shown(fixed):
+    root, ids = fixed
+    config = Path(root.config_file)
+    config.write_text(config.read_text().replace('defaultAgent: "script"', ""))
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        await settle(app, pilot, 0.5)
+        return [n.message for n in app._notifications], app.is_running
+
+    notes, running = run_app(root, script)
+    assert running and any("no agent is configured" in note for note in notes)
+
+
+def test_changes_from_another_process_appear(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        before = app.query_one("#threads").row_count
+        import subprocess
+
+        env = dict(os.environ, UWF_STORAGE_ROOT=root.path)
+        out = subprocess.run(
+            [sys.executable, "-m", "uwf_core.cli.main", "thread", "start", "analyze-topic", "-p", "from another terminal"],
+            env=env, capture_output=True, text=True, check=True,
+        ).stdout
+        for _ in range(30):
+            await pilot.pause(0.2)
+            if app.query_one("#threads").row_count > before:
+                break
+        return before, app.query_one("#threads").row_count, json.loads(out)["thread"] in app.threads_view.infos
+
+    before, after, present = run_app(root, script)
+    assert after == before + 1 and present
+
+
+def test_human_role_gets_a_form(fixed):
+    root, ids = fixed
+    config = Path(root.config_file)
+    config.write_text(config.read_text() + 'agentOverrides:\n  "analyze-topic":\n    analyst: "human"\n')
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        for _ in range(40):
+            await pilot.pause(0.1)
+            if type(app.screen).__name__ == "EditorScreen":
+                break
+        screen = type(app.screen).__name__
+        app.screen.query_one("#text").text = "---\nthesis: People decide.\nkeyPoints: [one, two]\n---\nWritten by hand.\n"
+        await pilot.press("ctrl+s")
+        await settle(app, pilot, 0.8)
+        return screen
+
+    assert run_app(root, script) == "EditorScreen"
+    from uwf_core.threads import thread_steps
+
+    (step,) = thread_steps(root, ids["analyze"])
+    assert step.agent == "human" and step.output == {"thesis": "People decide.", "keyPoints": ["one", "two"]}
