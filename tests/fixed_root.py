@@ -46,7 +46,8 @@ def frozen_clock(start_ms: int = FROZEN_MS):
     fake_time = CLOCK
 
     def fake_ulid() -> str:
-        return f"01K5N{next(ids):021d}"
+        n = next(ids)
+        return f"01K5N{n:05d}" + "ABCDEFGHJKMNPQRS"[n:] + "0123456789ABCDEF"[:n]
 
     with mock.patch("time.time", fake_time), mock.patch("uwf_core.ids.new_ulid", fake_ulid), mock.patch(
         "uwf_core.threads.new_ulid", fake_ulid

@@ -117,14 +117,18 @@ def complete_step(
     from .extract import extract_with_corrections
     from .step import write_step
 
+    from .config import load_config, redact, secret_values
+
+    secrets = secret_values(load_config(ctx.root))
     current = [answer]
 
     def retry(message: str) -> str:
         current[0] = _answer(continue_(ctx, current[0].session, message))
-        return current[0].text
+        return redact(current[0].text, secrets)
 
+    # An API key the agent read somewhere never reaches the CAS: not in the answer, not in the output.
     outcome = extract_with_corrections(
-        answer.text, ctx.schema, cache_key=ctx.role.meta, fallback=fallback, retry=retry if continue_ else None
+        redact(answer.text, secrets), ctx.schema, cache_key=ctx.role.meta, fallback=fallback, retry=retry if continue_ else None
     )
     final = current[0]
     detail = {
@@ -137,7 +141,7 @@ def complete_step(
     }
     if outcome.usage is not None:
         detail["extractUsage"] = outcome.usage.to_json()
-    detail.update(final.detail)
+    detail.update(redact(final.detail, secrets))
     return write_step(
         ctx.store,
         context=ctx.context,

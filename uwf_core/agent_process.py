@@ -47,23 +47,45 @@ class Cancel:
         return self._event.is_set()
 
 
-def kill_group(pgid: int, proc: subprocess.Popen | None = None) -> None:
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs. Zombies don't count: an orphaned
+    child whose reaper is slow (or absent, in some containers) is already dead."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
+def kill_group(pgid: int, proc: subprocess.Popen | None = None, grace: float = TERM_GRACE_SECONDS) -> None:
     """SIGTERM the group, then SIGKILL whatever is left after a short grace.
 
-    `proc`, the group leader when it is our child, is reaped while waiting:
-    a zombie still counts as a member of its group.
+    `proc`, the group leader when it is our child, is reaped while waiting.
     """
     try:
         os.killpg(pgid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         return
-    deadline = time.monotonic() + TERM_GRACE_SECONDS
+    deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         if proc is not None:
             proc.poll()
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
+        if not _group_alive(pgid):
             return
         time.sleep(0.05)
     try:

@@ -76,11 +76,11 @@ class Session:
 
 
 def _secrets(ctx: AgentContext) -> tuple[list[str], frozenset[str]]:
-    from .config import load_config
+    from .config import load_config, secret_values
 
-    names = {p.api_key_env for p in load_config(ctx.root).providers.values() if p.api_key_env}
-    values = [os.environ[name] for name in names if len(os.environ.get(name, "")) >= 6]
-    return values, frozenset(names)
+    config = load_config(ctx.root)
+    names = {p.api_key_env for p in config.providers.values() if p.api_key_env}
+    return secret_values(config), frozenset(names)
 
 
 def _loop(session: Session) -> str:

@@ -194,7 +194,7 @@ def run_command(ws: Workspace, settings: ToolSettings, args: dict) -> str:
     outcome = run_process(["sh", "-c", command], cwd=cwd, env=env, timeout=timeout, on_output=lines.append)
     stderr = "\n".join(lines)
     status = f"timed out after {timeout:g}s (killed)" if outcome.timed_out else f"exit code {outcome.exit_code}"
-    return truncate(f"{status}\n--- stdout ---\n{outcome.stdout}\n--- stderr ---\n{stderr}")
+    return f"{status}\n--- stdout ---\n{outcome.stdout}\n--- stderr ---\n{stderr}"  # call_tool truncates once
 
 
 def fetch_url(ws: Workspace, settings: ToolSettings, args: dict) -> str:
@@ -212,7 +212,7 @@ def fetch_url(ws: Workspace, settings: ToolSettings, args: dict) -> str:
     kind = response.headers.get("content-type", "")
     if not kind.startswith(("text/", "application/json", "application/xml")):
         return f"{response.status_code}, {kind or 'unknown type'}, {len(response.content)} bytes; not text, not shown"
-    return truncate(f"{response.status_code}\n{response.text}")
+    return f"{response.status_code}\n{response.text}"
 
 
 def _schema(properties: dict, required: list[str]) -> dict:

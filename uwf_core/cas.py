@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from . import builtin_schemas
 from .builtin_schemas import META_HASH
-from .cbor import decode_envelope, encode
-from .errors import AmbiguousError, CorruptError, NotFoundError, UwfError
+from .cbor import EncodeError, decode_envelope, encode
+from .errors import AmbiguousError, CorruptError, NotFoundError, UwfError, ValidationError
 from .ids import HASH_LEN, is_cas_ref, normalize_hash_text, xxh64_hash
 from .schemas import META_SCHEMA, check_schema, validate
 from .storage import Root, append_line, atomic_write, ensure_dir
@@ -37,7 +37,10 @@ class Node:
 
 def node_hash(type_hash: str, payload: object) -> str:
     """The hash of a node; the meta-schema alone is hashed without a type prefix."""
-    data = encode(payload)
+    try:
+        data = encode(payload)
+    except EncodeError as exc:
+        raise ValidationError(f"the payload cannot be stored: {exc}") from None
     if type_hash == META_HASH and payload == META_SCHEMA:
         return xxh64_hash(data)
     return xxh64_hash(type_hash.encode("ascii") + data)

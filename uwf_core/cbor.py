@@ -13,6 +13,11 @@ import struct
 from .errors import CorruptError
 
 _MAX_SAFE = 2**53 - 1
+MAX_DEPTH = 200  # JSON documents are shallow; anything deeper is garbage, not data
+
+
+class EncodeError(ValueError):
+    """A value that has no JSON-compatible CBOR form (NaN, a lone surrogate, a non-string key...)."""
 _pack_double = struct.Struct(">d").pack
 _unpack_double = struct.Struct(">d").unpack_from
 _unpack_single = struct.Struct(">f").unpack_from
@@ -33,6 +38,8 @@ def _head(major: int, value: int) -> bytes:
 
 
 def _encode_number(value: float | int) -> bytes:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        raise EncodeError("NaN and Infinity are not JSON numbers")
     if isinstance(value, float):
         if value.is_integer() and abs(value) <= _MAX_SAFE:
             value = int(value)
@@ -46,7 +53,10 @@ def _encode_number(value: float | int) -> bytes:
 
 
 def _encode_text(value: str) -> bytes:
-    data = value.encode("utf-8")
+    try:
+        data = value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise EncodeError("a string is not valid Unicode (it holds a lone surrogate)") from None
     return _head(3, len(data)) + data
 
 
@@ -65,7 +75,7 @@ def _encode_into(value: object, out: list[bytes]) -> None:
         items = []
         for key, item in value.items():
             if not isinstance(key, str):
-                raise TypeError(f"CBOR map keys must be strings, got {type(key).__name__}")
+                raise EncodeError(f"object keys must be strings, not {type(key).__name__} {key!r}")
             sub: list[bytes] = []
             _encode_into(item, sub)
             items.append((_encode_text(key), b"".join(sub)))
@@ -79,13 +89,16 @@ def _encode_into(value: object, out: list[bytes]) -> None:
         for item in value:
             _encode_into(item, out)
     else:
-        raise TypeError(f"cannot encode {type(value).__name__} as JSON-compatible CBOR")
+        raise EncodeError(f"{type(value).__name__} is not a JSON value")
 
 
 def encode(value: object) -> bytes:
-    """Deterministic CBOR of a JSON-compatible value."""
+    """Deterministic CBOR of a JSON-compatible value (EncodeError for anything else)."""
     out: list[bytes] = []
-    _encode_into(value, out)
+    try:
+        _encode_into(value, out)
+    except RecursionError:
+        raise EncodeError("the value is nested too deeply") from None
     return b"".join(out)
 
 
@@ -98,11 +111,12 @@ class _Decoder:
     """A recursive-descent decoder for the JSON subset; hot on every chain walk, so
     kept to local variables and one method per item."""
 
-    __slots__ = ("data", "pos")
+    __slots__ = ("data", "pos", "depth")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.pos = 0
+        self.depth = 0
 
     def fail(self, what: str) -> CorruptError:
         return CorruptError(f"invalid CBOR at byte {self.pos}: {what}")
@@ -141,23 +155,33 @@ class _Decoder:
             count = info if info < 24 else self.argument(info)
             result = {}
             value = self.value
+            self.enter()
             for _ in range(count):
                 key = value()
                 if key.__class__ is not str:
                     raise self.fail("map key is not a string")
                 result[key] = value()
+            self.depth -= 1
             return result
         if major == 0:
             return info if info < 24 else self.argument(info)
         if major == 4:
             count = info if info < 24 else self.argument(info)
             value = self.value
-            return [value() for _ in range(count)]
+            self.enter()
+            items = [value() for _ in range(count)]
+            self.depth -= 1
+            return items
         if major == 1:
             return -1 - (info if info < 24 else self.argument(info))
         if major == 7:
             return self.simple(info)
         raise self.fail(f"unsupported major type {major}")
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(f"nested deeper than {MAX_DEPTH} levels")
 
     def simple(self, info: int) -> object:
         if info in _SIMPLE:
@@ -195,6 +219,8 @@ def decode_envelope(data: bytes) -> tuple[dict, bytes]:
     payload_bytes = b""
     for _ in range(decoder.argument(data[0] & 31)):
         key = decoder.value()
+        if key.__class__ is not str:
+            raise decoder.fail("map key is not a string")
         start = decoder.pos
         envelope[key] = decoder.value()
         if key == "payload":

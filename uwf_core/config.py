@@ -250,3 +250,25 @@ def env_with_secrets(root: Root, base: dict[str, str] | None = None) -> dict[str
     for key, value in load_env_file(root).items():
         env.setdefault(key, value)
     return env
+
+
+def secret_values(config: Config, env: dict[str, str] | None = None) -> list[str]:
+    """The API keys in use (values of every provider's apiKeyEnv), to keep them out of records."""
+    env = os.environ if env is None else env
+    names = {p.api_key_env for p in config.providers.values() if p.api_key_env}
+    return sorted({env[name] for name in names if len(env.get(name, "")) >= 6}, key=len, reverse=True)
+
+
+def redact(value: object, secrets: list[str]) -> object:
+    """`value` with every secret replaced by [redacted], through dicts and lists."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "[redacted]")
+        return value
+    if isinstance(value, dict):
+        return {key: redact(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact(item, secrets) for item in value]
+    return value

@@ -19,6 +19,7 @@ class ExtractError(UwfError):
     def __init__(self, message: str, errors: list[str] | None = None) -> None:
         super().__init__(message)
         self.errors = errors or []
+        self.usage = None  # tokens an LLM spent on a failed extract, when one was asked
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,9 @@ def extract_with_corrections(
                 return ExtractOutcome(extracted, text, corrections, usage)
             except UwfError as exc:
                 notes.append(f"LLM extract: {exc.message}")
+                spent = getattr(exc, "usage", None)
+                if spent is not None:
+                    usage = spent if usage is None else usage + spent
         if retry is None or corrections >= max_corrections:
             tried = f" after {corrections} correction{'s' if corrections != 1 else ''}" if corrections else ""
             extra = f" ({'; '.join(dict.fromkeys(notes))})" if notes else ""

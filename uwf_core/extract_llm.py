@@ -29,8 +29,6 @@ class LlmExtractor:
         return self.alias is not None
 
     def __call__(self, text: str, schema: dict) -> tuple[Extracted, Usage]:
-        from .schemas import validation_errors
-
         model = resolve_model(self.config, self.alias, self.env, purpose="extract")
         response = ChatClient(model).complete(
             [
@@ -39,21 +37,31 @@ class LlmExtractor:
             ],
             json_mode=True,
         )
-        content = response.content.strip()
-        if content.startswith("```"):
-            content = content.strip("`").removeprefix("json").strip()
         try:
-            output = json.loads(content)
-        except ValueError:
-            raise ExtractError(f"the extract model did not answer with JSON: {content[:80]!r}") from None
-        if not isinstance(output, dict):
-            raise ExtractError("the extract model did not answer with a JSON object")
-        errors = validation_errors(schema, output)
-        if errors:
-            raise ExtractError(f"the extract model's answer does not match the schema: {errors[0]}", errors)
-        return Extracted(output, text, "llm"), response.usage
+            return Extracted(_parse(response.content, schema), text, "llm"), response.usage
+        except ExtractError as exc:
+            exc.usage = response.usage  # the tokens were spent all the same
+            raise
 
 
 def fallback_for(config: Config, env: dict[str, str] | None = None) -> LlmExtractor | None:
     extractor = LlmExtractor(config, env)
     return extractor if extractor.available else None
+
+
+def _parse(content: str, schema: dict) -> dict:
+    from .schemas import validation_errors
+
+    content = content.strip()
+    if content.startswith("```"):
+        content = content.strip("`").removeprefix("json").strip()
+    try:
+        output = json.loads(content)
+    except ValueError:
+        raise ExtractError(f"the extract model did not answer with JSON: {content[:80]!r}") from None
+    if not isinstance(output, dict):
+        raise ExtractError("the extract model did not answer with a JSON object")
+    errors = validation_errors(schema, output)
+    if errors:
+        raise ExtractError(f"the extract model's answer does not match the schema: {errors[0]}", errors)
+    return output

@@ -81,13 +81,22 @@ def mark(store: CasStore, roots: list[str]) -> tuple[set[str], list[str]]:
 
 def gc(store: CasStore, *, grace_seconds: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False) -> GcReport:
     report = GcReport(dry_run=dry_run)
-    marked, report.missing = mark(store, gc_roots(store))
-    report.reachable = len(marked)
     cutoff = time.time() - grace_seconds
     try:
         names = sorted(os.listdir(store.root.cas_dir))
     except FileNotFoundError:
         return report
+    # A young node is a root too: what it references (an old output reused by a step
+    # in progress, its schema) must outlive it, as git's prune keeps what recent objects reach.
+    young_nodes = [
+        name[:HASH_LEN]
+        for name in names
+        if name.endswith(NODE_SUFFIX) and is_hash(name[:HASH_LEN]) and not _older(os.path.join(store.root.cas_dir, name), cutoff)
+    ]
+    marked, report.missing = mark(store, gc_roots(store))
+    report.reachable = len(marked)
+    young = set(young_nodes)
+    protected, _ = mark(store, [hash_ for hash_ in young_nodes if hash_ not in marked])
     for name in names:
         path = os.path.join(store.root.cas_dir, name)
         if name.endswith(".tmp"):
@@ -99,8 +108,8 @@ def gc(store: CasStore, *, grace_seconds: float = DEFAULT_GRACE_SECONDS, dry_run
         hash_ = name[:HASH_LEN]
         if not (name.endswith(NODE_SUFFIX) and is_hash(hash_)) or hash_ in marked:
             continue
-        if not _older(path, cutoff):
-            report.young.append(hash_)
+        if hash_ in young or hash_ in protected:
+            report.young.append(hash_)  # young, or reached from a young node
             continue
         report.deleted.append(hash_)
         if not dry_run:

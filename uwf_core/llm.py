@@ -156,6 +156,8 @@ class ChatClient:
                 response = httpx.post(self.url, json=body, headers=headers, timeout=self.timeout)
             except httpx.TimeoutException:
                 error = LlmError(f"{self.model.describe()} did not answer within {self.timeout:g}s")
+            except httpx.ConnectError as exc:
+                raise LlmError(f"cannot reach {self.url}: {_reason(exc)}") from None  # nothing listens: retrying won't help
             except httpx.HTTPError as exc:
                 error = LlmError(f"cannot reach {self.url}: {_reason(exc)}")
             else:
@@ -168,7 +170,7 @@ class ChatClient:
                 if response.status_code != 429 and response.status_code < 500:
                     raise error
             if attempt == self.retries:
-                raise LlmError(f"{error.message} (after {attempt + 1} attempts)")
+                raise LlmError(f"{error.message} (after {attempt + 1} attempt{'s' if attempt else ''})")
             wait = _retry_after(response)
             time.sleep(wait if wait is not None else min(MAX_BACKOFF_SECONDS, self.backoff * (2**attempt)))
         raise AssertionError("unreachable")
@@ -192,7 +194,7 @@ def _retry_after(response) -> float | None:
 
 
 def _status_error(response, model: ResolvedModel) -> LlmError:
-    detail = _error_text(response)
+    detail = _error_text(response, model)
     status = response.status_code
     if status in (401, 403):
         hint = f"; check {model.api_key_env} in the root's .env" if model.api_key_env else "; the provider needs an API key (apiKeyEnv)"
@@ -204,13 +206,15 @@ def _status_error(response, model: ResolvedModel) -> LlmError:
     return LlmError(f"{model.describe()} failed ({status} {detail})")
 
 
-def _error_text(response) -> str:
+def _error_text(response, model: ResolvedModel) -> str:
     try:
         data = response.json()
         message = data.get("error", {}).get("message") if isinstance(data.get("error"), dict) else data.get("error")
         text = str(message or data)
     except (ValueError, AttributeError):
         text = response.text
+    if model.api_key:
+        text = text.replace(model.api_key, "[redacted]")  # providers echo a wrong key back
     return " ".join(text.split())[:160]
 
 

@@ -50,11 +50,35 @@ def check_schema(schema: object, where: str = "schema") -> None:
     """
     if not isinstance(schema, dict):
         raise ValidationError(f"{where}: a schema must be an object, got {_kind(schema)}")
+    problem = _non_json(schema, where)
+    if problem:
+        raise ValidationError(problem)
     for keyword, value in schema.items():
         if keyword not in ALLOWED_KEYWORDS:
             allowed = ", ".join(sorted(ALLOWED_KEYWORDS))
             raise ValidationError(f"{where}: keyword '{keyword}' is not allowed (allowed: {allowed})")
         _check_keyword(keyword, value, f"{where}.{keyword}")
+
+
+def _non_json(value: object, where: str) -> str | None:
+    """Where a value stops being JSON (a non-string key, a date, bytes...), if it does."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{where}: key {key!r} must be a string"
+            problem = _non_json(item, f"{where}.{key}")
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = _non_json(item, f"{where}[{index}]")
+            if problem:
+                return problem
+    elif not (value is None or isinstance(value, (str, bool, int, float))):
+        return f"{where}: {type(value).__name__} {value!r} is not a JSON value"
+    elif isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return f"{where}: {value!r} is not a JSON number"
+    return None
 
 
 def _check_keyword(keyword: str, value: object, where: str) -> None:

@@ -30,9 +30,22 @@ def _scalar(value: object) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-        return f'"{escaped}"'
+        return '"' + "".join(_escape(char) for char in value) + '"'
     raise TypeError(f"simple_yaml cannot write {type(value).__name__}")
+
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(char: str) -> str:
+    """YAML double-quoted escapes; other control characters (C0, DEL, C1, line
+    separators) as \\uXXXX, which YAML requires and the fast reader decodes."""
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    code = ord(char)
+    if code < 0x20 or 0x7F <= code <= 0x9F or code in (0x2028, 0x2029, 0xFEFF):
+        return f"\\u{code:04x}"
+    return char
 
 
 _YAML11_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
@@ -191,21 +204,31 @@ def _parse_scalar(text: str) -> str:
         if "\\" in body:
             return _unescape(body)
         return body
-    if not _PLAIN_CHARS.issuperset(text) or text.startswith(("-", ":")):
+    if not _PLAIN_CHARS.issuperset(text) or text.startswith(("-", ":")) or text.endswith(":"):
         raise _Mismatch
     return text
 
 
 def _unescape(body: str) -> str:
     out = []
-    chars = iter(body)
-    for char in chars:
+    position = 0
+    while position < len(body):
+        char = body[position]
+        position += 1
         if char != "\\":
             out.append(char)
             continue
-        escaped = next(chars, None)
-        mapped = {"\\": "\\", '"': '"', "n": "\n", "t": "\t"}.get(escaped)
-        if mapped is None:
+        escaped = body[position : position + 1]
+        position += 1
+        mapped = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}.get(escaped)
+        if mapped is not None:
+            out.append(mapped)
+        elif escaped == "u" and len(body[position : position + 4]) == 4:
+            try:
+                out.append(chr(int(body[position : position + 4], 16)))
+            except ValueError:
+                raise _Mismatch from None
+            position += 4
+        else:
             raise _Mismatch
-        out.append(mapped)
     return "".join(out)

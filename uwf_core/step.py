@@ -344,8 +344,9 @@ class _AgentRun:
         if not lines:
             raise StepError(f"agent '{self.resolved.label}' printed nothing; the step protocol expects the new StepNode's hash as the last line of stdout")
         answer = lines[-1]
-        verify_step_node(self.store, answer.upper(), self.context, self.role.name, self.role.meta, self.resolved.label)
-        return answer.upper()
+        hash_ = answer.upper() if is_cas_ref(answer.upper()) else answer
+        verify_step_node(self.store, hash_, self.context, self.role.name, self.role.meta, self.resolved.label)
+        return hash_
 
     # -- text protocol: uwf builds the prompt, extracts, writes the nodes ---------------
 

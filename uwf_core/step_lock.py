@@ -94,8 +94,11 @@ def running_step(root: Root, thread: str) -> RunningStep | None:
     return info
 
 
+KILL_GRACE_SECONDS = 5.0  # longer than an agent's own grace, so a sub-workflow can stop its child first
+
+
 def terminate_running_step(info: RunningStep) -> None:
     from .agent_process import kill_group
 
     if info.pgid:
-        kill_group(info.pgid)
+        kill_group(info.pgid, grace=KILL_GRACE_SECONDS)

@@ -69,7 +69,6 @@ def merged_output(outputs: list[object], schema: dict) -> dict:
 def run(ctx: AgentContext) -> AgentAnswer:
     from .schemas import validation_errors
     from .step import run_thread
-    from .step_lock import running_step
     from .thread_read import read_thread
     from .threads import kill_thread, start_thread, thread_info, thread_steps
     from .usage import thread_usage
@@ -84,13 +83,9 @@ def run(ctx: AgentContext) -> AgentAnswer:
     cancel = Cancel()
 
     def on_signal(signum, frame) -> None:
+        # The child step sees the flag within 0.1 s, kills its agent's group and
+        # records the attempt as killed; the kill of this process waits for that.
         cancel.set()
-        running = running_step(ctx.root, child.thread)
-        if running is not None and running.pgid:
-            try:
-                os.killpg(running.pgid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)

@@ -127,7 +127,7 @@ def read_thread(root: Root, thread: str, *, quota: int | None = None, before: st
         if omitted:
             kept.insert(0, f"_({omitted} earlier step{'s' if omitted > 1 else ''} omitted by --quota)_\n")
         blocks = kept
-    text = head_text + "\n" + "\n".join(blocks)
+    text = (head_text + "\n" + "\n".join(blocks)).rstrip() + "\n"
     if quota is not None and len(text) > quota:
-        text = text[: max(0, quota - 1)] + "…"
-    return text.rstrip() + "\n"
+        text = text[: max(0, quota - 2)].rstrip() + "…\n"  # the quota counts the final newline
+    return text

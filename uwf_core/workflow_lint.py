@@ -214,7 +214,9 @@ class _Parser:
                     self.error(path + (key,), f"unknown condition field '{key}'")
             expression = self.text(spec, "expression", path, required=True)
             description = self.text(spec, "description", path, required=False)
-            if expression:
+            if "expression" in spec and isinstance(spec["expression"], str) and not expression.strip():
+                self.error(path + ("expression",), f"condition '{name}': the expression is empty")
+            elif expression:
                 message = _jsonata_compile_error(expression)
                 if message:
                     self.error(path + ("expression",), f"condition '{name}': JSONata syntax error: {message}")
@@ -398,6 +400,10 @@ def _lint_status_map(draft: Draft, workflow: Workflow, key: str, statuses: dict[
     if types not in (None, "string") and not (isinstance(types, list) and "string" in types):
         problems.append(Problem(("roles", key, "meta"), f"'{STATUS_FIELD}' of role '{key}' must be a string"))
         return
+    listed = status_schema.get("enum") if "const" not in status_schema else [status_schema["const"]]
+    if isinstance(listed, list) and any(not isinstance(value, str) for value in listed):
+        problems.append(Problem(("roles", key, "meta"), f"'{STATUS_FIELD}' of role '{key}' may only list strings"))
+        return
     producible = _producible_values(status_schema)
     if producible is not None:
         for status in statuses:
@@ -413,11 +419,14 @@ def _lint_status_map(draft: Draft, workflow: Workflow, key: str, statuses: dict[
 
 
 def _producible_values(schema: dict) -> list | None:
+    """The statuses a `$status` schema allows, when it lists them (only strings can route)."""
     if "const" in schema:
-        return [schema["const"]]
-    if isinstance(schema.get("enum"), list):
-        return list(schema["enum"])
-    return None
+        values = [schema["const"]]
+    elif isinstance(schema.get("enum"), list):
+        values = list(schema["enum"])
+    else:
+        return None
+    return [value for value in values if isinstance(value, str)]
 
 
 def _reachable(graph: dict[str, Routes], start: str) -> set[str]:

@@ -74,6 +74,8 @@ def _record_lines(node, path: Path, lines: dict[Path, int], file: str) -> None:
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise WorkflowError(f"{file}:{key_node.start_mark.line + 1}: a mapping key must be a plain name, not a list or mapping")
             key = key_node.value
             if key in seen:
                 raise WorkflowError(

@@ -36,6 +36,7 @@ def put_workflow(root: Root, path: str) -> PutResult:
     file leaves the store exactly as it was."""
     draft = lint_file(path)
     draft.raise_first_error()
+    registry.load_registry(root)  # a damaged registry is refused before anything is written
     store = CasStore(root)
     store.ensure_builtins()
     metas = {role: store.put_schema(schema, where=f"roles.{role}.meta") for role, schema in draft.schemas.items()}

@@ -54,8 +54,11 @@ def cmd_put(args) -> int:
     from ..errors import UwfError
 
     text = sys.stdin.read() if args.json == "-" else args.json
+    def refuse_constant(name: str):
+        raise ValueError(f"{name} is not a JSON number")
+
     try:
-        payload = json.loads(text)
+        payload = json.loads(text, parse_constant=refuse_constant)
     except ValueError as exc:
         raise UwfError(f"the payload is not valid JSON: {exc}") from None
     store = _store(args)

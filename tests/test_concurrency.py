@@ -1,0 +1,91 @@
+"""Many `uwf` processes on one root at once (design §3, §14): different threads step
+in parallel, every mutable file stays whole, nothing is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+from conftest import REPO, _uwf_command
+
+from uwf_core.storage import Root
+from uwf_core.thread_index import load_threads
+
+SOLVE_AGENT = "uwf-script --script examples/solve-issue.script.yaml"
+SOLVE_ROLES = ["planner", "developer", "reviewer", "developer", "reviewer"]
+THREADS = 8
+
+
+def test_eight_threads_run_concurrently_to_done(uwf, root_dir):
+    assert uwf("workflow", "put", "examples/solve-issue.yaml").code == 0
+    threads = []
+    for i in range(THREADS):
+        result = uwf("thread", "start", "solve-issue", "-p", f"task number {i}")
+        assert result.code == 0, result
+        threads.append(result.json()["thread"])
+    assert len(set(threads)) == THREADS
+
+    env = dict(os.environ, UWF_STORAGE_ROOT=str(root_dir))
+    began = time.monotonic()
+    processes = [
+        subprocess.Popen(
+            [*_uwf_command(), "thread", "run", thread, "--agent", SOLVE_AGENT],
+            cwd=str(REPO),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for thread in threads
+    ]
+    outputs = [process.communicate(timeout=120) for process in processes]
+    elapsed = time.monotonic() - began
+    for thread, process, (out, err) in zip(threads, processes, outputs):
+        assert process.returncode == 0, (thread, err)
+        assert "Traceback" not in err
+        final = json.loads(out)
+        assert final["thread"] == thread
+        assert final["done"] is True and final["reason"] == "done"
+    assert elapsed < 90
+
+    listed = uwf("thread", "list", "--all").json()
+    assert {item["thread"]: item.get("reason") for item in listed} == {thread: "done" for thread in threads}
+    assert uwf("thread", "list").json() == []
+
+    heads = {}
+    for thread in threads:
+        shown = uwf("thread", "show", thread).json()
+        assert shown["done"] is True and shown["reason"] == "done"
+        steps = uwf("thread", "steps", thread).json()
+        assert [s["role"] for s in steps] == SOLVE_ROLES
+        assert steps[-1]["hash"] == shown["head"]
+        heads[thread] = shown["head"]
+        read = uwf("thread", "read", thread).out
+        assert f"task number {threads.index(thread)}" in read
+
+    history = [json.loads(line) for line in (root_dir / "history.jsonl").read_text().splitlines()]
+    assert len(history) == THREADS
+    assert {record["thread"]: (record["head"], record["reason"]) for record in history} == {t: (heads[t], "done") for t in threads}
+
+    assert load_threads(Root(str(root_dir))) == {}
+
+    runs = [json.loads(line) for line in (root_dir / "runs.jsonl").read_text().splitlines()]
+    assert len(runs) == THREADS * 5
+    assert all(run["status"] == "ok" for run in runs)
+    for thread in threads:
+        mine = [run for run in runs if run["thread"] == thread]
+        assert [run["role"] for run in mine] == SOLVE_ROLES
+        assert mine[-1]["step"] == heads[thread]
+        assert [run["head"] for run in mine[1:]] == [run["step"] for run in mine[:-1]]
+
+    fsck = uwf("cas", "fsck")
+    assert fsck.code == 0, fsck
+    report = fsck.json()
+    assert report["ok"] is True and report["problems"] == []
+
+    # no leftover lock holders, no temp files beside the state files
+    for lock in (root_dir / "locks").iterdir():
+        assert lock.read_text() == "", lock
+    assert not [name for name in os.listdir(root_dir) if name.endswith(".tmp")]

@@ -1,0 +1,50 @@
+"""Snapshots of each view on the fixed demo root, compared as SVG.
+
+The fixed root is deterministic (frozen clock, counted ids), so the only
+thing that differs between two runs is Rich's generated element id, which
+is normalised. After an intended UI change, regenerate the golden files:
+UWF_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/test_tui_snapshots.py
+(and scripts/screenshots.py for the README).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tui_capture import capture, normalize  # noqa: E402
+
+GOLDEN = Path(__file__).resolve().parent / "snapshots"
+VIEWS = ["workflows", "threads", "attempt", "cas"]
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    return capture(VIEWS, str(tmp_path_factory.mktemp("snapshots")))
+
+
+def _visible_text(svg: str) -> list[str]:
+    """The text of each screen line, for a readable diff when a snapshot differs."""
+    return [re.sub(r"<[^>]+>", "", line) for line in svg.split("<text") if "textLength" in line]
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_view_matches_snapshot(shots, view):
+    svg = normalize(shots[view])
+    golden = GOLDEN / f"{view}.svg"
+    if os.environ.get("UWF_UPDATE_SNAPSHOTS") or not golden.exists():
+        GOLDEN.mkdir(exist_ok=True)
+        golden.write_text(svg)
+        if not os.environ.get("UWF_UPDATE_SNAPSHOTS"):
+            pytest.fail(f"wrote a new snapshot {golden}; check it in and run again")
+    expected = golden.read_text()
+    if svg != expected:
+        diff = "\n".join(difflib.unified_diff(_visible_text(expected), _visible_text(svg), "golden", "now", lineterm="", n=0))
+        pytest.fail(f"{view} differs from {golden.name}:\n{diff[:3000]}")

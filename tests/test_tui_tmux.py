@@ -1,0 +1,61 @@
+"""The real `uwf-tui` in a real terminal (tmux): press s, the new step is on screen."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fixed_root import build_fixed_root  # noqa: E402
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+
+
+def _screen(session: str) -> str:
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+
+
+def _wait_for(session: str, *texts: str, timeout: float = 30) -> str:
+    """Poll the pane until every text is on screen at once (a capture can catch a redraw half-done)."""
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _screen(session)
+        if all(text in screen for text in texts):
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"{texts!r} did not appear on screen:\n{screen}")
+
+
+def test_step_by_keypress_in_a_real_terminal(tmp_path):
+    root = tmp_path / "root"
+    ids = build_fixed_root(str(root))
+    tui = Path(sys.executable).with_name("uwf-tui")
+    session = f"uwf-tui-test-{os.getpid()}"
+    # COLUMNS/LINES from the test runner would override the pane size.
+    command = f"env -u COLUMNS -u LINES UWF_STORAGE_ROOT={root} TERM=xterm-256color {tui}"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", command], check=True)
+    # Detached sessions may start at the server's default size whatever -x/-y say.
+    subprocess.run(["tmux", "resize-window", "-t", session, "-x", "160", "-y", "48"], capture_output=True)
+    try:
+        _wait_for(session, "analyze-topic", "solve-issue", "triage-bug", "prompt")
+        subprocess.run(["tmux", "send-keys", "-t", session, "s"], check=True)
+        # The new step: in the timeline (role, output summary) and in the agent log.
+        _wait_for(session, "✓ analyst", "1    analyst", "thesis:")
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode == 0:
+            time.sleep(0.2)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    from uwf_core.storage import Root
+    from uwf_core.threads import thread_info
+
+    assert thread_info(Root(str(root)), ids["analyze"]).reason == "done"

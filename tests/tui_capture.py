@@ -1,0 +1,127 @@
+"""Drive uwf-tui on the fixed demo root and capture each view as SVG.
+
+Shared by the snapshot tests and scripts/screenshots.py, so the README's
+screenshots are exactly what the tests check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from pathlib import Path
+from unittest import mock
+
+from fixed_root import FROZEN_MS, build_fixed_root
+
+SIZE = (150, 44)
+VIEWED_AT = FROZEN_MS / 1000 + 3600  # "now" for ages: an hour after the fixed root was written
+
+
+class _Clock:
+    """Stands in for the `time` module inside uwf_tui.formatting."""
+
+    localtime = staticmethod(time.gmtime)
+    strftime = staticmethod(time.strftime)
+
+    @staticmethod
+    def time() -> float:
+        return VIEWED_AT
+
+
+async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str | None) -> dict[str, str]:
+    from uwf_core.storage import Root
+    from uwf_tui.app import UwfApp
+
+    shots: dict[str, str] = {}
+    app = UwfApp(Root(root_path), poll_seconds=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        app.sub_title = "fixed demo root"
+        await pilot.pause(0.5)
+        await app.workers.wait_for_complete()
+
+        async def select(thread: str) -> None:
+            table = app.query_one("#threads")
+            table.move_cursor(row=table.get_row_index(thread))
+            await pilot.pause(0.3)
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.3)
+
+        if "threads" in views:
+            await select(ids["solve"])
+            timeline = app.query_one("#timeline")
+            timeline.move_cursor(row=timeline.get_row_index(f"step:{ids['solve_steps'][2]}"))
+            await pilot.pause(0.3)
+            shots["threads"] = app.export_screenshot(title="uwf-tui: a thread's timeline, with a fork")
+        if "attempt" in views:
+            await select(ids["triage"])
+            shots["attempt"] = app.export_screenshot(title="uwf-tui: a failed attempt in the timeline")
+        if "workflows" in views:
+            await pilot.press("1")
+            await pilot.pause(0.2)
+            table = app.query_one("#workflows")
+            table.move_cursor(row=table.get_row_index("solve-issue"))
+            await pilot.pause(0.4)
+            shots["workflows"] = app.export_screenshot(title="uwf-tui: the solve-issue workflow graph")
+        if "cas" in views:
+            await pilot.press("3")
+            await pilot.pause(0.2)
+            tree = app.query_one("#cas-tree")
+            from uwf_core.threads import thread_info
+
+            head = thread_info(Root(root_path), ids["solve"]).head
+            node = next(child for child in tree.root.children[0].children if child.data == head)
+            node.expand()
+            await pilot.pause(0.3)
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.3)
+            first = next((child for child in node.children if child.data), None)
+            if first is not None:
+                first.expand()
+                await pilot.pause(0.3)
+                await app.workers.wait_for_complete()
+                await pilot.pause(0.3)
+            tree.move_cursor(node)
+            app.query_one("#cas-view").show_node(head)
+            await pilot.pause(0.3)
+            shots["cas"] = app.export_screenshot(title="uwf-tui: the CAS tree")
+        if "running" in views and slow_agent:
+            await pilot.press("2")
+            await select(ids["analyze"])
+            await pilot.press("s")
+            for _ in range(60):
+                await pilot.pause(0.1)
+                if "checking" in "\n".join(str(line.text) for line in app.query_one("#log").lines):
+                    break
+            await pilot.pause(0.6)
+            shots["running"] = app.export_screenshot(title="uwf-tui: a step running, its agent's stderr in the log")
+            await app.workers.wait_for_complete()
+    return shots
+
+
+def capture(views: list[str], workdir: str, *, slow_agent: bool = False) -> dict[str, str]:
+    """Build the fixed root under `workdir` and capture the named views."""
+    root_path = os.path.join(workdir, "root")
+    ids = build_fixed_root(root_path)
+    agent = None
+    if slow_agent:
+        agent = os.path.join(workdir, "slow-agent.sh")
+        Path(agent).write_text(
+            "#!/bin/sh\n"
+            "echo 'reading the topic…' >&2; sleep 0.4\n"
+            "echo 'checking three sources…' >&2; sleep 0.4\n"
+            "echo 'drafting the analysis…' >&2; sleep 3\n"
+            'exec uwf-script --script-dir "$UWF_EXAMPLES_DIR" "$@"\n'
+        )
+        os.chmod(agent, 0o755)
+        config = Path(root_path, "config.yaml")
+        config.write_text(config.read_text().replace('defaultAgent: "script"', f'defaultAgent: "{agent}"'))
+        os.environ["UWF_EXAMPLES_DIR"] = str(Path(__file__).resolve().parent.parent / "examples")
+    with mock.patch("uwf_tui.formatting.time", _Clock):
+        return asyncio.run(_capture(root_path, ids, views, agent))
+
+
+def normalize(svg: str) -> str:
+    """What may differ between two runs of the same screen: Rich's generated ids."""
+    return re.sub(r"terminal-\d+", "terminal-X", svg)
