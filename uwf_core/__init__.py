@@ -21,6 +21,23 @@ _EXPORTS = {
     "load_workflow": "workflows",
     "list_workflows": "workflows",
     "lint_file": "workflows",
+    "start_thread": "threads",
+    "thread_info": "threads",
+    "list_threads": "threads",
+    "fork_thread": "threads",
+    "fork_with_output": "threads",
+    "resume_thread": "threads",
+    "kill_thread": "threads",
+    "perform_step": "step",
+    "run_thread": "step",
+    "read_thread": "thread_read",
+    "thread_timeline": "timeline",
+    "build_context": "context",
+    "evaluate": "moderator",
+    "run_agent": "agent_kit",
+    "AgentAnswer": "agent_kit",
+    "AgentContext": "agent_kit",
+    "load_config": "config",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -171,7 +171,8 @@ def layout(workflow: Workflow) -> Canvas:
     laned = [e for e in edges if e not in adjacent]
     widths = {name: len(name) + 4 for layer in layers for name in layer}
     row_widths = [sum(widths[n] for n in layer) + GAP * (len(layer) - 1) for layer in layers]
-    total = max(row_widths) if row_widths else 0
+    margin = min(24, max([len(e.label) + 3 for e in adjacent if e.label] or [0]))  # room for labels on the left
+    total = (max(row_widths) if row_widths else 0) + margin
     # The channel below layer i holds, one row each: its adjacent edges, the lanes
     # leaving it, the lanes entering layer i + 1; then the arrow row.
     rows_out = [[e for e in adjacent if layer_of[e.source] == i] + [e for e in laned if layer_of[e.source] == i] for i in range(count)]
@@ -180,7 +181,7 @@ def layout(workflow: Workflow) -> Canvas:
     channel_top: list[int] = []
     y = 0
     for index, layer in enumerate(layers):
-        x = (total - row_widths[index]) // 2
+        x = margin + (total - margin - row_widths[index]) // 2
         for name in layer:
             boxes[name] = (x, y, widths[name])
             x += widths[name] + GAP
@@ -222,8 +223,8 @@ def layout(workflow: Workflow) -> Canvas:
     for edge, sx, tx, turn, target_y in labelled:
         # Beside the segment into the target, else beside the one out of the source.
         rows = list(range(turn, target_y - 1)) + [turn - 1]
-        spots = [(tx + 2, row) for row in rows] + [(sx + 2, row) for row in rows]
-        spots += [(tx - len(edge.label) - 1, row) for row in rows]
+        spots = [(tx + 2, row) for row in rows] + [(tx - len(edge.label) - 1, row) for row in rows]
+        spots += [(sx + 2, row) for row in rows] + [(sx - len(edge.label) - 1, row) for row in rows]
         spots += [(x, row) for row in rows for x in range(max(sx, tx) + 3, canvas.width + 2)]
         canvas.put_free(spots, edge.label)
     for name, (x, y, width) in boxes.items():

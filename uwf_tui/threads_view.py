@@ -18,6 +18,7 @@ from uwf_core.errors import UwfError
 from uwf_core.storage import Root
 from uwf_core.thread_read import ordered_output, step_body
 from uwf_core.threads import ThreadInfo, list_threads, step_details, thread_statuses
+from uwf_core.step_lock import running_step
 from uwf_core.timeline import Timeline, thread_timeline
 from uwf_core.workflows import workflow_from_node
 
@@ -64,7 +65,7 @@ class ThreadsView(Horizontal):
         for label, width in ((" ", 1), ("thread", 10), ("workflow", 14), ("status", 9), ("steps", 5), ("updated", 8)):
             threads.add_column(label, width=width)
         timeline = self.query_one("#timeline", DataTable)
-        for label, width in (("#", 3), ("role", 12), ("agent", 12), ("when", 8), ("took", 6), ("output", 90)):
+        for label, width in (("#", 3), ("role", 12), ("agent", 12), ("when", 8), ("took", 6), ("output", 64)):
             timeline.add_column(label, width=width)
         self.query_one("#log", RichLog).border_title = "agent log"
         self.reload()
@@ -137,9 +138,8 @@ class ThreadsView(Horizontal):
         if self.selected_thread is None and table.row_count:
             self.select_thread(str(table.coordinate_to_cell_key((0, 0)).row_key.value))
         elif self.selected_thread:
-            info = self.infos.get(self.selected_thread)
-            if info is not None and self.timeline is not None and info.head != self.timeline.info.head:
-                self.select_thread(self.selected_thread)
+            # The head moved, a step started or ended: redraw the timeline.
+            self.select_thread(self.selected_thread)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None or event.row_key.value is None:
@@ -182,7 +182,7 @@ class ThreadsView(Horizontal):
         table.clear()
         context = timeline.context
         prompt_line = " ".join(context.start.prompt.split())
-        table.add_row("", Text("prompt", style="bold magenta"), "", "", "", prompt_line[:90], key=f"start:{context.start_hash}")
+        table.add_row("", Text("prompt", style="bold magenta"), "", "", "", prompt_line[:64], key=f"start:{context.start_hash}")
         self._add_extras(table, context.start_hash)
         for number, step in enumerate(context.steps, 1):
             table.add_row(
@@ -191,10 +191,21 @@ class ThreadsView(Horizontal):
                 Text(step.agent, style="green" if step.agent != "human" else "bold yellow"),
                 clock(step.completed_at),
                 took(step.started_at, step.completed_at),
-                summary(step.output, 90),
+                summary(step.output, 64),
                 key=f"step:{step.hash}",
             )
             self._add_extras(table, step.hash)
+        running = running_step(self.root, info.thread) if info.active else None
+        if running is not None:
+            table.add_row(
+                "▶",
+                Text(running.role or "…", style="bold green"),
+                running.agent or "",
+                clock(running.started_at),
+                "",
+                Text("running… (x cancels)", style="green"),
+                key="running:",
+            )
         target = keep if keep and keep in table.rows else (f"step:{context.steps[-1].hash}" if context.steps else f"start:{context.start_hash}")
         table.move_cursor(row=table.get_row_index(target))
         self.show_entry(target)

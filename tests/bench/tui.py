@@ -1,0 +1,126 @@
+"""TUI benchmark (not a test): start-up to first paint, opening a thread with
+1,000 steps, and a CAS of 10,000+ nodes walked and browsed.
+
+    .venv/bin/python tests/bench/tui.py
+
+Prints wall times, and the interpreter's own start-up for scale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "bench"))
+
+from step import WORKFLOW, build_chain  # noqa: E402
+
+FIRST_PAINT = """
+import asyncio, sys, time
+start = time.perf_counter()
+from uwf_tui.app import UwfApp
+from uwf_core.storage import Root
+async def main():
+    app = UwfApp(Root(sys.argv[1]))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        print(time.perf_counter() - start)
+asyncio.run(main())
+"""
+
+
+def median_runs(argv: list[str], runs: int) -> float:
+    values = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True)
+        values.append(time.perf_counter() - start)
+    return statistics.median(values)
+
+
+def first_paint(root: str, runs: int) -> float:
+    values = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", FIRST_PAINT, root], check=True, capture_output=True, text=True).stdout
+        values.append(float(out.strip().splitlines()[-1]))
+    return statistics.median(values)
+
+
+async def open_thread(root: str, thread: str) -> tuple[float, float]:
+    """Time until the 1,000-step timeline is on screen, and the worst key latency meanwhile."""
+    from uwf_core.storage import Root
+    from uwf_tui.app import UwfApp
+
+    app = UwfApp(Root(root))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.5)
+        await app.workers.wait_for_complete()
+        table = app.query_one("#threads")
+        start = time.perf_counter()
+        table.move_cursor(row=table.get_row_index(thread))
+        latencies = []
+        while True:
+            tick = time.perf_counter()
+            await pilot.press("down" if len(latencies) % 2 == 0 else "up")  # navigation while it loads
+            latencies.append(time.perf_counter() - tick)
+            view = app.threads_view
+            if view.timeline is not None and view.timeline.info.thread == thread and app.query_one("#timeline").row_count > 1000:
+                break
+        return time.perf_counter() - start, max(latencies)
+
+
+async def expand_head(root: str, head: str) -> float:
+    from uwf_core.storage import Root
+    from uwf_tui.app import UwfApp
+
+    app = UwfApp(Root(root))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("3")
+        await pilot.pause(0.3)
+        tree = app.query_one("#cas-tree")
+        node = next(child for child in tree.root.children[0].children if child.data == head)
+        start = time.perf_counter()
+        node.expand()
+        while not node.children or str(node.children[0].label) == "loading…":
+            await pilot.pause(0.01)
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    uwf = shutil.which("uwf", path=os.path.dirname(sys.executable))
+    work = tempfile.mkdtemp(prefix="uwf-tui-bench-")
+    Path(work, "loop.yaml").write_text(WORKFLOW)
+    root = os.path.join(work, "root")
+    subprocess.run([uwf, "--root", root, "workflow", "put", os.path.join(work, "loop.yaml")], check=True, capture_output=True)
+    thread = build_chain(root, 1000)
+    big = build_chain(root, 3400)  # ~10,200 nodes: a step, its output and its detail each
+    from uwf_core.storage import Root
+    from uwf_core.thread_index import load_threads
+
+    heads = load_threads(Root(root))
+    nodes = len(os.listdir(os.path.join(root, "cas")))
+    python = median_runs([sys.executable, "-c", "pass"], 10)
+    paint = first_paint(root, 5)
+    opened, worst_key = asyncio.run(open_thread(root, thread))
+    walk_start = time.perf_counter()
+    walked = subprocess.run([uwf, "--root", root, "cas", "walk", heads[big]], check=True, capture_output=True, text=True).stdout.count('"')
+    walk = time.perf_counter() - walk_start
+    expand = asyncio.run(expand_head(root, heads[big]))
+    print(f"python -c pass                         {python * 1000:8.1f} ms")
+    print(f"uwf-tui start-up to first paint        {paint * 1000:8.1f} ms  ({paint / python:.1f}x python -c pass)")
+    print(f"open a thread with 1,000 steps         {opened * 1000:8.1f} ms  (worst key latency meanwhile {worst_key * 1000:.0f} ms)")
+    print(f"uwf cas walk of {walked // 2:,} nodes (store: {nodes:,})  {walk * 1000:8.1f} ms")
+    print(f"CAS tree: expand that head (lazy)      {expand * 1000:8.1f} ms")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
