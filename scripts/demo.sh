@@ -8,5 +8,6 @@ if [ ! -x .venv/bin/uwf-tui ]; then
   python3 -m venv .venv
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e .
+  .venv/bin/python -m compileall -q uwf_core uwf_tui >/dev/null  # editable installs are not byte-compiled
 fi
 exec .venv/bin/uwf-tui --demo "$@"

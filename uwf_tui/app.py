@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import threading
+from pathlib import Path
 from typing import Iterable
 
 from textual import work
@@ -37,7 +38,7 @@ THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
 
 class UwfApp(App):
     TITLE = "uwf"
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses defined elsewhere find it
     BINDINGS = [
         Binding("1", "view('workflows')", "Workflows", id="view-workflows"),
         Binding("2", "view('threads')", "Threads", id="view-threads"),

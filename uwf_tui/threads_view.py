@@ -25,6 +25,9 @@ from uwf_core.workflows import workflow_from_node
 from .formatting import STATUS_ICONS, STATUS_STYLES, age, clock, short, summary, took
 
 
+TIMELINE_BATCH = 100
+
+
 class ThreadsView(Horizontal):
     """Owns no agent: stepping is the app's; this view shows what the core says."""
 
@@ -63,7 +66,9 @@ class ThreadsView(Horizontal):
     def on_mount(self) -> None:
         threads = self.query_one("#threads", DataTable)
         for label, width in ((" ", 1), ("thread", 10), ("workflow", 14), ("status", 9), ("steps", 5), ("updated", 8)):
-            threads.add_column(label, width=width)
+            key = threads.add_column(label, width=width)
+            if label == "steps":
+                self.steps_column = key
         timeline = self.query_one("#timeline", DataTable)
         for label, width in (("#", 3), ("role", 12), ("agent", 12), ("when", 8), ("took", 6), ("output", 64)):
             timeline.add_column(label, width=width)
@@ -127,10 +132,13 @@ class ThreadsView(Horizontal):
                 short(info.thread, 10),
                 name,
                 Text(status, style=style),
-                str(self._count(info.head)),
+                str(self.counts[info.head]) if info.head in self.counts else "…",
                 age(updated),
                 key=info.thread,
             )
+        missing = [info for info in infos if info.head not in self.counts]
+        if missing:
+            self.count_steps(missing)
         if keep and keep in table.rows:
             table.move_cursor(row=table.get_row_index(keep))
         elif table.row_count:
@@ -140,6 +148,18 @@ class ThreadsView(Horizontal):
         elif self.selected_thread:
             # The head moved, a step started or ended: redraw the timeline.
             self.select_thread(self.selected_thread)
+
+    @work(thread=True, exclusive=True, group="counts", exit_on_error=False)
+    def count_steps(self, infos: list[ThreadInfo]) -> None:
+        """Step counts walk whole chains: done off the UI thread, cells filled in after."""
+        counted = [(info.thread, self._count(info.head)) for info in infos]
+        self.app.call_from_thread(self._show_counts, counted)
+
+    def _show_counts(self, counted: list[tuple[str, int]]) -> None:
+        table = self.query_one("#threads", DataTable)
+        for thread, count in counted:
+            if thread in table.rows:
+                table.update_cell(thread, self.steps_column, str(count))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None or event.row_key.value is None:
@@ -154,7 +174,7 @@ class ThreadsView(Horizontal):
         self.selected_thread = thread
         self.load_timeline(thread)
 
-    @work(thread=True, exclusive=True, group="timeline")
+    @work(thread=True, exclusive=True, group="timeline", exit_on_error=False)
     def load_timeline(self, thread: str) -> None:
         try:
             timeline = thread_timeline(self.root, thread)
@@ -166,6 +186,13 @@ class ThreadsView(Horizontal):
     # -- the timeline ------------------------------------------------------------------
 
     def show_timeline(self, timeline: Timeline) -> None:
+        self.fill_timeline(timeline)
+
+    @work(exclusive=True, group="timeline-fill", exit_on_error=False)
+    async def fill_timeline(self, timeline: Timeline) -> None:
+        """Rows go in batches, yielding between them, so keys are handled while a long thread loads."""
+        import asyncio
+
         if timeline.info.thread != self.selected_thread:
             return
         self.timeline = timeline
@@ -185,6 +212,10 @@ class ThreadsView(Horizontal):
         table.add_row("", Text("prompt", style="bold magenta"), "", "", "", prompt_line[:64], key=f"start:{context.start_hash}")
         self._add_extras(table, context.start_hash)
         for number, step in enumerate(context.steps, 1):
+            if number % TIMELINE_BATCH == 0:
+                await asyncio.sleep(0)
+                if timeline.info.thread != self.selected_thread:
+                    return
             table.add_row(
                 str(number),
                 Text(step.role, style="bold cyan"),
