@@ -115,8 +115,10 @@ def capture(views: list[str], workdir: str, *, slow_agent: bool = False) -> dict
             'exec uwf-script --script-dir "$UWF_EXAMPLES_DIR" "$@"\n'
         )
         os.chmod(agent, 0o755)
-        config = Path(root_path, "config.yaml")
-        config.write_text(config.read_text().replace('defaultAgent: "script"', f'defaultAgent: "{agent}"'))
+        from uwf_core.setup_config import SetupRequest, apply_setup
+        from uwf_core.storage import Root
+
+        apply_setup(Root(root_path), SetupRequest(agents={"researcher": agent}, default_agent="researcher"))
         os.environ["UWF_EXAMPLES_DIR"] = str(Path(__file__).resolve().parent.parent / "examples")
     with mock.patch("uwf_tui.formatting.time", _Clock):
         return asyncio.run(_capture(root_path, ids, views, agent))

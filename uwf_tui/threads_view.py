@@ -258,7 +258,7 @@ class ThreadsView(Horizontal):
             state = "active" if branch.active else (branch.reason or "done")
             table.add_row(
                 "",
-                Text("⑂ fork", style="bold yellow"),
+                Text("↳ fork", style="bold yellow"),
                 short(branch.thread, 10),
                 "",
                 "",
