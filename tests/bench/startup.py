@@ -22,6 +22,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "bench"))
+
+from common import compile_sources  # noqa: E402
 
 
 def uwf_script() -> str:
@@ -39,16 +42,6 @@ def measure(commands: dict[str, list[str]], runs: int, env: dict) -> dict[str, f
             subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
             times[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in times.items()}
-
-
-def compile_sources() -> None:
-    """Byte-compile uwf's own modules first, as a regular install does: with
-    PYTHONDONTWRITEBYTECODE set (as on this machine) an editable install would
-    otherwise recompile them from source on every run."""
-    import compileall
-
-    for package in ("uwf_core", "uwf_tui"):
-        compileall.compile_dir(str(REPO / package), quiet=1)
 
 
 def main() -> None:

@@ -20,6 +20,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "bench"))
+
+from common import compile_sources  # noqa: E402
 sys.path.insert(0, str(REPO))
 
 # The agent: write output, detail and StepNode with uwf_core, print the hash.
@@ -81,16 +84,6 @@ def build_chain(root: str, length: int) -> str:
         prev = head
     add_thread(Root(root), info.thread, head)
     return info.thread
-
-
-def compile_sources() -> None:
-    """Byte-compile uwf's own modules first, as a regular install does: with
-    PYTHONDONTWRITEBYTECODE set (as on this machine) an editable install would
-    otherwise recompile them from source on every run."""
-    import compileall
-
-    for package in ("uwf_core", "uwf_tui"):
-        compileall.compile_dir(str(REPO / package), quiet=1)
 
 
 def main() -> None:

@@ -21,6 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
+from common import compile_sources  # noqa: E402
+
 from step import WORKFLOW, build_chain  # noqa: E402
 
 FIRST_PAINT = """
@@ -103,16 +105,6 @@ async def expand_head(root: str, head: str) -> float:
         while not node.children or str(node.children[0].label) == "loading…":
             await pilot.pause(0.01)
         return time.perf_counter() - start
-
-
-def compile_sources() -> None:
-    """Byte-compile uwf's own modules first, as a regular install does: with
-    PYTHONDONTWRITEBYTECODE set (as on this machine) an editable install would
-    otherwise recompile them from source on every run."""
-    import compileall
-
-    for package in ("uwf_core", "uwf_tui"):
-        compileall.compile_dir(str(REPO / package), quiet=1)
 
 
 def main() -> None:
