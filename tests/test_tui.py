@@ -453,3 +453,29 @@ def test_human_role_gets_a_form(fixed):
 
     (step,) = thread_steps(root, ids["analyze"])
     assert step.agent == "human" and step.output == {"thesis": "People decide.", "keyPoints": ["one", "two"]}
+
+
+def test_enter_opens_a_node_in_the_cas_tree(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await pilot.press("3")
+        await settle(app, pilot)
+        tree = app.query_one("#cas-tree")
+        tree.focus()
+        head = thread_info(root, ids["solve"]).head
+        node = next(child for child in tree.root.children[0].children if child.data == head)
+        tree.move_cursor(node)
+        await pilot.pause(0.2)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        from uwf_tui.cas_view import CasView
+
+        return node.is_expanded, [child.data for child in node.children], app.query_one(CasView).shown
+
+    expanded, children, shown = run_app(root, script)
+    from uwf_core.cas import CasStore
+
+    head = thread_info(root, ids["solve"]).head
+    assert expanded and children == CasStore(root).refs(head)
+    assert shown == head

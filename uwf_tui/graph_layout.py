@@ -94,7 +94,7 @@ class Canvas:
         return rows
 
     def render(self) -> str:
-        return "\n".join("".join(char for char, _ in row).rstrip() for row in self.cells())
+        return "\n".join("".join(char for char, _ in row).rstrip() for row in self.cells()).rstrip("\n")
 
 
 def _edges(workflow: Workflow) -> list[Edge]:
@@ -139,10 +139,8 @@ def assign_layers(workflow: Workflow, edges: list[Edge]) -> dict[str, int]:
                 layer[edge.target] = max(layer.get(edge.target, 0), layer.get(node, 0) + 1)
     for node in state:
         layer.setdefault(node, 0)
-    if END in layer:
-        layer[END] = max(layer.values()) if layer[END] == max(layer.values()) else max(layer.values())
-        others = [v for k, v in layer.items() if k != END]
-        layer[END] = max(layer[END], (max(others) + 1) if others else 1)
+    if END in layer:  # $END always sits alone at the bottom
+        layer[END] = max(value for node, value in layer.items() if node != END) + 1
     return layer
 
 
@@ -282,7 +280,10 @@ def render_graph_rich(workflow: Workflow):
 
     styles = {"box": "bold cyan", "terminal": "bold magenta", "label": "yellow", "arrow": "bold white", "line": "grey62"}
     text = Text()
-    for index, row in enumerate(layout(workflow).cells()):
+    rows = layout(workflow).cells()
+    while rows and all(char == " " for char, _ in rows[-1]):
+        rows.pop()
+    for index, row in enumerate(rows):
         if index:
             text.append("\n")
         while row and row[-1][0] == " ":
