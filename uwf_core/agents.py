@@ -32,6 +32,17 @@ class ResolvedAgent:
         return self.argv == (HUMAN,)
 
 
+def parse_assignments(items: list[str], what: str = "ROLE=AGENT") -> dict[str, str]:
+    """`--agent ROLE=AGENT` (or `ALIAS=COMMAND`) options as a mapping; a malformed one is refused."""
+    result = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise UwfError(f"--agent expects {what}, got {item!r}")
+        result[name.strip()] = value.strip()
+    return result
+
+
 def choose_agent_spec(
     config: Config, workflow_name: str, role: str, bindings: dict[str, str] | None, override: str | None
 ) -> tuple[str, str] | None:

@@ -54,14 +54,10 @@ class Session:
     turns: list[dict] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
 
-    def redact(self, text: object) -> str:
-        text = "" if text is None else str(text)
-        for secret in self.secrets:
-            text = text.replace(secret, "[redacted]")
-        return text
-
     def record(self, text: object, limit: int = RECORD_CHARS) -> str:
-        return truncate(self.redact(text), limit)
+        from .config import redact
+
+        return truncate(redact("" if text is None else str(text), self.secrets), limit)
 
     def detail(self) -> dict:
         model = self.client.model

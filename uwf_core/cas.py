@@ -70,8 +70,9 @@ class CasStore:
         if not self._builtins_ready:
             if not self.has(META_HASH):
                 self._write(META_HASH, META_HASH, META_SCHEMA)
-            for schema in builtin_schemas.BUILTIN.values():
-                self.put_schema(schema)
+            for name, schema in builtin_schemas.BUILTIN.items():
+                if not self.has(builtin_schemas.BUILTIN_HASHES[name]):
+                    self.put_schema(schema)
             self._builtins_ready = True
         return dict(builtin_schemas.BUILTIN_HASHES)
 
@@ -227,15 +228,15 @@ class CasStore:
 
     def reindex(self) -> int:
         """Rebuild `_index/` from the nodes themselves; returns the number indexed."""
-        members: dict[str, list[str]] = {}
-        for hash_ in self.all_hashes():
-            try:
-                node = self.get(hash_)
-            except UwfError:
-                continue
-            members.setdefault(node.type, []).append(hash_)
         ensure_dir(self.root.index_dir)
-        with self.root.lock("cas-index"):
+        with self.root.lock("cas-index"):  # scanned under the lock: a put meanwhile waits, never lost
+            members: dict[str, list[str]] = {}
+            for hash_ in self.all_hashes():
+                try:
+                    node = self.get(hash_)
+                except UwfError:
+                    continue
+                members.setdefault(node.type, []).append(hash_)
             for name in os.listdir(self.root.index_dir):
                 if name not in members and not name.startswith("."):
                     os.unlink(os.path.join(self.root.index_dir, name))

@@ -46,7 +46,10 @@ def _encode_number(value: float | int) -> bytes:
         else:
             return b"\xfb" + _pack_double(value)
     if abs(value) > _MAX_SAFE:
-        return b"\xfb" + _pack_double(float(value))
+        try:
+            return b"\xfb" + _pack_double(float(value))
+        except OverflowError:
+            raise EncodeError(f"the number {str(value)[:20]}... is too large for a JSON number") from None
     if value >= 0:
         return _head(0, value)
     return _head(1, -1 - value)

@@ -111,6 +111,9 @@ def gc(store: CasStore, *, grace_seconds: float = DEFAULT_GRACE_SECONDS, dry_run
         if hash_ in young or hash_ in protected:
             report.young.append(hash_)  # young, or reached from a young node
             continue
+        if not _older(path, cutoff):  # re-put during this gc: renewed, so kept
+            report.young.append(hash_)
+            continue
         report.deleted.append(hash_)
         if not dry_run:
             _unlink(path)

@@ -7,10 +7,13 @@ only when an expression is actually compiled or evaluated.
 from __future__ import annotations
 
 import math
+import threading
 
 from .errors import UwfError
 
-_compiled: dict[str, object] = {}
+# A compiled expression keeps its input and clock in itself while evaluating, so
+# each thread (the TUI steps several threads at once) gets its own compilations.
+_local = threading.local()
 
 
 def compile_error(expression: str) -> str | None:
@@ -23,6 +26,7 @@ def compile_error(expression: str) -> str | None:
 
 
 def _compile(expression: str):
+    _compiled = _local.__dict__.setdefault("compiled", {})
     cached = _compiled.get(expression)
     if cached is not None:
         return cached

@@ -56,8 +56,6 @@ def apply_setup(root: Root, request: SetupRequest) -> Config:
             raise UwfError(f"provider '{provider}' needs a base URL (--base-url)")
         key_env = request.api_key_env or (existing.api_key_env if existing else None) or default_key_env(provider)
         providers[provider] = ProviderConfig(provider, base_url.rstrip("/"), key_env)
-        if request.api_key:
-            update_env_file(root, {key_env: request.api_key})
     elif request.api_key:
         raise UwfError("--api-key needs a provider (--provider and --base-url)")
     default_model = config.default_model
@@ -97,5 +95,8 @@ def apply_setup(root: Root, request: SetupRequest) -> Config:
         default_model=default_model,
         model_overrides=model_overrides,
     )
+    # Everything is checked: now write the key, then the config that names it.
+    if request.api_key:
+        update_env_file(root, {providers[provider].api_key_env: request.api_key})
     save_config(root, new)
     return new

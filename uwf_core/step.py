@@ -9,6 +9,7 @@ failure the head stays where it was, and every attempt is in runs.jsonl.
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -140,6 +141,9 @@ def perform_step(
             raise
         except KeyboardInterrupt:
             attempt.record("killed", error="interrupted (Ctrl-C)")
+            raise
+        except Exception as exc:  # a bug, but still an attempt: on record before the traceback
+            attempt.record("failed", error=f"internal error: {type(exc).__name__}: {exc}")
             raise
 
 
@@ -411,13 +415,13 @@ class _AgentRun:
         uses_prompt = any("{prompt}" in arg or "{prompt_file}" in arg for arg in self.resolved.argv)
         if any("{prompt_file}" in arg for arg in self.resolved.argv):
             prompt_file = _write_prompt_file(self.root, prompt)
-        values = {"{prompt}": prompt, "{prompt_file}": prompt_file or "", "{thread}": self.info.thread, "{role}": self.role.name}
-        argv = []
-        for arg in self.resolved.argv:
-            for placeholder, value in values.items():
-                arg = arg.replace(placeholder, value)
-            argv.append(arg)
+        values = {"prompt": prompt, "prompt_file": prompt_file or "", "thread": self.info.thread, "role": self.role.name}
+        # One pass, so a placeholder inside the inserted prompt is left as the text it is.
+        argv = [PLACEHOLDER.sub(lambda match: values[match[1]], arg) for arg in self.resolved.argv]
         return argv, None if uses_prompt else prompt, prompt_file
+
+
+PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|thread|role)\}")
 
 
 def _write_prompt_file(root: Root, prompt: str) -> str:

@@ -44,16 +44,6 @@ def child_prompt(ctx: AgentContext) -> str:
     return "\n\n".join(parts)
 
 
-def _bindings(items: list[str]) -> dict[str, str] | None:
-    bindings = {}
-    for item in items:
-        role, sep, agent = item.partition("=")
-        if not sep or not role.strip() or not agent.strip():
-            raise UwfError(f"--agent expects ROLE=AGENT, got {item!r}")
-        bindings[role.strip()] = agent.strip()
-    return bindings or None
-
-
 def merged_output(outputs: list[object], schema: dict) -> dict:
     """The child's outputs merged in order, kept to the parent schema's properties."""
     merged: dict = {}
@@ -78,7 +68,10 @@ def run(ctx: AgentContext) -> AgentAnswer:
     if depth >= options["max_depth"]:
         raise UwfError(f"sub-workflow depth limit reached: this would be depth {depth + 1}, --max-depth is {options['max_depth']}")
     os.environ["UWF_DEPTH"] = str(depth + 1)
-    child = start_thread(ctx.root, options["workflow"], child_prompt(ctx), ctx.context.start.workspace, _bindings(options["bind"]))
+    from .agents import parse_assignments
+
+    bindings = parse_assignments(options["bind"]) or None
+    child = start_thread(ctx.root, options["workflow"], child_prompt(ctx), ctx.context.start.workspace, bindings)
     sys.stderr.write(f"{NAME}: child thread {child.thread} ({options['workflow']})\n")
     cancel = Cancel()
 

@@ -13,9 +13,7 @@ from .cas import CasStore
 from .errors import NotFoundError, UwfError
 from .ids import is_cas_ref
 from .storage import Root
-from .workflow_lint import Draft, build_draft
 from .workflow_model import Workflow
-from .workflow_yaml import read_yaml_document
 
 
 @dataclass(frozen=True)
@@ -26,8 +24,11 @@ class PutResult:
     warnings: list[str]
 
 
-def lint_file(path: str) -> Draft:
-    """Parse and lint a workflow file without storing anything."""
+def lint_file(path: str):
+    """Parse and lint a workflow file without storing anything (a workflow_lint.Draft)."""
+    from .workflow_lint import build_draft
+    from .workflow_yaml import read_yaml_document
+
     return build_draft(read_yaml_document(path))
 
 

@@ -79,6 +79,16 @@ class UwfApp(App):
                 yield CasView(self.root, id="cas-view")
         yield Footer()
 
+    async def action_quit(self) -> None:
+        """Stop the agents this app started before leaving: their workers would keep it alive."""
+        for cancel in self.running.values():
+            cancel.set()
+        await super().action_quit()
+
+    def on_unmount(self) -> None:
+        for cancel in self.running.values():
+            cancel.set()
+
     def on_mount(self) -> None:
         self._signature = self._state_signature()
         self.set_interval(self.poll_seconds, self.poll_state)
@@ -138,6 +148,10 @@ class UwfApp(App):
 
     def _state_signature(self) -> tuple:
         files = [self.root.threads_file, self.root.history_file, self.root.runs_file, self.root.registry_file, self.root.locks_dir]
+        try:  # a step starting or ending rewrites its thread's lock file (running / waiting)
+            files += sorted(os.path.join(self.root.locks_dir, name) for name in os.listdir(self.root.locks_dir))
+        except OSError:
+            pass
         signature = []
         for path in files:
             try:
@@ -189,11 +203,14 @@ class UwfApp(App):
             if result.role:
                 self.post_message(AgentOutput(thread, f"✓ {result.role} ({result.agent}) → {result.head}"))
 
+        def human(request):
+            return self.ask_human(request, cancel)
+
         try:
             if run:
-                result = run_thread(self.root, thread, on_output=on_output, on_step=on_step, cancel=cancel, human=self.ask_human)
+                result = run_thread(self.root, thread, on_output=on_output, on_step=on_step, cancel=cancel, human=human)
             else:
-                result = perform_step(self.root, thread, on_output=on_output, cancel=cancel, human=self.ask_human)
+                result = perform_step(self.root, thread, on_output=on_output, cancel=cancel, human=human)
                 on_step(result)
         except UwfError as exc:
             self.post_message(StepDone(thread, "failed", exc.message))
@@ -204,8 +221,9 @@ class UwfApp(App):
         state = f"done ({result.reason})" if result.done else f"head {result.head}"
         self.post_message(StepDone(thread, state))
 
-    def ask_human(self, request) -> str | None:
-        """Called from a step worker: show the prompt and a form, wait for the answer."""
+    def ask_human(self, request, cancel: Cancel) -> str | None:
+        """Called from a step worker: show the prompt and a form, wait for the answer
+        (or for the step to be cancelled, or the app to quit)."""
         from uwf_core.extract import ExtractError, extract_fast
 
         answered = threading.Event()
@@ -230,7 +248,9 @@ class UwfApp(App):
             language="markdown",
         )
         self.call_from_thread(self.push_screen, screen, done)
-        answered.wait()
+        while not answered.wait(0.2):
+            if cancel.is_set():
+                return None
         return box.get("answer")
 
     def on_agent_output(self, message: AgentOutput) -> None:
@@ -245,8 +265,7 @@ class UwfApp(App):
         else:
             self.threads_view.log_line(message.thread, f"■ {message.summary}", "bold green")
             self.notify(message.summary, title=f"thread {message.thread[:10]}")
-        self._signature = ()
-        self.poll_state()
+        self._force_refresh()
 
     def action_cancel(self) -> None:
         thread = self.threads_view.selected_thread
@@ -333,20 +352,29 @@ class UwfApp(App):
             return
 
         def confirmed(yes: bool | None) -> None:
-            if not yes:
-                return
-            from uwf_core.threads import kill_thread
-
-            try:
-                kill_thread(self.root, thread)
-            except UwfError as exc:
-                self.notify(exc.message, severity="error")
-                return
-            self.notify(f"killed thread {thread}")
-            self._signature = ()
-            self.poll_state()
+            if yes:
+                if thread in self.running:
+                    self.running[thread].set()
+                self.kill_worker(thread)
 
         self.push_screen(ConfirmScreen(f"Kill thread {thread}? It is archived and its running agent is stopped."), confirmed)
+
+    @work(thread=True, exit_on_error=False, group="kill")
+    def kill_worker(self, thread: str) -> None:
+        """Killing waits for the agent's process group to go: off the UI thread."""
+        from uwf_core.threads import kill_thread
+
+        try:
+            kill_thread(self.root, thread)
+        except UwfError as exc:
+            self.call_from_thread(self.notify, exc.message, severity="error")
+            return
+        self.call_from_thread(self.notify, f"killed thread {thread}")
+        self.call_from_thread(self._force_refresh)
+
+    def _force_refresh(self) -> None:
+        self._signature = ()
+        self.poll_state()
 
     def action_new_thread(self) -> None:
         names = self.query_one(WorkflowsView).names()

@@ -86,22 +86,25 @@ class ThreadsView(Horizontal):
         return self.names[workflow_hash]
 
     def _count(self, head: str) -> int:
-        """Steps behind a head; memoised per hash (nodes never change), so forks share the work."""
-        chain: list[str] = []
+        """Steps in the chain behind a head, through resumed runs; memoised per node
+        (nodes never change), so forks and refreshes share the work."""
+        pending: list[tuple[str, bool]] = []
         cursor: str | None = head
         while cursor is not None and cursor not in self.counts:
             try:
-                node = self.store.get(cursor)
+                payload = self.store.get(cursor).payload
             except UwfError:
+                cursor = None
                 break
-            if not isinstance(node.payload, dict) or "role" not in node.payload:
-                self.counts[cursor] = 0
+            if not isinstance(payload, dict):
+                cursor = None
                 break
-            chain.append(cursor)
-            cursor = node.payload.get("prev")
+            is_step = "role" in payload
+            pending.append((cursor, is_step))
+            cursor = (payload.get("prev") or payload.get("start")) if is_step else payload.get("resumes")
         base = self.counts.get(cursor, 0) if cursor is not None else 0
-        for hash_ in reversed(chain):
-            base += 1
+        for hash_, is_step in reversed(pending):
+            base += 1 if is_step else 0
             self.counts[hash_] = base
         return self.counts.get(head, 0)
 

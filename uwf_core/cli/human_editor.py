@@ -12,18 +12,21 @@ COMMENT = "<!-- uwf: fill in the frontmatter above and write your answer here. E
 
 def editor_answer(request) -> str | None:
     """Open $EDITOR (or vi) on a template; None when the person leaves it unchanged or empty."""
-    if not sys.stdin.isatty():
-        return None
-    from ..storage import atomic_write, temp_path_for
+    from ..errors import UwfError
+    from ..storage import Root, atomic_write, read_text, temp_path_for
 
-    path = temp_path_for(os.path.join(os.getcwd(), f"uwf-{request.role}.md")).removesuffix(".tmp") + ".md"
+    if not sys.stdin.isatty():
+        raise UwfError(f"role '{request.role}' is assigned to a human: answer it in uwf-tui, or run `uwf thread step` on a terminal (it opens $EDITOR)")
+    path = temp_path_for(Root().join("tmp", f"human-{request.role}")) + ".md"
     template = request.template + "\n\n" + COMMENT + "\n\n" + request.prompt
     atomic_write(path, template.encode("utf-8"), mode=0o600, sync=False)
     try:
         editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
-        subprocess.run([*editor, path], check=False)
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        try:
+            subprocess.run([*editor, path], check=False)
+        except OSError as exc:
+            raise UwfError(f"cannot start the editor '{editor[0]}' ($VISUAL/$EDITOR): {exc.strerror}") from None
+        text = read_text(path) or ""
     finally:
         os.unlink(path)
     answer = text.split(COMMENT, 1)[0].strip()

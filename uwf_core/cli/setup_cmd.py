@@ -29,15 +29,11 @@ def register(groups, common) -> None:
 
 
 def cmd_setup(args) -> int:
+    from ..agents import parse_assignments
     from ..errors import UwfError
     from ..setup_config import SetupRequest, apply_setup
 
-    agents = {}
-    for item in args.agent:
-        alias, sep, command_line = item.partition("=")
-        if not sep or not alias.strip():
-            raise UwfError(f"--agent expects ALIAS=COMMAND, got {item!r}")
-        agents[alias.strip()] = command_line.strip()
+    agents = parse_assignments(args.agent, "ALIAS=COMMAND")
     request = SetupRequest(
         provider=args.provider,
         base_url=args.base_url,

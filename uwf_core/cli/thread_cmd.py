@@ -66,15 +66,10 @@ def _stream_line(line: str) -> None:
 
 
 def cmd_start(args) -> int:
-    from ..errors import UwfError
+    from ..agents import parse_assignments
     from ..threads import start_thread
 
-    bindings = {}
-    for item in args.agent:
-        role, sep, agent = item.partition("=")
-        if not sep or not role or not agent:
-            raise UwfError(f"--agent expects ROLE=AGENT, got {item!r}")
-        bindings[role.strip()] = agent.strip()
+    bindings = parse_assignments(args.agent)
     info = start_thread(root_of(args), args.workflow, _prompt(args.prompt), args.workspace, bindings or None)
     emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
     return 0
@@ -188,11 +183,11 @@ def _read_mapping(path: str) -> dict:
     import json
 
     from ..errors import UwfError
+    from ..storage import read_text
 
-    try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
-    except OSError as exc:
-        raise UwfError(f"cannot read {path}: {exc.strerror}") from None
+    text = sys.stdin.read() if path == "-" else read_text(path)
+    if text is None:
+        raise UwfError(f"cannot read {path}: no such file")
     try:
         data = json.loads(text)
     except ValueError:
