@@ -40,11 +40,17 @@ def evaluate(workflow: Workflow, context: ThreadContext) -> Decision:
     routes = workflow.graph.get(key)
     if routes is None:
         raise ModeratorError(f"workflow '{workflow.name}' has no routes from '{key}'")
-    if routes.statuses is not None:
-        decision = _by_status(workflow, context, key, routes)
-    else:
-        decision = _by_transitions(workflow, context, key, routes)
-    if not decision.is_end and context.since_start >= workflow.max_steps:
+    at_limit = context.since_start >= workflow.max_steps
+    try:
+        if routes.statuses is not None:
+            decision = _by_status(workflow, context, key, routes)
+        else:
+            decision = _by_transitions(workflow, context, key, routes)
+    except ModeratorError:
+        if at_limit:  # the thread is over anyway: say why it ends, not why it could not go on
+            return Decision(END, None, REASON_MAX_STEPS, key)
+        raise
+    if not decision.is_end and at_limit:
         return Decision(END, None, REASON_MAX_STEPS, key)
     return decision
 

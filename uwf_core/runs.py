@@ -7,16 +7,13 @@ from dataclasses import asdict, dataclass
 
 from .storage import Root, append_line, read_text
 
-STATUSES = ("ok", "failed", "timeout", "killed")
-
-
 @dataclass(frozen=True)
 class RunRecord:
     thread: str
     workflow: str | None
     role: str | None
     agent: str | None
-    status: str
+    status: str  # ok, failed, timeout or killed
     head: str | None  # the head the attempt started from (unchanged unless status is ok)
     step: str | None  # the new head when status is ok
     startedAt: int

@@ -67,9 +67,8 @@ class StepResult:
     thread: str
     head: str
     done: bool
-    role: str | None = None
+    role: str | None = None  # the role that ran; None when the thread just finished
     agent: str | None = None
-    step: str | None = None  # the new StepNode, None when the thread just finished
     reason: str | None = None
 
     def to_json(self) -> dict:
@@ -180,9 +179,7 @@ def _step(root, store, info, attempt, lock, agent_override, timeout, on_output, 
         killed = record is not None and record.get("reason") == "killed" and info.thread not in thread_index.load_threads(root)
         raise StepError(exc.message, "killed" if killed else "failed") from None
     attempt.record("ok", step=new_head)
-    return StepResult(
-        info.workflow, info.thread, new_head, done, decision.role, resolved.label, new_head, REASON_DONE if done else None
-    )
+    return StepResult(info.workflow, info.thread, new_head, done, decision.role, resolved.label, REASON_DONE if done else None)
 
 
 def _finish(root: Root, info: ThreadInfo, decision: Decision, workflow: Workflow) -> StepResult:

@@ -14,7 +14,7 @@ from .builtin_schemas import BUILTIN_HASHES
 from .cas import CasStore
 from .context import START_TYPE, STEP_TYPE, build_context, read_step, start_of, thread_node
 from .errors import NotFoundError, UwfError
-from .ids import is_ulid, new_ulid, ulid_timestamp_ms
+from .ids import is_ulid, new_ulid
 from .storage import Root
 from .thread_model import StartNode, StepContext
 from .workflows import resolve_workflow_hash, workflow_from_node
@@ -32,10 +32,6 @@ class ThreadInfo:
     @property
     def done(self) -> bool:
         return not self.active
-
-    @property
-    def created_at(self) -> int:
-        return ulid_timestamp_ms(self.thread)
 
     def to_json(self) -> dict:
         data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}

@@ -24,3 +24,11 @@ def thread_usage(store: CasStore, steps: list[StepContext]) -> Usage:
     for step in steps:
         total = total + step_usage(store, step)
     return total
+
+
+def thread_stats(store: CasStore, head: str) -> tuple[int, Usage]:
+    """(steps, usage) of the chain behind a head, for `uwf thread show`."""
+    from .context import build_context
+
+    steps = build_context(store, head).steps
+    return len(steps), thread_usage(store, steps)

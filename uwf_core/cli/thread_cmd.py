@@ -118,17 +118,14 @@ def cmd_run(args) -> int:
 
 def cmd_show(args) -> int:
     from ..cas import CasStore
-    from ..context import build_context
     from ..threads import thread_info
-    from ..usage import thread_usage
+    from ..usage import thread_stats
 
     root = root_of(args)
     store = CasStore(root)
     info = thread_info(root, args.thread, store)
     data = info.to_json()
-    context = build_context(store, info.head)
-    data["steps"] = len(context.steps)
-    usage = thread_usage(store, context.steps)
+    data["steps"], usage = thread_stats(store, info.head)
     if usage.requests:
         data["usage"] = usage.to_json()
     emit_json(data)
