@@ -175,6 +175,7 @@ class ThreadsView(Horizontal):
 
     def select_thread(self, thread: str) -> None:
         self.selected_thread = thread
+        self.app.refresh_bindings()  # step/run/kill depend on the selected thread
         self.load_timeline(thread)
 
     @work(thread=True, exclusive=True, group="timeline", exit_on_error=False)
@@ -273,6 +274,7 @@ class ThreadsView(Horizontal):
         kind, _, rest = key.partition(":")
         output, body, prompt, detail = "", "", "", ""
         self.selected_step = key
+        self.app.refresh_bindings()  # fork/edit depend on the selected row
         if kind == "step":
             try:
                 details = step_details(self.root, rest)
