@@ -91,3 +91,18 @@ def snapshot_tree(path: Path) -> dict[str, bytes]:
         if file.is_file() and "locks" not in file.relative_to(path).parts:
             result[str(file.relative_to(path))] = file.read_bytes()
     return result
+
+
+def processes_with(marker: str) -> list[str]:
+    """Live processes whose command line contains `marker` ("pid: cmdline"), from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(f"{entry}: {cmdline}")
+    return found

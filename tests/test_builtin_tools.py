@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest import processes_with
 import respx
 
 from uwf_core import builtin_tools
@@ -267,20 +268,6 @@ def test_run_command_runs_in_the_workspace(ws):
     refused(call(ws, "run_command", {"command": "  "}, allow_run_command=True), "needs a 'command'")
 
 
-def _processes_with(marker: str) -> list[str]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(f"{entry}: {cmdline}")
-    return found
-
-
 def test_run_command_timeout_kills_the_group(ws):
     marker = f"toolmarker-{uuid.uuid4().hex}"
     command = f"{sys.executable} -c 'import time; time.sleep(300)' {marker} & sleep 300"
@@ -291,9 +278,9 @@ def test_run_command_timeout_kills_the_group(ws):
     assert text.startswith("timed out after 0.5s (killed)\n")
     assert elapsed < 10
     deadline = time.monotonic() + 5
-    while _processes_with(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_run_command_default_timeout_comes_from_settings(ws):

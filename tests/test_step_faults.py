@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO, CliResult, _uwf_command
+from conftest import CliResult, EXAMPLES, REPO, _uwf_command, processes_with
 
 SOLVE_AGENT = "uwf-script --script examples/solve-issue.script.yaml"
 SOLVE_SCRIPT = str(EXAMPLES / "solve-issue.script.yaml")
@@ -153,21 +153,6 @@ def lock_info(root_dir: Path, thread: str) -> dict | None:
         return json.loads(text) if text else None
     except ValueError:
         return None
-
-
-def processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(int(entry))
-    return found
 
 
 # -- the thread itself ----------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import EXAMPLES, _uwf_command
+from conftest import EXAMPLES, _uwf_command, processes_with
 from uwf_core.config import AgentConfig, Config, save_config
 from uwf_core.storage import Root
 
@@ -169,20 +169,6 @@ def test_depth_limit_stops_recursion(uwf, root_dir, workflows):
 
 
 # -- killing the parent kills the child ---------------------------------------------------
-
-
-def processes_with(marker: str) -> list[str]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(f"{entry}: {cmdline}")
-    return found
 
 
 def _start_hanging_parent(uwf, root_dir: Path, marker: str, hang: str):
