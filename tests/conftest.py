@@ -37,14 +37,14 @@ def root_dir(tmp_path) -> Path:
 
 @pytest.fixture
 def root(root_dir):
-    from uwf_core.storage import Root
+    from uwf_core.store.fs.files import Root
 
     return Root(str(root_dir))
 
 
 @pytest.fixture
 def store(root):
-    from uwf_core.cas import CasStore
+    from uwf_core.store.cas import CasStore
 
     return CasStore(root)
 

@@ -49,20 +49,20 @@ def frozen_clock(start_ms: int = FROZEN_MS):
         n = next(ids)
         return f"01K5N{n:05d}" + "ABCDEFGHJKMNPQRS"[n:] + "0123456789ABCDEF"[:n]
 
-    with mock.patch("time.time", fake_time), mock.patch("uwf_core.ids.new_ulid", fake_ulid), mock.patch(
-        "uwf_core.threads.new_ulid", fake_ulid
+    with mock.patch("time.time", fake_time), mock.patch("uwf_core.encoding.ids.new_ulid", fake_ulid), mock.patch(
+        "uwf_core.thread.ops.new_ulid", fake_ulid
     ):
         yield
 
 
 def _scripted_step(root, thread: str, answers: dict, index: dict) -> str:
     """One step done in-process the way uwf-script does it, then the head moved."""
-    from uwf_core import thread_index
-    from uwf_core.agent_kit import AgentAnswer, complete_step, load_agent_context
-    from uwf_core.moderator import evaluate
-    from uwf_core.script_agent import answer_text
-    from uwf_core.step import _next_is_end
-    from uwf_core.threads import thread_info
+    from uwf_core.agents.kit import AgentAnswer, complete_step, load_agent_context
+    from uwf_core.agents.script import answer_text
+    from uwf_core.engine.step import _next_is_end
+    from uwf_core.store.fs import threads as thread_index
+    from uwf_core.thread.moderator import evaluate
+    from uwf_core.thread.ops import thread_info
 
     info = thread_info(root, thread)
     os.environ.pop("UWF_HEAD", None)
@@ -87,11 +87,11 @@ def build_fixed_root(path: str) -> dict:
     """Build the root at `path` (which must be empty); returns the ids the tests refer to."""
     import yaml
 
-    from uwf_core.runs import RunRecord, append_run
-    from uwf_core.setup_config import SetupRequest, apply_setup
-    from uwf_core.storage import Root
-    from uwf_core.threads import fork_with_output, start_thread
-    from uwf_core.workflows import put_workflow
+    from uwf_core.config.setup import SetupRequest, apply_setup
+    from uwf_core.store.fs.files import Root
+    from uwf_core.store.fs.runs import RunRecord, append_run
+    from uwf_core.thread.ops import fork_with_output, start_thread
+    from uwf_core.workflow.ops import put_workflow
 
     root = Root(path)
     ids: dict = {}

@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLES
 from fake_openai import FakeOpenAI, reply
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import processes_with
 import respx
+from conftest import processes_with
 
-from uwf_core import builtin_tools
-from uwf_core.builtin_tools import (
+from uwf_core.agents.builtin import tools as builtin_tools
+from uwf_core.agents.builtin.tools import (
     MAX_READ_CHARS,
     MAX_RESULT_CHARS,
     ToolSettings,

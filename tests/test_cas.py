@@ -8,12 +8,12 @@ from collections import Counter
 import pytest
 from conftest import snapshot_tree
 
-from uwf_core.builtin_schemas import BUILTIN, BUILTIN_HASHES, META_HASH, schema_hash
-from uwf_core.cas import CasStore, node_hash
-from uwf_core.cbor import decode_envelope, encode
+from uwf_core.encoding.cbor import decode_envelope, encode
+from uwf_core.encoding.ids import is_hash
 from uwf_core.errors import AmbiguousError, CorruptError, NotFoundError, UwfError, ValidationError
-from uwf_core.ids import is_hash
-from uwf_core.schemas import ALLOWED_KEYWORDS, META_SCHEMA, check_schema
+from uwf_core.store.builtin_schemas import BUILTIN, BUILTIN_HASHES, META_HASH, schema_hash
+from uwf_core.store.cas import CasStore, node_hash
+from uwf_core.store.schemas import ALLOWED_KEYWORDS, META_SCHEMA, check_schema
 
 PERSON = {
     "type": "object",

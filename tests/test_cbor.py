@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from uwf_core.cbor import decode, decode_envelope, encode
+from uwf_core.encoding.cbor import decode, decode_envelope, encode
 from uwf_core.errors import CorruptError
 
 MAX_SAFE = 2**53 - 1
@@ -142,7 +142,7 @@ def test_empty_map():
 
 
 def test_non_string_keys_and_unknown_types_are_refused():
-    from uwf_core.cbor import EncodeError
+    from uwf_core.encoding.cbor import EncodeError
 
     with pytest.raises(EncodeError):
         encode({1: "x"})

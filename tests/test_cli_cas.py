@@ -11,9 +11,9 @@ from collections import Counter
 import pytest
 from conftest import EXAMPLES, snapshot_tree
 
-from uwf_core.builtin_schemas import BUILTIN_HASHES, META_HASH
-from uwf_core.cbor import decode_envelope
-from uwf_core.ids import is_hash
+from uwf_core.encoding.cbor import decode_envelope
+from uwf_core.encoding.ids import is_hash
+from uwf_core.store.builtin_schemas import BUILTIN_HASHES, META_HASH
 
 BUILTIN_TITLES = ("workflow", "start-node", "step-node", "content", "detail")
 EXAMPLE_FILES = [str(EXAMPLES / name) for name in ("solve-issue.yaml", "analyze-topic.yaml", "triage-bug.yaml")]
@@ -49,14 +49,14 @@ def _put(uwf, type_: str, payload) -> str:
 
 
 def _put_in_process(root_dir, path: str) -> str:
-    from uwf_core.storage import Root
-    from uwf_core.workflows import put_workflow
+    from uwf_core.store.fs.files import Root
+    from uwf_core.workflow.ops import put_workflow
 
     return put_workflow(Root(str(root_dir)), path).hash
 
 
 def _store(root_dir):
-    from uwf_core.cas import CasStore
+    from uwf_core.store.cas import CasStore
 
     return CasStore(str(root_dir))
 
@@ -450,7 +450,7 @@ def _all_nodes(root_dir) -> set[str]:
 
 def _kept_by_registry(root_dir) -> set[str]:
     """Every registered version, its source and everything it references (computed in-process)."""
-    from uwf_core.registry import load_registry
+    from uwf_core.store.fs.registry import load_registry
 
     store = _store(root_dir)
     kept = set()

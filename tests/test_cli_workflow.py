@@ -8,7 +8,7 @@ import pytest
 from conftest import EXAMPLES, snapshot_tree
 from test_workflow_lint import BASE, STATUS_BASE
 
-from uwf_core.ids import is_hash
+from uwf_core.encoding.ids import is_hash
 
 SOLVE = str(EXAMPLES / "solve-issue.yaml")
 EXAMPLE_FILES = [str(EXAMPLES / name) for name in ("solve-issue.yaml", "analyze-topic.yaml", "triage-bug.yaml")]
@@ -26,8 +26,8 @@ def assert_one_line_error(result, code: int = 1) -> str:
 
 def _put_in_process(root_dir, path: str) -> dict:
     """Set-up only: register through the library (the CLI itself is what the tests exercise)."""
-    from uwf_core.storage import Root
-    from uwf_core.workflows import put_workflow
+    from uwf_core.store.fs.files import Root
+    from uwf_core.workflow.ops import put_workflow
 
     result = put_workflow(Root(str(root_dir)), path)
     return {"name": result.name, "hash": result.hash}

@@ -10,8 +10,8 @@ import time
 
 from conftest import REPO, _uwf_command
 
-from uwf_core.storage import Root
-from uwf_core.thread_index import load_threads
+from uwf_core.store.fs.files import Root
+from uwf_core.store.fs.threads import load_threads
 
 SOLVE_AGENT = "uwf-script --script examples/solve-issue.script.yaml"
 SOLVE_ROLES = ["planner", "developer", "reviewer", "developer", "reviewer"]

@@ -10,12 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 import respx
-
 from conftest import EXAMPLES
 from fake_openai import FakeOpenAI, reply
-from uwf_core.config import AgentConfig, Config, ModelConfig, ProviderConfig, load_config, save_config, with_agent
-from uwf_core.errors import UwfError
-from uwf_core.extract import (
+
+from uwf_core.config.model import AgentConfig, Config, ModelConfig, ProviderConfig, load_config, save_config, with_agent
+from uwf_core.engine.extract import (
     MAX_CORRECTIONS,
     Extracted,
     ExtractError,
@@ -23,9 +22,10 @@ from uwf_core.extract import (
     extract_fast,
     extract_with_corrections,
 )
-from uwf_core.extract_llm import LlmExtractor, fallback_for
-from uwf_core.llm import Usage
-from uwf_core.storage import Root
+from uwf_core.engine.extract_llm import LlmExtractor, fallback_for
+from uwf_core.errors import UwfError
+from uwf_core.llm.client import Usage
+from uwf_core.store.fs.files import Root
 
 KEY = "sk-test-SECRET-123"
 SCHEMA = {

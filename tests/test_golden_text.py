@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fixed_root import EXAMPLES, build_fixed_root  # noqa: E402
 
-from uwf_core.graph_text import render_mermaid, render_text  # noqa: E402
-from uwf_core.storage import Root  # noqa: E402
-from uwf_core.workflows import load_workflow, put_workflow  # noqa: E402
+from uwf_core.store.fs.files import Root  # noqa: E402
+from uwf_core.workflow.graph_text import render_mermaid, render_text  # noqa: E402
+from uwf_core.workflow.ops import load_workflow, put_workflow  # noqa: E402
 from uwf_tui.graph_layout import render_graph  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -54,7 +54,7 @@ def test_graph_text_and_mermaid(examples_root, name):
 
 
 def test_every_role_and_edge_label_is_drawn(examples_root):
-    from uwf_core.graph_text import edges
+    from uwf_core.workflow.graph_text import edges
 
     for name in WORKFLOWS:
         workflow = load_workflow(examples_root, name)
@@ -66,7 +66,7 @@ def test_every_role_and_edge_label_is_drawn(examples_root):
 
 
 def test_thread_read(tmp_path, monkeypatch):
-    from uwf_core.thread_read import read_thread
+    from uwf_core.thread.read import read_thread
 
     monkeypatch.setenv("TZ", "UTC")
     ids = build_fixed_root(str(tmp_path / "root"))

@@ -1,10 +1,10 @@
 """The reference CAS library's own test vectors: our hashes must match its hashes."""
 
-from uwf_core.builtin_schemas import META_HASH, schema_hash
-from uwf_core.cas import node_hash
-from uwf_core.cbor import encode
-from uwf_core.ids import xxh64_hash
-from uwf_core.schemas import META_SCHEMA
+from uwf_core.encoding.cbor import encode
+from uwf_core.encoding.ids import xxh64_hash
+from uwf_core.store.builtin_schemas import META_HASH, schema_hash
+from uwf_core.store.cas import node_hash
+from uwf_core.store.schemas import META_SCHEMA
 
 PERSON = {
     "type": "object",

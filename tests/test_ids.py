@@ -7,8 +7,7 @@ import random
 import pytest
 import xxhash
 
-from uwf_core.errors import UwfError
-from uwf_core.ids import (
+from uwf_core.encoding.ids import (
     CROCKFORD,
     HASH_LEN,
     encode_u64,
@@ -20,6 +19,7 @@ from uwf_core.ids import (
     ulid_timestamp_ms,
     xxh64_hash,
 )
+from uwf_core.errors import UwfError
 
 
 def _decode(text: str) -> int:

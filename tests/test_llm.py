@@ -1,4 +1,4 @@
-"""uwf_core.llm: the OpenAI-compatible client (respx mocks httpx), model resolution and usage."""
+"""uwf_core.llm.client: the OpenAI-compatible client (respx mocks httpx), model resolution and usage."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import httpx
 import pytest
 import respx
 
-from uwf_core import llm
-from uwf_core.config import Config, ModelConfig, ProviderConfig
-from uwf_core.llm import ChatClient, LlmError, ResolvedModel, Usage, model_alias_for, resolve_model
+from uwf_core.config.model import Config, ModelConfig, ProviderConfig
+from uwf_core.llm import client as llm
+from uwf_core.llm.client import ChatClient, LlmError, ResolvedModel, Usage, model_alias_for, resolve_model
 
 KEY = "sk-unit-SECRET-987654"
 BASE = "https://llm.example.test/v1"

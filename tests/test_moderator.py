@@ -12,10 +12,10 @@ import math
 import pytest
 from conftest import EXAMPLES
 
-from uwf_core.jsonata_expr import truthy
-from uwf_core.moderator import REASON_DONE, REASON_MAX_STEPS, ModeratorError, evaluate
-from uwf_core.thread_model import StartNode, StepContext, ThreadContext
-from uwf_core.workflow_model import END, START, Condition, Role, Workflow, routes_from_payload
+from uwf_core.thread.model import StartNode, StepContext, ThreadContext
+from uwf_core.thread.moderator import REASON_DONE, REASON_MAX_STEPS, ModeratorError, evaluate
+from uwf_core.workflow.jsonata_expr import truthy
+from uwf_core.workflow.model import END, START, Condition, Role, Workflow, routes_from_payload
 
 FAKE = "0" * 13
 
@@ -366,10 +366,10 @@ def test_natural_end_at_the_limit_is_done_not_max_steps():
 
 
 def test_real_threads_route_start_by_new_then_resume(root):
-    from uwf_core.cas import CasStore
-    from uwf_core.context import build_context
-    from uwf_core.threads import kill_thread, resume_thread, start_thread
-    from uwf_core.workflows import load_workflow, put_workflow
+    from uwf_core.store.cas import CasStore
+    from uwf_core.thread.context import build_context
+    from uwf_core.thread.ops import kill_thread, resume_thread, start_thread
+    from uwf_core.workflow.ops import load_workflow, put_workflow
 
     put_workflow(root, str(EXAMPLES / "triage-bug.yaml"))
     store = CasStore(root)
@@ -390,10 +390,10 @@ def test_real_threads_route_start_by_new_then_resume(root):
 
 
 def test_real_workflow_start_prompt_renders_start_node_unescaped(root, tmp_path):
-    from uwf_core.cas import CasStore
-    from uwf_core.context import build_context
-    from uwf_core.threads import start_thread
-    from uwf_core.workflows import load_workflow, put_workflow
+    from uwf_core.store.cas import CasStore
+    from uwf_core.thread.context import build_context
+    from uwf_core.thread.ops import start_thread
+    from uwf_core.workflow.ops import load_workflow, put_workflow
 
     source = (EXAMPLES / "analyze-topic.yaml").read_text()
     source = source.replace(

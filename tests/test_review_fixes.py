@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from uwf_core.config import AgentConfig, load_config, save_config, with_agent
+from uwf_core.config.model import AgentConfig, load_config, save_config, with_agent
 
 
 def test_placeholders_inside_the_prompt_stay_as_written(uwf, root, tmp_path):

@@ -16,8 +16,8 @@ import random
 import pytest
 import yaml
 
-from uwf_core import simple_yaml
-from uwf_core.simple_yaml import YamlSyntaxError, dumps, loads
+from uwf_core.encoding import simple_yaml
+from uwf_core.encoding.simple_yaml import YamlSyntaxError, dumps, loads
 
 
 def _stringified(value):

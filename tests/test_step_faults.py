@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, EXAMPLES, REPO, _uwf_command, processes_with
+from conftest import EXAMPLES, REPO, CliResult, _uwf_command, processes_with
 
 SOLVE_AGENT = "uwf-script --script examples/solve-issue.script.yaml"
 SOLVE_SCRIPT = str(EXAMPLES / "solve-issue.script.yaml")

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import EXAMPLES, _uwf_command, processes_with
-from uwf_core.config import AgentConfig, Config, save_config
-from uwf_core.storage import Root
+
+from uwf_core.config.model import AgentConfig, Config, save_config
+from uwf_core.store.fs.files import Root
 
 SCRIPT_AGENT = f"uwf-script --script-dir {EXAMPLES}"
 
@@ -80,9 +80,9 @@ def test_subflow_runs_develop_as_the_developer(uwf, root_dir, workflows):
         # the child's outputs merged (later steps win), kept to the developer schema's properties
         assert step["output"] == {"filesChanged": coder_final["filesChanged"], "summary": coder_final["summary"]}
 
-    from uwf_core.cas import CasStore
-    from uwf_core.thread_read import read_thread
-    from uwf_core.threads import step_details, thread_info, thread_steps
+    from uwf_core.store.cas import CasStore
+    from uwf_core.thread.ops import step_details, thread_info, thread_steps
+    from uwf_core.thread.read import read_thread
 
     root = Root(str(root_dir))
     store = CasStore(root)
@@ -172,8 +172,8 @@ def test_depth_limit_stops_recursion(uwf, root_dir, workflows):
 
 
 def _start_hanging_parent(uwf, root_dir: Path, marker: str, hang: str):
-    from uwf_core.step_lock import running_step
-    from uwf_core.threads import list_threads
+    from uwf_core.store.fs.locks import running_step
+    from uwf_core.thread.ops import list_threads
 
     configure(root_dir, "--agent", f"coder={hang}")
     parent, _ = start(uwf)

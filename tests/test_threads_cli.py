@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from conftest import EXAMPLES, REPO, CliResult, _uwf_command
 
-from uwf_core.ids import is_hash, is_ulid
+from uwf_core.encoding.ids import is_hash, is_ulid
 
 SOLVE_AGENT = "uwf-script --script examples/solve-issue.script.yaml"
 SOLVE_ROLES = ["planner", "developer", "reviewer", "developer", "reviewer"]

@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fixed_root import build_fixed_root  # noqa: E402
 
-from uwf_core.storage import Root  # noqa: E402
-from uwf_core.threads import list_threads, thread_info  # noqa: E402
+from uwf_core.store.fs.files import Root  # noqa: E402
+from uwf_core.thread.ops import list_threads, thread_info  # noqa: E402
 
 SIZE = (160, 50)
 
@@ -167,7 +167,7 @@ def test_e_edits_an_output_and_forks(fixed):
 
     error, thread = run_app(root, script)
     assert "does not match" in error
-    from uwf_core.threads import thread_steps
+    from uwf_core.thread.ops import thread_steps
 
     last = thread_steps(root, thread)[-1]
     assert last.agent == "human" and last.output == {"approved": True, "comments": "Overruled by a person."}
@@ -259,7 +259,7 @@ def test_x_cancels_the_running_agent(fixed, tmp_path):
     assert not still_running
     assert "cancelled" in log
     assert thread_info(root, ids["analyze"]).active  # head unchanged, thread still there
-    from uwf_core.runs import read_runs
+    from uwf_core.store.fs.runs import read_runs
 
     assert read_runs(root, ids["analyze"])[-1]["status"] == "killed"
 
@@ -314,7 +314,7 @@ def test_cas_tree_expands_references_lazily(fixed):
 
     before, children = run_app(root, script)
     assert before == ["loading…"]
-    from uwf_core.cas import CasStore
+    from uwf_core.store.cas import CasStore
 
     assert children == CasStore(root).refs(thread_info(root, ids["solve"]).head)
 
@@ -449,7 +449,7 @@ def test_human_role_gets_a_form(fixed):
         return screen
 
     assert run_app(root, script) == "EditorScreen"
-    from uwf_core.threads import thread_steps
+    from uwf_core.thread.ops import thread_steps
 
     (step,) = thread_steps(root, ids["analyze"])
     assert step.agent == "human" and step.output == {"thesis": "People decide.", "keyPoints": ["one", "two"]}
@@ -474,7 +474,7 @@ def test_enter_opens_a_node_in_the_cas_tree(fixed):
         return node.is_expanded, [child.data for child in node.children], app.query_one(CasView).shown
 
     expanded, children, shown = run_app(root, script)
-    from uwf_core.cas import CasStore
+    from uwf_core.store.cas import CasStore
 
     head = thread_info(root, ids["solve"]).head
     assert expanded and children == CasStore(root).refs(head)

@@ -10,7 +10,7 @@ import pytest
 from conftest import EXAMPLES, snapshot_tree
 
 from uwf_core.errors import WorkflowError
-from uwf_core.workflows import lint_file, put_workflow
+from uwf_core.workflow.ops import lint_file, put_workflow
 
 BASE = """\
 name: demo

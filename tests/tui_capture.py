@@ -31,7 +31,7 @@ class _Clock:
 
 
 async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str | None) -> dict[str, str]:
-    from uwf_core.storage import Root
+    from uwf_core.store.fs.files import Root
     from uwf_tui.app import UwfApp
 
     shots: dict[str, str] = {}
@@ -68,7 +68,7 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
             await pilot.press("3")
             await pilot.pause(0.2)
             tree = app.query_one("#cas-tree")
-            from uwf_core.threads import thread_info
+            from uwf_core.thread.ops import thread_info
 
             head = thread_info(Root(root_path), ids["solve"]).head
             node = next(child for child in tree.root.children[0].children if child.data == head)
@@ -115,8 +115,8 @@ def capture(views: list[str], workdir: str, *, slow_agent: bool = False) -> dict
             'exec uwf-script --script-dir "$UWF_EXAMPLES_DIR" "$@"\n'
         )
         os.chmod(agent, 0o755)
-        from uwf_core.setup_config import SetupRequest, apply_setup
-        from uwf_core.storage import Root
+        from uwf_core.config.setup import SetupRequest, apply_setup
+        from uwf_core.store.fs.files import Root
 
         apply_setup(Root(root_path), SetupRequest(agents={"researcher": agent}, default_agent="researcher"))
         os.environ["UWF_EXAMPLES_DIR"] = str(Path(__file__).resolve().parent.parent / "examples")

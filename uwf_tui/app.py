@@ -22,9 +22,9 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane, Tree
 
-from uwf_core.agent_process import Cancel
+from uwf_core.engine.process import Cancel
 from uwf_core.errors import UwfError
-from uwf_core.storage import Root
+from uwf_core.store.fs.files import Root
 
 from .cas_view import CasView
 from .modals import ConfirmScreen, EditorScreen, HelpScreen, NewThreadScreen, TextInputScreen
@@ -194,7 +194,7 @@ class UwfApp(App):
 
     @work(thread=True, exit_on_error=False, group="steps")
     def step_worker(self, thread: str, run: bool, cancel: Cancel) -> None:
-        from uwf_core.step import perform_step, run_thread
+        from uwf_core.engine.step import perform_step, run_thread
 
         def on_output(line: str) -> None:
             self.post_message(AgentOutput(thread, line))
@@ -224,7 +224,7 @@ class UwfApp(App):
     def ask_human(self, request, cancel: Cancel) -> str | None:
         """Called from a step worker: show the prompt and a form, wait for the answer
         (or for the step to be cancelled, or the app to quit)."""
-        from uwf_core.extract import ExtractError, extract_fast
+        from uwf_core.engine.extract import ExtractError, extract_fast
 
         answered = threading.Event()
         box: dict = {}
@@ -277,7 +277,7 @@ class UwfApp(App):
     # -- fork, edit, kill, new -----------------------------------------------------------
 
     def action_fork(self) -> None:
-        from uwf_core.threads import fork_thread
+        from uwf_core.thread.ops import fork_thread
 
         step = self.threads_view.selected_step_hash()
         if not step:
@@ -300,7 +300,7 @@ class UwfApp(App):
     def action_edit(self) -> None:
         import yaml
 
-        from uwf_core.threads import step_details
+        from uwf_core.thread.ops import step_details
 
         step = self.threads_view.selected_step_hash()
         if not step or self.threads_view.selected_step.startswith("start:"):
@@ -321,7 +321,7 @@ class UwfApp(App):
                 return "the output must be a mapping of fields"
             schema = self.threads_view._schema_for(details.role)
             if schema is not None:
-                from uwf_core.schemas import validation_errors
+                from uwf_core.store.schemas import validation_errors
 
                 errors = validation_errors(schema, data)
                 if errors:
@@ -331,7 +331,7 @@ class UwfApp(App):
         def saved(text: str | None) -> None:
             if text is None:
                 return
-            from uwf_core.threads import fork_with_output
+            from uwf_core.thread.ops import fork_with_output
 
             try:
                 info = fork_with_output(self.root, step, yaml.safe_load(text))
@@ -341,7 +341,7 @@ class UwfApp(App):
             self.notify(f"forked thread {info.thread} from an edited {details.role} step (agent: human)")
             self._select_new(info.thread)
 
-        from uwf_core.thread_read import ordered_output
+        from uwf_core.thread.read import ordered_output
 
         text = yaml.safe_dump(ordered_output(details.output, self.threads_view._schema_for(details.role)), sort_keys=False, allow_unicode=True)
         self.push_screen(EditorScreen(f"Edit the {details.role} output of step {step}; saving forks a new thread", text, validate), saved)
@@ -362,7 +362,7 @@ class UwfApp(App):
     @work(thread=True, exit_on_error=False, group="kill")
     def kill_worker(self, thread: str) -> None:
         """Killing waits for the agent's process group to go: off the UI thread."""
-        from uwf_core.threads import kill_thread
+        from uwf_core.thread.ops import kill_thread
 
         try:
             kill_thread(self.root, thread)
@@ -385,7 +385,7 @@ class UwfApp(App):
         def started(result) -> None:
             if not result:
                 return
-            from uwf_core.threads import start_thread
+            from uwf_core.thread.ops import start_thread
 
             workflow, prompt, workspace = result
             try:

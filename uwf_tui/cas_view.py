@@ -14,11 +14,11 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from uwf_core.cas import CasStore
 from uwf_core.errors import UwfError
-from uwf_core.storage import Root
-from uwf_core.threads import list_threads
-from uwf_core.workflows import list_workflows
+from uwf_core.store.cas import CasStore
+from uwf_core.store.fs.files import Root
+from uwf_core.thread.ops import list_threads
+from uwf_core.workflow.ops import list_workflows
 
 BATCH = 200
 MAX_THREADS = 100

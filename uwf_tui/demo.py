@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from uwf_core.setup_config import SetupRequest, apply_setup
-from uwf_core.storage import Root
-from uwf_core.threads import start_thread
-from uwf_core.workflows import put_workflow
+from uwf_core.config.setup import SetupRequest, apply_setup
+from uwf_core.store.fs.files import Root
+from uwf_core.thread.ops import start_thread
+from uwf_core.workflow.ops import put_workflow
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_PROMPTS = {
@@ -45,7 +45,7 @@ def setup_demo(path: str, *, threads: bool = True) -> Root:
             put_workflow(root, str(file))
     apply_setup(root, SetupRequest(agents={"script": f"uwf-script --script-dir {examples}"}, default_agent="script"))
     if threads:
-        from uwf_core.threads import list_threads
+        from uwf_core.thread.ops import list_threads
 
         if not list_threads(root, include_archived=True):
             for workflow, prompt in DEMO_PROMPTS.items():

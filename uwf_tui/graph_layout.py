@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from uwf_core.graph_text import edges as workflow_edges
-from uwf_core.workflow_model import END, START, Workflow
+from uwf_core.workflow.graph_text import edges as workflow_edges
+from uwf_core.workflow.model import END, START, Workflow
 
 N, S, E, W = 1, 2, 4, 8
 LINE_CHARS = {

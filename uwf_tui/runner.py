@@ -1,6 +1,6 @@
 """Messages between step workers and the UI.
 
-Workers call uwf_core.step in a thread; they never touch widgets, they post
+Workers call uwf_core.engine.step in a thread; they never touch widgets, they post
 these messages, and the app's handlers change the UI.
 """
 

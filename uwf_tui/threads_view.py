@@ -13,17 +13,16 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, RichLog, Static, TabbedContent, TabPane
 
-from uwf_core.cas import CasStore
 from uwf_core.errors import UwfError
-from uwf_core.storage import Root
-from uwf_core.thread_read import ordered_output, step_body
-from uwf_core.threads import ThreadInfo, list_threads, step_details, thread_statuses
-from uwf_core.step_lock import running_step
-from uwf_core.timeline import Timeline, thread_timeline
-from uwf_core.workflows import workflow_from_node
+from uwf_core.store.cas import CasStore
+from uwf_core.store.fs.files import Root
+from uwf_core.store.fs.locks import running_step
+from uwf_core.thread.ops import ThreadInfo, list_threads, step_details, thread_statuses
+from uwf_core.thread.read import ordered_output, step_body
+from uwf_core.thread.timeline import Timeline, thread_timeline
+from uwf_core.workflow.ops import workflow_from_node
 
 from .formatting import STATUS_ICONS, STATUS_STYLES, age, clock, short, summary, took
-
 
 TIMELINE_BATCH = 100
 

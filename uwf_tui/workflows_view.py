@@ -11,12 +11,12 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
-from uwf_core.cas import CasStore
 from uwf_core.errors import UwfError
-from uwf_core.schemas import field_order
-from uwf_core.storage import Root
-from uwf_core.workflow_model import Workflow
-from uwf_core.workflows import list_workflows, workflow_from_node, workflow_source
+from uwf_core.store.cas import CasStore
+from uwf_core.store.fs.files import Root
+from uwf_core.store.schemas import field_order
+from uwf_core.workflow.model import Workflow
+from uwf_core.workflow.ops import list_workflows, workflow_from_node, workflow_source
 
 from .formatting import short
 from .graph_layout import render_graph_rich

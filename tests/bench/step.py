@@ -23,15 +23,16 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
 from common import compile_sources  # noqa: E402
+
 sys.path.insert(0, str(REPO))
 
 # The agent: write output, detail and StepNode with uwf_core, print the hash.
 AGENT = """
 import os, sys
-from uwf_core.cas import CasStore
-from uwf_core.builtin_schemas import BUILTIN_HASHES
-from uwf_core.context import start_of, STEP_TYPE
-from uwf_core.workflows import workflow_from_node
+from uwf_core.store.cas import CasStore
+from uwf_core.store.builtin_schemas import BUILTIN_HASHES
+from uwf_core.thread.context import start_of, STEP_TYPE
+from uwf_core.workflow.ops import workflow_from_node
 store = CasStore(os.environ["UWF_STORAGE_ROOT"])
 head = os.environ["UWF_HEAD"]
 start_hash, start = start_of(store, head)
@@ -63,12 +64,12 @@ graph:
 
 def build_chain(root: str, length: int) -> str:
     """A thread whose head is `length` steps deep, written directly through the core."""
-    from uwf_core.builtin_schemas import BUILTIN_HASHES
-    from uwf_core.cas import CasStore
-    from uwf_core.storage import Root
-    from uwf_core.threads import start_thread
-    from uwf_core.thread_index import add_thread
-    from uwf_core.workflows import load_workflow
+    from uwf_core.store.builtin_schemas import BUILTIN_HASHES
+    from uwf_core.store.cas import CasStore
+    from uwf_core.store.fs.files import Root
+    from uwf_core.store.fs.threads import add_thread
+    from uwf_core.thread.ops import start_thread
+    from uwf_core.workflow.ops import load_workflow
 
     store = CasStore(root)
     info = start_thread(Root(root), "loop", "benchmark")

@@ -22,14 +22,13 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
 from common import compile_sources  # noqa: E402
-
 from step import WORKFLOW, build_chain  # noqa: E402
 
 FIRST_PAINT = """
 import asyncio, sys, time
 start = time.perf_counter()
 from uwf_tui.app import UwfApp
-from uwf_core.storage import Root
+from uwf_core.store.fs.files import Root
 
 class Measured(UwfApp):
     def on_ready(self):  # Textual's Ready: the first frame is on screen
@@ -65,7 +64,7 @@ def first_paint(root: str, runs: int) -> float:
 async def open_thread(root: str, thread: str) -> tuple[float, float]:
     """Time until the 1,000-step timeline is on screen, and the longest the UI's event
     loop was blocked meanwhile (a 10 ms timer's worst lateness: what a keypress would wait)."""
-    from uwf_core.storage import Root
+    from uwf_core.store.fs.files import Root
     from uwf_tui.app import UwfApp
 
     app = UwfApp(Root(root))
@@ -91,7 +90,7 @@ async def open_thread(root: str, thread: str) -> tuple[float, float]:
 
 
 async def expand_head(root: str, head: str) -> float:
-    from uwf_core.storage import Root
+    from uwf_core.store.fs.files import Root
     from uwf_tui.app import UwfApp
 
     app = UwfApp(Root(root))
@@ -116,8 +115,8 @@ def main() -> None:
     subprocess.run([uwf, "--root", root, "workflow", "put", os.path.join(work, "loop.yaml")], check=True, capture_output=True)
     thread = build_chain(root, 1000)
     big = build_chain(root, 3400)  # ~10,200 nodes: a step, its output and its detail each
-    from uwf_core.storage import Root
-    from uwf_core.thread_index import load_threads
+    from uwf_core.store.fs.files import Root
+    from uwf_core.store.fs.threads import load_threads
 
     heads = load_threads(Root(root))
     nodes = len(os.listdir(os.path.join(root, "cas")))

@@ -36,7 +36,7 @@ def register(groups, common) -> None:
 
 
 def _store(args):
-    from ..cas import CasStore
+    from ..store.cas import CasStore
 
     return CasStore(root_of(args))
 
@@ -50,8 +50,8 @@ def cmd_get(args) -> int:
 def cmd_put(args) -> int:
     import json
 
-    from ..builtin_schemas import BUILTIN_HASHES, META_HASH
     from ..errors import UwfError
+    from ..store.builtin_schemas import BUILTIN_HASHES, META_HASH
 
     text = sys.stdin.read() if args.json == "-" else args.json
     def refuse_constant(name: str):
@@ -70,8 +70,8 @@ def cmd_put(args) -> int:
 
 
 def cmd_has(args) -> int:
+    from ..encoding.ids import normalize_hash_text
     from ..errors import UwfError
-    from ..ids import normalize_hash_text
 
     try:
         hash_ = normalize_hash_text(args.hash)
@@ -96,7 +96,7 @@ def cmd_reindex(args) -> int:
 
 
 def cmd_fsck(args) -> int:
-    from ..fsck import fsck
+    from ..store.fsck import fsck
 
     report = fsck(_store(args))
     emit_json(report.to_dict())
@@ -108,7 +108,7 @@ def cmd_fsck(args) -> int:
 
 
 def cmd_gc(args) -> int:
-    from ..gc import gc
+    from ..store.gc import gc
 
     if args.grace < 0:
         return error("--grace must not be negative")

@@ -6,7 +6,7 @@ import argparse
 
 
 def root_of(args: argparse.Namespace):
-    from ..storage import Root
+    from ..store.fs.files import Root
 
     return Root(getattr(args, "root", None))
 

@@ -29,9 +29,9 @@ def register(groups, common) -> None:
 
 
 def cmd_setup(args) -> int:
-    from ..agents import parse_assignments
+    from ..config.setup import SetupRequest, apply_setup
+    from ..engine.resolve import parse_assignments
     from ..errors import UwfError
-    from ..setup_config import SetupRequest, apply_setup
 
     agents = parse_assignments(args.agent, "ALIAS=COMMAND")
     request = SetupRequest(
@@ -61,7 +61,7 @@ def cmd_setup(args) -> int:
 def _ask(request):
     import getpass
 
-    from ..agents import PRESETS
+    from ..engine.resolve import PRESETS
 
     def ask(question: str, default: str = "") -> str:
         shown = f" [{default}]" if default else ""

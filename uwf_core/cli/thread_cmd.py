@@ -66,8 +66,8 @@ def _stream_line(line: str) -> None:
 
 
 def cmd_start(args) -> int:
-    from ..agents import parse_assignments
-    from ..threads import start_thread
+    from ..engine.resolve import parse_assignments
+    from ..thread.ops import start_thread
 
     bindings = parse_assignments(args.agent)
     info = start_thread(root_of(args), args.workflow, _prompt(args.prompt), args.workspace, bindings or None)
@@ -76,8 +76,7 @@ def cmd_start(args) -> int:
 
 
 def cmd_step(args) -> int:
-    from ..step import perform_step
-
+    from ..engine.step import perform_step
     from .human_editor import editor_answer
 
     result = perform_step(
@@ -88,8 +87,8 @@ def cmd_step(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from ..engine.step import run_thread
     from ..errors import UwfError
-    from ..step import run_thread
 
     if args.max is not None and args.max < 1:
         raise UwfError("--max must be at least 1")
@@ -117,9 +116,9 @@ def cmd_run(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from ..cas import CasStore
-    from ..threads import thread_info
-    from ..usage import thread_stats
+    from ..store.cas import CasStore
+    from ..thread.ops import thread_info
+    from ..thread.usage import thread_stats
 
     root = root_of(args)
     store = CasStore(root)
@@ -133,7 +132,7 @@ def cmd_show(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from ..threads import list_threads
+    from ..thread.ops import list_threads
 
     items = []
     for info in list_threads(root_of(args), include_archived=args.all):
@@ -146,7 +145,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_steps(args) -> int:
-    from ..threads import thread_steps
+    from ..thread.ops import thread_steps
 
     emit_json(
         [
@@ -158,14 +157,14 @@ def cmd_steps(args) -> int:
 
 
 def cmd_read(args) -> int:
-    from ..thread_read import read_thread
+    from ..thread.read import read_thread
 
     emit_text(read_thread(root_of(args), args.thread, quota=args.quota, before=args.before))
     return 0
 
 
 def cmd_fork(args) -> int:
-    from ..threads import fork_thread, fork_with_output
+    from ..thread.ops import fork_thread, fork_with_output
 
     if args.edit_output:
         info = fork_with_output(root_of(args), args.step, _read_mapping(args.edit_output))
@@ -180,7 +179,7 @@ def _read_mapping(path: str) -> dict:
     import json
 
     from ..errors import UwfError
-    from ..storage import read_text
+    from ..store.fs.files import read_text
 
     text = sys.stdin.read() if path == "-" else read_text(path)
     if text is None:
@@ -200,7 +199,7 @@ def _read_mapping(path: str) -> dict:
 
 
 def cmd_resume(args) -> int:
-    from ..threads import resume_thread
+    from ..thread.ops import resume_thread
 
     info = resume_thread(root_of(args), args.thread, _prompt(args.prompt))
     emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
@@ -208,22 +207,22 @@ def cmd_resume(args) -> int:
 
 
 def cmd_kill(args) -> int:
-    from ..threads import kill_thread
+    from ..thread.ops import kill_thread
 
     emit_json(kill_thread(root_of(args), args.thread).to_json())
     return 0
 
 
 def cmd_step_details(args) -> int:
-    from ..threads import step_details
+    from ..thread.ops import step_details
 
     emit_json(step_details(root_of(args), args.step).to_json())
     return 0
 
 
 def cmd_runs(args) -> int:
-    from ..runs import read_runs
-    from ..threads import resolve_thread_id
+    from ..store.fs.runs import read_runs
+    from ..thread.ops import resolve_thread_id
 
     root = root_of(args)
     emit_json(read_runs(root, resolve_thread_id(root, args.thread)))

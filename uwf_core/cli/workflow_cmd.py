@@ -27,7 +27,7 @@ def register(groups, common) -> None:
 
 
 def cmd_put(args) -> int:
-    from ..workflows import put_workflow
+    from ..workflow.ops import put_workflow
 
     result = put_workflow(root_of(args), args.file)
     for message in result.warnings:
@@ -39,7 +39,7 @@ def cmd_put(args) -> int:
 
 
 def cmd_lint(args) -> int:
-    from ..workflows import lint_file
+    from ..workflow.ops import lint_file
 
     draft = lint_file(args.file)
     for problem in draft.problems:
@@ -52,7 +52,7 @@ def cmd_lint(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from ..workflows import load_workflow, workflow_source
+    from ..workflow.ops import load_workflow, workflow_source
 
     root = root_of(args)
     if args.source:
@@ -64,7 +64,7 @@ def cmd_show(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from ..registry import load_registry
+    from ..store.fs.registry import load_registry
 
     entries = load_registry(root_of(args))
     emit_json([{"name": name, "hash": entries[name].hash} for name in sorted(entries)])
@@ -72,7 +72,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from ..workflows import workflow_history
+    from ..workflow.ops import workflow_history
 
     entry = workflow_history(root_of(args), args.name)
     emit_json(
@@ -86,7 +86,7 @@ def cmd_history(args) -> int:
 
 
 def cmd_rollback(args) -> int:
-    from ..workflows import rollback_workflow
+    from ..workflow.ops import rollback_workflow
 
     entry = rollback_workflow(root_of(args), args.name, args.hash)
     emit_json({"name": entry.name, "hash": entry.hash})
@@ -94,8 +94,8 @@ def cmd_rollback(args) -> int:
 
 
 def cmd_graph(args) -> int:
-    from ..graph_text import render_mermaid, render_text
-    from ..workflows import load_workflow
+    from ..workflow.graph_text import render_mermaid, render_text
+    from ..workflow.ops import load_workflow
 
     workflow = load_workflow(root_of(args), args.workflow)
     emit_text(render_mermaid(workflow) if args.mermaid else render_text(workflow))

@@ -1,0 +1,202 @@
+"""The agent kit: write a step-protocol agent in Python by supplying `run(ctx)`
+(and, for corrections, `continue_(ctx, session, message)`).
+
+The kit parses `<agent> [options] <thread-id> <role>`, loads the root's .env,
+builds the thread's context and the prompt, calls `run`, extracts the
+structured output from the answer (frontmatter fast path, then the LLM
+fallback when a model is configured, then up to two corrections through
+`continue_`), writes output + detail + StepNode, and prints the StepNode's
+hash. Every failure becomes one clear line on stderr and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable
+
+from ..errors import UwfError
+from ..store.cas import CasStore
+from ..store.fs.files import Root
+from ..thread.context import build_context
+from ..thread.model import ThreadContext
+from ..workflow.model import Role, Workflow
+
+
+@dataclass
+class AgentContext:
+    """Everything an agent needs to do one role's work."""
+
+    root: Root
+    store: CasStore
+    thread: str
+    workflow: Workflow
+    role: Role
+    context: ThreadContext
+    instruction: str | None
+    options: dict = field(default_factory=dict)
+
+    @property
+    def schema(self) -> dict:
+        return self.store.schema(self.role.meta)
+
+    @property
+    def workspace(self) -> str:
+        return self.context.start.workspace or os.getcwd()
+
+    @cached_property
+    def prompt(self) -> str:
+        from ..engine.prompt import build_prompt
+
+        return build_prompt(self.workflow, self.role, self.schema, self.context, self.instruction)
+
+    def count_of_role(self) -> int:
+        """How many times this role has already run in the thread (resumed history included)."""
+        return sum(1 for step in self.context.steps if step.role == self.role.name)
+
+
+@dataclass(frozen=True)
+class AgentAnswer:
+    """What `run` returns: the raw answer text, anything to keep in the detail node
+    (turns, tool calls, usage...), and a session handed back to `continue_`."""
+
+    text: str
+    detail: dict = field(default_factory=dict)
+    session: object = None
+
+
+RunFunction = Callable[[AgentContext], "AgentAnswer | str"]
+ContinueFunction = Callable[[AgentContext, object, str], "AgentAnswer | str"]
+
+
+class AgentUsageError(UwfError):
+    pass
+
+
+def load_agent_context(root: Root, thread: str, role_name: str, options: dict | None = None) -> AgentContext:
+    from ..store.fs.threads import load_threads
+    from ..thread.moderator import evaluate
+    from ..workflow.ops import workflow_from_node
+
+    store = CasStore(root)
+    head = os.environ.get("UWF_HEAD") if os.environ.get("UWF_THREAD") == thread else None
+    if not head:
+        head = load_threads(root).get(thread)
+        if head is None:
+            raise UwfError(f"thread {thread} is not active in {root.path}")
+    context = build_context(store, head)
+    workflow = workflow_from_node(store, context.start.workflow)
+    role = workflow.roles.get(role_name)
+    if role is None:
+        raise UwfError(f"workflow '{workflow.name}' has no role '{role_name}'")
+    instruction = os.environ.get("UWF_INSTRUCTION") if os.environ.get("UWF_ROLE") == role_name else None
+    if instruction is None and "UWF_ROLE" not in os.environ:
+        decision = evaluate(workflow, context)
+        instruction = decision.instruction if decision.role == role_name else None
+    return AgentContext(root, store, thread, workflow, role, context, instruction, dict(options or {}))
+
+
+def _answer(value: AgentAnswer | str) -> AgentAnswer:
+    return AgentAnswer(value) if isinstance(value, str) else value
+
+
+def complete_step(
+    ctx: AgentContext,
+    answer: AgentAnswer,
+    *,
+    agent_label: str,
+    started_ms: int,
+    continue_: ContinueFunction | None = None,
+    fallback=None,
+) -> str:
+    """Extract the structured output (fast path, fallback, corrections) and write the step."""
+    from ..config.model import load_config, redact, secret_values
+    from ..engine.extract import extract_with_corrections
+    from ..engine.step import write_step
+    from ..store.builtin_schemas import BUILTIN_HASHES
+
+    secrets = secret_values(load_config(ctx.root))
+    current = [answer]
+
+    def retry(message: str) -> str:
+        current[0] = _answer(continue_(ctx, current[0].session, message))
+        return redact(current[0].text, secrets)
+
+    # An API key the agent read somewhere never reaches the CAS: not in the answer, not in the output.
+    outcome = extract_with_corrections(
+        redact(answer.text, secrets), ctx.schema, cache_key=ctx.role.meta, fallback=fallback, retry=retry if continue_ else None
+    )
+    final = current[0]
+    detail = {
+        "agent": agent_label,
+        "protocol": "step",
+        "prompt": ctx.store.put(BUILTIN_HASHES["content"], ctx.prompt),
+        "content": ctx.store.put(BUILTIN_HASHES["content"], outcome.text),
+        "extract": outcome.extracted.method,
+        "corrections": outcome.corrections,
+    }
+    if outcome.usage is not None:
+        detail["extractUsage"] = outcome.usage.to_json()
+    detail.update(redact(final.detail, secrets))
+    return write_step(
+        ctx.store,
+        context=ctx.context,
+        role=ctx.role.name,
+        meta=ctx.role.meta,
+        output=outcome.extracted.output,
+        agent=agent_label,
+        detail=detail,
+        instruction=ctx.instruction,
+        started_ms=started_ms,
+    )
+
+
+def run_agent(
+    name: str,
+    run: RunFunction,
+    argv: list[str] | None = None,
+    *,
+    continue_: ContinueFunction | None = None,
+    configure: Callable | None = None,
+    description: str = "",
+    llm_fallback: bool = True,
+) -> int:
+    """The whole step protocol around `run`; returns the exit code."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=name, description=description or f"{name}: a uwf step-protocol agent")
+    if configure is not None:
+        configure(parser)
+    parser.add_argument("thread", help="the thread id (uwf passes it)")
+    parser.add_argument("role", help="the role to perform (uwf passes it)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    started = int(time.time() * 1000)
+    try:
+        root = Root(None)
+        _load_env(root)
+        ctx = load_agent_context(root, args.thread, args.role, vars(args))
+        answer = _answer(run(ctx))
+        fallback = None
+        if llm_fallback:
+            from ..config.model import load_config
+            from ..engine.extract_llm import fallback_for
+
+            fallback = fallback_for(load_config(root))
+        step = complete_step(ctx, answer, agent_label=name, started_ms=started, continue_=continue_, fallback=fallback)
+    except UwfError as exc:
+        sys.stderr.write(f"{name}: error: {' '.join(exc.message.split())}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    sys.stdout.write(step + "\n")
+    return 0
+
+
+def _load_env(root: Root) -> None:
+    from ..config.model import load_env_file
+
+    for key, value in load_env_file(root).items():
+        os.environ.setdefault(key, value)

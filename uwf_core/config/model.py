@@ -1,0 +1,274 @@
+"""config.yaml (providers, models, agents, overrides; never secrets) and .env (API keys, mode 0600)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+
+from ..encoding.simple_yaml import YamlSyntaxError, dumps, loads
+from ..errors import UwfError
+from ..store.fs.files import Root, atomic_write, read_text
+
+PROTOCOLS = ("step", "text")
+HEADER = "uwf configuration: providers, models, agents and overrides. API keys live in .env, never here."
+
+
+class ConfigError(UwfError):
+    """config.yaml or .env is malformed."""
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    name: str
+    base_url: str
+    api_key_env: str | None = None
+
+    def to_dict(self) -> dict:
+        data = {"baseUrl": self.base_url}
+        if self.api_key_env:
+            data["apiKeyEnv"] = self.api_key_env
+        return data
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    alias: str
+    provider: str
+    name: str
+
+    def to_dict(self) -> dict:
+        return {"provider": self.provider, "name": self.name}
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    protocol: str = "step"
+    timeout: float | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        data: dict = {"command": self.command, "args": list(self.args), "protocol": self.protocol}
+        if self.timeout is not None:
+            data["timeout"] = int(self.timeout) if float(self.timeout).is_integer() else str(self.timeout)
+        if self.env:
+            data["env"] = dict(self.env)
+        return data
+
+
+@dataclass(frozen=True)
+class Config:
+    providers: dict[str, ProviderConfig] = field(default_factory=dict)
+    models: dict[str, ModelConfig] = field(default_factory=dict)
+    agents: dict[str, AgentConfig] = field(default_factory=dict)
+    default_agent: str | None = None
+    agent_overrides: dict[str, dict[str, str]] = field(default_factory=dict)
+    default_model: str | None = None
+    model_overrides: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)  # other top-level scalars, kept as written
+
+    def to_dict(self) -> dict:
+        data: dict = {}
+        if self.providers:
+            data["providers"] = {name: p.to_dict() for name, p in self.providers.items()}
+        if self.models:
+            data["models"] = {alias: m.to_dict() for alias, m in self.models.items()}
+        if self.agents:
+            data["agents"] = {name: a.to_dict() for name, a in self.agents.items()}
+        if self.default_agent:
+            data["defaultAgent"] = self.default_agent
+        if self.agent_overrides:
+            data["agentOverrides"] = {wf: dict(roles) for wf, roles in self.agent_overrides.items()}
+        if self.default_model:
+            data["defaultModel"] = self.default_model
+        if self.model_overrides:
+            data["modelOverrides"] = dict(self.model_overrides)
+        data.update(self.settings)
+        return data
+
+
+def load_config(root: Root) -> Config:
+    """The root's configuration; an empty Config when there is no config.yaml."""
+    text = read_text(root.config_file)
+    if text is None:
+        return Config()
+    try:
+        raw = loads(text)
+    except YamlSyntaxError as exc:
+        raise ConfigError(f"{root.config_file}: {exc}") from None
+    if raw is None or raw == "":
+        return Config()
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{root.config_file}: expected a mapping at the top level")
+    return _parse(raw, root.config_file)
+
+
+def _none(value: object) -> bool:
+    return value is None or value in ("", "null", "~")
+
+
+def _mapping(raw: dict, key: str, where: str) -> dict:
+    value = raw.get(key)
+    if _none(value) or value == {}:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: '{key}' must be a mapping")
+    return value
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str) or _none(value):
+        raise ConfigError(f"{where} must be a non-empty string")
+    return value
+
+
+def _parse(raw: dict, file: str) -> Config:
+    known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides"}
+    providers = {}
+    for name, spec in _mapping(raw, "providers", file).items():
+        where = f"{file}: providers.{name}"
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where} must be a mapping with baseUrl")
+        key_env = spec.get("apiKeyEnv")
+        providers[name] = ProviderConfig(name, _text(spec.get("baseUrl"), f"{where}.baseUrl"), None if _none(key_env) else key_env)
+    models = {}
+    for alias, spec in _mapping(raw, "models", file).items():
+        where = f"{file}: models.{alias}"
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where} must be a mapping with provider and name")
+        models[alias] = ModelConfig(alias, _text(spec.get("provider"), f"{where}.provider"), _text(spec.get("name"), f"{where}.name"))
+    agents = {name: _agent(name, spec, f"{file}: agents.{name}") for name, spec in _mapping(raw, "agents", file).items()}
+    overrides = {}
+    for workflow, roles in _mapping(raw, "agentOverrides", file).items():
+        if not isinstance(roles, dict):
+            raise ConfigError(f"{file}: agentOverrides.{workflow} must map role names to agents")
+        overrides[workflow] = {role: _text(agent, f"{file}: agentOverrides.{workflow}.{role}") for role, agent in roles.items()}
+    model_overrides = {
+        scenario: _text(alias, f"{file}: modelOverrides.{scenario}") for scenario, alias in _mapping(raw, "modelOverrides", file).items()
+    }
+    settings = {key: value for key, value in raw.items() if key not in known}
+    return Config(
+        providers=providers,
+        models=models,
+        agents=agents,
+        default_agent=None if _none(raw.get("defaultAgent")) else _text(raw.get("defaultAgent"), f"{file}: defaultAgent"),
+        agent_overrides=overrides,
+        default_model=None if _none(raw.get("defaultModel")) else _text(raw.get("defaultModel"), f"{file}: defaultModel"),
+        model_overrides=model_overrides,
+        settings=settings,
+    )
+
+
+def _agent(name: str, spec: object, where: str) -> AgentConfig:
+    if isinstance(spec, str):
+        spec = {"command": spec}
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where} must be a mapping with command (and args, protocol, timeout, env)")
+    args = spec.get("args")
+    if _none(args) or args == []:
+        args = []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"{where}.args must be a list of strings")
+    protocol = spec.get("protocol")
+    protocol = "step" if _none(protocol) else protocol
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"{where}.protocol must be 'step' or 'text', not {protocol!r}")
+    timeout = spec.get("timeout")
+    if _none(timeout):
+        timeout = None
+    else:
+        try:
+            timeout = float(timeout)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}.timeout must be a number of seconds, not {timeout!r}") from None
+        if timeout <= 0:
+            raise ConfigError(f"{where}.timeout must be positive")
+    env = spec.get("env")
+    env = {} if _none(env) else env
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise ConfigError(f"{where}.env must map variable names to strings")
+    return AgentConfig(name, _text(spec.get("command"), f"{where}.command"), tuple(args), protocol, timeout, dict(env))
+
+
+def save_config(root: Root, config: Config) -> None:
+    atomic_write(root.config_file, dumps(config.to_dict(), HEADER).encode("utf-8"))
+
+
+def with_agent(config: Config, agent: AgentConfig) -> Config:
+    return replace(config, agents={**config.agents, agent.name: agent})
+
+
+# -- .env -------------------------------------------------------------------------
+
+
+def load_env_file(root: Root) -> dict[str, str]:
+    """KEY=VALUE lines of <root>/.env (comments, blank lines and `export ` allowed)."""
+    text = read_text(root.env_file)
+    values: dict[str, str] = {}
+    if not text:
+        return values
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].strip()
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not key.replace("_", "").isalnum():
+            raise ConfigError(f"{root.env_file}:{number}: expected KEY=VALUE")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key] = value
+    return values
+
+
+def update_env_file(root: Root, updates: dict[str, str]) -> None:
+    """Set keys in .env, keeping other lines; the file is always mode 0600."""
+    text = read_text(root.env_file) or ""
+    lines = text.splitlines()
+    remaining = dict(updates)
+    for index, line in enumerate(lines):
+        key = line.strip().removeprefix("export ").partition("=")[0].strip()
+        if key in remaining:
+            lines[index] = f"{key}={_quote(remaining.pop(key))}"
+    lines.extend(f"{key}={_quote(value)}" for key, value in remaining.items())
+    atomic_write(root.env_file, ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
+    os.chmod(root.env_file, 0o600)
+
+
+def _quote(value: str) -> str:
+    return f'"{value}"' if any(c.isspace() or c in "#'\"" for c in value) else value
+
+
+def env_with_secrets(root: Root, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment agents and extract run with: .env values fill in what is unset."""
+    env = dict(os.environ if base is None else base)
+    for key, value in load_env_file(root).items():
+        env.setdefault(key, value)
+    return env
+
+
+def secret_values(config: Config, env: dict[str, str] | None = None) -> list[str]:
+    """The API keys in use (values of every provider's apiKeyEnv), to keep them out of records."""
+    env = os.environ if env is None else env
+    names = {p.api_key_env for p in config.providers.values() if p.api_key_env}
+    return sorted({env[name] for name in names if len(env.get(name, "")) >= 6}, key=len, reverse=True)
+
+
+def redact(value: object, secrets: list[str]) -> object:
+    """`value` with every secret replaced by [redacted], through dicts and lists."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "[redacted]")
+        return value
+    if isinstance(value, dict):
+        return {key: redact(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact(item, secrets) for item in value]
+    return value

@@ -1,0 +1,102 @@
+"""`uwf setup`: write config.yaml and .env from answers or flags.
+
+Secrets go to .env only (mode 0600); config.yaml names the variable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..engine.resolve import PRESETS
+from ..errors import UwfError
+from ..store.fs.files import Root
+from .model import (
+    AgentConfig,
+    Config,
+    ModelConfig,
+    ProviderConfig,
+    load_config,
+    save_config,
+    update_env_file,
+)
+
+
+@dataclass
+class SetupRequest:
+    provider: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+    model: str | None = None  # the model's name at the provider
+    model_alias: str | None = None
+    extract_model: str | None = None  # alias for modelOverrides.extract
+    presets: list[str] = field(default_factory=list)
+    agents: dict[str, str] = field(default_factory=dict)  # alias -> command line (step protocol)
+    default_agent: str | None = None
+
+
+def default_key_env(provider: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in provider).upper() + "_API_KEY"
+
+
+def apply_setup(root: Root, request: SetupRequest) -> Config:
+    """Merge the request into the root's config (and .env); returns the new config."""
+    import shlex
+
+    config = load_config(root)
+    providers, models, agents = dict(config.providers), dict(config.models), dict(config.agents)
+    provider = request.provider
+    if request.base_url or request.api_key or request.api_key_env:
+        if not provider:
+            provider = next(iter(providers), None) or "default"
+    if provider:
+        existing = providers.get(provider)
+        base_url = request.base_url or (existing.base_url if existing else None)
+        if not base_url:
+            raise UwfError(f"provider '{provider}' needs a base URL (--base-url)")
+        key_env = request.api_key_env or (existing.api_key_env if existing else None) or default_key_env(provider)
+        providers[provider] = ProviderConfig(provider, base_url.rstrip("/"), key_env)
+    elif request.api_key:
+        raise UwfError("--api-key needs a provider (--provider and --base-url)")
+    default_model = config.default_model
+    if request.model:
+        owner = provider or next(iter(providers), None)
+        if owner is None:
+            raise UwfError("--model needs a provider (--provider and --base-url)")
+        alias = request.model_alias or request.model.rsplit("/", 1)[-1]
+        models[alias] = ModelConfig(alias, owner, request.model)
+        default_model = alias
+    model_overrides = dict(config.model_overrides)
+    if request.extract_model:
+        if request.extract_model not in models:
+            raise UwfError(f"--extract-model '{request.extract_model}' is not a model alias ({', '.join(models) or 'none yet'})")
+        model_overrides["extract"] = request.extract_model
+    for name in request.presets:
+        if name not in PRESETS:
+            raise UwfError(f"unknown agent preset '{name}' (presets: {', '.join(PRESETS)})")
+        agents[name] = PRESETS[name]
+    for alias, command_line in request.agents.items():
+        try:
+            argv = shlex.split(command_line)
+        except ValueError as exc:
+            raise UwfError(f"--agent {alias}=...: {exc}") from None
+        if not argv:
+            raise UwfError(f"--agent {alias}= needs a command")
+        agents[alias] = AgentConfig(alias, argv[0], tuple(argv[1:]), "step")
+    default_agent = request.default_agent or config.default_agent
+    if request.default_agent and request.default_agent not in agents:
+        raise UwfError(f"--default-agent '{request.default_agent}' is not a configured agent ({', '.join(agents) or 'none yet'})")
+    new = replace(
+        config,
+        providers=providers,
+        models=models,
+        agents=agents,
+        default_agent=default_agent,
+        default_model=default_model,
+        model_overrides=model_overrides,
+    )
+    # Everything is checked: now write the key, then the config that names it.
+    if request.api_key:
+        update_env_file(root, {providers[provider].api_key_env: request.api_key})
+    save_config(root, new)
+    return new

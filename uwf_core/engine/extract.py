@@ -1,0 +1,156 @@
+"""Structured output from an agent's raw answer, fast path: no LLM call.
+
+An answer is either frontmatter markdown (a YAML block between `---` lines,
+then a markdown body) or a single JSON object (so deterministic tools can
+be agents too). The result must validate against the role's schema.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..errors import UwfError
+
+
+class ExtractError(UwfError):
+    """No valid structured output could be read from the answer."""
+
+    def __init__(self, message: str, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or []
+        self.usage = None  # tokens an LLM spent on a failed extract, when one was asked
+
+
+@dataclass(frozen=True)
+class Extracted:
+    output: dict
+    body: str
+    method: str  # "frontmatter" or "json"
+
+
+def split_frontmatter(text: str) -> tuple[str, str] | None:
+    """(yaml, body) of the first `---` ... `---` block, or None."""
+    lines = text.lstrip("\ufeff").splitlines()
+    try:
+        first = next(i for i, line in enumerate(lines) if line.strip() == "---")
+        last = next(i for i in range(first + 1, len(lines)) if lines[i].strip() in ("---", "..."))
+    except StopIteration:
+        return None
+    return "\n".join(lines[first + 1 : last]), "\n".join(lines[last + 1 :]).strip("\n")
+
+
+def _json_object(text: str) -> dict | None:
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")):
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_answer(text: str) -> tuple[dict, str, str]:
+    """(output, body, method) or ExtractError saying why nothing could be read."""
+    if not text.strip():
+        raise ExtractError("the agent's answer is empty")
+    obj = _json_object(text)
+    if obj is not None:
+        return obj, "", "json"
+    block = split_frontmatter(text)
+    if block is None:
+        raise ExtractError("the answer has no frontmatter block (--- yaml ---) and is not a JSON object")
+    import yaml
+
+    try:
+        data = yaml.safe_load(block[0])
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (frontmatter line {mark.line + 1})" if mark is not None else ""
+        raise ExtractError(f"the frontmatter is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(data, dict):
+        raise ExtractError("the frontmatter is not a mapping of fields")
+    return _jsonable(data), block[1], "frontmatter"
+
+
+def _jsonable(value: object) -> object:
+    """YAML can produce dates and other non-JSON values; keep JSON types only."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    return str(value)
+
+
+def extract_fast(text: str, schema: dict, *, cache_key: str | None = None) -> Extracted:
+    from ..store.schemas import validation_errors
+
+    output, body, method = parse_answer(text)
+    errors = validation_errors(schema, output, cache_key=cache_key)
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ExtractError(f"the {method} output does not match the role's schema: {errors[0]}{more}", errors)
+    return Extracted(output, body, method)
+
+
+# -- the layers together: fast path, LLM fallback, corrections ---------------------------
+
+MAX_CORRECTIONS = 2
+
+
+@dataclass(frozen=True)
+class ExtractOutcome:
+    extracted: Extracted
+    text: str  # the answer that succeeded
+    corrections: int
+    usage: object | None = None  # llm.Usage of the fallback calls, if any
+
+
+def correction_message(error: ExtractError, schema: dict) -> str:
+    from .prompt import output_format_instruction
+
+    problems = "; ".join(error.errors[:5]) if error.errors else error.message
+    return (
+        f"Your previous answer could not be used: {problems}.\n\n"
+        "Answer again. Keep your work, but format the answer exactly like this:\n\n" + output_format_instruction(schema)
+    )
+
+
+def extract_with_corrections(
+    text: str,
+    schema: dict,
+    *,
+    cache_key: str | None = None,
+    fallback=None,
+    retry=None,
+    max_corrections: int = MAX_CORRECTIONS,
+) -> ExtractOutcome:
+    """Fast path, then the LLM `fallback(text, schema)` if given, then up to
+    `max_corrections` calls of `retry(message) -> new answer text`."""
+    usage = None
+    notes: list[str] = []
+    corrections = 0
+    while True:
+        try:
+            return ExtractOutcome(extract_fast(text, schema, cache_key=cache_key), text, corrections, usage)
+        except ExtractError as exc:
+            error = exc
+        if fallback is not None:
+            try:
+                extracted, used = fallback(text, schema)
+                usage = used if usage is None else usage + used
+                return ExtractOutcome(extracted, text, corrections, usage)
+            except UwfError as exc:
+                notes.append(f"LLM extract: {exc.message}")
+                spent = getattr(exc, "usage", None)
+                if spent is not None:
+                    usage = spent if usage is None else usage + spent
+        if retry is None or corrections >= max_corrections:
+            tried = f" after {corrections} correction{'s' if corrections != 1 else ''}" if corrections else ""
+            extra = f" ({'; '.join(dict.fromkeys(notes))})" if notes else ""
+            raise ExtractError(f"{error.message}{tried}{extra}", error.errors)
+        corrections += 1
+        text = retry(correction_message(error, schema))

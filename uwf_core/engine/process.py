@@ -1,0 +1,207 @@
+"""Run one agent command: its own process group, stderr streamed line by line,
+stdout collected, a timeout and a cancel that kill the whole group.
+
+The object that owns the child lives here, outside any UI: the CLI passes a
+callback that writes lines to its stderr, the TUI one that posts them to a
+log panel.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import UwfError
+
+STDERR_TAIL_CHARS = 2000
+TERM_GRACE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    exit_code: int | None  # negative: killed by that signal
+    stdout: str
+    stderr_tail: str
+    timed_out: bool
+    cancelled: bool
+    duration_ms: int
+    pid: int
+
+
+class Cancel:
+    """A flag a UI sets to stop a running agent (checked several times a second)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs. Zombies don't count: an orphaned
+    child whose reaper is slow (or absent, in some containers) is already dead."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
+def kill_group(pgid: int, proc: subprocess.Popen | None = None, grace: float = TERM_GRACE_SECONDS) -> None:
+    """SIGTERM the group, then SIGKILL whatever is left after a short grace.
+
+    `proc`, the group leader when it is our child, is reaped while waiting.
+    """
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc is not None:
+            proc.poll()
+        if not _group_alive(pgid):
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_process(
+    argv: list[str],
+    *,
+    cwd: str | None,
+    env: dict[str, str],
+    stdin_text: str | None = None,
+    timeout: float | None = None,
+    on_output: Callable[[str], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    cancel: Cancel | None = None,
+) -> ProcessOutcome:
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise UwfError(f"agent command '{argv[0]}' not found") from None
+    except PermissionError:
+        raise UwfError(f"agent command '{argv[0]}' is not executable") from None
+    except OSError as exc:
+        raise UwfError(f"cannot start agent command '{argv[0]}': {exc.strerror}") from None
+    if on_start is not None:
+        on_start(proc.pid)
+    if stdin_text is not None:
+        threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True).start()
+    try:
+        stdout, stderr_tail, timed_out, cancelled = _supervise(proc, timeout, on_output, cancel, started)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc.pid, proc)
+            proc.wait()
+    return ProcessOutcome(
+        exit_code=proc.returncode,
+        stdout=stdout,
+        stderr_tail=stderr_tail,
+        timed_out=timed_out,
+        cancelled=cancelled,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        pid=proc.pid,
+    )
+
+
+def _feed(pipe, text: str) -> None:
+    try:
+        pipe.write(text.encode("utf-8"))
+        pipe.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
+def _supervise(proc, timeout, on_output, cancel, started):
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ, "out")
+    selector.register(proc.stderr, selectors.EVENT_READ, "err")
+    out_chunks: list[bytes] = []
+    err_tail = bytearray()
+    partial = bytearray()
+    timed_out = cancelled = False
+    exited_at = None
+    while selector.get_map():
+        for key, _ in selector.select(timeout=0.1):
+            data = os.read(key.fileobj.fileno(), 65536)
+            if not data:
+                selector.unregister(key.fileobj)
+                continue
+            if key.data == "out":
+                out_chunks.append(data)
+            else:
+                err_tail += data
+                del err_tail[: max(0, len(err_tail) - STDERR_TAIL_CHARS * 2)]
+                partial += data
+                *lines, rest = partial.split(b"\n")
+                partial = bytearray(rest)
+                for line in lines:
+                    _emit(on_output, line)
+        if proc.poll() is not None:
+            if exited_at is None:
+                exited_at = time.monotonic()
+                kill_group(proc.pid, proc)  # leftovers of a finished agent would hold the pipes open
+            elif time.monotonic() - exited_at > 1.0:
+                break
+            continue
+        if cancel is not None and cancel.is_set() and not cancelled:
+            cancelled = True
+            kill_group(proc.pid, proc)
+        elif timeout is not None and not timed_out and time.monotonic() - started > timeout:
+            timed_out = True
+            kill_group(proc.pid, proc)
+    if partial:
+        _emit(on_output, bytes(partial))
+    for fileobj in (proc.stdout, proc.stderr):
+        try:
+            fileobj.close()
+        except OSError:
+            pass
+    selector.close()
+    proc.wait()
+    tail = err_tail.decode("utf-8", "replace")[-STDERR_TAIL_CHARS:]
+    return b"".join(out_chunks).decode("utf-8", "replace"), tail, timed_out, cancelled
+
+
+def _emit(on_output, line: bytes) -> None:
+    if on_output is not None:
+        on_output(line.decode("utf-8", "replace").rstrip("\r"))

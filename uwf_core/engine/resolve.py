@@ -1,0 +1,108 @@
+"""Which agent runs a role, and how: `--agent` > the thread's own bindings >
+`agentOverrides` > `defaultAgent`. Each names a config alias or is a
+command line (step protocol)."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from ..config.model import AgentConfig, Config
+from ..errors import UwfError
+
+HUMAN = "human"
+
+NO_AGENT_HELP = (
+    "no agent is configured for role '{role}' of '{workflow}': run `uwf setup` (e.g. `uwf setup --agent-preset claude "
+    "--default-agent claude`), set defaultAgent in {config}, or pass --agent CMD"
+)
+
+
+@dataclass(frozen=True)
+class ResolvedAgent:
+    label: str  # what the StepNode records as `agent`
+    argv: tuple[str, ...]  # command and fixed args (the step protocol appends thread and role)
+    protocol: str = "step"
+    timeout: float | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    source: str = "--agent"  # where the choice came from, for error messages
+
+    @property
+    def is_human(self) -> bool:
+        return self.argv == (HUMAN,)
+
+
+def parse_assignments(items: list[str], what: str = "ROLE=AGENT") -> dict[str, str]:
+    """`--agent ROLE=AGENT` (or `ALIAS=COMMAND`) options as a mapping; a malformed one is refused."""
+    result = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise UwfError(f"--agent expects {what}, got {item!r}")
+        result[name.strip()] = value.strip()
+    return result
+
+
+def choose_agent_spec(
+    config: Config, workflow_name: str, role: str, bindings: dict[str, str] | None, override: str | None
+) -> tuple[str, str] | None:
+    """(spec, source) by precedence, or None when nothing names an agent."""
+    if override:
+        return override, "--agent"
+    if bindings and bindings.get(role):
+        return bindings[role], "the thread's --agent binding"
+    role_overrides = config.agent_overrides.get(workflow_name) or {}
+    if role_overrides.get(role):
+        return role_overrides[role], f"agentOverrides.{workflow_name}.{role} in config.yaml"
+    if config.default_agent:
+        return config.default_agent, "defaultAgent in config.yaml"
+    return None
+
+
+def resolve_agent(
+    config: Config,
+    workflow_name: str,
+    role: str,
+    bindings: dict[str, str] | None = None,
+    override: str | None = None,
+    *,
+    config_file: str = "config.yaml",
+) -> ResolvedAgent:
+    chosen = choose_agent_spec(config, workflow_name, role, bindings, override)
+    if chosen is None:
+        raise UwfError(NO_AGENT_HELP.format(role=role, workflow=workflow_name, config=config_file))
+    spec, source = chosen
+    alias = config.agents.get(spec)
+    if alias is not None:
+        return _from_alias(alias, source)
+    if spec.strip() == HUMAN:
+        return ResolvedAgent(label=HUMAN, argv=(HUMAN,), protocol="human", source=source)
+    try:
+        argv = tuple(shlex.split(spec))
+    except ValueError as exc:
+        raise UwfError(f"agent '{spec}' (from {source}) is not a valid command line: {exc}") from None
+    if not argv:
+        raise UwfError(f"agent from {source} is empty")
+    return ResolvedAgent(label=spec, argv=argv, protocol="step", source=source)
+
+
+def _from_alias(agent: AgentConfig, source: str) -> ResolvedAgent:
+    return ResolvedAgent(
+        label=agent.name,
+        argv=(agent.command, *agent.args),
+        protocol=agent.protocol,
+        timeout=agent.timeout,
+        env=dict(agent.env),
+        source=f"agent '{agent.name}' ({source})",
+    )
+
+
+# Agent CLIs as text-protocol entries, with the command lines their own docs give.
+# {prompt} is replaced by the assembled prompt; without it, the prompt goes to stdin.
+PRESETS: dict[str, AgentConfig] = {
+    "claude": AgentConfig("claude", "claude", ("-p", "--output-format", "text"), "text"),
+    "codex": AgentConfig("codex", "codex", ("exec", "--sandbox", "workspace-write", "-"), "text"),
+    "hermes": AgentConfig("hermes", "hermes", ("chat", "-q", "{prompt}", "--yolo", "--quiet"), "text"),
+    "cursor-agent": AgentConfig("cursor-agent", "cursor-agent", ("-p", "{prompt}", "--output-format", "text", "--force"), "text"),
+    "aider": AgentConfig("aider", "aider", ("--message", "{prompt}", "--yes-always", "--no-pretty", "--no-stream"), "text"),
+}

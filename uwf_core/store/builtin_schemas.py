@@ -1,0 +1,146 @@
+"""The schemas uwf registers on first use: workflow, start-node, step-node, content, detail.
+
+Each uses only the meta-schema's keyword subset, so any json-cas store can hold them.
+"""
+
+from __future__ import annotations
+
+from ..encoding.cbor import encode
+from ..encoding.ids import xxh64_hash
+from .schemas import META_SCHEMA
+
+STRING = {"type": "string"}
+CAS_REF = {"type": "string", "format": "cas_ref"}
+OPTIONAL_CAS_REF = {"type": ["string", "null"], "format": "cas_ref"}
+
+ROLE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["description", "goal", "capabilities", "procedure", "output", "meta"],
+    "properties": {
+        "description": STRING,
+        "goal": STRING,
+        "capabilities": {"type": "array", "items": STRING},
+        "procedure": STRING,
+        "output": STRING,
+        "meta": CAS_REF,
+    },
+}
+
+CONDITION = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["description", "expression"],
+    "properties": {"description": STRING, "expression": STRING},
+}
+
+TRANSITION = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["role", "condition"],
+    "properties": {"role": STRING, "condition": {"type": ["string", "null"]}, "prompt": STRING},
+}
+
+TARGET = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["role"],
+    "properties": {"role": STRING, "prompt": STRING},
+}
+
+WORKFLOW = {
+    "title": "workflow",
+    "description": "A workflow definition: roles, named JSONata conditions and a routing graph",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "description", "maxSteps", "roles", "conditions", "graph"],
+    "properties": {
+        "name": STRING,
+        "description": STRING,
+        "maxSteps": {"type": "integer"},
+        "roles": {"type": "object", "additionalProperties": ROLE},
+        "conditions": {"type": "object", "additionalProperties": CONDITION},
+        "graph": {
+            "type": "object",
+            "additionalProperties": {
+                "anyOf": [
+                    {"type": "array", "items": TRANSITION},
+                    {"type": "object", "additionalProperties": TARGET},
+                ]
+            },
+        },
+    },
+}
+
+START_NODE = {
+    "title": "start-node",
+    "description": "The first node of a thread: workflow, prompt, workspace, agent bindings",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["workflow", "prompt"],
+    "properties": {
+        "workflow": CAS_REF,
+        "prompt": STRING,
+        "workspace": {"type": ["string", "null"]},
+        "resumes": OPTIONAL_CAS_REF,
+        "agents": {"anyOf": [{"type": "object", "additionalProperties": STRING}, {"type": "null"}]},
+    },
+}
+
+STEP_NODE = {
+    "title": "step-node",
+    "description": "One completed role of a thread",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["start", "prev", "role", "output", "detail", "agent"],
+    "properties": {
+        "start": CAS_REF,
+        "prev": OPTIONAL_CAS_REF,
+        "role": STRING,
+        "output": CAS_REF,
+        "detail": CAS_REF,
+        "agent": STRING,
+        "instruction": {"type": ["string", "null"]},
+        "startedAt": {"type": "integer"},
+        "completedAt": {"type": "integer"},
+    },
+}
+
+CONTENT = {"title": "content", "description": "Raw text: an agent's answer, a prompt, a source file", "type": "string"}
+
+DETAIL = {
+    "title": "detail",
+    "description": "An agent's execution record: turns, tool calls, usage, timing",
+    "type": "object",
+    "additionalProperties": True,
+    "properties": {
+        "agent": STRING,
+        "protocol": STRING,
+        "prompt": OPTIONAL_CAS_REF,
+        "content": OPTIONAL_CAS_REF,
+        "extract": {"type": ["string", "null"]},
+        "child": OPTIONAL_CAS_REF,
+        "turns": {"type": "array", "items": {"type": "object"}},
+        "usage": {"type": "object"},
+        "startedAt": {"type": "integer"},
+        "completedAt": {"type": "integer"},
+    },
+}
+
+BUILTIN = {
+    "workflow": WORKFLOW,
+    "start-node": START_NODE,
+    "step-node": STEP_NODE,
+    "content": CONTENT,
+    "detail": DETAIL,
+}
+
+META_HASH = xxh64_hash(encode(META_SCHEMA))
+
+
+def schema_hash(schema: dict) -> str:
+    """The hash a schema node gets: its type is the meta-schema."""
+    return xxh64_hash(META_HASH.encode("ascii") + encode(schema))
+
+
+BUILTIN_HASHES = {name: schema_hash(schema) for name, schema in BUILTIN.items()}

@@ -1,0 +1,287 @@
+"""The content-addressed store: meta-schema → schema nodes → data nodes.
+
+Nodes live in `<root>/cas/<HASH>.bin` as deterministic CBOR of
+`{type, payload, timestamp}`; the hash covers type and payload, never the
+timestamp, and the first write of a hash is kept. Nodes are read lazily,
+one file per `get`, and every read is verified against its name.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from ..encoding.cbor import EncodeError, decode_envelope, encode
+from ..encoding.ids import HASH_LEN, is_cas_ref, normalize_hash_text, xxh64_hash
+from ..errors import AmbiguousError, CorruptError, NotFoundError, UwfError, ValidationError
+from . import builtin_schemas
+from .builtin_schemas import META_HASH
+from .fs.files import Root, append_line, atomic_write, ensure_dir
+from .schemas import META_SCHEMA, check_schema, validate
+
+NODE_SUFFIX = ".bin"
+
+
+@dataclass(frozen=True)
+class Node:
+    hash: str
+    type: str
+    payload: object
+    timestamp: int
+
+    def envelope(self) -> dict:
+        return {"type": self.type, "payload": self.payload, "timestamp": self.timestamp}
+
+
+def node_hash(type_hash: str, payload: object) -> str:
+    """The hash of a node; the meta-schema alone is hashed without a type prefix."""
+    try:
+        data = encode(payload)
+    except EncodeError as exc:
+        raise ValidationError(f"the payload cannot be stored: {exc}") from None
+    if type_hash == META_HASH and payload == META_SCHEMA:
+        return xxh64_hash(data)
+    return xxh64_hash(type_hash.encode("ascii") + data)
+
+
+class CasStore:
+    """One storage root's CAS. Cheap to create: nothing is read until asked for."""
+
+    def __init__(self, root: Root | str | None = None) -> None:
+        self.root = root if isinstance(root, Root) else Root(root)
+        self._schemas: dict[str, dict] = {}
+        self._builtins_ready = False
+        self._cas_prefix = self.root.cas_dir + os.sep
+
+    # -- paths ---------------------------------------------------------------
+
+    def node_path(self, hash_: str) -> str:
+        return self._cas_prefix + hash_ + NODE_SUFFIX
+
+    def index_path(self, type_hash: str) -> str:
+        return os.path.join(self.root.index_dir, type_hash)
+
+    # -- writing -------------------------------------------------------------
+
+    def ensure_builtins(self) -> dict[str, str]:
+        """Register the meta-schema and the built-in schemas (idempotent)."""
+        if not self._builtins_ready:
+            if not self.has(META_HASH):
+                self._write(META_HASH, META_HASH, META_SCHEMA)
+            for name, schema in builtin_schemas.BUILTIN.items():
+                if not self.has(builtin_schemas.BUILTIN_HASHES[name]):
+                    self.put_schema(schema)
+            self._builtins_ready = True
+        return dict(builtin_schemas.BUILTIN_HASHES)
+
+    def put_schema(self, schema: object, *, where: str = "schema") -> str:
+        """Store a JSON Schema node after checking its keywords."""
+        check_schema(schema, where)
+        if not self.has(META_HASH):
+            self._write(META_HASH, META_HASH, META_SCHEMA)
+        return self._put_checked(META_HASH, schema)
+
+    def put(self, type_hash: str, payload: object, *, what: str = "payload") -> str:
+        """Validate `payload` against the schema `type_hash` and store it."""
+        type_hash = self.resolve(type_hash)
+        if type_hash == META_HASH:
+            return self.put_schema(payload)
+        schema = self.schema(type_hash)
+        hash_ = node_hash(type_hash, payload)
+        if self._freshen(hash_):
+            return hash_
+        validate(schema, payload, what=what, cache_key=type_hash)
+        self._write(hash_, type_hash, payload)
+        return hash_
+
+    def _put_checked(self, type_hash: str, payload: object) -> str:
+        hash_ = node_hash(type_hash, payload)
+        if not self._freshen(hash_):
+            self._write(hash_, type_hash, payload)
+        return hash_
+
+    def _freshen(self, hash_: str) -> bool:
+        """True if the node exists; its mtime is renewed so gc's grace period restarts."""
+        try:
+            os.utime(self.node_path(hash_))
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return os.path.exists(self.node_path(hash_))
+
+    def _write(self, hash_: str, type_hash: str, payload: object) -> None:
+        envelope = {"type": type_hash, "payload": payload, "timestamp": int(time.time() * 1000)}
+        ensure_dir(self.root.cas_dir)
+        atomic_write(self.node_path(hash_), encode(envelope))
+        with self.root.lock("cas-index"):
+            append_line(self.index_path(type_hash), hash_)
+
+    # -- reading -------------------------------------------------------------
+
+    def has(self, hash_: str) -> bool:
+        return is_cas_ref(hash_) and os.path.exists(self.node_path(hash_))
+
+    def resolve(self, text: str) -> str:
+        """A full hash from a hash or unambiguous prefix (case-insensitive)."""
+        prefix = normalize_hash_text(text)
+        if len(prefix) == HASH_LEN:
+            if not self.has(prefix):
+                raise NotFoundError(f"no node {prefix} in {self.root.cas_dir}")
+            return prefix
+        matches = [name[:HASH_LEN] for name in self._node_files() if name.startswith(prefix)]
+        if not matches:
+            raise NotFoundError(f"no node matches '{text}'")
+        if len(matches) > 1:
+            shown = ", ".join(sorted(matches)[:5])
+            raise AmbiguousError(f"'{text}' is ambiguous: {len(matches)} nodes match ({shown}{', ...' if len(matches) > 5 else ''})")
+        return matches[0]
+
+    def get(self, text: str) -> Node:
+        """Read and verify one node; a node whose bytes no longer match its name is refused."""
+        hash_ = text if is_cas_ref(text) else self.resolve(text)
+        try:
+            with open(self.node_path(hash_), "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            raise NotFoundError(f"no node {hash_} in {self.root.cas_dir}") from None
+        return _verified_node(hash_, data)
+
+    def payload(self, text: str) -> object:
+        return self.get(text).payload
+
+    def schema(self, type_hash: str) -> dict:
+        """The JSON Schema stored at `type_hash` (cached per store)."""
+        cached = self._schemas.get(type_hash)
+        if cached is not None:
+            return cached
+        node = self.get(type_hash)
+        if node.type != META_HASH:
+            raise UwfError(f"{type_hash} is not a schema (its type is {node.type})")
+        if not isinstance(node.payload, (dict, bool)):
+            raise CorruptError(f"schema {type_hash} is not a JSON Schema object")
+        self._schemas[type_hash] = node.payload
+        return node.payload
+
+    def title_of(self, type_hash: str) -> str | None:
+        schema = self.schema(type_hash)
+        title = schema.get("title") if isinstance(schema, dict) else None
+        return title if isinstance(title, str) else None
+
+    def refs(self, text: str) -> list[str]:
+        """Direct references: `cas_ref` strings found by walking schema and payload together."""
+        node = self.get(text)
+        if node.type == node.hash:
+            return []
+        found: list[str] = []
+        _collect_refs(self.schema(node.type), node.payload, found)
+        return list(dict.fromkeys(found))
+
+    def walk(self, text: str) -> list[str]:
+        """Breadth-first over references, each node once, starting with `text`."""
+        start = self.resolve(text)
+        seen = {start}
+        order = [start]
+        queue = deque([start])
+        while queue:
+            current = queue.popleft()
+            for ref in self.refs(current):
+                if ref in seen:
+                    continue
+                if not self.has(ref):
+                    raise NotFoundError(f"node {current} refers to {ref}, which is not in the store")
+                seen.add(ref)
+                order.append(ref)
+                queue.append(ref)
+        return order
+
+    # -- listing and the type index -------------------------------------------
+
+    def _node_files(self) -> list[str]:
+        try:
+            names = os.listdir(self.root.cas_dir)
+        except FileNotFoundError:
+            return []
+        return [name for name in names if name.endswith(NODE_SUFFIX) and len(name) == HASH_LEN + len(NODE_SUFFIX)]
+
+    def all_hashes(self) -> list[str]:
+        return sorted(name[:HASH_LEN] for name in self._node_files())
+
+    def of_type(self, type_hash: str) -> list[str]:
+        """Members of a type, from the index (each once, in order of first write)."""
+        try:
+            with open(self.index_path(type_hash), encoding="ascii") as handle:
+                lines = handle.read().split()
+        except FileNotFoundError:
+            return []
+        return [hash_ for hash_ in dict.fromkeys(lines) if self.has(hash_)]
+
+    def schemas(self) -> list[tuple[str, str | None]]:
+        """Every schema node with its title, the meta-schema first."""
+        result = []
+        for hash_ in self.of_type(META_HASH):
+            title = "meta-schema" if hash_ == META_HASH else self.title_of(hash_)
+            result.append((hash_, title))
+        return result
+
+    def reindex(self) -> int:
+        """Rebuild `_index/` from the nodes themselves; returns the number indexed."""
+        ensure_dir(self.root.index_dir)
+        with self.root.lock("cas-index"):  # scanned under the lock: a put meanwhile waits, never lost
+            members: dict[str, list[str]] = {}
+            for hash_ in self.all_hashes():
+                try:
+                    node = self.get(hash_)
+                except UwfError:
+                    continue
+                members.setdefault(node.type, []).append(hash_)
+            for name in os.listdir(self.root.index_dir):
+                if name not in members and not name.startswith("."):
+                    os.unlink(os.path.join(self.root.index_dir, name))
+            for type_hash, hashes in members.items():
+                atomic_write(self.index_path(type_hash), "".join(h + "\n" for h in hashes).encode("ascii"))
+        return sum(len(hashes) for hashes in members.values())
+
+
+def _verified_node(hash_: str, data: bytes) -> Node:
+    try:
+        envelope, payload_bytes = decode_envelope(data)
+    except CorruptError as exc:
+        raise CorruptError(f"node {hash_} is corrupt: {exc.message}") from None
+    type_hash = envelope.get("type")
+    timestamp = envelope.get("timestamp")
+    if set(envelope) != {"type", "payload", "timestamp"} or not is_cas_ref(type_hash) or not isinstance(timestamp, int):
+        raise CorruptError(f"node {hash_} is corrupt: not a {{type, payload, timestamp}} envelope")
+    if type_hash == hash_:
+        actual = xxh64_hash(payload_bytes)
+    else:
+        actual = xxh64_hash(type_hash.encode("ascii") + payload_bytes)
+    if actual != hash_:
+        raise CorruptError(f"node {hash_} is corrupt: its content hashes to {actual}")
+    return Node(hash_, type_hash, envelope["payload"], timestamp)
+
+
+def _collect_refs(schema: object, value: object, out: list[str]) -> None:
+    if value is None or not isinstance(schema, dict):
+        return
+    if isinstance(value, str):
+        if schema.get("format") == "cas_ref" and is_cas_ref(value):
+            out.append(value)
+    elif isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = properties.get(key, extra)
+            if isinstance(sub, dict):
+                _collect_refs(sub, item, out)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for item in value:
+                _collect_refs(items, item, out)
+    for key in ("anyOf", "oneOf"):
+        for sub in schema.get(key) or ():
+            _collect_refs(sub, value, out)
+

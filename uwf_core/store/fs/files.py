@@ -1,0 +1,198 @@
+"""The storage root, and the two primitives every mutable file goes through:
+atomic rewrite (temp file in the same directory, fsync, rename) and
+exclusive locks (flock on a file under `locks/`)."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+
+from ...errors import LockedError, UwfError
+
+ENV_ROOT = "UWF_STORAGE_ROOT"
+
+
+def resolve_root(explicit: str | None = None) -> str:
+    """`--root` > `UWF_STORAGE_ROOT` > `~/.uwf`, as an absolute path."""
+    root = explicit or os.environ.get(ENV_ROOT) or os.path.join(os.path.expanduser("~"), ".uwf")
+    return os.path.abspath(os.path.expanduser(root))
+
+
+class Root:
+    """Paths inside one storage root. Creating it touches nothing on disk."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = resolve_root(path)
+
+    def join(self, *parts: str) -> str:
+        return os.path.join(self.path, *parts)
+
+    @property
+    def cas_dir(self) -> str:
+        return self.join("cas")
+
+    @property
+    def index_dir(self) -> str:
+        return self.join("cas", "_index")
+
+    @property
+    def locks_dir(self) -> str:
+        return self.join("locks")
+
+    @property
+    def registry_file(self) -> str:
+        return self.join("registry.yaml")
+
+    @property
+    def threads_file(self) -> str:
+        return self.join("threads.yaml")
+
+    @property
+    def history_file(self) -> str:
+        return self.join("history.jsonl")
+
+    @property
+    def runs_file(self) -> str:
+        return self.join("runs.jsonl")
+
+    @property
+    def config_file(self) -> str:
+        return self.join("config.yaml")
+
+    @property
+    def env_file(self) -> str:
+        return self.join(".env")
+
+    def lock(self, name: str, *, wait: bool = True, purpose: str = "") -> FileLock:
+        return FileLock(os.path.join(self.locks_dir, name + ".lock"), wait=wait, purpose=purpose)
+
+
+def ensure_dir(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise UwfError(f"cannot create directory {path}: {exc.strerror}") from None
+
+
+def temp_path_for(path: str) -> str:
+    """A unique temp name beside `path` (same directory, so rename is atomic).
+
+    Built from pid and random bytes rather than `tempfile`, whose import
+    costs more than the rest of `uwf`'s start-up.
+    """
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+
+
+def atomic_write(path: str, data: bytes, *, mode: int = 0o644, sync: bool = True) -> None:
+    """Replace `path` with `data` so readers see the old or the new file, never a mix."""
+    ensure_dir(os.path.dirname(path))
+    tmp = temp_path_for(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise UwfError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def append_line(path: str, line: str) -> None:
+    """Append one line with a single write (callers hold the file's lock)."""
+    ensure_dir(os.path.dirname(path))
+    data = (line.rstrip("\n") + "\n").encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise UwfError(f"cannot append to {path}: {exc.strerror}") from None
+
+
+def read_text(path: str) -> str | None:
+    """The file's text, or None when it does not exist."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UwfError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UwfError(f"cannot read {path}: not UTF-8 text") from None
+
+
+class FileLock:
+    """An exclusive flock. With `wait=False` a held lock raises LockedError naming the holder."""
+
+    __slots__ = ("path", "wait", "purpose", "fd", "stale_info")
+
+    def __init__(self, path: str, *, wait: bool = True, purpose: str = "") -> None:
+        self.path = path
+        self.wait = wait
+        self.purpose = purpose
+        self.fd: int | None = None
+        self.stale_info = ""
+
+    def acquire(self) -> FileLock:
+        ensure_dir(os.path.dirname(self.path))
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            flags = fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB
+            fcntl.flock(fd, flags)
+        except OSError as exc:
+            holder = _read_holder(fd)
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                what = self.purpose or os.path.basename(self.path)
+                raise LockedError(f"{what} is locked by {holder or 'another process'}") from None
+            raise UwfError(f"cannot lock {self.path}: {exc.strerror}") from None
+        self.fd = fd
+        self.stale_info = _read_holder(fd)  # non-empty only if the last holder died holding it
+        self.write_info(f"pid {os.getpid()}")
+        return self
+
+    def write_info(self, text: str) -> None:
+        """Describe the holder (read by whoever finds the lock taken)."""
+        if self.fd is not None:
+            data = (text.rstrip("\n") + "\n").encode("utf-8")
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, data, 0)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            try:
+                os.ftruncate(self.fd, 0)
+            finally:
+                os.close(self.fd)  # closing drops the flock
+                self.fd = None
+
+    def __enter__(self) -> FileLock:
+        return self.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        return os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""

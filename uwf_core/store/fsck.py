@@ -1,0 +1,101 @@
+"""`uwf cas fsck`: check every node, reference and index entry of a store."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ..encoding.ids import HASH_LEN, is_hash
+from ..errors import UwfError
+from .builtin_schemas import META_HASH
+from .cas import NODE_SUFFIX, CasStore
+
+
+@dataclass(frozen=True)
+class FsckProblem:
+    target: str
+    message: str
+    severity: str = "error"
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "severity": self.severity, "message": self.message}
+
+
+@dataclass
+class FsckReport:
+    checked: int = 0
+    problems: list[FsckProblem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[FsckProblem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    def to_dict(self) -> dict:
+        return {"checked": self.checked, "ok": not self.errors, "problems": [p.to_dict() for p in self.problems]}
+
+
+def fsck(store: CasStore) -> FsckReport:
+    report = FsckReport()
+    try:
+        names = sorted(os.listdir(store.root.cas_dir))
+    except FileNotFoundError:
+        return report
+    types: dict[str, list[str]] = {}
+    for name in names:
+        if name == "_index":
+            continue
+        hash_ = name[:HASH_LEN]
+        if not (name.endswith(NODE_SUFFIX) and len(name) == HASH_LEN + len(NODE_SUFFIX) and is_hash(hash_)):
+            message = "leftover temp file from an interrupted write (gc removes it)" if name.endswith(".tmp") else "not a node file"
+            report.problems.append(FsckProblem(name, message, "warning"))
+            continue
+        report.checked += 1
+        problem = _check_node(store, hash_, types)
+        if problem:
+            report.problems.append(FsckProblem(hash_, problem))
+    report.problems.extend(_check_index(store, types))
+    return report
+
+
+def _check_node(store: CasStore, hash_: str, types: dict[str, list[str]]) -> str | None:
+    from .schemas import check_schema, validation_errors
+
+    try:
+        node = store.get(hash_)
+    except UwfError as exc:
+        return exc.message
+    types.setdefault(node.type, []).append(hash_)
+    if node.type == hash_:
+        return None
+    if not store.has(node.type):
+        return f"its type {node.type} is not in the store"
+    try:
+        schema = store.schema(node.type)
+        if node.type == META_HASH:
+            check_schema(node.payload)
+        else:
+            errors = validation_errors(schema, node.payload, cache_key=node.type)
+            if errors:
+                return f"payload does not match its schema {node.type}: {errors[0]}"
+        for ref in store.refs(hash_):
+            if not store.has(ref):
+                return f"refers to {ref}, which is not in the store"
+    except UwfError as exc:
+        return exc.message
+    return None
+
+
+def _check_index(store: CasStore, types: dict[str, list[str]]) -> list[FsckProblem]:
+    problems = []
+    for type_hash, members in sorted(types.items()):
+        try:
+            with open(store.index_path(type_hash), encoding="ascii") as handle:
+                indexed = set(handle.read().split())
+        except FileNotFoundError:
+            indexed = set()
+        missing = [h for h in members if h not in indexed]
+        if missing:
+            problems.append(
+                FsckProblem(f"_index/{type_hash}", f"{len(missing)} node(s) of this type are not indexed; run `uwf cas reindex`", "warning")
+            )
+    return problems

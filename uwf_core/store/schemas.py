@@ -1,0 +1,171 @@
+"""JSON Schemas as CAS uses them: the meta-schema, the allowed keyword subset,
+and validation of payloads (jsonschema, imported only when validating)."""
+
+from __future__ import annotations
+
+from ..encoding.ids import is_cas_ref
+from ..errors import ValidationError
+
+JSON_TYPES = ["string", "number", "integer", "boolean", "object", "array", "null"]
+
+# Exactly json-cas's bootstrap meta-schema; its hash is 56GP9CC0KVQF8.
+META_SCHEMA: dict = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "json-cas JSON Schema meta-schema",
+    "properties": {
+        "type": {
+            "anyOf": [
+                {"type": "string", "enum": JSON_TYPES},
+                {"type": "array", "items": {"type": "string", "enum": JSON_TYPES}},
+            ]
+        },
+        "properties": {
+            "type": "object",
+            "additionalProperties": {"type": "object", "additionalProperties": False},
+        },
+        "required": {"type": "array", "items": {"type": "string"}},
+        "additionalProperties": {
+            "anyOf": [{"type": "boolean"}, {"type": "object", "additionalProperties": False}]
+        },
+        "anyOf": {"type": "array", "items": {"type": "object", "additionalProperties": False}},
+        "oneOf": {"type": "array", "items": {"type": "object", "additionalProperties": False}},
+        "items": {"type": "object", "additionalProperties": False},
+        "format": {"type": "string"},
+        "title": {"type": "string"},
+        "enum": {"type": "array"},
+        "const": {},
+        "description": {"type": "string"},
+    },
+}
+
+ALLOWED_KEYWORDS = frozenset(META_SCHEMA["properties"])
+
+
+def check_schema(schema: object, where: str = "schema") -> None:
+    """Refuse a schema that uses anything outside the meta-schema's keyword subset.
+
+    Checked recursively (as the reference does): the meta-schema alone cannot
+    say that nested schemas obey the same rules.
+    """
+    if not isinstance(schema, dict):
+        raise ValidationError(f"{where}: a schema must be an object, got {_kind(schema)}")
+    problem = _non_json(schema, where)
+    if problem:
+        raise ValidationError(problem)
+    for keyword, value in schema.items():
+        if keyword not in ALLOWED_KEYWORDS:
+            allowed = ", ".join(sorted(ALLOWED_KEYWORDS))
+            raise ValidationError(f"{where}: keyword '{keyword}' is not allowed (allowed: {allowed})")
+        _check_keyword(keyword, value, f"{where}.{keyword}")
+
+
+def _non_json(value: object, where: str) -> str | None:
+    """Where a value stops being JSON (a non-string key, a date, bytes...), if it does."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{where}: key {key!r} must be a string"
+            problem = _non_json(item, f"{where}.{key}")
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = _non_json(item, f"{where}[{index}]")
+            if problem:
+                return problem
+    elif not (value is None or isinstance(value, (str, bool, int, float))):
+        return f"{where}: {type(value).__name__} {value!r} is not a JSON value"
+    elif isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return f"{where}: {value!r} is not a JSON number"
+    return None
+
+
+def _check_keyword(keyword: str, value: object, where: str) -> None:
+    if keyword == "type":
+        names = value if isinstance(value, list) else [value]
+        if not names or any(name not in JSON_TYPES for name in names):
+            raise ValidationError(f"{where}: must be one of {', '.join(JSON_TYPES)} or a list of them")
+    elif keyword == "properties":
+        if not isinstance(value, dict):
+            raise ValidationError(f"{where}: must be an object of schemas, got {_kind(value)}")
+        for name, sub in value.items():
+            check_schema(sub, f"{where}.{name}")
+    elif keyword == "required":
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ValidationError(f"{where}: must be a list of property names")
+    elif keyword == "additionalProperties":
+        if not isinstance(value, bool):
+            check_schema(value, where)
+    elif keyword in ("anyOf", "oneOf"):
+        if not isinstance(value, list) or not value:
+            raise ValidationError(f"{where}: must be a non-empty list of schemas")
+        for index, sub in enumerate(value):
+            check_schema(sub, f"{where}[{index}]")
+    elif keyword == "items":
+        check_schema(value, where)
+    elif keyword in ("format", "title", "description"):
+        if not isinstance(value, str):
+            raise ValidationError(f"{where}: must be a string, got {_kind(value)}")
+    elif keyword == "enum":
+        if not isinstance(value, list) or not value:
+            raise ValidationError(f"{where}: must be a non-empty list")
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def field_order(schema: object) -> list[str]:
+    """An object schema's property names: `required` first, in its (authored) order.
+
+    Stored schemas are CBOR maps, whose keys come back in canonical order;
+    `required` is a list and keeps the order the author wrote.
+    """
+    if not isinstance(schema, dict):
+        return []
+    properties = schema.get("properties") or {}
+    required = [name for name in schema.get("required") or [] if name in properties]
+    return required + [name for name in properties if name not in required]
+
+
+_validators: dict[str, object] = {}
+
+
+def _validator_for(schema: dict, key: str | None):
+    if key is not None and key in _validators:
+        return _validators[key]
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    checker = FormatChecker()
+    checker.checks("cas_ref")(lambda value: not isinstance(value, str) or is_cas_ref(value))
+    validator = Draft202012Validator(schema, format_checker=checker)
+    if key is not None:
+        _validators[key] = validator
+    return validator
+
+
+def validation_errors(schema: dict, payload: object, *, cache_key: str | None = None) -> list[str]:
+    """Every way `payload` fails `schema`, as short 'at <path>: <message>' lines."""
+    validator = _validator_for(schema, cache_key)
+    errors = sorted(validator.iter_errors(payload), key=lambda error: list(error.absolute_path))
+    return [f"at {_json_path(error.absolute_path)}: {error.message}" for error in errors]
+
+
+def validate(schema: dict, payload: object, *, what: str = "payload", cache_key: str | None = None) -> None:
+    """Raise ValidationError with the first problem (and a count of the rest)."""
+    errors = validation_errors(schema, payload, cache_key=cache_key)
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ValidationError(f"{what} does not match its schema: {errors[0]}{more}")
+
+
+def _json_path(path) -> str:
+    text = "$"
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text

@@ -1,0 +1,130 @@
+"""The moderator: pure, deterministic routing from a thread's context.
+
+evaluate(workflow, context) picks the next role (with its rendered
+instruction) or $END. No I/O; JSONata and chevron are imported only when a
+condition or template is actually evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..errors import UwfError
+from ..workflow.model import END, START, STATUS_FIELD, Routes, Workflow
+from .model import ThreadContext
+
+REASON_DONE = "done"
+REASON_MAX_STEPS = "max-steps"
+
+
+class ModeratorError(UwfError):
+    """No route matched, a condition failed at runtime, or a status is missing."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    role: str  # a role name, or END
+    instruction: str | None = None
+    end_reason: str | None = None  # REASON_DONE or REASON_MAX_STEPS when role is END
+    source: str = START  # the graph key routed from
+
+    @property
+    def is_end(self) -> bool:
+        return self.role == END
+
+
+def evaluate(workflow: Workflow, context: ThreadContext) -> Decision:
+    last = context.last_step
+    key = last.role if last is not None else START
+    routes = workflow.graph.get(key)
+    if routes is None:
+        raise ModeratorError(f"workflow '{workflow.name}' has no routes from '{key}'")
+    at_limit = context.since_start >= workflow.max_steps
+    try:
+        if routes.statuses is not None:
+            decision = _by_status(workflow, context, key, routes)
+        else:
+            decision = _by_transitions(workflow, context, key, routes)
+    except ModeratorError:
+        if at_limit:  # the thread is over anyway: say why it ends, not why it could not go on
+            return Decision(END, None, REASON_MAX_STEPS, key)
+        raise
+    if not decision.is_end and at_limit:
+        return Decision(END, None, REASON_MAX_STEPS, key)
+    return decision
+
+
+def _template_data(context: ThreadContext) -> object:
+    last = context.last_step
+    return last.output if last is not None else context.start.to_payload()
+
+
+def _render(prompt: str | None, context: ThreadContext) -> str | None:
+    if prompt is None:
+        return None
+    from ..workflow.templates import render
+
+    try:
+        return render(prompt, _template_data(context))
+    except UwfError as exc:
+        raise ModeratorError(f"prompt template failed: {exc.message}") from None
+
+
+def _decision(role: str, prompt: str | None, context: ThreadContext, key: str) -> Decision:
+    if role == END:
+        return Decision(END, None, REASON_DONE, key)
+    return Decision(role, _render(prompt, context), None, key)
+
+
+def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes: Routes) -> Decision:
+    from ..workflow.jsonata_expr import evaluate as evaluate_expression
+    from ..workflow.jsonata_expr import truthy
+
+    seen: list[str] = []
+    data = None
+    for transition in routes.transitions or ():
+        if transition.condition is None:
+            return _decision(transition.role, transition.prompt, context, key)
+        condition = workflow.conditions.get(transition.condition)
+        if condition is None:
+            raise ModeratorError(f"'{key}' routes on unknown condition '{transition.condition}'")
+        if data is None:
+            data = context.to_json()
+        try:
+            value = evaluate_expression(condition.expression, data)
+        except UwfError as exc:
+            raise ModeratorError(
+                f"condition '{transition.condition}' ({condition.expression}) failed after '{key}': {exc.message}"
+            ) from None
+        if truthy(value):
+            return _decision(transition.role, transition.prompt, context, key)
+        seen.append(f"{transition.condition}={_short(value)}")
+    raise ModeratorError(
+        f"no route from '{key}': no transition matched ({', '.join(seen) or 'no transitions'}); "
+        f"last output: {_short(_template_data(context), 200)}"
+    )
+
+
+def _by_status(workflow: Workflow, context: ThreadContext, key: str, routes: Routes) -> Decision:
+    statuses = routes.statuses or {}
+    if key == START:
+        status = "resume" if context.start.resumes else "new"
+    else:
+        output = context.last_step.output
+        status = output.get(STATUS_FIELD) if isinstance(output, dict) else None
+        if not isinstance(status, str):
+            raise ModeratorError(
+                f"role '{key}' is routed by {STATUS_FIELD}, but its output has no string {STATUS_FIELD}: {_short(output, 200)}"
+            )
+    target = statuses.get(status)
+    if target is None:
+        raise ModeratorError(
+            f"no route from '{key}' for {STATUS_FIELD} '{status}' (routed statuses: {', '.join(statuses) or 'none'})"
+        )
+    return _decision(target.role, target.prompt, context, key)
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True) if value is not None else "null"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

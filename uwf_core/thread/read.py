@@ -1,0 +1,133 @@
+"""A thread as markdown: the prompt, then each step's role, agent, structured
+output and body. The newest steps are kept when a quota is given."""
+
+from __future__ import annotations
+
+import time
+
+from ..engine.extract import split_frontmatter
+from ..errors import UwfError
+from ..store.builtin_schemas import BUILTIN_HASHES
+from ..store.cas import CasStore
+from ..store.fs.files import Root
+from ..workflow.ops import workflow_from_node
+from .context import build_context
+from .model import StepContext
+from .ops import thread_info
+from .usage import step_usage, thread_usage
+
+
+def _when(ms: int | None) -> str:
+    if not ms:
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + " UTC"
+
+
+def step_body(store: CasStore, step: StepContext) -> str:
+    """The markdown body of a step: its answer's text after the frontmatter."""
+    try:
+        detail = store.get(step.detail)
+    except UwfError:
+        return ""
+    text = None
+    if detail.type == BUILTIN_HASHES["content"] and isinstance(detail.payload, str):
+        text = detail.payload
+    elif isinstance(detail.payload, dict):
+        content = detail.payload.get("content")
+        if isinstance(content, str) and store.has(content):
+            payload = store.payload(content)
+            text = payload if isinstance(payload, str) else None
+        elif isinstance(detail.payload.get("body"), str):
+            text = detail.payload["body"]
+    if text is None:
+        return ""
+    block = split_frontmatter(text)
+    return (block[1] if block else text).strip()
+
+
+def ordered_output(output: object, schema: dict | None) -> object:
+    """Stored outputs come back in CBOR key order; show them in the schema's order."""
+    if not isinstance(output, dict) or not schema:
+        return output
+    from ..store.schemas import field_order
+
+    order = field_order(schema)
+    return {key: output[key] for key in sorted(output, key=lambda k: order.index(k) if k in order else len(order))}
+
+
+def _render_step(store: CasStore, number: int, step: StepContext, schema: dict | None) -> str:
+    import yaml
+
+    when = _when(step.completed_at)
+    took = ""
+    if step.started_at and step.completed_at:
+        took = f", {max(0, step.completed_at - step.started_at) / 1000:.1f}s"
+    used = step_usage(store, step)
+    tokens = f", {used.total_tokens:,} tokens" if used.requests else ""
+    lines = [f"## {number}. {step.role} — {step.agent}", "", f"_step {step.hash}{', ' + when if when else ''}{took}{tokens}_", ""]
+    if step.instruction:
+        lines += [f"> {line}" for line in step.instruction.strip().splitlines()] + [""]
+    output = yaml.safe_dump(ordered_output(step.output, schema), sort_keys=False, allow_unicode=True).rstrip()
+    lines += ["```yaml", output, "```", ""]
+    body = step_body(store, step)
+    if body:
+        lines += [body, ""]
+    return "\n".join(lines)
+
+
+def _schema(store: CasStore, meta: str) -> dict | None:
+    try:
+        return store.schema(meta)
+    except UwfError:
+        return None
+
+
+def read_thread(root: Root, thread: str, *, quota: int | None = None, before: str | None = None) -> str:
+    store = CasStore(root)
+    info = thread_info(root, thread, store)
+    context = build_context(store, info.head)
+    workflow = workflow_from_node(store, context.start.workflow)
+    steps = list(enumerate(context.steps, 1))
+    if before:
+        target = store.resolve(before)
+        positions = [i for i, (_, step) in enumerate(steps) if step.hash == target]
+        if not positions:
+            raise UwfError(f"{target} is not a step of thread {info.thread}")
+        steps = steps[: positions[0]]
+    status = "active" if info.active else f"archived ({info.reason})"
+    total = thread_usage(store, context.steps)
+    tokens = (
+        f", {total.total_tokens:,} tokens ({total.prompt_tokens:,} prompt, {total.completion_tokens:,} completion)"
+        if total.requests
+        else ""
+    )
+    header = [
+        f"# Thread {info.thread} — {workflow.name}",
+        "",
+        f"_{status}, head {info.head}, {len(context.steps)} step{'s' if len(context.steps) != 1 else ''}{tokens}_",
+        "",
+        "## Prompt",
+        "",
+        context.start.prompt.strip(),
+        "",
+    ]
+    head_text = "\n".join(header)
+    schemas = {name: _schema(store, role.meta) for name, role in workflow.roles.items()}
+    blocks = [_render_step(store, number, step, schemas.get(step.role)) for number, step in steps]
+    if quota is not None:
+        budget = quota - len(head_text)
+        kept: list[str] = []
+        for block in reversed(blocks):
+            if len(block) > budget and kept:
+                break
+            kept.append(block)
+            budget -= len(block)
+        kept.reverse()
+        omitted = len(blocks) - len(kept)
+        if omitted:
+            kept.insert(0, f"_({omitted} earlier step{'s' if omitted > 1 else ''} omitted by --quota)_\n")
+        blocks = kept
+    text = (head_text + "\n" + "\n".join(blocks)).rstrip() + "\n"
+    if quota is not None and len(text) > quota:
+        text = text[: max(0, quota - 2)].rstrip() + "…\n"  # the quota counts the final newline
+    return text

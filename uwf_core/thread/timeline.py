@@ -1,0 +1,90 @@
+"""A thread as a timeline: its steps, its failed attempts (from runs.jsonl) after
+the step they started from, and the threads that branch off it (forks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import UwfError
+from ..store.cas import CasStore
+from ..store.fs.files import Root
+from ..store.fs.runs import read_runs
+from .context import START_TYPE, build_context, start_of, thread_node
+from .model import StepContext, ThreadContext
+from .ops import ThreadInfo, list_threads, thread_info
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Another thread that shares this one's history up to `at` (a step hash, or the start)."""
+
+    thread: str
+    at: str
+    own_steps: int  # steps it has beyond the shared part
+    active: bool
+    reason: str | None
+
+
+@dataclass
+class Timeline:
+    info: ThreadInfo
+    context: ThreadContext
+    attempts: dict[str, list[dict]] = field(default_factory=dict)  # head hash -> failed attempts from it
+    branches: dict[str, list[Branch]] = field(default_factory=dict)  # step (or start) hash -> branches
+
+    @property
+    def steps(self) -> list[StepContext]:
+        return self.context.steps
+
+
+def thread_timeline(root: Root, thread: str, *, with_branches: bool = True) -> Timeline:
+    store = CasStore(root)
+    info = thread_info(root, thread, store)
+    context = build_context(store, info.head)
+    timeline = Timeline(info, context)
+    for record in read_runs(root, info.thread):
+        if record.get("status") != "ok" and isinstance(record.get("head"), str):
+            timeline.attempts.setdefault(record["head"], []).append(record)
+    if with_branches:
+        timeline.branches = _branches(root, store, info, context)
+    return timeline
+
+
+def _branches(root: Root, store: CasStore, info: ThreadInfo, context: ThreadContext) -> dict[str, list[Branch]]:
+    ours = {step.hash for step in context.steps} | {context.start_hash}
+    result: dict[str, list[Branch]] = {}
+    for other in list_threads(root, include_archived=True):
+        if other.thread == info.thread or not other.head:
+            continue
+        try:
+            if start_of(store, other.head)[0] not in _starts(context):
+                continue
+            at, own = _divergence(store, other.head, ours)
+        except UwfError:
+            continue
+        if at is not None and (own or other.head != info.head):
+            result.setdefault(at, []).append(Branch(other.thread, at, own, other.active, other.reason))
+    return result
+
+
+def _starts(context: ThreadContext) -> set[str]:
+    return {step.start for step in context.steps} | {context.start_hash}
+
+
+def _divergence(store: CasStore, head: str, ours: set[str]) -> tuple[str | None, int]:
+    """Walk back from `head` to the first node we share; count the steps on the way."""
+    own = 0
+    cursor: str | None = head
+    while cursor is not None:
+        if cursor in ours:
+            return cursor, own
+        node = thread_node(store, cursor)
+        if node.type == START_TYPE:
+            cursor = node.payload.get("resumes")
+            continue
+        own += 1
+        cursor = node.payload.get("prev") or node.payload.get("start")
+    return None, own
+
+
+

@@ -1,0 +1,34 @@
+"""Token usage per step (from its detail node) and summed per thread."""
+
+from __future__ import annotations
+
+from ..errors import UwfError
+from ..llm.client import Usage
+from ..store.cas import CasStore
+from .model import StepContext
+
+
+def step_usage(store: CasStore, step: StepContext) -> Usage:
+    """The agent's usage plus the extract fallback's, as recorded in the detail node."""
+    try:
+        payload = store.payload(step.detail)
+    except UwfError:
+        return Usage()
+    if not isinstance(payload, dict):
+        return Usage()
+    return Usage.from_json(payload.get("usage")) + Usage.from_json(payload.get("extractUsage"))
+
+
+def thread_usage(store: CasStore, steps: list[StepContext]) -> Usage:
+    total = Usage()
+    for step in steps:
+        total = total + step_usage(store, step)
+    return total
+
+
+def thread_stats(store: CasStore, head: str) -> tuple[int, Usage]:
+    """(steps, usage) of the chain behind a head, for `uwf thread show`."""
+    from .context import build_context
+
+    steps = build_context(store, head).steps
+    return len(steps), thread_usage(store, steps)

@@ -1,0 +1,457 @@
+"""Turn a workflow YAML document into a typed draft, and lint it.
+
+Everything a put could refuse is found here, before anything is written:
+structure, role fields, output schemas, JSONata, Mustache, and the graph
+(unknown names, dead ends, unreachable roles, no path to $END, statuses a
+role cannot produce). Problems carry their YAML path so messages can name
+the file, line and field.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import deque
+from dataclasses import dataclass, field
+
+from ..errors import UwfError, WorkflowError
+from ..store.schemas import check_schema
+from .model import (
+    DEFAULT_MAX_STEPS,
+    END,
+    START,
+    STATUS_FIELD,
+    Condition,
+    Role,
+    Routes,
+    Target,
+    Transition,
+    Workflow,
+)
+from .yaml_doc import YamlDocument
+
+NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+TOP_FIELDS = {"name", "description", "maxSteps", "roles", "conditions", "graph"}
+ROLE_FIELDS = {"description", "goal", "capabilities", "procedure", "output", "meta"}
+REQUIRED_ROLE_FIELDS = ("description", "goal", "procedure", "output", "meta")
+START_STATUSES = ("new", "resume")
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: tuple
+    message: str
+    severity: str = "error"  # or "warning"
+
+    def format(self, document: YamlDocument) -> str:
+        line = document.line_of(self.path)
+        where = f"{document.file}:{line}" if line else document.file
+        dotted = _dotted(self.path)
+        return f"{where}: {dotted + ': ' if dotted else ''}{self.message}"
+
+
+@dataclass
+class Draft:
+    """A parsed workflow before storage: role metas are raw schemas, not yet hashes."""
+
+    document: YamlDocument
+    workflow: Workflow | None = None
+    schemas: dict[str, dict] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+    def raise_first_error(self) -> None:
+        errors = self.errors
+        if errors:
+            more = f" ({len(errors) - 1} more problem{'s' if len(errors) > 2 else ''}; see `uwf workflow lint`)" if len(errors) > 1 else ""
+            raise WorkflowError(errors[0].format(self.document) + more)
+
+
+def _dotted(path: tuple) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _suggest(name: str, known) -> str:
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def build_draft(document: YamlDocument) -> Draft:
+    """Parse and lint; the draft's problems list says whether it may be stored."""
+    draft = Draft(document)
+    data = document.data
+    if not isinstance(data, dict):
+        draft.problems.append(Problem((), "a workflow must be a YAML mapping (name, roles, graph, ...)"))
+        return draft
+    parser = _Parser(draft)
+    workflow = parser.workflow(data)
+    if workflow is not None and not draft.errors:
+        draft.workflow = workflow
+        _lint_graph(draft, workflow)
+    return draft
+
+
+class _Parser:
+    def __init__(self, draft: Draft) -> None:
+        self.draft = draft
+
+    def error(self, path: tuple, message: str) -> None:
+        self.draft.problems.append(Problem(path, message))
+
+    def warn(self, path: tuple, message: str) -> None:
+        self.draft.problems.append(Problem(path, message, "warning"))
+
+    def text(self, data: dict, key: str, path: tuple, *, required: bool, default: str = "") -> str:
+        if key not in data or data[key] is None:
+            if required:
+                self.error(path, f"missing field '{key}'")
+            return default
+        value = data[key]
+        if not isinstance(value, str):
+            self.error(path + (key,), f"must be a string, got {type(value).__name__}")
+            return default
+        return value
+
+    def workflow(self, data: dict) -> Workflow | None:
+        for key in data:
+            if key not in TOP_FIELDS:
+                self.error((key,), f"unknown field '{key}'{_suggest(key, TOP_FIELDS)}")
+        name = self.text(data, "name", (), required=True)
+        if name and (not NAME_CHARS.issuperset(name) or not name[0].isalnum()):
+            self.error(("name",), f"'{name}' is not a valid workflow name (letters, digits, '.', '_', '-')")
+        description = self.text(data, "description", (), required=False)
+        max_steps = data.get("maxSteps", DEFAULT_MAX_STEPS)
+        if max_steps is None:
+            max_steps = DEFAULT_MAX_STEPS
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            self.error(("maxSteps",), f"must be a positive integer, got {max_steps!r}")
+            max_steps = DEFAULT_MAX_STEPS
+        roles = self.roles(data.get("roles"), name)
+        conditions = self.conditions(data.get("conditions"))
+        graph = self.graph(data.get("graph"))
+        if self.draft.errors:
+            return None
+        return Workflow(name, description, max_steps, roles, conditions, graph)
+
+    def roles(self, data: object, workflow_name: str) -> dict[str, Role]:
+        if data is None:
+            self.error((), "missing field 'roles'")
+            return {}
+        if not isinstance(data, dict) or not data:
+            self.error(("roles",), "must be a non-empty mapping of role name to role")
+            return {}
+        roles = {}
+        for name, spec in data.items():
+            path = ("roles", name)
+            if not _valid_role_name(name):
+                self.error(path, f"'{name}' is not a valid role name (letters, digits, '_', '-'; not starting with '$')")
+                continue
+            if not isinstance(spec, dict):
+                self.error(path, "a role must be a mapping with description, goal, procedure, output and meta")
+                continue
+            for key in spec:
+                if key not in ROLE_FIELDS:
+                    self.error(path + (key,), f"unknown role field '{key}'{_suggest(key, ROLE_FIELDS)}")
+            missing = [key for key in REQUIRED_ROLE_FIELDS if spec.get(key) is None]
+            for key in missing:
+                self.error(path, f"role '{name}' is missing '{key}'")
+            capabilities = spec.get("capabilities") or []
+            if not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities):
+                self.error(path + ("capabilities",), "must be a list of strings")
+                capabilities = []
+            meta = spec.get("meta")
+            if meta is not None:
+                self.role_schema(name, meta, path + ("meta",), workflow_name)
+            roles[name] = Role(
+                name=name,
+                description=self.text(spec, "description", path, required=False),
+                goal=self.text(spec, "goal", path, required=False),
+                capabilities=tuple(capabilities),
+                procedure=self.text(spec, "procedure", path, required=False),
+                output=self.text(spec, "output", path, required=False),
+                meta="",
+            )
+        return roles
+
+    def role_schema(self, role: str, meta: object, path: tuple, workflow_name: str) -> None:
+        try:
+            check_schema(meta, "meta")
+        except UwfError as exc:
+            self.error(path, f"invalid JSON Schema: {exc.message}")
+            return
+        if meta.get("type") != "object":
+            self.error(path, "the output schema must have 'type: object' (the frontmatter is a mapping)")
+            return
+        schema = dict(meta)
+        schema.setdefault("title", f"{workflow_name}.{role}")
+        self.draft.schemas[role] = schema
+
+    def conditions(self, data: object) -> dict[str, Condition]:
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            self.error(("conditions",), "must be a mapping of condition name to {description, expression}")
+            return {}
+        conditions = {}
+        for name, spec in data.items():
+            path = ("conditions", name)
+            if isinstance(spec, str):
+                spec = {"expression": spec}
+            if not isinstance(spec, dict):
+                self.error(path, "a condition must be a mapping with 'expression' (and 'description')")
+                continue
+            for key in spec:
+                if key not in ("description", "expression"):
+                    self.error(path + (key,), f"unknown condition field '{key}'")
+            expression = self.text(spec, "expression", path, required=True)
+            description = self.text(spec, "description", path, required=False)
+            if "expression" in spec and isinstance(spec["expression"], str) and not expression.strip():
+                self.error(path + ("expression",), f"condition '{name}': the expression is empty")
+            elif expression:
+                message = _jsonata_compile_error(expression)
+                if message:
+                    self.error(path + ("expression",), f"condition '{name}': JSONata syntax error: {message}")
+            conditions[str(name)] = Condition(str(name), description, expression)
+        return conditions
+
+    def graph(self, data: object) -> dict[str, Routes]:
+        if data is None:
+            self.error((), "missing field 'graph'")
+            return {}
+        if not isinstance(data, dict) or not data:
+            self.error(("graph",), "must be a mapping of $START and role names to their transitions")
+            return {}
+        graph = {}
+        for key, value in data.items():
+            path = ("graph", key)
+            if isinstance(value, list):
+                graph[str(key)] = Routes(transitions=tuple(self.transitions(value, path)))
+            elif isinstance(value, dict):
+                graph[str(key)] = Routes(statuses=self.status_map(value, path))
+            elif value is None:
+                graph[str(key)] = Routes(transitions=())
+            else:
+                self.error(path, "must be a list of transitions or a mapping of $status to target")
+        return graph
+
+    def transitions(self, items: list, path: tuple) -> list[Transition]:
+        result = []
+        for index, item in enumerate(items):
+            item_path = path + (index,)
+            if not isinstance(item, dict):
+                self.error(item_path, "a transition must be a mapping {role, condition, prompt?}")
+                continue
+            for key in item:
+                if key not in ("role", "condition", "prompt"):
+                    self.error(item_path + (key,), f"unknown transition field '{key}'")
+            role = self.text(item, "role", item_path, required=True)
+            condition = item.get("condition")
+            if condition is not None and not isinstance(condition, str):
+                self.error(item_path + ("condition",), "must be a condition name or null")
+                condition = None
+            prompt = self.prompt(item, item_path)
+            result.append(Transition(role, condition, prompt))
+        return result
+
+    def status_map(self, mapping: dict, path: tuple) -> dict[str, Target]:
+        result = {}
+        for status, target in mapping.items():
+            target_path = path + (status,)
+            if isinstance(target, str):
+                target = {"role": target}
+            if not isinstance(target, dict):
+                self.error(target_path, "a status target must be a role name or a mapping {role, prompt?}")
+                continue
+            for key in target:
+                if key not in ("role", "prompt"):
+                    self.error(target_path + (key,), f"unknown target field '{key}'")
+            role = self.text(target, "role", target_path, required=True)
+            result[str(status)] = Target(str(status), role, self.prompt(target, target_path))
+        return result
+
+    def prompt(self, item: dict, path: tuple) -> str | None:
+        prompt = item.get("prompt")
+        if prompt is None:
+            return None
+        if not isinstance(prompt, str):
+            self.error(path + ("prompt",), "must be a Mustache template string")
+            return None
+        message = _mustache_error(prompt)
+        if message:
+            self.error(path + ("prompt",), f"Mustache template error: {message}")
+        return prompt
+
+
+def _valid_role_name(name: object) -> bool:
+    return isinstance(name, str) and bool(name) and not name.startswith("$") and NAME_CHARS.issuperset(name)
+
+
+def _jsonata_compile_error(expression: str) -> str | None:
+    from .jsonata_expr import compile_error
+
+    return compile_error(expression)
+
+
+def _mustache_error(template: str) -> str | None:
+    from .templates import template_error
+
+    return template_error(template)
+
+
+# -- graph lint -----------------------------------------------------------------
+
+
+def _lint_graph(draft: Draft, workflow: Workflow) -> None:
+    problems = draft.problems
+    roles, graph = workflow.roles, workflow.graph
+    if START not in graph:
+        problems.append(Problem(("graph",), "no '$START' entry: the graph must say which role goes first"))
+        return
+    for key, routes in graph.items():
+        path = ("graph", key)
+        if key == END:
+            problems.append(Problem(path, "'$END' cannot have outgoing transitions"))
+            continue
+        if key != START and key not in roles:
+            problems.append(Problem(path, f"unknown role '{key}'{_suggest(key, roles)}"))
+            continue
+        if not routes.targets():
+            problems.append(Problem(path, f"role '{key}' has no outgoing transitions"))
+        _lint_routes(draft, workflow, key, routes, path)
+    for name in roles:
+        if name not in graph:
+            problems.append(Problem(("roles", name), f"role '{name}' has no outgoing transitions (it is not a key of graph)"))
+    if draft.errors:
+        return
+    reachable = _reachable(graph, START)
+    for name in roles:
+        if name not in reachable:
+            problems.append(Problem(("roles", name), f"role '{name}' is unreachable from $START"))
+    reaches_end = _reaching(graph, END)
+    for key in graph:
+        if key in reachable and key not in reaches_end:
+            problems.append(Problem(("graph", key), f"no path from '{key}' to $END: a thread there could never finish"))
+    used = {t.condition for routes in graph.values() for t in routes.transitions or () if t.condition}
+    for name in workflow.conditions:
+        if name not in used:
+            problems.append(Problem(("conditions", name), f"condition '{name}' is never used", "warning"))
+
+
+def _lint_routes(draft: Draft, workflow: Workflow, key: str, routes: Routes, path: tuple) -> None:
+    problems = draft.problems
+    for target_path, role in _route_targets(routes, path):
+        if role == START:
+            problems.append(Problem(target_path, "'$START' cannot be a target"))
+        elif role != END and role not in workflow.roles:
+            problems.append(Problem(target_path, f"unknown role '{role}'{_suggest(role, workflow.roles)}"))
+    if routes.transitions is not None:
+        fallback_seen = False
+        for index, transition in enumerate(routes.transitions):
+            item_path = path + (index,)
+            if fallback_seen:
+                problems.append(Problem(item_path, "unreachable: an earlier transition has condition null and always matches", "warning"))
+            if transition.condition is None:
+                fallback_seen = True
+            elif transition.condition not in workflow.conditions:
+                problems.append(
+                    Problem(
+                        item_path + ("condition",),
+                        f"unknown condition '{transition.condition}'{_suggest(transition.condition, workflow.conditions)}",
+                    )
+                )
+        if routes.transitions and not fallback_seen:
+            problems.append(Problem(path, "no fallback transition (condition: null): when no condition holds the step fails with 'no route'", "warning"))
+        return
+    _lint_status_map(draft, workflow, key, routes.statuses or {}, path)
+
+
+def _route_targets(routes: Routes, path: tuple):
+    if routes.statuses is not None:
+        return [(path + (status, "role"), target.role) for status, target in routes.statuses.items()]
+    return [(path + (index, "role"), t.role) for index, t in enumerate(routes.transitions or ())]
+
+
+def _lint_status_map(draft: Draft, workflow: Workflow, key: str, statuses: dict[str, Target], path: tuple) -> None:
+    problems = draft.problems
+    if key == START:
+        for status in statuses:
+            if status not in START_STATUSES:
+                problems.append(Problem(path + (status,), f"$START statuses are 'new' and 'resume', not '{status}'"))
+        if "new" not in statuses:
+            problems.append(Problem(path, "a $START status map needs a 'new' entry, or no thread can start"))
+        return
+    schema = draft.schemas.get(key) or {}
+    status_schema = (schema.get("properties") or {}).get(STATUS_FIELD)
+    if not isinstance(status_schema, dict):
+        problems.append(
+            Problem(("roles", key, "meta"), f"role '{key}' is routed by {STATUS_FIELD} but its meta has no '{STATUS_FIELD}' property")
+        )
+        return
+    types = status_schema.get("type")
+    if types not in (None, "string") and not (isinstance(types, list) and "string" in types):
+        problems.append(Problem(("roles", key, "meta"), f"'{STATUS_FIELD}' of role '{key}' must be a string"))
+        return
+    listed = status_schema.get("enum") if "const" not in status_schema else [status_schema["const"]]
+    if isinstance(listed, list) and any(not isinstance(value, str) for value in listed):
+        problems.append(Problem(("roles", key, "meta"), f"'{STATUS_FIELD}' of role '{key}' may only list strings"))
+        return
+    producible = _producible_values(status_schema)
+    if producible is not None:
+        for status in statuses:
+            if status not in producible:
+                problems.append(
+                    Problem(path + (status,), f"role '{key}' cannot produce {STATUS_FIELD} '{status}' (its schema allows {', '.join(map(str, producible))})")
+                )
+        for value in producible:
+            if value not in statuses:
+                problems.append(Problem(path, f"{STATUS_FIELD} '{value}' of role '{key}' has no route: such a step would fail with 'no route'", "warning"))
+    if STATUS_FIELD not in (schema.get("required") or []):
+        problems.append(Problem(("roles", key, "meta"), f"'{STATUS_FIELD}' should be required: routing needs it", "warning"))
+
+
+def _producible_values(schema: dict) -> list | None:
+    """The statuses a `$status` schema allows, when it lists them (only strings can route)."""
+    if "const" in schema:
+        values = [schema["const"]]
+    elif isinstance(schema.get("enum"), list):
+        values = list(schema["enum"])
+    else:
+        return None
+    return [value for value in values if isinstance(value, str)]
+
+
+def _reachable(graph: dict[str, Routes], start: str) -> set[str]:
+    seen = {start}
+    queue = deque([start])
+    while queue:
+        current = queue.popleft()
+        routes = graph.get(current)
+        for target in routes.targets() if routes else ():
+            if target not in seen:
+                seen.add(target)
+                queue.append(target)
+    return seen
+
+
+def _reaching(graph: dict[str, Routes], goal: str) -> set[str]:
+    incoming: dict[str, set[str]] = {}
+    for key, routes in graph.items():
+        for target in routes.targets():
+            incoming.setdefault(target, set()).add(key)
+    seen = {goal}
+    queue = deque([goal])
+    while queue:
+        for source in incoming.get(queue.popleft(), ()):
+            if source not in seen:
+                seen.add(source)
+                queue.append(source)
+    return seen

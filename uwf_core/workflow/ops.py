@@ -1,0 +1,119 @@
+"""Workflow registration and lookup: YAML → lint → CAS → registry.
+
+The public functions here are what `uwf workflow ...` and the TUI call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..encoding.ids import is_cas_ref
+from ..errors import NotFoundError, UwfError
+from ..store.builtin_schemas import BUILTIN_HASHES
+from ..store.cas import CasStore
+from ..store.fs import registry
+from ..store.fs.files import Root
+from .model import Workflow
+
+
+@dataclass(frozen=True)
+class PutResult:
+    name: str
+    hash: str
+    changed: bool  # False when the name already pointed at this hash
+    warnings: list[str]
+
+
+def lint_file(path: str):
+    """Parse and lint a workflow file without storing anything (a workflow_lint.Draft)."""
+    from .lint import build_draft
+    from .yaml_doc import read_yaml_document
+
+    return build_draft(read_yaml_document(path))
+
+
+def put_workflow(root: Root, path: str) -> PutResult:
+    """Register a workflow file. Every check runs before the first write, so a refused
+    file leaves the store exactly as it was."""
+    draft = lint_file(path)
+    draft.raise_first_error()
+    registry.load_registry(root)  # a damaged registry is refused before anything is written
+    store = CasStore(root)
+    store.ensure_builtins()
+    metas = {role: store.put_schema(schema, where=f"roles.{role}.meta") for role, schema in draft.schemas.items()}
+    workflow = draft.workflow
+    roles = {name: replace(role, meta=metas[name]) for name, role in workflow.roles.items()}
+    stored = Workflow(workflow.name, workflow.description, workflow.max_steps, roles, workflow.conditions, workflow.graph)
+    hash_ = store.put(BUILTIN_HASHES["workflow"], stored.to_payload(), what="workflow")
+    source = store.put(BUILTIN_HASHES["content"], draft.document.text, what="workflow source")
+    changed = registry.register(root, workflow.name, hash_, source)
+    return PutResult(workflow.name, hash_, changed, [p.format(draft.document) for p in draft.warnings])
+
+
+def list_workflows(root: Root) -> list[registry.RegistryEntry]:
+    return sorted(registry.load_registry(root).values(), key=lambda entry: entry.name)
+
+
+def resolve_workflow_hash(root: Root, name_or_hash: str) -> str:
+    """A registry name, else a workflow node's hash or unambiguous prefix."""
+    entry = registry.lookup(root, name_or_hash)
+    if entry is not None:
+        return entry.hash
+    store = CasStore(root)
+    try:
+        hash_ = store.resolve(name_or_hash)
+    except UwfError:
+        raise NotFoundError(f"no workflow named '{name_or_hash}' (and no workflow node with that hash)") from None
+    node = store.get(hash_)
+    if node.type != BUILTIN_HASHES["workflow"]:
+        raise NotFoundError(f"{hash_} is not a workflow node")
+    return hash_
+
+
+def load_workflow(root: Root, name_or_hash: str, store: CasStore | None = None) -> Workflow:
+    store = store or CasStore(root)
+    hash_ = resolve_workflow_hash(root, name_or_hash)
+    return workflow_from_node(store, hash_)
+
+
+def workflow_from_node(store: CasStore, hash_: str) -> Workflow:
+    node = store.get(hash_)
+    if node.type != BUILTIN_HASHES["workflow"]:
+        raise NotFoundError(f"{hash_} is not a workflow node")
+    return Workflow.from_payload(node.payload, hash_)
+
+
+def workflow_history(root: Root, name: str) -> registry.RegistryEntry:
+    entry = registry.lookup(root, name)
+    if entry is None:
+        raise NotFoundError(f"no workflow named '{name}'")
+    return entry
+
+
+def rollback_workflow(root: Root, name: str, hash_prefix: str | None = None) -> registry.RegistryEntry:
+    return registry.rollback(root, name, hash_prefix)
+
+
+def workflow_source(root: Root, name_or_hash: str) -> str:
+    """The YAML the workflow was registered from; regenerated from the node if none was kept."""
+    store = CasStore(root)
+    hash_ = resolve_workflow_hash(root, name_or_hash)
+    for entry in registry.load_registry(root).values():
+        for version in (entry.current, *entry.history):
+            if version.hash == hash_ and version.source and is_cas_ref(version.source) and store.has(version.source):
+                text = store.payload(version.source)
+                if isinstance(text, str):
+                    return text
+    return _regenerated_yaml(store, workflow_from_node(store, hash_))
+
+
+def _regenerated_yaml(store: CasStore, workflow: Workflow) -> str:
+    import yaml
+
+    payload = workflow.to_payload()
+    for name, role in payload["roles"].items():
+        schema = dict(store.schema(role["meta"]))
+        role["meta"] = schema
+    return "# regenerated from the stored workflow node (the original file was not kept)\n" + yaml.safe_dump(
+        payload, sort_keys=False, allow_unicode=True
+    )
