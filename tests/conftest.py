@@ -14,6 +14,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
+# Helpers the tests share (fake OpenAI server, the fixed demo root, TUI capture) live in tests/support/.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
+
 
 def _uwf_command() -> list[str]:
     script = shutil.which("uwf", path=os.path.dirname(sys.executable))

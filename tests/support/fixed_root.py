@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from unittest import mock
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 FROZEN_MS = 1_790_000_000_000  # 2026-09-21 14:13:20 UTC
 

@@ -119,7 +119,7 @@ def capture(views: list[str], workdir: str, *, slow_agent: bool = False) -> dict
         from uwf_core.store.fs.files import Root
 
         apply_setup(Root(root_path), SetupRequest(agents={"researcher": agent}, default_agent="researcher"))
-        os.environ["UWF_EXAMPLES_DIR"] = str(Path(__file__).resolve().parent.parent / "examples")
+        os.environ["UWF_EXAMPLES_DIR"] = str(Path(__file__).resolve().parents[2] / "examples")
     with mock.patch("uwf_tui.formatting.time", _Clock):
         return asyncio.run(_capture(root_path, ids, views, agent))
 

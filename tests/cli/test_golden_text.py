@@ -5,13 +5,9 @@ Regenerate after an intended change with UWF_UPDATE_SNAPSHOTS=1."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from fixed_root import EXAMPLES, build_fixed_root  # noqa: E402
 
 from uwf_core.store.fs.files import Root  # noqa: E402

@@ -3,8 +3,6 @@ nothing when refused, the human agent without a terminal, huge integers."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from uwf_core.config.model import AgentConfig, load_config, save_config, with_agent
 
 

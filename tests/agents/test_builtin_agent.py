@@ -1,10 +1,9 @@
 """`uwf-builtin` end to end: the real `uwf` CLI, the real agent process, a fake
-OpenAI-compatible server on 127.0.0.1 (tests/fake_openai.py). No network."""
+OpenAI-compatible server on 127.0.0.1 (tests/support/fake_openai.py). No network."""
 
 from __future__ import annotations
 
 import json
-import os
 import socket
 import stat
 import subprocess

@@ -3,7 +3,7 @@
 The fixed root is deterministic (frozen clock, counted ids), so the only
 thing that differs between two runs is Rich's generated element id, which
 is normalised. After an intended UI change, regenerate the golden files:
-UWF_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/test_tui_snapshots.py
+UWF_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/tui/test_tui_snapshots.py
 (and scripts/screenshots.py for the README).
 """
 
@@ -12,13 +12,9 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from tui_capture import capture, normalize  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "snapshots"

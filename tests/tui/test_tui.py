@@ -10,9 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from fixed_root import build_fixed_root  # noqa: E402
 
 from uwf_core.store.fs.files import Root  # noqa: E402

@@ -6,7 +6,7 @@ import re
 
 import pytest
 from conftest import EXAMPLES, snapshot_tree
-from test_workflow_lint import BASE, STATUS_BASE
+from workflow_texts import BASE, STATUS_BASE
 
 from uwf_core.encoding.ids import is_hash
 
