@@ -40,16 +40,15 @@ def root_dir(tmp_path) -> Path:
 
 @pytest.fixture
 def root(root_dir):
-    from uwf_core.store.fs.files import Root
+    """The opened root (a Repo over the file backend at root_dir)."""
+    from uwf_core.repo import Repo
 
-    return Root(str(root_dir))
+    return Repo.open(str(root_dir))
 
 
 @pytest.fixture
 def store(root):
-    from uwf_core.store.cas import CasStore
-
-    return CasStore(root)
+    return root.nodes
 
 
 class CliResult:

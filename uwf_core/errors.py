@@ -44,3 +44,7 @@ class StateFileError(UwfError):
 
 class LockedError(UwfError):
     """A lock held by another process (e.g. a second step of the same thread)."""
+
+
+class ConflictError(StateFileError):
+    """The head moved (or the thread was archived) while a step was running."""

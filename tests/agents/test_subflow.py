@@ -16,15 +16,14 @@ import pytest
 import yaml
 from conftest import EXAMPLES, _uwf_command, processes_with
 
-from uwf_core.config.model import AgentConfig, Config, save_config
-from uwf_core.store.fs.files import Root
+from uwf_core.config.model import AgentConfig, Config
+from uwf_core.repo import Repo
 
 SCRIPT_AGENT = f"uwf-script --script-dir {EXAMPLES}"
 
 
 def configure(root_dir: Path, *subflow_args: str) -> None:
-    save_config(
-        Root(str(root_dir)),
+    Repo.open(str(root_dir)).save_config(
         Config(
             agents={"sub": AgentConfig("sub", "uwf-subflow", ("--workflow", "develop", *subflow_args))},
             default_agent=SCRIPT_AGENT,
@@ -80,12 +79,12 @@ def test_subflow_runs_develop_as_the_developer(uwf, root_dir, workflows):
         # the child's outputs merged (later steps win), kept to the developer schema's properties
         assert step["output"] == {"filesChanged": coder_final["filesChanged"], "summary": coder_final["summary"]}
 
-    from uwf_core.store.cas import CasStore
-    from uwf_core.thread.ops import step_details, thread_info, thread_steps
+    from uwf_core.thread.details import step_details
+    from uwf_core.thread.ops import thread_info, thread_steps
     from uwf_core.thread.read import read_thread
 
-    root = Root(str(root_dir))
-    store = CasStore(root)
+    root = Repo.open(str(root_dir))
+    store = root.nodes
     all_threads = listed(uwf)
     assert all_threads[parent]["reason"] == "done"
     children = []
@@ -172,7 +171,6 @@ def test_depth_limit_stops_recursion(uwf, root_dir, workflows):
 
 
 def _start_hanging_parent(uwf, root_dir: Path, marker: str, hang: str):
-    from uwf_core.store.fs.locks import running_step
     from uwf_core.thread.ops import list_threads
 
     configure(root_dir, "--agent", f"coder={hang}")
@@ -183,14 +181,14 @@ def _start_hanging_parent(uwf, root_dir: Path, marker: str, hang: str):
     proc = subprocess.Popen(
         [*_uwf_command(), "thread", "step", parent], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    root = Root(str(root_dir))
+    root = Repo.open(str(root_dir))
     child = running = None
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         others = [info.thread for info in list_threads(root, include_archived=True) if info.thread != parent]
         if others:
             child = others[0]
-            running = running_step(root, child)
+            running = root.locks.running(child)
             if running is not None and running.pgid and processes_with(marker):
                 break
         assert proc.poll() is None, proc.communicate()

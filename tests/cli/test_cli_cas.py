@@ -49,16 +49,16 @@ def _put(uwf, type_: str, payload) -> str:
 
 
 def _put_in_process(root_dir, path: str) -> str:
-    from uwf_core.store.fs.files import Root
+    from uwf_core.repo import Repo
     from uwf_core.workflow.ops import put_workflow
 
-    return put_workflow(Root(str(root_dir)), path).hash
+    return put_workflow(Repo.open(str(root_dir)), path).hash
 
 
 def _store(root_dir):
-    from uwf_core.store.cas import CasStore
+    from uwf_core.repo import Repo
 
-    return CasStore(str(root_dir))
+    return Repo.open(str(root_dir)).nodes
 
 
 def _put_lib(root_dir, type_: str, payload) -> str:
@@ -450,11 +450,11 @@ def _all_nodes(root_dir) -> set[str]:
 
 def _kept_by_registry(root_dir) -> set[str]:
     """Every registered version, its source and everything it references (computed in-process)."""
-    from uwf_core.store.fs.registry import load_registry
+    from uwf_core.repo import Repo
 
     store = _store(root_dir)
     kept = set()
-    for entry in load_registry(store.root).values():
+    for entry in Repo.open(str(root_dir)).registry.entries().values():
         for version in (entry.current, *entry.history):
             kept.update(store.walk(version.hash))
             kept.add(version.source)

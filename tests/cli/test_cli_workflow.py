@@ -26,10 +26,10 @@ def assert_one_line_error(result, code: int = 1) -> str:
 
 def _put_in_process(root_dir, path: str) -> dict:
     """Set-up only: register through the library (the CLI itself is what the tests exercise)."""
-    from uwf_core.store.fs.files import Root
+    from uwf_core.repo import Repo
     from uwf_core.workflow.ops import put_workflow
 
-    result = put_workflow(Root(str(root_dir)), path)
+    result = put_workflow(Repo.open(str(root_dir)), path)
     return {"name": result.name, "hash": result.hash}
 
 

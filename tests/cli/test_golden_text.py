@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fixed_root import EXAMPLES, build_fixed_root  # noqa: E402
 
-from uwf_core.store.fs.files import Root  # noqa: E402
+from uwf_core.repo import Repo  # noqa: E402
 from uwf_core.workflow.graph_text import render_mermaid, render_text  # noqa: E402
 from uwf_core.workflow.ops import load_workflow, put_workflow  # noqa: E402
 from uwf_tui.graph_layout import render_graph  # noqa: E402
@@ -31,7 +31,7 @@ def check(name: str, text: str) -> None:
 
 @pytest.fixture(scope="module")
 def examples_root(tmp_path_factory):
-    root = Root(str(tmp_path_factory.mktemp("golden") / "root"))
+    root = Repo.open(str(tmp_path_factory.mktemp("golden") / "root"))
     for name in WORKFLOWS:
         put_workflow(root, str(EXAMPLES / f"{name}.yaml"))
     return root
@@ -66,4 +66,4 @@ def test_thread_read(tmp_path, monkeypatch):
 
     monkeypatch.setenv("TZ", "UTC")
     ids = build_fixed_root(str(tmp_path / "root"))
-    check("solve-issue.read.md", read_thread(Root(str(tmp_path / "root")), ids["solve"]))
+    check("solve-issue.read.md", read_thread(Repo.open(str(tmp_path / "root")), ids["solve"]))

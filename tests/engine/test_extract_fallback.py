@@ -13,7 +13,7 @@ import respx
 from conftest import EXAMPLES
 from fake_openai import FakeOpenAI, reply
 
-from uwf_core.config.model import AgentConfig, Config, ModelConfig, ProviderConfig, load_config, save_config, with_agent
+from uwf_core.config.model import AgentConfig, Config, ModelConfig, ProviderConfig, with_agent
 from uwf_core.engine.extract import (
     MAX_CORRECTIONS,
     Extracted,
@@ -25,7 +25,7 @@ from uwf_core.engine.extract import (
 from uwf_core.engine.extract_llm import LlmExtractor, fallback_for
 from uwf_core.errors import UwfError
 from uwf_core.llm.client import Usage
-from uwf_core.store.fs.files import Root
+from uwf_core.repo import Repo
 
 KEY = "sk-test-SECRET-123"
 SCHEMA = {
@@ -74,9 +74,9 @@ def configure(uwf, root_dir: Path, script: Path, base_url: str | None) -> None:
     if base_url is not None:
         result = uwf("setup", "--provider", "fake", "--base-url", base_url, "--api-key", KEY, "--model", "fake-model")
         assert result.code == 0, result
-    root = Root(str(root_dir))
-    config = with_agent(load_config(root), AgentConfig("shell", "sh", (str(script),), "text"))
-    save_config(root, Config(**{**config.__dict__, "default_agent": "shell"}))
+    root = Repo.open(str(root_dir))
+    config = with_agent(root.config, AgentConfig("shell", "sh", (str(script),), "text"))
+    root.save_config(Config(**{**config.__dict__, "default_agent": "shell"}))
     put = uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"))
     assert put.code == 0, put
 

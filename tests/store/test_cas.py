@@ -292,9 +292,9 @@ def test_re_put_renews_the_file_age_for_gc(store, root_dir):
 
 
 def test_a_fresh_store_object_sees_the_same_nodes(root):
-    first = CasStore(root)
+    first = CasStore(root.backend.nodes)
     hash_ = _content(first, "shared")
-    second = CasStore(root)
+    second = CasStore(root.backend.nodes)
     assert second.get(hash_).payload == "shared"
 
 
@@ -524,12 +524,12 @@ def test_meta_schema_node_is_its_own_type(store):
 def test_ensure_builtins_is_idempotent(store, root_dir):
     store.ensure_builtins()
     before = snapshot_tree(root_dir)
-    CasStore(store.root).ensure_builtins()
+    CasStore(store.nodes).ensure_builtins()
     assert snapshot_tree(root_dir) == before
 
 
 def test_opening_a_store_touches_nothing(root, root_dir):
-    store = CasStore(root)
+    store = CasStore(root.backend.nodes)
     assert not store.has(META_HASH)
     assert store.all_hashes() == []
     assert list(root_dir.iterdir()) == []

@@ -10,8 +10,7 @@ import time
 
 from conftest import REPO, _uwf_command
 
-from uwf_core.store.fs.files import Root
-from uwf_core.store.fs.threads import load_threads
+from uwf_core.repo import Repo
 
 SOLVE_AGENT = "uwf-script --script examples/solve-issue.script.yaml"
 SOLVE_ROLES = ["planner", "developer", "reviewer", "developer", "reviewer"]
@@ -69,7 +68,7 @@ def test_eight_threads_run_concurrently_to_done(uwf, root_dir):
     assert len(history) == THREADS
     assert {record["thread"]: (record["head"], record["reason"]) for record in history} == {t: (heads[t], "done") for t in threads}
 
-    assert load_threads(Root(str(root_dir))) == {}
+    assert Repo.open(str(root_dir)).threads.heads() == {}
 
     runs = [json.loads(line) for line in (root_dir / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == THREADS * 5

@@ -60,7 +60,6 @@ def _scripted_step(root, thread: str, answers: dict, index: dict) -> str:
     from uwf_core.agents.kit import AgentAnswer, complete_step, load_agent_context
     from uwf_core.agents.script import answer_text
     from uwf_core.engine.step import _next_is_end
-    from uwf_core.store.fs import threads as thread_index
     from uwf_core.thread.moderator import evaluate
     from uwf_core.thread.ops import thread_info
 
@@ -78,8 +77,8 @@ def _scripted_step(root, thread: str, answers: dict, index: dict) -> str:
     CLOCK.advance(4.2 + 1.3 * len(index))
     step = complete_step(ctx, AgentAnswer(text, {"script": "examples"}), agent_label="uwf-script", started_ms=started)
     CLOCK.advance(2.0)
-    done = _next_is_end(ctx.store, ctx.workflow, ctx.context, step)
-    thread_index.compare_and_set_head(root, thread, info.head, step, archive_reason="done" if done else None, workflow=info.workflow)
+    done = _next_is_end(root, ctx.workflow, ctx.context, step)
+    root.threads.compare_and_set(thread, info.head, step, archive_reason="done" if done else None, workflow=info.workflow)
     return step
 
 
@@ -88,12 +87,12 @@ def build_fixed_root(path: str) -> dict:
     import yaml
 
     from uwf_core.config.setup import SetupRequest, apply_setup
-    from uwf_core.store.fs.files import Root
-    from uwf_core.store.fs.runs import RunRecord, append_run
+    from uwf_core.repo import Repo
+    from uwf_core.store.records import RunRecord
     from uwf_core.thread.ops import fork_with_output, start_thread
     from uwf_core.workflow.ops import put_workflow
 
-    root = Root(path)
+    root = Repo.open(path)
     ids: dict = {}
     with frozen_clock():
         for name in ("solve-issue", "triage-bug", "analyze-topic", "develop"):
@@ -116,8 +115,7 @@ def build_fixed_root(path: str) -> dict:
         ids["triage_steps"] = [_scripted_step(root, triage.thread, scripts["triage-bug"], index) for _ in range(2)]
         ids["triage"] = triage.thread
         now = int(time.time() * 1000)
-        append_run(
-            root,
+        root.runs.append(
             RunRecord(
                 thread=triage.thread, workflow=triage.workflow, role="triager", agent="claude", status="timeout",
                 head=ids["triage_steps"][-1], step=None, startedAt=now - 900_000, completedAt=now, durationMs=900_000,

@@ -366,14 +366,14 @@ def test_natural_end_at_the_limit_is_done_not_max_steps():
 
 
 def test_real_threads_route_start_by_new_then_resume(root):
-    from uwf_core.store.cas import CasStore
+    from uwf_core.engine.control import kill_thread
     from uwf_core.thread.context import build_context
-    from uwf_core.thread.ops import kill_thread, resume_thread, start_thread
+    from uwf_core.thread.ops import resume_thread, start_thread
     from uwf_core.workflow.ops import load_workflow, put_workflow
 
     put_workflow(root, str(EXAMPLES / "triage-bug.yaml"))
-    store = CasStore(root)
-    workflow = load_workflow(root, "triage-bug", store)
+    store = root.nodes
+    workflow = load_workflow(root, "triage-bug")
     info = start_thread(root, "triage-bug", "The login <form> crashes & burns")
     decision = evaluate(workflow, build_context(store, info.head))
     assert decision.role == "triager"
@@ -390,7 +390,6 @@ def test_real_threads_route_start_by_new_then_resume(root):
 
 
 def test_real_workflow_start_prompt_renders_start_node_unescaped(root, tmp_path):
-    from uwf_core.store.cas import CasStore
     from uwf_core.thread.context import build_context
     from uwf_core.thread.ops import start_thread
     from uwf_core.workflow.ops import load_workflow, put_workflow
@@ -404,8 +403,8 @@ def test_real_workflow_start_prompt_renders_start_node_unescaped(root, tmp_path)
     path = tmp_path / "analyze.yaml"
     path.write_text(source)
     put_workflow(root, str(path))
-    store = CasStore(root)
+    store = root.nodes
     info = start_thread(root, "analyze-topic", "<CAS> & \"forks\"")
-    decision = evaluate(load_workflow(root, "analyze-topic", store), build_context(store, info.head))
+    decision = evaluate(load_workflow(root, "analyze-topic"), build_context(store, info.head))
     assert decision.role == "analyst"
     assert decision.instruction == 'Analyze: <CAS> & "forks"'

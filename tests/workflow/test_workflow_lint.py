@@ -68,7 +68,7 @@ def _warnings(path: str) -> list[str]:
 
 def _refused(root, path: str) -> str:
     """put_workflow refuses the file: the message, after checking that nothing was written."""
-    root_dir = Path(root.path)
+    root_dir = Path(root.location)
     before = snapshot_tree(root_dir)
     with pytest.raises(WorkflowError) as info:
         put_workflow(root, path)

@@ -19,9 +19,9 @@ from functools import cached_property
 from typing import Callable
 
 from ..errors import UwfError
+from ..repo import Repo
 from ..store.cas import CasStore
-from ..store.fs.files import Root
-from ..thread.context import build_context
+from ..thread.context import context_of
 from ..thread.model import ThreadContext
 from ..workflow.model import Role, Workflow
 
@@ -30,14 +30,17 @@ from ..workflow.model import Role, Workflow
 class AgentContext:
     """Everything an agent needs to do one role's work."""
 
-    root: Root
-    store: CasStore
+    repo: Repo
     thread: str
     workflow: Workflow
     role: Role
     context: ThreadContext
     instruction: str | None
     options: dict = field(default_factory=dict)
+
+    @property
+    def store(self) -> CasStore:
+        return self.repo.nodes
 
     @property
     def schema(self) -> dict:
@@ -76,19 +79,17 @@ class AgentUsageError(UwfError):
     pass
 
 
-def load_agent_context(root: Root, thread: str, role_name: str, options: dict | None = None) -> AgentContext:
-    from ..store.fs.threads import load_threads
+def load_agent_context(repo: Repo, thread: str, role_name: str, options: dict | None = None) -> AgentContext:
     from ..thread.moderator import evaluate
-    from ..workflow.ops import workflow_from_node
+    from ..workflow.ops import workflow_of
 
-    store = CasStore(root)
     head = os.environ.get("UWF_HEAD") if os.environ.get("UWF_THREAD") == thread else None
     if not head:
-        head = load_threads(root).get(thread)
+        head = repo.threads.heads().get(thread)
         if head is None:
-            raise UwfError(f"thread {thread} is not active in {root.path}")
-    context = build_context(store, head)
-    workflow = workflow_from_node(store, context.start.workflow)
+            raise UwfError(f"thread {thread} is not active in {repo.location}")
+    context = context_of(repo, head)
+    workflow = workflow_of(repo, context.start.workflow)
     role = workflow.roles.get(role_name)
     if role is None:
         raise UwfError(f"workflow '{workflow.name}' has no role '{role_name}'")
@@ -96,7 +97,7 @@ def load_agent_context(root: Root, thread: str, role_name: str, options: dict | 
     if instruction is None and "UWF_ROLE" not in os.environ:
         decision = evaluate(workflow, context)
         instruction = decision.instruction if decision.role == role_name else None
-    return AgentContext(root, store, thread, workflow, role, context, instruction, dict(options or {}))
+    return AgentContext(repo, thread, workflow, role, context, instruction, dict(options or {}))
 
 
 def _answer(value: AgentAnswer | str) -> AgentAnswer:
@@ -113,12 +114,11 @@ def complete_step(
     fallback=None,
 ) -> str:
     """Extract the structured output (fast path, fallback, corrections) and write the step."""
-    from ..config.model import load_config, redact, secret_values
+    from ..config.env import redact, secret_values
     from ..engine.extract import extract_with_corrections
-    from ..engine.step import write_step
-    from ..store.builtin_schemas import BUILTIN_HASHES
+    from ..engine.record import write_answer
 
-    secrets = secret_values(load_config(ctx.root))
+    secrets = secret_values(ctx.repo.config)
     current = [answer]
 
     def retry(message: str) -> str:
@@ -129,26 +129,21 @@ def complete_step(
     outcome = extract_with_corrections(
         redact(answer.text, secrets), ctx.schema, cache_key=ctx.role.meta, fallback=fallback, retry=retry if continue_ else None
     )
-    final = current[0]
-    detail = {
-        "agent": agent_label,
-        "protocol": "step",
-        "prompt": ctx.store.put(BUILTIN_HASHES["content"], ctx.prompt),
-        "content": ctx.store.put(BUILTIN_HASHES["content"], outcome.text),
-        "extract": outcome.extracted.method,
-        "corrections": outcome.corrections,
-    }
+    detail = {"extract": outcome.extracted.method, "corrections": outcome.corrections}
     if outcome.usage is not None:
         detail["extractUsage"] = outcome.usage.to_json()
-    detail.update(redact(final.detail, secrets))
-    return write_step(
+    detail.update(current[0].detail)
+    return write_answer(
         ctx.store,
         context=ctx.context,
-        role=ctx.role.name,
-        meta=ctx.role.meta,
-        output=outcome.extracted.output,
+        role=ctx.role,
         agent=agent_label,
+        protocol="step",
+        prompt=ctx.prompt,
+        answer=outcome.text,
+        output=outcome.extracted.output,
         detail=detail,
+        secrets=secrets,
         instruction=ctx.instruction,
         started_ms=started_ms,
     )
@@ -175,16 +170,15 @@ def run_agent(
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     started = int(time.time() * 1000)
     try:
-        root = Root(None)
-        _load_env(root)
-        ctx = load_agent_context(root, args.thread, args.role, vars(args))
+        repo = Repo.open()
+        _load_env(repo)
+        ctx = load_agent_context(repo, args.thread, args.role, vars(args))
         answer = _answer(run(ctx))
         fallback = None
         if llm_fallback:
-            from ..config.model import load_config
             from ..engine.extract_llm import fallback_for
 
-            fallback = fallback_for(load_config(root))
+            fallback = fallback_for(repo.config)
         step = complete_step(ctx, answer, agent_label=name, started_ms=started, continue_=continue_, fallback=fallback)
     except UwfError as exc:
         sys.stderr.write(f"{name}: error: {' '.join(exc.message.split())}\n")
@@ -195,8 +189,6 @@ def run_agent(
     return 0
 
 
-def _load_env(root: Root) -> None:
-    from ..config.model import load_env_file
-
-    for key, value in load_env_file(root).items():
+def _load_env(repo: Repo) -> None:
+    for key, value in repo.env_values.items():
         os.environ.setdefault(key, value)

@@ -57,9 +57,12 @@ def merged_output(outputs: list[object], schema: dict) -> dict:
 
 
 def run(ctx: AgentContext) -> AgentAnswer:
+    from ..engine.attempt import StepOptions
+    from ..engine.control import kill_thread
     from ..engine.step import run_thread
     from ..store.schemas import validation_errors
-    from ..thread.ops import kill_thread, start_thread, thread_info, thread_steps
+    from ..thread.context import context_of
+    from ..thread.ops import start_thread, thread_info
     from ..thread.read import read_thread
     from ..thread.usage import thread_usage
 
@@ -71,7 +74,7 @@ def run(ctx: AgentContext) -> AgentAnswer:
     from ..engine.resolve import parse_assignments
 
     bindings = parse_assignments(options["bind"]) or None
-    child = start_thread(ctx.root, options["workflow"], child_prompt(ctx), ctx.context.start.workspace, bindings)
+    child = start_thread(ctx.repo, options["workflow"], child_prompt(ctx), ctx.context.start.workspace, bindings)
     sys.stderr.write(f"{NAME}: child thread {child.thread} ({options['workflow']})\n")
     cancel = Cancel()
 
@@ -83,14 +86,13 @@ def run(ctx: AgentContext) -> AgentAnswer:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        result = run_thread(
-            ctx.root,
-            child.thread,
+        step_options = StepOptions(
             agent=options.get("child_agent"),
             timeout=options.get("timeout"),
             on_output=lambda line: sys.stderr.write(line + "\n"),
             cancel=cancel,
         )
+        result = run_thread(ctx.repo, child.thread, step_options)
     except UwfError as exc:
         if cancel.is_set():
             _kill_quietly(kill_thread, ctx, child.thread)
@@ -100,8 +102,8 @@ def run(ctx: AgentContext) -> AgentAnswer:
         if cancel.is_set():
             _kill_quietly(kill_thread, ctx, child.thread)
         raise UwfError(f"child thread {child.thread} stopped before it was done")
-    info = thread_info(ctx.root, child.thread)
-    steps = thread_steps(ctx.root, child.thread)
+    info = thread_info(ctx.repo, child.thread)
+    steps = context_of(ctx.repo, info.head).steps
     usage = thread_usage(ctx.store, steps)
     detail = {
         "protocol": "subflow",
@@ -114,12 +116,12 @@ def run(ctx: AgentContext) -> AgentAnswer:
     candidate = merged_output([step.output for step in steps], ctx.schema)
     if not validation_errors(ctx.schema, candidate, cache_key=ctx.role.meta):
         return AgentAnswer(json.dumps(candidate, ensure_ascii=False), detail)
-    return AgentAnswer(read_thread(ctx.root, child.thread), detail)
+    return AgentAnswer(read_thread(ctx.repo, child.thread), detail)
 
 
 def _kill_quietly(kill_thread, ctx: AgentContext, thread: str) -> None:
     try:
-        kill_thread(ctx.root, thread)
+        kill_thread(ctx.repo, thread)
     except UwfError:
         pass
 

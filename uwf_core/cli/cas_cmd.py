@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from .common import command, group, root_of
-from .output import EXIT_ERROR, emit_json, emit_text, error
+from .common import command, group, repo_of
+from .output import emit_json, emit_text, error
 
 
 def register(groups, common) -> None:
@@ -36,9 +36,7 @@ def register(groups, common) -> None:
 
 
 def _store(args):
-    from ..store.cas import CasStore
-
-    return CasStore(root_of(args))
+    return repo_of(args).nodes
 
 
 def cmd_get(args) -> int:
@@ -112,7 +110,8 @@ def cmd_gc(args) -> int:
 
     if args.grace < 0:
         return error("--grace must not be negative")
-    report = gc(_store(args), grace_seconds=args.grace, dry_run=args.dry_run)
+    repo = repo_of(args)
+    report = gc(repo.nodes, repo.backend, grace_seconds=args.grace, dry_run=args.dry_run)
     emit_json(report.to_dict())
     return 0
 

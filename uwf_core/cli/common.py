@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 
 
-def root_of(args: argparse.Namespace):
-    from ..store.fs.files import Root
+def repo_of(args: argparse.Namespace):
+    """The command's one opened root (`--root` > UWF_STORAGE_ROOT > ~/.uwf)."""
+    from ..repo import Repo
 
-    return Root(getattr(args, "root", None))
+    return Repo.open(getattr(args, "root", None))
 
 
 def group(groups, common, name: str, help_text: str):

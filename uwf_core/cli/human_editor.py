@@ -10,14 +10,14 @@ import sys
 COMMENT = "<!-- uwf: fill in the frontmatter above and write your answer here. Everything from this line on is your prompt, for reference; it is removed. -->"
 
 
-def editor_answer(request) -> str | None:
-    """Open $EDITOR (or vi) on a template; None when the person leaves it unchanged or empty."""
+def editor_answer(request, scratch_dir: str) -> str | None:
+    """Open $EDITOR (or vi) on a template in `scratch_dir`; None when the person leaves it unchanged or empty."""
     from ..errors import UwfError
-    from ..store.fs.files import Root, atomic_write, read_text, temp_path_for
+    from ..store.fs.files import atomic_write, read_text, temp_path_for
 
     if not sys.stdin.isatty():
         raise UwfError(f"role '{request.role}' is assigned to a human: answer it in uwf-tui, or run `uwf thread step` on a terminal (it opens $EDITOR)")
-    path = temp_path_for(Root().join("tmp", f"human-{request.role}")) + ".md"
+    path = temp_path_for(os.path.join(scratch_dir, f"human-{request.role}")) + ".md"
     template = request.template + "\n\n" + COMMENT + "\n\n" + request.prompt
     atomic_write(path, template.encode("utf-8"), mode=0o600, sync=False)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import root_of
+from .common import repo_of
 from .output import emit_json, note
 
 
@@ -51,9 +51,9 @@ def cmd_setup(args) -> int:
         if not sys.stdin.isatty():
             raise UwfError("uwf setup needs flags when not run on a terminal (see `uwf setup --help`)")
         request = _ask(request)
-    root = root_of(args)
-    config = apply_setup(root, request)
-    note(f"wrote {root.config_file}" + (f" and {root.env_file}" if request.api_key else ""))
+    repo = repo_of(args)
+    config = apply_setup(repo, request)
+    note(f"wrote {repo.backend.config.location}" + (f" and {repo.env_path}" if request.api_key else ""))
     emit_json(config.to_dict())
     return 0
 
@@ -61,7 +61,7 @@ def cmd_setup(args) -> int:
 def _ask(request):
     import getpass
 
-    from ..engine.resolve import PRESETS
+    from ..config.presets import PRESETS
 
     def ask(question: str, default: str = "") -> str:
         shown = f" [{default}]" if default else ""

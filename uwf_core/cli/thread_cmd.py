@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import command, group, root_of
+from .common import command, group, repo_of
 from .output import emit_json, emit_text, note
 
 
@@ -70,18 +70,26 @@ def cmd_start(args) -> int:
     from ..thread.ops import start_thread
 
     bindings = parse_assignments(args.agent)
-    info = start_thread(root_of(args), args.workflow, _prompt(args.prompt), args.workspace, bindings or None)
+    info = start_thread(repo_of(args), args.workflow, _prompt(args.prompt), args.workspace, bindings or None)
     emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
     return 0
 
 
-def cmd_step(args) -> int:
-    from ..engine.step import perform_step
+def _step_options(args, repo):
+    from functools import partial
+
+    from ..engine.attempt import StepOptions
     from .human_editor import editor_answer
 
-    result = perform_step(
-        root_of(args), args.thread, agent=args.agent, timeout=args.timeout, on_output=_stream_line, human=editor_answer
-    )
+    human = partial(editor_answer, scratch_dir=repo.backend.scratch_dir)
+    return StepOptions(agent=args.agent, timeout=args.timeout, on_output=_stream_line, human=human)
+
+
+def cmd_step(args) -> int:
+    from ..engine.step import perform_step
+
+    repo = repo_of(args)
+    result = perform_step(repo, args.thread, _step_options(args, repo))
     emit_json(result.to_json())
     return 0
 
@@ -99,32 +107,20 @@ def cmd_run(args) -> int:
         else:
             note(f"thread finished ({result.reason})")
 
-    from .human_editor import editor_answer
-
-    result = run_thread(
-        root_of(args),
-        args.thread,
-        max_steps=args.max,
-        agent=args.agent,
-        timeout=args.timeout,
-        on_output=_stream_line,
-        on_step=progress,
-        human=editor_answer,
-    )
+    repo = repo_of(args)
+    result = run_thread(repo, args.thread, _step_options(args, repo), max_steps=args.max, on_step=progress)
     emit_json(result.to_json())
     return 0
 
 
 def cmd_show(args) -> int:
-    from ..store.cas import CasStore
     from ..thread.ops import thread_info
     from ..thread.usage import thread_stats
 
-    root = root_of(args)
-    store = CasStore(root)
-    info = thread_info(root, args.thread, store)
+    repo = repo_of(args)
+    info = thread_info(repo, args.thread)
     data = info.to_json()
-    data["steps"], usage = thread_stats(store, info.head)
+    data["steps"], usage = thread_stats(repo, info.head)
     if usage.requests:
         data["usage"] = usage.to_json()
     emit_json(data)
@@ -135,7 +131,7 @@ def cmd_list(args) -> int:
     from ..thread.ops import list_threads
 
     items = []
-    for info in list_threads(root_of(args), include_archived=args.all):
+    for info in list_threads(repo_of(args), include_archived=args.all):
         item = {"thread": info.thread, "workflow": info.workflow, "head": info.head}
         if not info.active:
             item["reason"] = info.reason
@@ -150,7 +146,7 @@ def cmd_steps(args) -> int:
     emit_json(
         [
             {"hash": s.hash, "role": s.role, "agent": s.agent, "output": s.output, "detail": s.detail}
-            for s in thread_steps(root_of(args), args.thread)
+            for s in thread_steps(repo_of(args), args.thread)
         ]
     )
     return 0
@@ -159,7 +155,7 @@ def cmd_steps(args) -> int:
 def cmd_read(args) -> int:
     from ..thread.read import read_thread
 
-    emit_text(read_thread(root_of(args), args.thread, quota=args.quota, before=args.before))
+    emit_text(read_thread(repo_of(args), args.thread, quota=args.quota, before=args.before))
     return 0
 
 
@@ -167,9 +163,9 @@ def cmd_fork(args) -> int:
     from ..thread.ops import fork_thread, fork_with_output
 
     if args.edit_output:
-        info = fork_with_output(root_of(args), args.step, _read_mapping(args.edit_output))
+        info = fork_with_output(repo_of(args), args.step, _read_mapping(args.edit_output))
     else:
-        info = fork_thread(root_of(args), args.step)
+        info = fork_thread(repo_of(args), args.step)
     emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
     return 0
 
@@ -201,29 +197,28 @@ def _read_mapping(path: str) -> dict:
 def cmd_resume(args) -> int:
     from ..thread.ops import resume_thread
 
-    info = resume_thread(root_of(args), args.thread, _prompt(args.prompt))
+    info = resume_thread(repo_of(args), args.thread, _prompt(args.prompt))
     emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
     return 0
 
 
 def cmd_kill(args) -> int:
-    from ..thread.ops import kill_thread
+    from ..engine.control import kill_thread
 
-    emit_json(kill_thread(root_of(args), args.thread).to_json())
+    emit_json(kill_thread(repo_of(args), args.thread).to_json())
     return 0
 
 
 def cmd_step_details(args) -> int:
-    from ..thread.ops import step_details
+    from ..thread.details import step_details
 
-    emit_json(step_details(root_of(args), args.step).to_json())
+    emit_json(step_details(repo_of(args), args.step).to_json())
     return 0
 
 
 def cmd_runs(args) -> int:
-    from ..store.fs.runs import read_runs
     from ..thread.ops import resolve_thread_id
 
-    root = root_of(args)
-    emit_json(read_runs(root, resolve_thread_id(root, args.thread)))
+    repo = repo_of(args)
+    emit_json([record.to_dict() for record in repo.runs.read(resolve_thread_id(repo, args.thread))])
     return 0

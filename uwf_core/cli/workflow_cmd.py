@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import command, group, root_of
+from .common import command, group, repo_of
 from .output import EXIT_ERROR, emit_json, emit_text, note, warn
 
 
@@ -29,7 +29,7 @@ def register(groups, common) -> None:
 def cmd_put(args) -> int:
     from ..workflow.ops import put_workflow
 
-    result = put_workflow(root_of(args), args.file)
+    result = put_workflow(repo_of(args), args.file)
     for message in result.warnings:
         warn(message)
     if not result.changed:
@@ -54,19 +54,17 @@ def cmd_lint(args) -> int:
 def cmd_show(args) -> int:
     from ..workflow.ops import load_workflow, workflow_source
 
-    root = root_of(args)
+    repo = repo_of(args)
     if args.source:
-        emit_text(workflow_source(root, args.workflow))
+        emit_text(workflow_source(repo, args.workflow))
         return 0
-    workflow = load_workflow(root, args.workflow)
+    workflow = load_workflow(repo, args.workflow)
     emit_json(workflow.to_payload())
     return 0
 
 
 def cmd_list(args) -> int:
-    from ..store.fs.registry import load_registry
-
-    entries = load_registry(root_of(args))
+    entries = repo_of(args).registry.entries()
     emit_json([{"name": name, "hash": entries[name].hash} for name in sorted(entries)])
     return 0
 
@@ -74,7 +72,7 @@ def cmd_list(args) -> int:
 def cmd_history(args) -> int:
     from ..workflow.ops import workflow_history
 
-    entry = workflow_history(root_of(args), args.name)
+    entry = workflow_history(repo_of(args), args.name)
     emit_json(
         {
             "name": entry.name,
@@ -88,7 +86,7 @@ def cmd_history(args) -> int:
 def cmd_rollback(args) -> int:
     from ..workflow.ops import rollback_workflow
 
-    entry = rollback_workflow(root_of(args), args.name, args.hash)
+    entry = rollback_workflow(repo_of(args), args.name, args.hash)
     emit_json({"name": entry.name, "hash": entry.hash})
     return 0
 
@@ -97,6 +95,6 @@ def cmd_graph(args) -> int:
     from ..workflow.graph_text import render_mermaid, render_text
     from ..workflow.ops import load_workflow
 
-    workflow = load_workflow(root_of(args), args.workflow)
+    workflow = load_workflow(repo_of(args), args.workflow)
     emit_text(render_mermaid(workflow) if args.mermaid else render_text(workflow))
     return 0

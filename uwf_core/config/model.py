@@ -1,13 +1,11 @@
-"""config.yaml (providers, models, agents, overrides; never secrets) and .env (API keys, mode 0600)."""
+"""config.yaml as typed values: providers, models, agents, overrides; never secrets (those are in .env)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 
 from ..encoding.simple_yaml import YamlSyntaxError, dumps, loads
 from ..errors import UwfError
-from ..store.fs.files import Root, atomic_write, read_text
 
 PROTOCOLS = ("step", "text")
 HEADER = "uwf configuration: providers, models, agents and overrides. API keys live in .env, never here."
@@ -89,20 +87,19 @@ class Config:
         return data
 
 
-def load_config(root: Root) -> Config:
-    """The root's configuration; an empty Config when there is no config.yaml."""
-    text = read_text(root.config_file)
+def parse_config(text: str | None, where: str) -> Config:
+    """config.yaml's text as a Config (empty when there is none); `where` names it in errors."""
     if text is None:
         return Config()
     try:
         raw = loads(text)
     except YamlSyntaxError as exc:
-        raise ConfigError(f"{root.config_file}: {exc}") from None
+        raise ConfigError(f"{where}: {exc}") from None
     if raw is None or raw == "":
         return Config()
     if not isinstance(raw, dict):
-        raise ConfigError(f"{root.config_file}: expected a mapping at the top level")
-    return _parse(raw, root.config_file)
+        raise ConfigError(f"{where}: expected a mapping at the top level")
+    return _parse(raw, where)
 
 
 def _none(value: object) -> bool:
@@ -192,83 +189,9 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
     return AgentConfig(name, _text(spec.get("command"), f"{where}.command"), tuple(args), protocol, timeout, dict(env))
 
 
-def save_config(root: Root, config: Config) -> None:
-    atomic_write(root.config_file, dumps(config.to_dict(), HEADER).encode("utf-8"))
+def dump_config(config: Config) -> str:
+    return dumps(config.to_dict(), HEADER)
 
 
 def with_agent(config: Config, agent: AgentConfig) -> Config:
     return replace(config, agents={**config.agents, agent.name: agent})
-
-
-# -- .env -------------------------------------------------------------------------
-
-
-def load_env_file(root: Root) -> dict[str, str]:
-    """KEY=VALUE lines of <root>/.env (comments, blank lines and `export ` allowed)."""
-    text = read_text(root.env_file)
-    values: dict[str, str] = {}
-    if not text:
-        return values
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export ") :].strip()
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        if not sep or not key.replace("_", "").isalnum():
-            raise ConfigError(f"{root.env_file}:{number}: expected KEY=VALUE")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        values[key] = value
-    return values
-
-
-def update_env_file(root: Root, updates: dict[str, str]) -> None:
-    """Set keys in .env, keeping other lines; the file is always mode 0600."""
-    text = read_text(root.env_file) or ""
-    lines = text.splitlines()
-    remaining = dict(updates)
-    for index, line in enumerate(lines):
-        key = line.strip().removeprefix("export ").partition("=")[0].strip()
-        if key in remaining:
-            lines[index] = f"{key}={_quote(remaining.pop(key))}"
-    lines.extend(f"{key}={_quote(value)}" for key, value in remaining.items())
-    atomic_write(root.env_file, ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
-    os.chmod(root.env_file, 0o600)
-
-
-def _quote(value: str) -> str:
-    return f'"{value}"' if any(c.isspace() or c in "#'\"" for c in value) else value
-
-
-def env_with_secrets(root: Root, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment agents and extract run with: .env values fill in what is unset."""
-    env = dict(os.environ if base is None else base)
-    for key, value in load_env_file(root).items():
-        env.setdefault(key, value)
-    return env
-
-
-def secret_values(config: Config, env: dict[str, str] | None = None) -> list[str]:
-    """The API keys in use (values of every provider's apiKeyEnv), to keep them out of records."""
-    env = os.environ if env is None else env
-    names = {p.api_key_env for p in config.providers.values() if p.api_key_env}
-    return sorted({env[name] for name in names if len(env.get(name, "")) >= 6}, key=len, reverse=True)
-
-
-def redact(value: object, secrets: list[str]) -> object:
-    """`value` with every secret replaced by [redacted], through dicts and lists."""
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, "[redacted]")
-        return value
-    if isinstance(value, dict):
-        return {key: redact(item, secrets) for key, item in value.items()}
-    if isinstance(value, list):
-        return [redact(item, secrets) for item in value]
-    return value

@@ -6,19 +6,14 @@ Secrets go to .env only (mode 0600); config.yaml names the variable.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from ..engine.resolve import PRESETS
 from ..errors import UwfError
-from ..store.fs.files import Root
-from .model import (
-    AgentConfig,
-    Config,
-    ModelConfig,
-    ProviderConfig,
-    load_config,
-    save_config,
-    update_env_file,
-)
+from .model import AgentConfig, Config, ModelConfig, ProviderConfig
+from .presets import PRESETS
+
+if TYPE_CHECKING:
+    from ..repo import Repo  # passed in by the caller; config/ never imports above itself
 
 
 @dataclass
@@ -39,11 +34,11 @@ def default_key_env(provider: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in provider).upper() + "_API_KEY"
 
 
-def apply_setup(root: Root, request: SetupRequest) -> Config:
-    """Merge the request into the root's config (and .env); returns the new config."""
+def merge_setup(config: Config, request: SetupRequest) -> tuple[Config, dict[str, str]]:
+    """The config with the request merged in, and the .env keys to set. Everything is checked
+    here, before the caller writes anything."""
     import shlex
 
-    config = load_config(root)
     providers, models, agents = dict(config.providers), dict(config.models), dict(config.agents)
     provider = request.provider
     if request.base_url or request.api_key or request.api_key_env:
@@ -95,8 +90,15 @@ def apply_setup(root: Root, request: SetupRequest) -> Config:
         default_model=default_model,
         model_overrides=model_overrides,
     )
-    # Everything is checked: now write the key, then the config that names it.
-    if request.api_key:
-        update_env_file(root, {providers[provider].api_key_env: request.api_key})
-    save_config(root, new)
-    return new
+    secrets = {providers[provider].api_key_env: request.api_key} if request.api_key else {}
+    return new, secrets
+
+
+def apply_setup(repo: Repo, request: SetupRequest) -> Config:
+    """Merge the request into the root's config and this host's .env; returns the new config.
+    The key is written before the config that names it, and only after every check passed."""
+    config, secrets = merge_setup(repo.config, request)
+    if secrets:
+        repo.update_env(secrets)
+    repo.save_config(config)
+    return config

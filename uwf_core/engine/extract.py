@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ..encoding.frontmatter import split_frontmatter
 from ..errors import UwfError
 
 
@@ -27,17 +28,6 @@ class Extracted:
     output: dict
     body: str
     method: str  # "frontmatter" or "json"
-
-
-def split_frontmatter(text: str) -> tuple[str, str] | None:
-    """(yaml, body) of the first `---` ... `---` block, or None."""
-    lines = text.lstrip("\ufeff").splitlines()
-    try:
-        first = next(i for i, line in enumerate(lines) if line.strip() == "---")
-        last = next(i for i in range(first + 1, len(lines)) if lines[i].strip() in ("---", "..."))
-    except StopIteration:
-        return None
-    return "\n".join(lines[first + 1 : last]), "\n".join(lines[last + 1 :]).strip("\n")
 
 
 def _json_object(text: str) -> dict | None:

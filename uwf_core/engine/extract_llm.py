@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 from ..config.model import Config
-from ..llm.client import ChatClient, Usage, model_alias_for, resolve_model
+from ..llm.client import ChatClient, model_alias_for, resolve_model
+from ..llm.usage import Usage
 from .extract import Extracted, ExtractError
 
 SYSTEM_PROMPT = (

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..config.model import Config
 from ..errors import UwfError
+from .usage import Usage
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
 RETRIES = 3
@@ -73,37 +74,6 @@ def resolve_model(config: Config, alias: str | None, env: dict[str, str] | None 
             f"(`uwf setup --provider {provider.name} --api-key ...`)"
         )
     return ResolvedModel(alias, provider.name, provider.base_url, model.name, provider.api_key_env, key)
-
-
-@dataclass(frozen=True)
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    requests: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.total_tokens + other.total_tokens,
-            self.requests + other.requests,
-        )
-
-    def to_json(self) -> dict:
-        return {
-            "promptTokens": self.prompt_tokens,
-            "completionTokens": self.completion_tokens,
-            "totalTokens": self.total_tokens,
-            "requests": self.requests,
-        }
-
-    @classmethod
-    def from_json(cls, data: object) -> Usage:
-        if not isinstance(data, dict):
-            return cls()
-        value = lambda key: data.get(key) if isinstance(data.get(key), int) else 0  # noqa: E731
-        return cls(value("promptTokens"), value("completionTokens"), value("totalTokens"), value("requests"))
 
 
 @dataclass(frozen=True)

@@ -1,27 +1,31 @@
 """The content-addressed store: meta-schema → schema nodes → data nodes.
 
-Nodes live in `<root>/cas/<HASH>.bin` as deterministic CBOR of
-`{type, payload, timestamp}`; the hash covers type and payload, never the
-timestamp, and the first write of a hash is kept. Nodes are read lazily,
-one file per `get`, and every read is verified against its name.
+A node is stored as the deterministic CBOR of `{type, payload, timestamp}`;
+the hash covers type and payload, never the timestamp, and the first write
+of a hash is kept. The bytes live wherever the backend's NodeStore keeps
+them; hashing, verification and schema validation happen here, so every
+backend stores the same bytes under the same names. Every read is verified
+against its name.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..encoding.cbor import EncodeError, decode_envelope, encode
 from ..encoding.ids import HASH_LEN, is_cas_ref, normalize_hash_text, xxh64_hash
 from ..errors import AmbiguousError, CorruptError, NotFoundError, UwfError, ValidationError
 from . import builtin_schemas
 from .builtin_schemas import META_HASH
-from .fs.files import Root, append_line, atomic_write, ensure_dir
 from .schemas import META_SCHEMA, check_schema, validate
 
-NODE_SUFFIX = ".bin"
+if TYPE_CHECKING:
+    from .base import NodeStore
+
+CACHE_NODES = 50_000  # verified nodes kept per store
 
 
 @dataclass(frozen=True)
@@ -47,21 +51,17 @@ def node_hash(type_hash: str, payload: object) -> str:
 
 
 class CasStore:
-    """One storage root's CAS. Cheap to create: nothing is read until asked for."""
+    """The CAS over one backend's node bytes. Cheap to create: nothing is read until asked for.
 
-    def __init__(self, root: Root | str | None = None) -> None:
-        self.root = root if isinstance(root, Root) else Root(root)
+    Nodes never change, so each one is read and verified once per store: a
+    step asks for the start node, the workflow and the head several times.
+    """
+
+    def __init__(self, nodes: NodeStore) -> None:
+        self.nodes = nodes
         self._schemas: dict[str, dict] = {}
+        self._cache: dict[str, Node] = {}
         self._builtins_ready = False
-        self._cas_prefix = self.root.cas_dir + os.sep
-
-    # -- paths ---------------------------------------------------------------
-
-    def node_path(self, hash_: str) -> str:
-        return self._cas_prefix + hash_ + NODE_SUFFIX
-
-    def index_path(self, type_hash: str) -> str:
-        return os.path.join(self.root.index_dir, type_hash)
 
     # -- writing -------------------------------------------------------------
 
@@ -90,7 +90,7 @@ class CasStore:
             return self.put_schema(payload)
         schema = self.schema(type_hash)
         hash_ = node_hash(type_hash, payload)
-        if self._freshen(hash_):
+        if self.nodes.freshen(hash_):
             return hash_
         validate(schema, payload, what=what, cache_key=type_hash)
         self._write(hash_, type_hash, payload)
@@ -98,40 +98,27 @@ class CasStore:
 
     def _put_checked(self, type_hash: str, payload: object) -> str:
         hash_ = node_hash(type_hash, payload)
-        if not self._freshen(hash_):
+        if not self.nodes.freshen(hash_):
             self._write(hash_, type_hash, payload)
         return hash_
 
-    def _freshen(self, hash_: str) -> bool:
-        """True if the node exists; its mtime is renewed so gc's grace period restarts."""
-        try:
-            os.utime(self.node_path(hash_))
-            return True
-        except FileNotFoundError:
-            return False
-        except OSError:
-            return os.path.exists(self.node_path(hash_))
-
     def _write(self, hash_: str, type_hash: str, payload: object) -> None:
         envelope = {"type": type_hash, "payload": payload, "timestamp": int(time.time() * 1000)}
-        ensure_dir(self.root.cas_dir)
-        atomic_write(self.node_path(hash_), encode(envelope))
-        with self.root.lock("cas-index"):
-            append_line(self.index_path(type_hash), hash_)
+        self.nodes.write(hash_, type_hash, encode(envelope))
 
     # -- reading -------------------------------------------------------------
 
     def has(self, hash_: str) -> bool:
-        return is_cas_ref(hash_) and os.path.exists(self.node_path(hash_))
+        return hash_ in self._cache or self.nodes.exists(hash_)
 
     def resolve(self, text: str) -> str:
         """A full hash from a hash or unambiguous prefix (case-insensitive)."""
         prefix = normalize_hash_text(text)
         if len(prefix) == HASH_LEN:
             if not self.has(prefix):
-                raise NotFoundError(f"no node {prefix} in {self.root.cas_dir}")
+                raise NotFoundError(f"no node {prefix} in {self.nodes.location}")
             return prefix
-        matches = [name[:HASH_LEN] for name in self._node_files() if name.startswith(prefix)]
+        matches = [hash_ for hash_ in self.nodes.hashes() if hash_.startswith(prefix)]
         if not matches:
             raise NotFoundError(f"no node matches '{text}'")
         if len(matches) > 1:
@@ -142,12 +129,20 @@ class CasStore:
     def get(self, text: str) -> Node:
         """Read and verify one node; a node whose bytes no longer match its name is refused."""
         hash_ = text if is_cas_ref(text) else self.resolve(text)
-        try:
-            with open(self.node_path(hash_), "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            raise NotFoundError(f"no node {hash_} in {self.root.cas_dir}") from None
-        return _verified_node(hash_, data)
+        node = self._cache.get(hash_)
+        if node is None:
+            data = self.nodes.read(hash_)
+            if data is None:
+                raise NotFoundError(f"no node {hash_} in {self.nodes.location}")
+            node = _verified_node(hash_, data)
+            if len(self._cache) >= CACHE_NODES:
+                self._cache.clear()  # a long TUI session reads many; a step reads a few dozen
+            self._cache[hash_] = node
+        return node
+
+    def forget(self, hash_: str) -> None:
+        """Drop a node from the cache (gc deleted it)."""
+        self._cache.pop(hash_, None)
 
     def payload(self, text: str) -> object:
         return self.get(text).payload
@@ -199,24 +194,12 @@ class CasStore:
 
     # -- listing and the type index -------------------------------------------
 
-    def _node_files(self) -> list[str]:
-        try:
-            names = os.listdir(self.root.cas_dir)
-        except FileNotFoundError:
-            return []
-        return [name for name in names if name.endswith(NODE_SUFFIX) and len(name) == HASH_LEN + len(NODE_SUFFIX)]
-
     def all_hashes(self) -> list[str]:
-        return sorted(name[:HASH_LEN] for name in self._node_files())
+        return self.nodes.hashes()
 
     def of_type(self, type_hash: str) -> list[str]:
         """Members of a type, from the index (each once, in order of first write)."""
-        try:
-            with open(self.index_path(type_hash), encoding="ascii") as handle:
-                lines = handle.read().split()
-        except FileNotFoundError:
-            return []
-        return [hash_ for hash_ in dict.fromkeys(lines) if self.has(hash_)]
+        return [hash_ for hash_ in self.nodes.of_type(type_hash) if self.has(hash_)]
 
     def schemas(self) -> list[tuple[str, str | None]]:
         """Every schema node with its title, the meta-schema first."""
@@ -227,9 +210,8 @@ class CasStore:
         return result
 
     def reindex(self) -> int:
-        """Rebuild `_index/` from the nodes themselves; returns the number indexed."""
-        ensure_dir(self.root.index_dir)
-        with self.root.lock("cas-index"):  # scanned under the lock: a put meanwhile waits, never lost
+        """Rebuild the type index from the nodes themselves; returns the number indexed."""
+        with self.nodes.index_lock():  # scanned under the lock: a put meanwhile waits, never lost
             members: dict[str, list[str]] = {}
             for hash_ in self.all_hashes():
                 try:
@@ -237,11 +219,7 @@ class CasStore:
                 except UwfError:
                     continue
                 members.setdefault(node.type, []).append(hash_)
-            for name in os.listdir(self.root.index_dir):
-                if name not in members and not name.startswith("."):
-                    os.unlink(os.path.join(self.root.index_dir, name))
-            for type_hash, hashes in members.items():
-                atomic_write(self.index_path(type_hash), "".join(h + "\n" for h in hashes).encode("ascii"))
+            self.nodes.rebuild_index(members)
         return sum(len(hashes) for hashes in members.values())
 
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
-from ..encoding.ids import HASH_LEN, is_hash
 from ..errors import UwfError
 from .builtin_schemas import META_HASH
-from .cas import NODE_SUFFIX, CasStore
+from .cas import CasStore
 
 
 @dataclass(frozen=True)
@@ -36,19 +34,12 @@ class FsckReport:
 
 def fsck(store: CasStore) -> FsckReport:
     report = FsckReport()
-    try:
-        names = sorted(os.listdir(store.root.cas_dir))
-    except FileNotFoundError:
-        return report
+    nodes = store.nodes
+    for name, is_temp, _ in nodes.strays():
+        message = "leftover temp file from an interrupted write (gc removes it)" if is_temp else "not a node file"
+        report.problems.append(FsckProblem(name, message, "warning"))
     types: dict[str, list[str]] = {}
-    for name in names:
-        if name == "_index":
-            continue
-        hash_ = name[:HASH_LEN]
-        if not (name.endswith(NODE_SUFFIX) and len(name) == HASH_LEN + len(NODE_SUFFIX) and is_hash(hash_)):
-            message = "leftover temp file from an interrupted write (gc removes it)" if name.endswith(".tmp") else "not a node file"
-            report.problems.append(FsckProblem(name, message, "warning"))
-            continue
+    for hash_ in nodes.hashes():
         report.checked += 1
         problem = _check_node(store, hash_, types)
         if problem:
@@ -88,11 +79,7 @@ def _check_node(store: CasStore, hash_: str, types: dict[str, list[str]]) -> str
 def _check_index(store: CasStore, types: dict[str, list[str]]) -> list[FsckProblem]:
     problems = []
     for type_hash, members in sorted(types.items()):
-        try:
-            with open(store.index_path(type_hash), encoding="ascii") as handle:
-                indexed = set(handle.read().split())
-        except FileNotFoundError:
-            indexed = set()
+        indexed = set(store.nodes.of_type(type_hash))
         missing = [h for h in members if h not in indexed]
         if missing:
             problems.append(

@@ -9,17 +9,17 @@ and re-putting an existing node renews its age.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..encoding.ids import HASH_LEN, is_hash
 from ..errors import UwfError
 from .builtin_schemas import BUILTIN_HASHES, META_HASH
-from .cas import NODE_SUFFIX, CasStore
-from .fs import registry
-from .fs.threads import load_threads, read_history
+from .cas import CasStore
+
+if TYPE_CHECKING:
+    from .base import Backend
 
 DEFAULT_GRACE_SECONDS = 3600
 
@@ -44,16 +44,15 @@ class GcReport:
         }
 
 
-def gc_roots(store: CasStore) -> list[str]:
-    root = store.root
+def gc_roots(backend: Backend) -> list[str]:
     roots = [META_HASH, *BUILTIN_HASHES.values()]
-    for entry in registry.load_registry(root).values():
-        for version in (entry.current, *entry.history):
+    for entry in backend.registry.entries().values():
+        for version in entry.versions():
             roots.append(version.hash)
             if version.source:
                 roots.append(version.source)
-    roots.extend(load_threads(root).values())
-    roots.extend(record.get("head") for record in read_history(root) if is_hash(record.get("head")))
+    roots.extend(backend.threads.heads().values())
+    roots.extend(record.head for record in backend.threads.history())
     return list(dict.fromkeys(roots))
 
 
@@ -79,58 +78,41 @@ def mark(store: CasStore, roots: list[str]) -> tuple[set[str], list[str]]:
     return marked, missing
 
 
-def gc(store: CasStore, *, grace_seconds: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False) -> GcReport:
+def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False) -> GcReport:
     report = GcReport(dry_run=dry_run)
+    nodes = backend.nodes
     cutoff = time.time() - grace_seconds
-    try:
-        names = sorted(os.listdir(store.root.cas_dir))
-    except FileNotFoundError:
-        return report
+    hashes = nodes.hashes()
     # A young node is a root too: what it references (an old output reused by a step
     # in progress, its schema) must outlive it, as git's prune keeps what recent objects reach.
-    young_nodes = [
-        name[:HASH_LEN]
-        for name in names
-        if name.endswith(NODE_SUFFIX) and is_hash(name[:HASH_LEN]) and not _older(os.path.join(store.root.cas_dir, name), cutoff)
-    ]
-    marked, report.missing = mark(store, gc_roots(store))
+    young_nodes = [hash_ for hash_ in hashes if not _older(nodes.touched_at(hash_), cutoff)]
+    marked, report.missing = mark(store, gc_roots(backend))
     report.reachable = len(marked)
     young = set(young_nodes)
     protected, _ = mark(store, [hash_ for hash_ in young_nodes if hash_ not in marked])
-    for name in names:
-        path = os.path.join(store.root.cas_dir, name)
-        if name.endswith(".tmp"):
-            if _older(path, cutoff):
-                report.temp_files.append(name)
-                if not dry_run:
-                    _unlink(path)
-            continue
-        hash_ = name[:HASH_LEN]
-        if not (name.endswith(NODE_SUFFIX) and is_hash(hash_)) or hash_ in marked:
+    for name, is_temp, mtime in nodes.strays():
+        if is_temp and mtime < cutoff:
+            report.temp_files.append(name)
+            if not dry_run:
+                nodes.delete_stray(name)
+    for hash_ in hashes:
+        if hash_ in marked:
             continue
         if hash_ in young or hash_ in protected:
             report.young.append(hash_)  # young, or reached from a young node
             continue
-        if not _older(path, cutoff):  # re-put during this gc: renewed, so kept
+        if not _older(nodes.touched_at(hash_), cutoff):  # re-put during this gc: renewed, so kept
             report.young.append(hash_)
             continue
         report.deleted.append(hash_)
         if not dry_run:
-            _unlink(path)
+            nodes.delete(hash_)
+            store.forget(hash_)
     if report.deleted and not dry_run:
         store.reindex()
     return report
 
 
-def _older(path: str, cutoff: float) -> bool:
-    try:
-        return os.stat(path).st_mtime < cutoff
-    except FileNotFoundError:
-        return False
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+def _older(touched: float | None, cutoff: float) -> bool:
+    """False for a node that is gone (nothing to delete) or was touched after the cutoff."""
+    return touched is not None and touched < cutoff

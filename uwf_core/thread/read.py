@@ -4,17 +4,21 @@ output and body. The newest steps are kept when a quota is given."""
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from ..engine.extract import split_frontmatter
+from ..encoding.frontmatter import split_frontmatter
 from ..errors import UwfError
 from ..store.builtin_schemas import BUILTIN_HASHES
 from ..store.cas import CasStore
-from ..store.fs.files import Root
-from ..workflow.ops import workflow_from_node
-from .context import build_context
+from ..workflow.ops import workflow_of
+from .context import context_of
+from .details import ordered_output
 from .model import StepContext
 from .ops import thread_info
 from .usage import step_usage, thread_usage
+
+if TYPE_CHECKING:
+    from ..repo import Repo
 
 
 def _when(ms: int | None) -> str:
@@ -45,16 +49,6 @@ def step_body(store: CasStore, step: StepContext) -> str:
     return (block[1] if block else text).strip()
 
 
-def ordered_output(output: object, schema: dict | None) -> object:
-    """Stored outputs come back in CBOR key order; show them in the schema's order."""
-    if not isinstance(output, dict) or not schema:
-        return output
-    from ..store.schemas import field_order
-
-    order = field_order(schema)
-    return {key: output[key] for key in sorted(output, key=lambda k: order.index(k) if k in order else len(order))}
-
-
 def _render_step(store: CasStore, number: int, step: StepContext, schema: dict | None) -> str:
     import yaml
 
@@ -82,11 +76,11 @@ def _schema(store: CasStore, meta: str) -> dict | None:
         return None
 
 
-def read_thread(root: Root, thread: str, *, quota: int | None = None, before: str | None = None) -> str:
-    store = CasStore(root)
-    info = thread_info(root, thread, store)
-    context = build_context(store, info.head)
-    workflow = workflow_from_node(store, context.start.workflow)
+def read_thread(repo: Repo, thread: str, *, quota: int | None = None, before: str | None = None) -> str:
+    store = repo.nodes
+    info = thread_info(repo, thread)
+    context = context_of(repo, info.head)
+    workflow = workflow_of(repo, context.start.workflow)
     steps = list(enumerate(context.steps, 1))
     if before:
         target = store.resolve(before)

@@ -4,14 +4,17 @@ the step they started from, and the threads that branch off it (forks)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import UwfError
 from ..store.cas import CasStore
-from ..store.fs.files import Root
-from ..store.fs.runs import read_runs
-from .context import START_TYPE, build_context, start_of, thread_node
+from ..store.records import RunRecord
+from .context import START_TYPE, context_of, start_of, thread_node
 from .model import StepContext, ThreadContext
 from .ops import ThreadInfo, list_threads, thread_info
+
+if TYPE_CHECKING:
+    from ..repo import Repo
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Branch:
 class Timeline:
     info: ThreadInfo
     context: ThreadContext
-    attempts: dict[str, list[dict]] = field(default_factory=dict)  # head hash -> failed attempts from it
+    attempts: dict[str, list[RunRecord]] = field(default_factory=dict)  # head hash -> failed attempts from it
     branches: dict[str, list[Branch]] = field(default_factory=dict)  # step (or start) hash -> branches
 
     @property
@@ -37,23 +40,24 @@ class Timeline:
         return self.context.steps
 
 
-def thread_timeline(root: Root, thread: str, *, with_branches: bool = True) -> Timeline:
-    store = CasStore(root)
-    info = thread_info(root, thread, store)
-    context = build_context(store, info.head)
+def thread_timeline(repo: Repo, thread: str, *, with_branches: bool = True, others: list[ThreadInfo] | None = None) -> Timeline:
+    """`others`: the threads to look for forks in, when the caller has listed them already."""
+    info = thread_info(repo, thread)
+    context = context_of(repo, info.head)
     timeline = Timeline(info, context)
-    for record in read_runs(root, info.thread):
-        if record.get("status") != "ok" and isinstance(record.get("head"), str):
-            timeline.attempts.setdefault(record["head"], []).append(record)
+    for record in repo.runs.read(info.thread):
+        if not record.ok and record.head:
+            timeline.attempts.setdefault(record.head, []).append(record)
     if with_branches:
-        timeline.branches = _branches(root, store, info, context)
+        candidates = others if others is not None else list_threads(repo, include_archived=True)
+        timeline.branches = _branches(repo.nodes, info, context, candidates)
     return timeline
 
 
-def _branches(root: Root, store: CasStore, info: ThreadInfo, context: ThreadContext) -> dict[str, list[Branch]]:
+def _branches(store: CasStore, info: ThreadInfo, context: ThreadContext, others: list[ThreadInfo]) -> dict[str, list[Branch]]:
     ours = {step.hash for step in context.steps} | {context.start_hash}
     result: dict[str, list[Branch]] = {}
-    for other in list_threads(root, include_archived=True):
+    for other in others:
         if other.thread == info.thread or not other.head:
             continue
         try:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import UwfError
-from ..llm.client import Usage
+from ..llm.usage import Usage
 from ..store.cas import CasStore
 from .model import StepContext
+
+if TYPE_CHECKING:
+    from ..repo import Repo
 
 
 def step_usage(store: CasStore, step: StepContext) -> Usage:
@@ -26,9 +31,9 @@ def thread_usage(store: CasStore, steps: list[StepContext]) -> Usage:
     return total
 
 
-def thread_stats(store: CasStore, head: str) -> tuple[int, Usage]:
+def thread_stats(repo: Repo, head: str) -> tuple[int, Usage]:
     """(steps, usage) of the chain behind a head, for `uwf thread show`."""
-    from .context import build_context
+    from .context import context_of
 
-    steps = build_context(store, head).steps
-    return len(steps), thread_usage(store, steps)
+    steps = context_of(repo, head).steps
+    return len(steps), thread_usage(repo.nodes, steps)

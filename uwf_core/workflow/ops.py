@@ -6,14 +6,17 @@ The public functions here are what `uwf workflow ...` and the TUI call.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..encoding.ids import is_cas_ref
 from ..errors import NotFoundError, UwfError
 from ..store.builtin_schemas import BUILTIN_HASHES
 from ..store.cas import CasStore
-from ..store.fs import registry
-from ..store.fs.files import Root
 from .model import Workflow
+
+if TYPE_CHECKING:
+    from ..repo import Repo
+    from ..store.registry_model import RegistryEntry
 
 
 @dataclass(frozen=True)
@@ -32,13 +35,13 @@ def lint_file(path: str):
     return build_draft(read_yaml_document(path))
 
 
-def put_workflow(root: Root, path: str) -> PutResult:
+def put_workflow(repo: Repo, path: str) -> PutResult:
     """Register a workflow file. Every check runs before the first write, so a refused
     file leaves the store exactly as it was."""
     draft = lint_file(path)
     draft.raise_first_error()
-    registry.load_registry(root)  # a damaged registry is refused before anything is written
-    store = CasStore(root)
+    repo.registry.entries()  # a damaged registry is refused before anything is written
+    store = repo.nodes
     store.ensure_builtins()
     metas = {role: store.put_schema(schema, where=f"roles.{role}.meta") for role, schema in draft.schemas.items()}
     workflow = draft.workflow
@@ -46,20 +49,20 @@ def put_workflow(root: Root, path: str) -> PutResult:
     stored = Workflow(workflow.name, workflow.description, workflow.max_steps, roles, workflow.conditions, workflow.graph)
     hash_ = store.put(BUILTIN_HASHES["workflow"], stored.to_payload(), what="workflow")
     source = store.put(BUILTIN_HASHES["content"], draft.document.text, what="workflow source")
-    changed = registry.register(root, workflow.name, hash_, source)
+    changed = repo.registry.register(workflow.name, hash_, source)
     return PutResult(workflow.name, hash_, changed, [p.format(draft.document) for p in draft.warnings])
 
 
-def list_workflows(root: Root) -> list[registry.RegistryEntry]:
-    return sorted(registry.load_registry(root).values(), key=lambda entry: entry.name)
+def list_workflows(repo: Repo) -> list[RegistryEntry]:
+    return sorted(repo.registry.entries().values(), key=lambda entry: entry.name)
 
 
-def resolve_workflow_hash(root: Root, name_or_hash: str) -> str:
+def resolve_workflow_hash(repo: Repo, name_or_hash: str) -> str:
     """A registry name, else a workflow node's hash or unambiguous prefix."""
-    entry = registry.lookup(root, name_or_hash)
+    entry = repo.registry.entries().get(name_or_hash)
     if entry is not None:
         return entry.hash
-    store = CasStore(root)
+    store = repo.nodes
     try:
         hash_ = store.resolve(name_or_hash)
     except UwfError:
@@ -70,10 +73,16 @@ def resolve_workflow_hash(root: Root, name_or_hash: str) -> str:
     return hash_
 
 
-def load_workflow(root: Root, name_or_hash: str, store: CasStore | None = None) -> Workflow:
-    store = store or CasStore(root)
-    hash_ = resolve_workflow_hash(root, name_or_hash)
-    return workflow_from_node(store, hash_)
+def load_workflow(repo: Repo, name_or_hash: str) -> Workflow:
+    return workflow_of(repo, resolve_workflow_hash(repo, name_or_hash))
+
+
+def workflow_of(repo: Repo, hash_: str) -> Workflow:
+    """The workflow stored at `hash_`, decoded once per Repo."""
+    workflow = repo.workflows.get(hash_)
+    if workflow is None:
+        workflow = repo.workflows[hash_] = workflow_from_node(repo.nodes, hash_)
+    return workflow
 
 
 def workflow_from_node(store: CasStore, hash_: str) -> Workflow:
@@ -83,28 +92,28 @@ def workflow_from_node(store: CasStore, hash_: str) -> Workflow:
     return Workflow.from_payload(node.payload, hash_)
 
 
-def workflow_history(root: Root, name: str) -> registry.RegistryEntry:
-    entry = registry.lookup(root, name)
+def workflow_history(repo: Repo, name: str) -> RegistryEntry:
+    entry = repo.registry.entries().get(name)
     if entry is None:
         raise NotFoundError(f"no workflow named '{name}'")
     return entry
 
 
-def rollback_workflow(root: Root, name: str, hash_prefix: str | None = None) -> registry.RegistryEntry:
-    return registry.rollback(root, name, hash_prefix)
+def rollback_workflow(repo: Repo, name: str, hash_prefix: str | None = None) -> RegistryEntry:
+    return repo.registry.rollback(name, hash_prefix)
 
 
-def workflow_source(root: Root, name_or_hash: str) -> str:
+def workflow_source(repo: Repo, name_or_hash: str) -> str:
     """The YAML the workflow was registered from; regenerated from the node if none was kept."""
-    store = CasStore(root)
-    hash_ = resolve_workflow_hash(root, name_or_hash)
-    for entry in registry.load_registry(root).values():
-        for version in (entry.current, *entry.history):
+    store = repo.nodes
+    hash_ = resolve_workflow_hash(repo, name_or_hash)
+    for entry in repo.registry.entries().values():
+        for version in entry.versions():
             if version.hash == hash_ and version.source and is_cas_ref(version.source) and store.has(version.source):
                 text = store.payload(version.source)
                 if isinstance(text, str):
                     return text
-    return _regenerated_yaml(store, workflow_from_node(store, hash_))
+    return _regenerated_yaml(store, workflow_of(repo, hash_))
 
 
 def _regenerated_yaml(store: CasStore, workflow: Workflow) -> str:

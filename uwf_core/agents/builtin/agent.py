@@ -15,7 +15,8 @@ import sys
 from dataclasses import dataclass, field
 
 from ...errors import UwfError
-from ...llm.client import ChatClient, Usage, model_alias_for, resolve_model
+from ...llm.client import ChatClient, model_alias_for, resolve_model
+from ...llm.usage import Usage
 from ..kit import AgentAnswer, AgentContext, run_agent
 from .tools import ToolSettings, call_tool, tool_definitions, truncate
 
@@ -55,7 +56,7 @@ class Session:
     usage: Usage = field(default_factory=Usage)
 
     def record(self, text: object, limit: int = RECORD_CHARS) -> str:
-        from ...config.model import redact
+        from ...config.env import redact
 
         return truncate(redact("" if text is None else str(text), self.secrets), limit)
 
@@ -72,9 +73,9 @@ class Session:
 
 
 def _secrets(ctx: AgentContext) -> tuple[list[str], frozenset[str]]:
-    from ...config.model import load_config, secret_values
+    from ...config.env import secret_values
 
-    config = load_config(ctx.root)
+    config = ctx.repo.config
     names = {p.api_key_env for p in config.providers.values() if p.api_key_env}
     return secret_values(config), frozenset(names)
 
@@ -121,12 +122,10 @@ def _loop(session: Session) -> str:
 
 
 def run(ctx: AgentContext) -> AgentAnswer:
-    from ...config.model import load_config
-
     options = ctx.options
     if options.get("max_turns", 1) < 1:
         raise UwfError("--max-turns must be at least 1")
-    config = load_config(ctx.root)
+    config = ctx.repo.config
     alias = options.get("model") or model_alias_for(config, "builtin", ctx.workflow.name, ctx.role.name)
     model = resolve_model(config, alias, os.environ, purpose=f"{NAME} (role '{ctx.role.name}')")
     secrets, hidden = _secrets(ctx)

@@ -8,15 +8,14 @@ import errno
 import fcntl
 import os
 
-from ...errors import LockedError, UwfError
-
-ENV_ROOT = "UWF_STORAGE_ROOT"
+from ...errors import LockedError, StateFileError, UwfError
 
 
 def resolve_root(explicit: str | None = None) -> str:
     """`--root` > `UWF_STORAGE_ROOT` > `~/.uwf`, as an absolute path."""
-    root = explicit or os.environ.get(ENV_ROOT) or os.path.join(os.path.expanduser("~"), ".uwf")
-    return os.path.abspath(os.path.expanduser(root))
+    from ..open import root_location
+
+    return os.path.abspath(os.path.expanduser(root_location(explicit)))
 
 
 class Root:
@@ -196,3 +195,19 @@ def _read_holder(fd: int) -> str:
         return os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
     except OSError:
         return ""
+
+
+def load_yaml_state(path: str) -> object:
+    """A state file's YAML (threads.yaml, registry.yaml), None when it does not exist.
+
+    A file that is not YAML is refused with one line naming it; nothing is changed.
+    """
+    from ...encoding.simple_yaml import YamlSyntaxError, loads
+
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        return loads(text)
+    except YamlSyntaxError as exc:
+        raise StateFileError(f"{path} cannot be read: {exc} (fix or restore it; nothing was changed)") from None

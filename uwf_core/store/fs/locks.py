@@ -12,24 +12,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
 
-from .files import FileLock, Root
-
-
-@dataclass(frozen=True)
-class RunningStep:
-    pid: int
-    pgid: int | None
-    role: str | None
-    agent: str | None
-    started_at: int | None
-
-    def describe(self) -> str:
-        what = f"pid {self.pid}"
-        if self.role:
-            what += f" (role {self.role}, agent {self.agent})"
-        return what
+from ...errors import LockedError
+from ..records import RunningStep
+from .files import Root
 
 
 def _parse(text: str) -> RunningStep | None:
@@ -42,7 +28,7 @@ def _parse(text: str) -> RunningStep | None:
     return RunningStep(data["pid"], data.get("pgid"), data.get("role"), data.get("agent"), data.get("startedAt"))
 
 
-class StepLock:
+class FsStepLease:
     """Held for the whole of one step of one thread."""
 
     def __init__(self, root: Root, thread: str) -> None:
@@ -51,13 +37,11 @@ class StepLock:
         self.info: dict = {}
         self.interrupted: RunningStep | None = None
 
-    def __enter__(self) -> StepLock:
-        from ...errors import LockedError
-
+    def __enter__(self) -> FsStepLease:
         try:
             self.lock.acquire()
         except LockedError:
-            holder = running_step_from_file(self.lock.path)
+            holder = _running_from_file(self.lock.path)
             who = holder.describe() if holder else "another process"
             raise LockedError(f"thread {self.thread} is already being stepped by {who}") from None
         self.interrupted = _parse(self.lock.stale_info)
@@ -72,7 +56,7 @@ class StepLock:
         self.lock.release()
 
 
-def running_step_from_file(path: str) -> RunningStep | None:
+def _running_from_file(path: str) -> RunningStep | None:
     try:
         with open(path, encoding="utf-8") as handle:
             return _parse(handle.read())
@@ -80,25 +64,24 @@ def running_step_from_file(path: str) -> RunningStep | None:
         return None
 
 
-def running_step(root: Root, thread: str) -> RunningStep | None:
-    """The step in progress on a thread, if its holder is alive."""
-    info = running_step_from_file(os.path.join(root.locks_dir, f"thread-{thread}.lock"))
-    if info is None:
-        return None
-    try:
-        os.kill(info.pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass
-    return info
+class FsStepLocks:
+    __slots__ = ("root",)
 
+    def __init__(self, root: Root) -> None:
+        self.root = root
 
-KILL_GRACE_SECONDS = 5.0  # longer than an agent's own grace, so a sub-workflow can stop its child first
+    def acquire(self, thread: str) -> FsStepLease:
+        return FsStepLease(self.root, thread)
 
-
-def terminate_running_step(info: RunningStep) -> None:
-    from ...engine.process import kill_group
-
-    if info.pgid:
-        kill_group(info.pgid, grace=KILL_GRACE_SECONDS)
+    def running(self, thread: str) -> RunningStep | None:
+        """The step in progress on a thread, if its holder is alive."""
+        info = _running_from_file(os.path.join(self.root.locks_dir, f"thread-{thread}.lock"))
+        if info is None:
+            return None
+        try:
+            os.kill(info.pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return info

@@ -3,45 +3,33 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
 
+from ..records import RunRecord
 from .files import Root, append_line, read_text
 
 
-@dataclass(frozen=True)
-class RunRecord:
-    thread: str
-    workflow: str | None
-    role: str | None
-    agent: str | None
-    status: str  # ok, failed, timeout or killed
-    head: str | None  # the head the attempt started from (unchanged unless status is ok)
-    step: str | None  # the new head when status is ok
-    startedAt: int
-    completedAt: int
-    durationMs: int
-    error: str | None = None
-    stderr: str | None = None  # the agent's stderr tail, on failure
+class FsRunLog:
+    __slots__ = ("root",)
 
-    def to_json(self) -> str:
-        data = {key: value for key, value in asdict(self).items() if value is not None or key in ("step", "head")}
-        return json.dumps(data, ensure_ascii=False)
+    def __init__(self, root: Root) -> None:
+        self.root = root
 
+    def append(self, record: RunRecord) -> None:
+        with self.root.lock("runs"):
+            append_line(self.root.runs_file, record.to_json())
 
-def append_run(root: Root, record: RunRecord) -> None:
-    with root.lock("runs"):
-        append_line(root.runs_file, record.to_json())
-
-
-def read_runs(root: Root, thread: str | None = None) -> list[dict]:
-    """Attempts, oldest first; a torn last line (a crash mid-append) is skipped."""
-    text = read_text(root.runs_file) or ""
-    records = []
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and (thread is None or record.get("thread") == thread):
-            records.append(record)
-    return records
+    def read(self, thread: str | None = None) -> list[RunRecord]:
+        """Attempts, oldest first; a torn last line (a crash mid-append) or a foreign line is skipped."""
+        text = read_text(self.root.runs_file) or ""
+        records = []
+        for line in text.splitlines():
+            if thread is not None and thread not in line:
+                continue  # cheap pre-filter: the id is in the line of every record of the thread
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            record = RunRecord.from_dict(data) if isinstance(data, dict) else None
+            if record is not None and (thread is None or record.thread == thread):
+                records.append(record)
+        return records

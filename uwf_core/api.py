@@ -1,0 +1,95 @@
+"""The public API: what uwf-tui, the agent kit's users and anyone's Python code import.
+
+Every CLI command is a thin layer over one of these. Names load lazily
+(PEP 562): `from uwf_core.api import perform_step` imports the step engine
+and nothing else, so a script pays only for what it uses. Everything not
+listed here is internal and may move.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+_EXPORTS = {
+    # an opened root and errors
+    "Repo": "repo",
+    "UwfError": "errors",
+    "NotFoundError": "errors",
+    # workflows
+    "Workflow": "workflow.model",
+    "Role": "workflow.model",
+    "START": "workflow.model",
+    "END": "workflow.model",
+    "workflow_edges": "workflow.graph_text:edges",
+    "put_workflow": "workflow.ops",
+    "lint_file": "workflow.ops",
+    "list_workflows": "workflow.ops",
+    "load_workflow": "workflow.ops",
+    "workflow_of": "workflow.ops",
+    "workflow_source": "workflow.ops",
+    "workflow_history": "workflow.ops",
+    "rollback_workflow": "workflow.ops",
+    # threads as data
+    "ThreadInfo": "thread.ops",
+    "start_thread": "thread.ops",
+    "thread_info": "thread.ops",
+    "list_threads": "thread.ops",
+    "thread_steps": "thread.ops",
+    "fork_thread": "thread.ops",
+    "fork_with_output": "thread.ops",
+    "resume_thread": "thread.ops",
+    "resolve_thread_id": "thread.ops",
+    "context_of": "thread.context",
+    "ThreadContext": "thread.model",
+    "StepContext": "thread.model",
+    "evaluate": "thread.moderator",
+    "StepDetails": "thread.details",
+    "step_details": "thread.details",
+    "step_counts": "thread.details",
+    "thread_statuses": "thread.details",
+    "ordered_output": "thread.details",
+    "role_schema": "thread.details",
+    "STATUS_RUNNING": "thread.details",
+    "STATUS_WAITING": "thread.details",
+    "STATUS_FAILED": "thread.details",
+    "Timeline": "thread.timeline",
+    "Branch": "thread.timeline",
+    "thread_timeline": "thread.timeline",
+    "read_thread": "thread.read",
+    "step_body": "thread.read",
+    "step_usage": "thread.usage",
+    "thread_usage": "thread.usage",
+    # stepping
+    "StepOptions": "engine.attempt",
+    "StepResult": "engine.attempt",
+    "StepError": "engine.attempt",
+    "HumanRequest": "engine.attempt",
+    "Cancel": "engine.process",
+    "perform_step": "engine.step",
+    "run_thread": "engine.step",
+    "kill_thread": "engine.control",
+    "extract_fast": "engine.extract",
+    "ExtractError": "engine.extract",
+    "validation_errors": "store.schemas",
+    "field_order": "store.schemas",
+    # config
+    "Config": "config.model",
+    "SetupRequest": "config.setup",
+    "apply_setup": "config.setup",
+    # writing agents
+    "run_agent": "agents.kit",
+    "AgentAnswer": "agents.kit",
+    "AgentContext": "agents.kit",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module 'uwf_core.api' has no attribute {name!r}")
+    module, _, attribute = target.partition(":")
+    value = getattr(import_module(f"uwf_core.{module}"), attribute or name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,106 @@
+"""What one step attempt is given and what it ends as: options, the human hook, results,
+errors with the status runs.jsonl records, and the bookkeeping of that line."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from ..errors import UwfError
+from ..store.records import RunRecord
+
+if TYPE_CHECKING:
+    from ..repo import Repo
+    from ..thread.ops import ThreadInfo
+    from .process import Cancel
+
+OutputCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class HumanRequest:
+    """What a person is asked when a role's agent is `human`."""
+
+    thread: str
+    workflow: str
+    role: str
+    prompt: str
+    schema: dict
+    template: str
+    instruction: str | None
+
+
+# Returns the person's answer (frontmatter markdown or a JSON object), or None to cancel.
+HumanInput = Callable[[HumanRequest], "str | None"]
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How the caller wants a step run: the same for every step of `thread run`."""
+
+    agent: str | None = None  # --agent: an alias or a command line, over every other choice
+    timeout: float | None = None  # seconds; over the agent entry's own timeout
+    on_output: OutputCallback | None = None  # the agent's stderr, line by line
+    cancel: Cancel | None = None
+    human: HumanInput | None = None  # how a person answers a `human` role (None: refuse)
+
+
+class StepError(UwfError):
+    """A step attempt that failed; `status` is how runs.jsonl records it."""
+
+    def __init__(self, message: str, status: str = "failed", stderr: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.stderr = stderr
+
+
+@dataclass(frozen=True)
+class StepResult:
+    workflow: str
+    thread: str
+    head: str
+    done: bool
+    role: str | None = None  # the role that ran; None when the thread just finished
+    agent: str | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict:
+        data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
+        if self.role:
+            data["role"] = self.role
+        if self.agent:
+            data["agent"] = self.agent
+        if self.reason:
+            data["reason"] = self.reason
+        return data
+
+
+@dataclass
+class Attempt:
+    """Bookkeeping for the runs.jsonl line of one attempt."""
+
+    repo: Repo
+    info: ThreadInfo
+    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    role: str | None = None
+    agent: str | None = None
+
+    def record(self, status: str, step: str | None = None, error: str | None = None, stderr: str | None = None) -> None:
+        now = int(time.time() * 1000)
+        self.repo.runs.append(
+            RunRecord(
+                thread=self.info.thread,
+                workflow=self.info.workflow,
+                role=self.role,
+                agent=self.agent,
+                status=status,
+                head=self.info.head,
+                step=step,
+                startedAt=self.started_ms,
+                completedAt=now,
+                durationMs=now - self.started_ms,
+                error=error,
+                stderr=stderr or None,
+            )
+        )

@@ -1,0 +1,129 @@
+"""One agent call inside a step: what the protocols share. The environment is built once,
+the working directory checked once, and every spawn goes through one outcome policy
+(timeout, cancel, killed thread, exit code)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from .attempt import StepError, StepOptions
+from .process import ProcessOutcome, run_process
+from .resolve import ResolvedAgent
+
+if TYPE_CHECKING:
+    from ..repo import Repo
+    from ..store.base import StepLease
+    from ..thread.model import ThreadContext
+    from ..thread.moderator import Decision
+    from ..thread.ops import ThreadInfo
+    from ..workflow.model import Role, Workflow
+
+
+def agent_env(repo: Repo, extra: dict[str, str]) -> dict[str, str]:
+    """The caller's environment, .env's keys for what is unset, the agent's own env, and
+    uwf's script directory at the end of PATH so the bundled agents and `uwf` itself
+    are found even when the virtualenv is not activated."""
+    from ..config.env import env_with_secrets
+
+    env = env_with_secrets(repo.env_values)
+    env.update(extra)
+    scripts = os.path.dirname(sys.executable)
+    path = env.get("PATH", "")
+    if scripts not in path.split(os.pathsep):
+        env["PATH"] = f"{path}{os.pathsep}{scripts}" if path else scripts
+    return env
+
+
+@dataclass
+class AgentCall:
+    repo: Repo
+    info: ThreadInfo
+    workflow: Workflow
+    context: ThreadContext
+    decision: Decision
+    resolved: ResolvedAgent
+    lease: StepLease
+    options: StepOptions
+    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    @property
+    def role(self) -> Role:
+        return self.workflow.roles[self.decision.role]
+
+    @property
+    def timeout(self) -> float | None:
+        return self.options.timeout if self.options.timeout is not None else self.resolved.timeout
+
+    @cached_property
+    def schema(self) -> dict:
+        return self.repo.nodes.schema(self.role.meta)
+
+    @cached_property
+    def prompt(self) -> str:
+        from .prompt import build_prompt
+
+        return build_prompt(self.workflow, self.role, self.schema, self.context, self.decision.instruction)
+
+    @cached_property
+    def env(self) -> dict[str, str]:
+        env = agent_env(self.repo, self.resolved.env)
+        env.update(
+            UWF_STORAGE_ROOT=self.repo.location,
+            UWF_THREAD=self.info.thread,
+            UWF_ROLE=self.role.name,
+            UWF_HEAD=self.info.head,
+            UWF_WORKFLOW=self.workflow.hash or "",
+        )
+        if self.decision.instruction:
+            env["UWF_INSTRUCTION"] = self.decision.instruction
+        else:
+            env.pop("UWF_INSTRUCTION", None)
+        return env
+
+    @cached_property
+    def secrets(self) -> list[str]:
+        """API keys this step could leak into a record: replaced before anything is stored."""
+        from ..config.env import secret_values
+
+        return secret_values(self.repo.config, self.env)
+
+    @cached_property
+    def cwd(self) -> str:
+        workspace = self.context.start.workspace
+        if workspace and not os.path.isdir(workspace):
+            raise StepError(f"the thread's workspace {workspace} does not exist")
+        return workspace or os.getcwd()
+
+    def spawn(self, argv: list[str], stdin_text: str | None) -> ProcessOutcome:
+        outcome = run_process(
+            argv,
+            cwd=self.cwd,
+            env=self.env,
+            stdin_text=stdin_text,
+            timeout=self.timeout,
+            on_output=self.options.on_output,
+            on_start=lambda pid: self.lease.update(pgid=pid),
+            cancel=self.options.cancel,
+        )
+        self._check(outcome)
+        return outcome
+
+    def _check(self, outcome: ProcessOutcome) -> None:
+        tail = outcome.stderr_tail.strip()
+        label = self.resolved.label
+        if outcome.timed_out:
+            raise StepError(f"agent '{label}' timed out after {self.timeout:g}s; its process group was killed", "timeout", tail)
+        if outcome.cancelled:
+            raise StepError(f"agent '{label}' was cancelled; its process group was killed", "killed", tail)
+        if outcome.exit_code == 0:
+            return  # a kill meanwhile is caught by the compare-and-set of the head
+        if self.info.thread not in self.repo.threads.heads():
+            raise StepError(f"thread {self.info.thread} was killed while agent '{label}' ran", "killed", tail)
+        how = f"was killed by signal {-outcome.exit_code}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
+        suffix = f"; stderr: {tail[-300:]}" if tail else ""
+        raise StepError(f"agent '{label}' {how}{suffix}", "failed", tail)

@@ -1,0 +1,24 @@
+"""Stopping a thread from outside its step: archive it as killed, then end its running agent."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..thread.ops import ThreadInfo, active_thread
+
+if TYPE_CHECKING:
+    from ..repo import Repo
+
+KILL_GRACE_SECONDS = 5.0  # longer than an agent's own grace, so a sub-workflow can stop its child first
+
+
+def kill_thread(repo: Repo, thread: str) -> ThreadInfo:
+    """Archive with reason 'killed', and terminate the agent of a step in progress."""
+    from .process import kill_group
+
+    info = active_thread(repo, thread)
+    head = repo.threads.archive(info.thread, info.workflow, "killed")
+    running = repo.locks.running(info.thread)
+    if running is not None and running.pgid:
+        kill_group(running.pgid, grace=KILL_GRACE_SECONDS)
+    return ThreadInfo(info.thread, info.workflow, head, False, "killed")

@@ -1,0 +1,22 @@
+"""How uwf talks to an agent, one module per protocol, each `run(call) -> new StepNode hash`:
+step (the agent writes its nodes), text (uwf prompts, extracts and writes), human (a person answers)."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..call import AgentCall
+
+PROTOCOLS = ("step", "text", "human")
+
+
+def run_protocol(call: AgentCall) -> str:
+    """Run the resolved agent by its protocol; returns the verified new StepNode's hash."""
+    protocol = call.resolved.protocol
+    if protocol not in PROTOCOLS:
+        from ...errors import UwfError
+
+        raise UwfError(f"agent '{call.resolved.label}' has protocol {protocol!r}; uwf knows {', '.join(PROTOCOLS)}")
+    return import_module(f".{protocol}", __name__).run(call)

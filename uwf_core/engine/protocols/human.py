@@ -1,0 +1,46 @@
+"""A person answers the role: the TUI's form, or $EDITOR from the CLI (the caller's `human` hook)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..attempt import HumanRequest, StepError
+from ..record import write_answer
+
+if TYPE_CHECKING:
+    from ..call import AgentCall
+
+
+def run(call: AgentCall) -> str:
+    from ..extract import ExtractError, extract_fast
+    from ..prompt import frontmatter_template
+
+    role = call.role
+    if call.options.human is None:
+        raise StepError(
+            f"role '{role.name}' is assigned to a human: step it in uwf-tui, or run `uwf thread step` on a terminal (it opens $EDITOR)"
+        )
+    request = HumanRequest(
+        call.info.thread, call.workflow.name, role.name, call.prompt, call.schema, frontmatter_template(call.schema), call.decision.instruction
+    )
+    answer = call.options.human(request)
+    if answer is None:
+        raise StepError(f"the human answer for role '{role.name}' was cancelled", "killed")
+    try:
+        extracted = extract_fast(answer, call.schema, cache_key=role.meta)
+    except ExtractError as exc:
+        raise StepError(f"the human answer for role '{role.name}' cannot be used: {exc.message}") from None
+    return write_answer(
+        call.repo.nodes,
+        context=call.context,
+        role=role,
+        agent="human",
+        protocol="human",
+        prompt=call.prompt,
+        answer=answer,
+        output=extracted.output,
+        detail={"extract": extracted.method},
+        secrets=call.secrets,
+        instruction=call.decision.instruction,
+        started_ms=call.started_ms,
+    )

@@ -1,0 +1,89 @@
+"""The text protocol: any CLI that reads a prompt and prints an answer. uwf assembles the prompt
+(stdin, or `{prompt}` / `{prompt_file}` in the arguments), extracts the structured output
+(frontmatter, then the LLM fallback, then re-runs with a correction) and writes the nodes."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import TYPE_CHECKING
+
+from ..attempt import StepError
+from ..record import write_answer
+
+if TYPE_CHECKING:
+    from ..call import AgentCall
+    from ..process import ProcessOutcome
+
+PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|thread|role)\}")
+
+
+def run(call: AgentCall) -> str:
+    from ..extract import ExtractError, extract_with_corrections
+    from ..extract_llm import fallback_for
+
+    prompt = call.prompt
+    last = [_run_text(call, prompt)]
+
+    def retry(message: str) -> str:
+        last[0] = _run_text(call, f"{prompt}\n\n# Correction\n\n{message}\n")
+        return last[0].stdout
+
+    try:
+        result = extract_with_corrections(
+            last[0].stdout, call.schema, cache_key=call.role.meta, fallback=fallback_for(call.repo.config, call.env), retry=retry
+        )
+    except ExtractError as exc:
+        raise StepError(f"could not read the output of agent '{call.resolved.label}': {exc.message}", "failed", last[0].stderr_tail) from None
+    detail = {
+        "extract": result.extracted.method,
+        "corrections": result.corrections,
+        "exitCode": last[0].exit_code,
+        "durationMs": int(time.time() * 1000) - call.started_ms,
+    }
+    if result.usage is not None:
+        detail["extractUsage"] = result.usage.to_json()
+    return write_answer(
+        call.repo.nodes,
+        context=call.context,
+        role=call.role,
+        agent=call.resolved.label,
+        protocol="text",
+        prompt=prompt,
+        answer=result.text,
+        output=result.extracted.output,
+        detail=detail,
+        secrets=call.secrets,
+        instruction=call.decision.instruction,
+        started_ms=call.started_ms,
+    )
+
+
+def _run_text(call: AgentCall, prompt: str) -> ProcessOutcome:
+    argv, stdin_text, prompt_file = _text_argv(call, prompt)
+    try:
+        return call.spawn(argv, stdin_text)
+    finally:
+        if prompt_file:
+            os.unlink(prompt_file)
+
+
+def _text_argv(call: AgentCall, prompt: str) -> tuple[list[str], str | None, str | None]:
+    template = call.resolved.argv
+    prompt_file = None
+    uses_prompt = any("{prompt}" in arg or "{prompt_file}" in arg for arg in template)
+    if any("{prompt_file}" in arg for arg in template):
+        prompt_file = _write_prompt_file(call.repo.backend.scratch_dir, prompt)
+    values = {"prompt": prompt, "prompt_file": prompt_file or "", "thread": call.info.thread, "role": call.role.name}
+    # One pass, so a placeholder inside the inserted prompt is left as the text it is.
+    argv = [PLACEHOLDER.sub(lambda match: values[match[1]], arg) for arg in template]
+    return argv, None if uses_prompt else prompt, prompt_file
+
+
+def _write_prompt_file(directory: str, prompt: str) -> str:
+    from ...store.fs.files import atomic_write, temp_path_for
+
+    path = temp_path_for(os.path.join(directory, "prompt.md")).removesuffix(".tmp") + ".md"
+    atomic_write(path, prompt.encode("utf-8"), mode=0o600, sync=False)
+    return path

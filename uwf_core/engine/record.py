@@ -1,0 +1,51 @@
+"""The one writer of an answer that uwf extracted (text and human protocols, and the agent kit):
+prompt and answer as content nodes, the detail, then the StepNode. Secrets are redacted on
+the way in, so a key an agent echoed never reaches an immutable node."""
+
+from __future__ import annotations
+
+from ..config.env import redact
+from ..store.builtin_schemas import BUILTIN_HASHES
+from ..store.cas import CasStore
+from ..thread.model import ThreadContext
+from ..thread.write import next_step_links, write_step
+from ..workflow.model import Role
+
+
+def write_answer(
+    store: CasStore,
+    *,
+    context: ThreadContext,
+    role: Role,
+    agent: str,
+    protocol: str,
+    prompt: str,
+    answer: str,
+    output: object,
+    detail: dict,
+    secrets: list[str],
+    instruction: str | None,
+    started_ms: int,
+) -> str:
+    """Store the step; `detail` holds what the protocol adds (extract method, corrections, usage...)."""
+    content = BUILTIN_HASHES["content"]
+    record = {
+        "agent": agent,
+        "protocol": protocol,
+        "prompt": store.put(content, redact(prompt, secrets)),
+        "content": store.put(content, redact(answer, secrets)),
+        **redact(detail, secrets),
+    }
+    start, prev = next_step_links(context)
+    return write_step(
+        store,
+        start=start,
+        prev=prev,
+        role=role.name,
+        meta=role.meta,
+        output=redact(output, secrets),
+        agent=agent,
+        detail=record,
+        instruction=instruction,
+        started_ms=started_ms,
+    )

@@ -1,0 +1,36 @@
+"""Tokens an LLM spent: what every step detail records and threads add up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    requests: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+            self.requests + other.requests,
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "promptTokens": self.prompt_tokens,
+            "completionTokens": self.completion_tokens,
+            "totalTokens": self.total_tokens,
+            "requests": self.requests,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Usage:
+        if not isinstance(data, dict):
+            return cls()
+        value = lambda key: data.get(key) if isinstance(data.get(key), int) else 0  # noqa: E731
+        return cls(value("promptTokens"), value("completionTokens"), value("totalTokens"), value("requests"))

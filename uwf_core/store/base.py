@@ -1,0 +1,111 @@
+"""The storage interface: what the engine asks of a root, whatever holds it.
+
+A backend is five parts and two files' worth of text: node bytes by hash,
+thread heads moved by compare-and-set, the workflow registry, the runs log,
+a lock per stepped thread, and config.yaml's text. The CAS logic (hashing,
+verification, schemas) sits above it in store/cas.py, so every backend stores
+the same bytes under the same names. The records in records.py and
+registry_model.py are what crosses the interface; no backend type leaks past it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ContextManager, Hashable, Protocol
+
+if TYPE_CHECKING:
+    from .records import ArchivedThread, RunningStep, RunRecord
+    from .registry_model import RegistryEntry
+
+# -- the parts a backend provides ------------------------------------------------------
+
+
+class NodeStore(Protocol):
+    """Node bytes by hash, and the type index. Writes are atomic and idempotent."""
+
+    location: str
+
+    def read(self, hash_: str) -> bytes | None: ...
+    def write(self, hash_: str, type_hash: str, data: bytes) -> None: ...
+    def exists(self, hash_: str) -> bool: ...
+    def freshen(self, hash_: str) -> bool:
+        """True when the node exists; its age restarts (gc's grace period)."""
+    def hashes(self) -> list[str]: ...
+    def of_type(self, type_hash: str) -> list[str]:
+        """Members listed in the type index, in order of first write (not checked to exist)."""
+    def touched_at(self, hash_: str) -> float | None:
+        """When the node was last written or freshened (seconds since the epoch)."""
+    def delete(self, hash_: str) -> None: ...
+    def rebuild_index(self, members: dict[str, list[str]]) -> None: ...
+    def index_lock(self) -> ContextManager: ...
+    def strays(self) -> list[tuple[str, bool, float]]:
+        """Entries that are not nodes: (name, is an interrupted write's temp file, mtime)."""
+    def delete_stray(self, name: str) -> None: ...
+
+
+class ThreadIndex(Protocol):
+    """Active thread → head, and the archive of ended threads."""
+
+    location: str
+
+    def heads(self) -> dict[str, str]: ...
+    def add(self, thread: str, head: str) -> None: ...
+    def compare_and_set(self, thread: str, expected: str, new: str, *, archive_reason: str | None = None, workflow: str | None = None) -> None:
+        """Move the head from `expected` to `new` (archiving when a reason is given); ConflictError otherwise."""
+    def archive(self, thread: str, workflow: str | None, reason: str, expected: str | None = None) -> str: ...
+    def history(self) -> list[ArchivedThread]: ...
+    def last_archived(self, thread: str) -> ArchivedThread | None: ...
+
+
+class Registry(Protocol):
+    location: str
+
+    def entries(self) -> dict[str, RegistryEntry]: ...
+    def register(self, name: str, hash_: str, source: str | None) -> bool: ...
+    def rollback(self, name: str, hash_prefix: str | None = None) -> RegistryEntry: ...
+
+
+class RunLog(Protocol):
+    def append(self, record: RunRecord) -> None: ...
+    def read(self, thread: str | None = None) -> list[RunRecord]: ...
+
+
+class StepLease(Protocol):
+    """A held step lock. `interrupted` names a holder that died holding it."""
+
+    interrupted: RunningStep | None
+
+    def update(self, **fields) -> None: ...
+    def __enter__(self) -> StepLease: ...
+    def __exit__(self, *exc_info) -> None: ...
+
+
+class StepLocks(Protocol):
+    def acquire(self, thread: str) -> StepLease:
+        """A lease to enter with `with`; entering fails at once (LockedError) when another holds it."""
+    def running(self, thread: str) -> RunningStep | None: ...
+
+
+class TextFile(Protocol):
+    """A small mutable text (config.yaml), replaced whole."""
+
+    location: str
+
+    def read(self) -> str | None: ...
+    def write(self, text: str) -> None: ...
+
+
+class Backend(Protocol):
+    """One root. `location` is what agents get in UWF_STORAGE_ROOT to open it again."""
+
+    location: str
+    nodes: NodeStore
+    threads: ThreadIndex
+    registry: Registry
+    runs: RunLog
+    locks: StepLocks
+    config: TextFile
+    env_path: str  # this host's .env: secrets never live in shared storage
+    scratch_dir: str  # this host's temp space (prompt files)
+
+    def change_token(self) -> Hashable:
+        """Changes whenever threads, runs, the registry or a step lock change (for live views)."""

@@ -1,0 +1,84 @@
+"""Records that cross the storage interface: archived threads, step attempts, running steps."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class ArchivedThread:
+    """One line of the archive: a thread that ended (done, killed, max-steps)."""
+
+    thread: str
+    workflow: str | None
+    head: str
+    reason: str
+    completed_at: int | None = None
+
+    def to_json(self) -> dict:
+        return {"thread": self.thread, "workflow": self.workflow, "head": self.head, "reason": self.reason, "completedAt": self.completed_at}
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One step attempt (ok, failed, timeout or killed)."""
+
+    thread: str
+    workflow: str | None
+    role: str | None
+    agent: str | None
+    status: str
+    head: str | None  # the head the attempt started from (unchanged unless status is ok)
+    step: str | None  # the new head when status is ok
+    startedAt: int
+    completedAt: int
+    durationMs: int
+    error: str | None = None
+    stderr: str | None = None  # the agent's stderr tail, on failure
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        return {key: value for key, value in asdict(self).items() if value is not None or key in ("step", "head")}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RunRecord | None:
+        """A record from a stored line; None when the line is not one (hand-edited, truncated)."""
+        if not isinstance(data.get("thread"), str) or not isinstance(data.get("status"), str):
+            return None
+
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return value if isinstance(value, str) else None
+
+        def number(key: str) -> int:
+            value = data.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        return cls(
+            data["thread"], text("workflow"), text("role"), text("agent"), data["status"], text("head"), text("step"),
+            number("startedAt"), number("completedAt"), number("durationMs"), text("error"), text("stderr"),
+        )
+
+
+@dataclass(frozen=True)
+class RunningStep:
+    """What a held step lock says about the step in progress."""
+
+    pid: int
+    pgid: int | None
+    role: str | None
+    agent: str | None
+    started_at: int | None
+
+    def describe(self) -> str:
+        what = f"pid {self.pid}"
+        if self.role:
+            what += f" (role {self.role}, agent {self.agent})"
+        return what

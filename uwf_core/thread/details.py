@@ -1,0 +1,129 @@
+"""Read models for one step and for lists of threads: what the CLI's step-details and the TUI show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import UwfError
+from ..store.builtin_schemas import BUILTIN_HASHES
+from ..store.cas import CasStore
+from ..workflow.ops import workflow_of
+from .context import read_start, read_step
+from .ops import ThreadInfo
+
+if TYPE_CHECKING:
+    from ..repo import Repo
+    from ..store.records import RunRecord
+
+
+@dataclass(frozen=True)
+class StepDetails:
+    step: str
+    role: str
+    agent: str
+    output: object
+    detail_hash: str
+    detail: object
+    detail_type: str | None
+    content: str | None  # the raw answer or body, when the detail names one
+    prompt: str | None
+    schema: dict | None = None  # the role's output schema (None when the workflow no longer has the role)
+
+    def to_json(self) -> dict:
+        return {
+            "step": self.step,
+            "role": self.role,
+            "agent": self.agent,
+            "output": self.output,
+            "detail": {"hash": self.detail_hash, "type": self.detail_type, "payload": self.detail},
+            "content": self.content,
+            "prompt": self.prompt,
+        }
+
+
+def step_details(repo: Repo, step_hash: str) -> StepDetails:
+    store = repo.nodes
+    hash_ = store.resolve(step_hash)
+    step = read_step(store, hash_)
+    detail = store.get(step.detail)
+    content = prompt = None
+    if detail.type == BUILTIN_HASHES["detail"] and isinstance(detail.payload, dict):
+        content = _text_node(store, detail.payload.get("content"))
+        prompt = _text_node(store, detail.payload.get("prompt"))
+    elif detail.type == BUILTIN_HASHES["content"]:
+        content = detail.payload if isinstance(detail.payload, str) else None
+    schema = role_schema(repo, step.start, step.role)
+    output = ordered_output(store.payload(step.output), schema)
+    return StepDetails(hash_, step.role, step.agent, output, step.detail, detail.payload, _title(store, detail.type), content, prompt, schema)
+
+
+def role_schema(repo: Repo, start_hash: str, role: str) -> dict | None:
+    """The output schema of `role` in the workflow a thread's StartNode names, if it still has it."""
+    try:
+        workflow = workflow_of(repo, read_start(repo.nodes, start_hash).workflow)
+        return repo.nodes.schema(workflow.roles[role].meta)
+    except (UwfError, KeyError):
+        return None
+
+
+def ordered_output(output: object, schema: dict | None) -> object:
+    """Stored outputs come back in CBOR key order; show them in the schema's order."""
+    if not isinstance(output, dict) or not schema:
+        return output
+    from ..store.schemas import field_order
+
+    order = field_order(schema)
+    return {key: output[key] for key in sorted(output, key=lambda k: order.index(k) if k in order else len(order))}
+
+
+def _text_node(store: CasStore, hash_: object) -> str | None:
+    if not isinstance(hash_, str) or not store.has(hash_):
+        return None
+    payload = store.payload(hash_)
+    return payload if isinstance(payload, str) else None
+
+
+def _title(store: CasStore, type_hash: str) -> str | None:
+    try:
+        return store.title_of(type_hash)
+    except UwfError:
+        return None
+
+
+STATUS_RUNNING = "running"
+STATUS_WAITING = "waiting"
+STATUS_FAILED = "failed"
+
+
+def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
+    """running / waiting / failed for active threads (failed: the last attempt from the
+    current head failed), the archive reason (done / killed / max-steps) for the others."""
+    last_run: dict[str, RunRecord] = {}
+    if any(info.active for info in infos):
+        for record in repo.runs.read():
+            last_run[record.thread] = record
+    statuses = {}
+    for info in infos:
+        if not info.active:
+            statuses[info.thread] = info.reason or "done"
+        elif repo.locks.running(info.thread) is not None:
+            statuses[info.thread] = STATUS_RUNNING
+        else:
+            record = last_run.get(info.thread)
+            failed = record is not None and not record.ok and record.head == info.head
+            statuses[info.thread] = STATUS_FAILED if failed else STATUS_WAITING
+    return statuses
+
+
+def step_counts(repo: Repo, heads: list[str]) -> dict[str, int]:
+    """Steps behind each head (resumed history included), for lists of threads."""
+    from .context import context_of
+
+    counts = {}
+    for head in heads:
+        try:
+            counts[head] = len(context_of(repo, head).steps)
+        except UwfError:
+            continue
+    return counts

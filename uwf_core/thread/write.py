@@ -1,0 +1,76 @@
+"""The one place a StepNode is written (output, detail, then the step), and the check that an
+agent's answer is a StepNode continuing the head. Pure CAS: no processes, no heads moved."""
+
+from __future__ import annotations
+
+import time
+
+from ..encoding.ids import is_cas_ref
+from ..errors import UwfError
+from ..store.builtin_schemas import BUILTIN_HASHES
+from ..store.cas import CasStore
+from .context import STEP_TYPE
+from .model import StepNode, ThreadContext
+
+
+class InvalidStepError(UwfError):
+    """An agent answered with something that is not the StepNode it was asked for."""
+
+
+def write_step(
+    store: CasStore,
+    *,
+    start: str,
+    prev: str | None,
+    role: str,
+    meta: str,
+    output: object,
+    agent: str,
+    detail: dict,
+    instruction: str | None = None,
+    started_ms: int | None = None,
+    what: str | None = None,
+) -> str:
+    """Store output, detail and the StepNode after `prev` (None: first after `start`); returns its hash."""
+    now = int(time.time() * 1000)
+    output_hash = store.put(meta, output, what=what or f"output of role '{role}'")
+    detail = {**detail, "startedAt": started_ms or now, "completedAt": now}
+    detail_hash = store.put(BUILTIN_HASHES["detail"], detail, what="detail")
+    step = StepNode(start, prev, role, output_hash, detail_hash, agent, instruction, started_ms or now, now)
+    return store.put(STEP_TYPE, step.to_payload(), what="StepNode")
+
+
+def next_step_links(context: ThreadContext) -> tuple[str, str | None]:
+    """(start, prev) of the step that continues `context`'s head."""
+    return context.start_hash, None if context.head_is_start else context.head
+
+
+def check_step_node(store: CasStore, answer: str, context: ThreadContext, role: str, meta: str, agent: str) -> None:
+    """Refuse anything but a valid StepNode that continues this thread's head for this role."""
+    from ..store.schemas import validation_errors
+
+    who = f"agent '{agent}'"
+    if not is_cas_ref(answer):
+        raise InvalidStepError(f"{who} printed {answer[:80]!r} as its last line, which is not a node hash")
+    if not store.has(answer):
+        raise InvalidStepError(f"{who} answered {answer}, which is not in the store")
+    node = store.get(answer)
+    if node.type != STEP_TYPE:
+        raise InvalidStepError(f"{who} answered {answer}, which is not a StepNode (its type is {node.type})")
+    step = StepNode.from_payload(node.payload)
+    if step.start != context.start_hash:
+        raise InvalidStepError(
+            f"{who} answered {answer}, a StepNode of another thread (its start is {step.start}, this thread's is {context.start_hash})"
+        )
+    expected_prev = next_step_links(context)[1]
+    if step.prev != expected_prev:
+        raise InvalidStepError(f"{who} answered {answer}, whose prev is {step.prev} but the head is {expected_prev}")
+    if step.role != role:
+        raise InvalidStepError(f"{who} answered {answer} for role '{step.role}', but role '{role}' was asked for")
+    for name in ("output", "detail"):
+        if not store.has(getattr(step, name)):
+            raise InvalidStepError(f"{who} answered {answer}, whose {name} {getattr(step, name)} is not in the store")
+    output = store.get(step.output)
+    errors = validation_errors(store.schema(meta), output.payload, cache_key=meta)
+    if errors:
+        raise InvalidStepError(f"{who} answered {answer}, whose output does not match role '{role}''s schema: {errors[0]}")
