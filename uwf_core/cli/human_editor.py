@@ -13,7 +13,7 @@ COMMENT = "<!-- uwf: fill in the frontmatter above and write your answer here. E
 def editor_answer(request, scratch_dir: str) -> str | None:
     """Open $EDITOR (or vi) on a template in `scratch_dir`; None when the person leaves it unchanged or empty."""
     from ..errors import UwfError
-    from ..store.fs.files import atomic_write, read_text, temp_path_for
+    from ..store.files import atomic_write, read_text, temp_path_for
 
     if not sys.stdin.isatty():
         raise UwfError(f"role '{request.role}' is assigned to a human: answer it in uwf-tui, or run `uwf thread step` on a terminal (it opens $EDITOR)")

@@ -175,7 +175,7 @@ def _read_mapping(path: str) -> dict:
     import json
 
     from ..errors import UwfError
-    from ..store.fs.files import read_text
+    from ..store.files import read_text
 
     text = sys.stdin.read() if path == "-" else read_text(path)
     if text is None:

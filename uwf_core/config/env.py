@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..store.fs.files import atomic_write, read_text
+from ..store.files import atomic_write, read_text
 from .model import Config, ConfigError
 
 

@@ -82,7 +82,7 @@ def _text_argv(call: AgentCall, prompt: str) -> tuple[list[str], str | None, str
 
 
 def _write_prompt_file(directory: str, prompt: str) -> str:
-    from ...store.fs.files import atomic_write, temp_path_for
+    from ...store.files import atomic_write, temp_path_for
 
     path = temp_path_for(os.path.join(directory, "prompt.md")).removesuffix(".tmp") + ".md"
     atomic_write(path, prompt.encode("utf-8"), mode=0o600, sync=False)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-
 from functools import cached_property
 
-from .files import Root, atomic_write, read_text
+from ..files import atomic_write, read_text
+from .root import Root
 
 
 class FsConfigFile:

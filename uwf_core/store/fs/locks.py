@@ -15,7 +15,7 @@ import time
 
 from ...errors import LockedError
 from ..records import RunningStep
-from .files import Root
+from .root import Root
 
 
 def _parse(text: str) -> RunningStep | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from ...encoding.ids import HASH_LEN, is_cas_ref, is_hash
-from .files import Root, append_line, atomic_write, ensure_dir
+from ..files import append_line, atomic_write, ensure_dir
+from .root import Root
 
 NODE_SUFFIX = ".bin"
 

@@ -10,8 +10,9 @@ import time
 from ...encoding.ids import is_hash
 from ...encoding.simple_yaml import dumps
 from ...errors import NotFoundError, StateFileError
+from ..files import atomic_write
 from ..registry_model import RegistryEntry, Version
-from .files import Root, atomic_write, load_yaml_state
+from .root import Root, load_yaml_state
 
 HEADER = "uwf workflow registry: name -> current version and earlier ones (newest first)"
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
+from ..files import append_line, read_text
 from ..records import RunRecord
-from .files import Root, append_line, read_text
+from .root import Root
 
 
 class FsRunLog:

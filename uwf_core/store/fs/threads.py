@@ -8,8 +8,9 @@ import time
 from ...encoding.ids import is_hash, is_ulid
 from ...encoding.simple_yaml import dumps
 from ...errors import ConflictError, StateFileError
+from ..files import append_line, atomic_write, read_text
 from ..records import ArchivedThread
-from .files import Root, append_line, atomic_write, load_yaml_state, read_text
+from .root import Root, load_yaml_state
 
 HEADER = "uwf active threads: thread id -> head node (a StartNode or the newest StepNode)"
 

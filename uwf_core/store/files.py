@@ -1,6 +1,7 @@
-"""The storage root, and the two primitives every mutable file goes through:
-atomic rewrite (temp file in the same directory, fsync, rename) and
-exclusive locks (flock on a file under `locks/`)."""
+"""Host-local file primitives: atomic rewrite (temp file in the same directory, fsync,
+rename), append of one line, read, and exclusive locks (flock). The file backend is
+built on them, and so is everything that is local to a host whatever the backend:
+.env, prompt files, the editor's temp file."""
 
 from __future__ import annotations
 
@@ -8,65 +9,7 @@ import errno
 import fcntl
 import os
 
-from ...errors import LockedError, StateFileError, UwfError
-
-
-def resolve_root(explicit: str | None = None) -> str:
-    """`--root` > `UWF_STORAGE_ROOT` > `~/.uwf`, as an absolute path."""
-    from ..open import root_location
-
-    return os.path.abspath(os.path.expanduser(root_location(explicit)))
-
-
-class Root:
-    """Paths inside one storage root. Creating it touches nothing on disk."""
-
-    __slots__ = ("path",)
-
-    def __init__(self, path: str | None = None) -> None:
-        self.path = resolve_root(path)
-
-    def join(self, *parts: str) -> str:
-        return os.path.join(self.path, *parts)
-
-    @property
-    def cas_dir(self) -> str:
-        return self.join("cas")
-
-    @property
-    def index_dir(self) -> str:
-        return self.join("cas", "_index")
-
-    @property
-    def locks_dir(self) -> str:
-        return self.join("locks")
-
-    @property
-    def registry_file(self) -> str:
-        return self.join("registry.yaml")
-
-    @property
-    def threads_file(self) -> str:
-        return self.join("threads.yaml")
-
-    @property
-    def history_file(self) -> str:
-        return self.join("history.jsonl")
-
-    @property
-    def runs_file(self) -> str:
-        return self.join("runs.jsonl")
-
-    @property
-    def config_file(self) -> str:
-        return self.join("config.yaml")
-
-    @property
-    def env_file(self) -> str:
-        return self.join(".env")
-
-    def lock(self, name: str, *, wait: bool = True, purpose: str = "") -> FileLock:
-        return FileLock(os.path.join(self.locks_dir, name + ".lock"), wait=wait, purpose=purpose)
+from ..errors import LockedError, UwfError
 
 
 def ensure_dir(path: str) -> None:
@@ -195,19 +138,3 @@ def _read_holder(fd: int) -> str:
         return os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
     except OSError:
         return ""
-
-
-def load_yaml_state(path: str) -> object:
-    """A state file's YAML (threads.yaml, registry.yaml), None when it does not exist.
-
-    A file that is not YAML is refused with one line naming it; nothing is changed.
-    """
-    from ...encoding.simple_yaml import YamlSyntaxError, loads
-
-    text = read_text(path)
-    if text is None:
-        return None
-    try:
-        return loads(text)
-    except YamlSyntaxError as exc:
-        raise StateFileError(f"{path} cannot be read: {exc} (fix or restore it; nothing was changed)") from None

@@ -1,0 +1,96 @@
+"""The layers docs/architecture.md draws are the layers the imports make.
+
+Every import in uwf_core — at the top of a module or inside a function —
+may reach its own layer or one below, never one above. Imports under
+`if TYPE_CHECKING:` are annotations only and are not counted.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+CORE = Path(__file__).resolve().parents[1] / "uwf_core"
+
+# Bottom to top. A module's layer is that of its longest matching prefix.
+LAYERS = [
+    ("errors", "version", "encoding"),
+    ("store",),
+    ("config",),
+    ("repo", "llm"),
+    ("workflow",),
+    ("thread",),
+    ("engine",),
+    ("agents",),
+    ("cli", "api", "agent_kit", "__init__"),
+]
+
+
+def layer_of(module: str) -> int:
+    """`module` is relative to uwf_core, e.g. "store.fs.threads"."""
+    head = module.split(".")[0]
+    for index, names in enumerate(LAYERS):
+        if head in names:
+            return index
+    raise AssertionError(f"uwf_core.{module} is in no layer: add its package to LAYERS and docs/architecture.md")
+
+
+def _modules() -> list[tuple[str, Path]]:
+    found = []
+    for path in sorted(CORE.rglob("*.py")):
+        parts = list(path.relative_to(CORE).with_suffix("").parts)
+        found.append((".".join(parts), path))
+    return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST):
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            skip.update(id(child) for stmt in node.body for child in ast.walk(stmt))
+    for node in ast.walk(tree):
+        if id(node) not in skip and isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+
+
+def _targets(module: str, node: ast.AST) -> list[str]:
+    """The uwf_core modules an import names, relative to uwf_core."""
+    if isinstance(node, ast.Import):
+        return [alias.name.removeprefix("uwf_core.") for alias in node.names if alias.name.startswith("uwf_core.")]
+    if node.level == 0:
+        if not (node.module or "").startswith("uwf_core"):
+            return []
+        base = node.module.removeprefix("uwf_core").lstrip(".")
+    else:
+        package = module.split(".")[:-1]
+        anchor = package[: len(package) - (node.level - 1)]
+        base = ".".join([*anchor, *([node.module] if node.module else [])])
+    if base:
+        return [base]
+    return [alias.name for alias in node.names]  # `from . import x` at the top of uwf_core
+
+
+@pytest.mark.parametrize("module,path", _modules(), ids=[name for name, _ in _modules()])
+def test_imports_never_reach_a_higher_layer(module, path):
+    own = layer_of(module)
+    tree = ast.parse(path.read_text(), str(path))
+    upward = []
+    for node in _imports(tree):
+        for target in _targets(module, node):
+            if layer_of(target) > own:
+                upward.append(f"line {node.lineno}: uwf_core.{target} (layer {layer_of(target)} > {own})")
+    assert not upward, f"uwf_core.{module} imports upward: {upward}"
+
+
+def test_every_package_is_in_a_layer():
+    packages = {path.parent.relative_to(CORE).parts[0] for path in CORE.rglob("__init__.py") if path.parent != CORE}
+    modules = {path.stem for path in CORE.glob("*.py")}
+    for name in packages | modules:
+        layer_of(name)
