@@ -12,7 +12,7 @@ read through the backend whenever it matters.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
     from .config.model import Config

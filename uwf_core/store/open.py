@@ -4,7 +4,7 @@ never taken for a relative directory called `postgresql:`."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..errors import UwfError
 
