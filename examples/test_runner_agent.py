@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from uwf_core.agents.kit import AgentAnswer, run_agent
+from uwf_core.api import AgentAnswer, run_agent
 
 
 def configure(parser):
