@@ -57,25 +57,27 @@ def merged_output(outputs: list[object], schema: dict) -> dict:
 
 
 def run(ctx: AgentContext) -> AgentAnswer:
-    from ..engine.attempt import StepOptions
-    from ..engine.control import kill_thread
-    from ..engine.step import run_thread
-    from ..store.schemas import validation_errors
-    from ..thread.context import context_of
-    from ..thread.ops import start_thread, thread_info
-    from ..thread.read import read_thread
-    from ..thread.usage import thread_usage
+    from ..engine.resolve import parse_assignments
+    from ..thread.ops import start_thread
 
     options = ctx.options
     depth = int(os.environ.get("UWF_DEPTH") or 0)
     if depth >= options["max_depth"]:
         raise UwfError(f"sub-workflow depth limit reached: this would be depth {depth + 1}, --max-depth is {options['max_depth']}")
     os.environ["UWF_DEPTH"] = str(depth + 1)
-    from ..engine.resolve import parse_assignments
-
     bindings = parse_assignments(options["bind"]) or None
     child = start_thread(ctx.repo, options["workflow"], child_prompt(ctx), ctx.context.start.workspace, bindings)
     sys.stderr.write(f"{NAME}: child thread {child.thread} ({options['workflow']})\n")
+    _run_child(ctx, child.thread)
+    return _answer_from_child(ctx, child.thread)
+
+
+def _run_child(ctx: AgentContext, thread: str) -> None:
+    """Step the child to done. A SIGTERM or SIGINT of this agent cancels the child's step and
+    kills the child thread, so killing the parent's run kills the child's."""
+    from ..engine.attempt import StepOptions
+    from ..engine.step import run_thread
+
     cancel = Cancel()
 
     def on_signal(signum, frame) -> None:
@@ -85,41 +87,52 @@ def run(ctx: AgentContext) -> AgentAnswer:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    options = StepOptions(
+        agent=ctx.options.get("child_agent"),
+        timeout=ctx.options.get("timeout"),
+        on_output=lambda line: sys.stderr.write(line + "\n"),
+        cancel=cancel,
+    )
     try:
-        step_options = StepOptions(
-            agent=options.get("child_agent"),
-            timeout=options.get("timeout"),
-            on_output=lambda line: sys.stderr.write(line + "\n"),
-            cancel=cancel,
-        )
-        result = run_thread(ctx.repo, child.thread, step_options)
+        result = run_thread(ctx.repo, thread, options)
     except UwfError as exc:
         if cancel.is_set():
-            _kill_quietly(kill_thread, ctx, child.thread)
-            raise UwfError(f"cancelled; child thread {child.thread} was killed") from None
-        raise UwfError(f"child thread {child.thread} failed: {exc.message}") from None
+            _kill_quietly(ctx, thread)
+            raise UwfError(f"cancelled; child thread {thread} was killed") from None
+        raise UwfError(f"child thread {thread} failed: {exc.message}") from None
     if not result.done:
         if cancel.is_set():
-            _kill_quietly(kill_thread, ctx, child.thread)
-        raise UwfError(f"child thread {child.thread} stopped before it was done")
-    info = thread_info(ctx.repo, child.thread)
+            _kill_quietly(ctx, thread)
+        raise UwfError(f"child thread {thread} stopped before it was done")
+
+
+def _answer_from_child(ctx: AgentContext, thread: str) -> AgentAnswer:
+    """The child's outputs merged for the parent's schema, or its transcript for the extractor."""
+    from ..store.schemas import validation_errors
+    from ..thread.context import context_of
+    from ..thread.ops import thread_info
+    from ..thread.read import read_thread
+    from ..thread.usage import thread_usage
+
+    info = thread_info(ctx.repo, thread)
     steps = context_of(ctx.repo, info.head).steps
-    usage = thread_usage(ctx.store, steps)
     detail = {
         "protocol": "subflow",
         "child": info.head,
-        "childThread": child.thread,
+        "childThread": thread,
         "childWorkflow": info.workflow,
         "childSteps": len(steps),
-        "usage": usage.to_json(),
+        "usage": thread_usage(ctx.store, steps).to_json(),
     }
     candidate = merged_output([step.output for step in steps], ctx.schema)
     if not validation_errors(ctx.schema, candidate, cache_key=ctx.role.meta):
         return AgentAnswer(json.dumps(candidate, ensure_ascii=False), detail)
-    return AgentAnswer(read_thread(ctx.repo, child.thread), detail)
+    return AgentAnswer(read_thread(ctx.repo, thread), detail)
 
 
-def _kill_quietly(kill_thread, ctx: AgentContext, thread: str) -> None:
+def _kill_quietly(ctx: AgentContext, thread: str) -> None:
+    from ..engine.control import kill_thread
+
     try:
         kill_thread(ctx.repo, thread)
     except UwfError:

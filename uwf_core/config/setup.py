@@ -37,47 +37,10 @@ def default_key_env(provider: str) -> str:
 def merge_setup(config: Config, request: SetupRequest) -> tuple[Config, dict[str, str]]:
     """The config with the request merged in, and the .env keys to set. Everything is checked
     here, before the caller writes anything."""
-    import shlex
-
-    providers, models, agents = dict(config.providers), dict(config.models), dict(config.agents)
-    provider = request.provider
-    if request.base_url or request.api_key or request.api_key_env:
-        if not provider:
-            provider = next(iter(providers), None) or "default"
-    if provider:
-        existing = providers.get(provider)
-        base_url = request.base_url or (existing.base_url if existing else None)
-        if not base_url:
-            raise UwfError(f"provider '{provider}' needs a base URL (--base-url)")
-        key_env = request.api_key_env or (existing.api_key_env if existing else None) or default_key_env(provider)
-        providers[provider] = ProviderConfig(provider, base_url.rstrip("/"), key_env)
-    elif request.api_key:
-        raise UwfError("--api-key needs a provider (--provider and --base-url)")
-    default_model = config.default_model
-    if request.model:
-        owner = provider or next(iter(providers), None)
-        if owner is None:
-            raise UwfError("--model needs a provider (--provider and --base-url)")
-        alias = request.model_alias or request.model.rsplit("/", 1)[-1]
-        models[alias] = ModelConfig(alias, owner, request.model)
-        default_model = alias
-    model_overrides = dict(config.model_overrides)
-    if request.extract_model:
-        if request.extract_model not in models:
-            raise UwfError(f"--extract-model '{request.extract_model}' is not a model alias ({', '.join(models) or 'none yet'})")
-        model_overrides["extract"] = request.extract_model
-    for name in request.presets:
-        if name not in PRESETS:
-            raise UwfError(f"unknown agent preset '{name}' (presets: {', '.join(PRESETS)})")
-        agents[name] = PRESETS[name]
-    for alias, command_line in request.agents.items():
-        try:
-            argv = shlex.split(command_line)
-        except ValueError as exc:
-            raise UwfError(f"--agent {alias}=...: {exc}") from None
-        if not argv:
-            raise UwfError(f"--agent {alias}= needs a command")
-        agents[alias] = AgentConfig(alias, argv[0], tuple(argv[1:]), "step")
+    providers = dict(config.providers)
+    provider = _merge_provider(providers, request)
+    models, default_model, model_overrides = _merge_models(config, providers, provider, request)
+    agents = _merge_agents(dict(config.agents), request)
     default_agent = request.default_agent or config.default_agent
     if request.default_agent and request.default_agent not in agents:
         raise UwfError(f"--default-agent '{request.default_agent}' is not a configured agent ({', '.join(agents) or 'none yet'})")
@@ -92,6 +55,62 @@ def merge_setup(config: Config, request: SetupRequest) -> tuple[Config, dict[str
     )
     secrets = {providers[provider].api_key_env: request.api_key} if request.api_key else {}
     return new, secrets
+
+
+def _merge_provider(providers: dict[str, ProviderConfig], request: SetupRequest) -> str | None:
+    """Add or update the request's provider in place; returns its name (None when none is involved)."""
+    provider = request.provider
+    if request.base_url or request.api_key or request.api_key_env:
+        if not provider:
+            provider = next(iter(providers), None) or "default"
+    if provider:
+        existing = providers.get(provider)
+        base_url = request.base_url or (existing.base_url if existing else None)
+        if not base_url:
+            raise UwfError(f"provider '{provider}' needs a base URL (--base-url)")
+        key_env = request.api_key_env or (existing.api_key_env if existing else None) or default_key_env(provider)
+        providers[provider] = ProviderConfig(provider, base_url.rstrip("/"), key_env)
+    elif request.api_key:
+        raise UwfError("--api-key needs a provider (--provider and --base-url)")
+    return provider
+
+
+def _merge_models(
+    config: Config, providers: dict[str, ProviderConfig], provider: str | None, request: SetupRequest
+) -> tuple[dict[str, ModelConfig], str | None, dict[str, str]]:
+    models = dict(config.models)
+    default_model = config.default_model
+    if request.model:
+        owner = provider or next(iter(providers), None)
+        if owner is None:
+            raise UwfError("--model needs a provider (--provider and --base-url)")
+        alias = request.model_alias or request.model.rsplit("/", 1)[-1]
+        models[alias] = ModelConfig(alias, owner, request.model)
+        default_model = alias
+    model_overrides = dict(config.model_overrides)
+    if request.extract_model:
+        if request.extract_model not in models:
+            raise UwfError(f"--extract-model '{request.extract_model}' is not a model alias ({', '.join(models) or 'none yet'})")
+        model_overrides["extract"] = request.extract_model
+    return models, default_model, model_overrides
+
+
+def _merge_agents(agents: dict[str, AgentConfig], request: SetupRequest) -> dict[str, AgentConfig]:
+    import shlex
+
+    for name in request.presets:
+        if name not in PRESETS:
+            raise UwfError(f"unknown agent preset '{name}' (presets: {', '.join(PRESETS)})")
+        agents[name] = PRESETS[name]
+    for alias, command_line in request.agents.items():
+        try:
+            argv = shlex.split(command_line)
+        except ValueError as exc:
+            raise UwfError(f"--agent {alias}=...: {exc}") from None
+        if not argv:
+            raise UwfError(f"--agent {alias}= needs a command")
+        agents[alias] = AgentConfig(alias, argv[0], tuple(argv[1:]), "step")
+    return agents
 
 
 def apply_setup(repo: Repo, request: SetupRequest) -> Config:
