@@ -26,12 +26,27 @@ SCHEMA = {
 # -- parse_answer / extract_fast -----------------------------------------------------------------
 
 
-def test_frontmatter_with_preamble_text():
-    text = "Sure, here is my plan.\n\n---\nplan: Do it\nsteps:\n  - one\n  - two\n---\n## Body\n\nDetails here.\n"
+def test_frontmatter_after_blank_lines_is_read():
+    text = "\n\n---\nplan: Do it\nsteps:\n  - one\n  - two\n---\n## Body\n\nDetails here.\n"
     output, body, method = parse_answer(text)
     assert output == {"plan": "Do it", "steps": ["one", "two"]}
     assert body == "## Body\n\nDetails here."
     assert method == "frontmatter"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Sure, here is my plan.\n\n---\nplan: Do it\nsteps: [one]\n---\nbody\n",  # prose first
+        "An example of the format:\n\n```yaml\n---\nplan: Example\nsteps: [x]\n---\n```\n",  # a fenced example
+        "```\n---\nplan: Example\nsteps: [x]\n---\n```\n",  # fenced from the first line
+    ],
+)
+def test_frontmatter_only_at_the_start_of_the_answer(text):
+    """As the reference: a block after prose or inside a code fence is an agent quoting an
+    example; it goes to the fallback extractor, never taken as the answer."""
+    with pytest.raises(ExtractError, match="no frontmatter block"):
+        parse_answer(text)
 
 
 def test_frontmatter_extracted_and_validated():

@@ -524,9 +524,7 @@ def test_agent_override_that_is_not_executable(uwf, solve, root_dir, tmp_path):
 
 # -- the text protocol ----------------------------------------------------------------------------------------
 
-TOPIC_ANSWER = """Here is my analysis.
-
----
+TOPIC_ANSWER = """---
 thesis: CAS makes runs auditable
 keyPoints:
   - hashes

@@ -53,7 +53,7 @@ def cmd_put(args) -> int:
 
     text = sys.stdin.read() if args.json == "-" else args.json
     def refuse_constant(name: str):
-        raise ValueError(f"{name} is not a JSON number")
+        raise ValueError(f"{name} is not a JSON number (uwf refuses NaN and ±Infinity)")
 
     try:
         payload = json.loads(text, parse_constant=refuse_constant)

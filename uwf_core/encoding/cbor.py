@@ -39,7 +39,7 @@ def _head(major: int, value: int) -> bytes:
 
 def _encode_number(value: float | int) -> bytes:
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        raise EncodeError("NaN and Infinity are not JSON numbers")
+        raise EncodeError(f"{value} is not a JSON number: uwf refuses NaN and ±Infinity (the reference stores them as CBOR floats no JSON reader gives back)")
     if isinstance(value, float):
         if value.is_integer() and abs(value) <= _MAX_SAFE:
             value = int(value)
@@ -59,11 +59,14 @@ def _encode_text(value: str) -> bytes:
     try:
         data = value.encode("utf-8")
     except UnicodeEncodeError:
-        raise EncodeError("a string is not valid Unicode (it holds a lone surrogate)") from None
+        raise EncodeError(
+            "a string holds a lone surrogate, which is not Unicode: uwf refuses it (the reference would store U+FFFD in its place, silently)"
+        ) from None
     return _head(3, len(data)) + data
 
 
-def _encode_into(value: object, out: list[bytes]) -> None:
+def _encode_into(value: object, out: list[bytes], room: int) -> None:
+    """`room`: how many more levels of arrays and objects may open (the decoder's limit)."""
     if value is None:
         out.append(b"\xf6")
     elif value is True:
@@ -74,13 +77,15 @@ def _encode_into(value: object, out: list[bytes]) -> None:
         out.append(_encode_text(value))
     elif isinstance(value, (int, float)):
         out.append(_encode_number(value))
+    elif isinstance(value, (dict, list, tuple)) and room <= 0:
+        raise EncodeError(f"nested deeper than {MAX_DEPTH} levels")
     elif isinstance(value, dict):
         items = []
         for key, item in value.items():
             if not isinstance(key, str):
                 raise EncodeError(f"object keys must be strings, not {type(key).__name__} {key!r}")
             sub: list[bytes] = []
-            _encode_into(item, sub)
+            _encode_into(item, sub, room - 1)
             items.append((_encode_text(key), b"".join(sub)))
         items.sort(key=lambda pair: pair[0])
         out.append(_head(5, len(items)))
@@ -90,16 +95,18 @@ def _encode_into(value: object, out: list[bytes]) -> None:
     elif isinstance(value, (list, tuple)):
         out.append(_head(4, len(value)))
         for item in value:
-            _encode_into(item, out)
+            _encode_into(item, out, room - 1)
     else:
         raise EncodeError(f"{type(value).__name__} is not a JSON value")
 
 
-def encode(value: object) -> bytes:
-    """Deterministic CBOR of a JSON-compatible value (EncodeError for anything else)."""
+def encode(value: object, *, envelope: bool = False) -> bytes:
+    """Deterministic CBOR of a JSON-compatible value (EncodeError for anything else, or for
+    nesting the decoder would refuse: one limit, so nothing stored is unreadable). A node's
+    envelope may add its own level around a payload at the limit."""
     out: list[bytes] = []
     try:
-        _encode_into(value, out)
+        _encode_into(value, out, MAX_DEPTH + 1 if envelope else MAX_DEPTH)
     except RecursionError:
         raise EncodeError("the value is nested too deeply") from None
     return b"".join(out)

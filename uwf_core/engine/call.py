@@ -94,10 +94,21 @@ class AgentCall:
 
     @cached_property
     def cwd(self) -> str:
+        """The thread's workspace (else the caller's directory), or the route's `location` inside it."""
         workspace = self.context.start.workspace
         if workspace and not os.path.isdir(workspace):
             raise StepError(f"the thread's workspace {workspace} does not exist")
-        return workspace or os.getcwd()
+        base = workspace or os.getcwd()
+        location = self.decision.location
+        if not location:
+            return base
+        real_base = os.path.realpath(base)
+        path = os.path.realpath(os.path.join(base, location))
+        if path != real_base and not path.startswith(real_base + os.sep):
+            raise StepError(f"location '{location}' of role '{self.role.name}' leads out of the workspace {base}")
+        if not os.path.isdir(path):
+            raise StepError(f"location '{location}' of role '{self.role.name}' is not a directory in the workspace {base}")
+        return path
 
     def spawn(self, argv: list[str], stdin_text: str | None) -> ProcessOutcome:
         outcome = run_process(

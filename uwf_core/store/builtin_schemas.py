@@ -144,3 +144,18 @@ def schema_hash(schema: dict) -> str:
 
 
 BUILTIN_HASHES = {name: schema_hash(schema) for name, schema in BUILTIN.items()}
+
+
+def _workflow_with_locations() -> dict:
+    """The workflow schema whose status-map targets may name a `location` (a working directory)."""
+    target = {**TARGET, "properties": {**TARGET["properties"], "location": STRING}}
+    routes = {"anyOf": [{"type": "array", "items": TRANSITION}, {"type": "object", "additionalProperties": target}]}
+    graph = {**WORKFLOW["properties"]["graph"], "additionalProperties": routes}
+    return {**WORKFLOW, "properties": {**WORKFLOW["properties"], "graph": graph}}
+
+
+# A workflow that names no location is stored under the plain workflow schema, so its hash is
+# what it always was (and older uwf versions read it); one that does gets this schema, which is
+# registered when first needed. A node's type is part of its hash: both stay readable forever.
+WORKFLOW_WITH_LOCATIONS = _workflow_with_locations()
+WORKFLOW_TYPES = frozenset({BUILTIN_HASHES["workflow"], schema_hash(WORKFLOW_WITH_LOCATIONS)})

@@ -104,7 +104,7 @@ class CasStore:
 
     def _write(self, hash_: str, type_hash: str, payload: object) -> None:
         envelope = {"type": type_hash, "payload": payload, "timestamp": int(time.time() * 1000)}
-        self.nodes.write(hash_, type_hash, encode(envelope))
+        self.nodes.write(hash_, type_hash, encode(envelope, envelope=True))
 
     # -- reading -------------------------------------------------------------
 

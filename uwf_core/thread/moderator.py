@@ -28,6 +28,7 @@ class Decision:
     instruction: str | None = None
     end_reason: str | None = None  # REASON_DONE or REASON_MAX_STEPS when role is END
     source: str = START  # the graph key routed from
+    location: str | None = None  # the role's working directory, relative to the thread's workspace
 
     @property
     def is_end(self) -> bool:
@@ -60,21 +61,27 @@ def _template_data(context: ThreadContext) -> object:
     return last.output if last is not None else context.start.to_payload()
 
 
-def _render(prompt: str | None, context: ThreadContext) -> str | None:
+def _render(prompt: str | None, context: ThreadContext, key: str, role: str) -> str | None:
     if prompt is None:
         return None
     from ..workflow.templates import render
 
     try:
-        return render(prompt, _template_data(context))
+        text = render(prompt, _template_data(context))
     except UwfError as exc:
         raise ModeratorError(f"prompt template failed: {exc.message}") from None
+    if not text.strip():
+        raise ModeratorError(
+            f"the prompt from '{key}' to '{role}' rendered empty ({_short(prompt)} with the last output): "
+            f"the next role would get no instruction"
+        )
+    return text
 
 
-def _decision(role: str, prompt: str | None, context: ThreadContext, key: str) -> Decision:
+def _decision(role: str, prompt: str | None, context: ThreadContext, key: str, location: str | None = None) -> Decision:
     if role == END:
         return Decision(END, None, REASON_DONE, key)
-    return Decision(role, _render(prompt, context), None, key)
+    return Decision(role, _render(prompt, context, key, role), None, key, location)
 
 
 def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes: Routes) -> Decision:
@@ -122,7 +129,7 @@ def _by_status(workflow: Workflow, context: ThreadContext, key: str, routes: Rou
         raise ModeratorError(
             f"no route from '{key}' for {STATUS_FIELD} '{status}' (routed statuses: {', '.join(statuses) or 'none'})"
         )
-    return _decision(target.role, target.prompt, context, key)
+    return _decision(target.role, target.prompt, context, key, target.location)
 
 
 def _short(value: object, limit: int = 60) -> str:

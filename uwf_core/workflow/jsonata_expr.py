@@ -40,13 +40,65 @@ def _compile(expression: str):
     return compiled
 
 
+# uwf's own functions, as the reference moderator defines them: the first / last step of a
+# role in the thread ({role, output, detail, agent}), or undefined when the role has not run.
+UWF_FUNCTIONS = ("first", "last")
+
+
 def evaluate(expression: str, context: object) -> object:
-    """The expression's value; a runtime failure raises UwfError with JSONata's message."""
+    """The expression's value against a thread context's JSON ({start, steps});
+    a runtime failure raises UwfError with JSONata's message."""
     compiled = _compile(expression)
+    steps = context.get("steps") if isinstance(context, dict) else None
+    steps = steps if isinstance(steps, list) else []
+    compiled.register_lambda("first", lambda role: _step_of(steps, role))
+    compiled.register_lambda("last", lambda role: _step_of(reversed(steps), role))
     try:
         return compiled.evaluate(context)
     except Exception as exc:
         raise UwfError(_message(exc)) from None
+
+
+def _step_of(steps, role: object) -> object:
+    return next((step for step in steps if isinstance(step, dict) and step.get("role") == role), None)
+
+
+def unknown_functions(expression: str) -> list[tuple[str, str | None]]:
+    """Functions the expression calls that are neither JSONata's, uwf's, nor defined in the
+    expression itself, each with the closest known name (or None). The expression must compile."""
+    import difflib
+
+    import jsonata
+
+    calls: list[str] = []
+    defined: set[str] = set()
+    _collect_names(_compile(expression).ast, calls, defined, set())
+    known = set(jsonata.Jsonata.static_frame.bindings) | set(UWF_FUNCTIONS)
+    unknown = [name for name in dict.fromkeys(calls) if name not in known and name not in defined]
+    return [(name, next(iter(difflib.get_close_matches(name, sorted(known), n=1)), None)) for name in unknown]
+
+
+def _collect_names(node: object, calls: list[str], defined: set[str], seen: set[int]) -> None:
+    """Walk jsonata's AST (objects with a `type`; children in attributes and lists) without recursion
+    limits mattering: expressions are short."""
+    if isinstance(node, (list, tuple)):
+        for item in node:
+            _collect_names(item, calls, defined, seen)
+        return
+    if not hasattr(node, "type") or id(node) in seen:
+        return
+    seen.add(id(node))
+    kind = getattr(node, "type", None)
+    procedure = getattr(node, "procedure", None)
+    if kind in ("function", "partial") and getattr(procedure, "type", None) == "variable" and isinstance(procedure.value, str):
+        calls.append(procedure.value)
+    if kind == "bind" and getattr(getattr(node, "lhs", None), "type", None) == "variable":
+        defined.add(node.lhs.value)
+    if kind == "lambda":
+        defined.update(arg.value for arg in getattr(node, "arguments", None) or () if getattr(arg, "type", None) == "variable")
+    for value in vars(node).values():
+        if isinstance(value, (list, tuple)) or hasattr(value, "type"):
+            _collect_names(value, calls, defined, seen)
 
 
 def truthy(value: object) -> bool:

@@ -220,6 +220,12 @@ class _Parser:
                 message = _jsonata_compile_error(expression)
                 if message:
                     self.error(path + ("expression",), f"condition '{name}': JSONata syntax error: {message}")
+                for function, close in [] if message else _unknown_functions(expression):
+                    hint = f" (did you mean ${close}?)" if close else ""
+                    self.error(
+                        path + ("expression",),
+                        f"condition '{name}' calls ${function}, which is neither a JSONata function nor uwf's ($first, $last){hint}",
+                    )
             conditions[str(name)] = Condition(str(name), description, expression)
         return conditions
 
@@ -272,11 +278,29 @@ class _Parser:
                 self.error(target_path, "a status target must be a role name or a mapping {role, prompt?}")
                 continue
             for key in target:
-                if key not in ("role", "prompt"):
+                if key not in ("role", "prompt", "location"):
                     self.error(target_path + (key,), f"unknown target field '{key}'")
             role = self.text(target, "role", target_path, required=True)
-            result[str(status)] = Target(str(status), role, self.prompt(target, target_path))
+            location = self.location(target, target_path)
+            result[str(status)] = Target(str(status), role, self.prompt(target, target_path), location)
         return result
+
+    def location(self, item: dict, path: tuple) -> str | None:
+        """A working directory relative to the thread's workspace, which it may not leave."""
+        location = item.get("location")
+        if location is None:
+            return None
+        where = path + ("location",)
+        if not isinstance(location, str) or not location.strip():
+            self.error(where, "must be a directory path relative to the thread's workspace")
+            return None
+        if location.startswith(("/", "~")) or "\0" in location:
+            self.error(where, f"'{location}' must be relative to the thread's workspace, not absolute")
+            return None
+        if _leaves(location):
+            self.error(where, f"'{location}' leaves the thread's workspace")
+            return None
+        return location
 
     def prompt(self, item: dict, path: tuple) -> str | None:
         prompt = item.get("prompt")
@@ -288,6 +312,8 @@ class _Parser:
         message = _mustache_error(prompt)
         if message:
             self.error(path + ("prompt",), f"Mustache template error: {message}")
+        elif _renders_blank(prompt):
+            self.error(path + ("prompt",), "the prompt is empty: it would hand the next role no instruction (leave it out instead)")
         return prompt
 
 
@@ -299,6 +325,25 @@ def _jsonata_compile_error(expression: str) -> str | None:
     from .jsonata_expr import compile_error
 
     return compile_error(expression)
+
+
+def _leaves(location: str) -> bool:
+    import posixpath
+
+    normal = posixpath.normpath(location)
+    return normal == ".." or normal.startswith("../")
+
+
+def _renders_blank(template: str) -> bool:
+    from .templates import renders_blank
+
+    return renders_blank(template)
+
+
+def _unknown_functions(expression: str) -> list[tuple[str, str | None]]:
+    from .jsonata_expr import unknown_functions
+
+    return unknown_functions(expression)
 
 
 def _mustache_error(template: str) -> str | None:

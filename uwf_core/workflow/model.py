@@ -60,11 +60,14 @@ class Target:
     status: str
     role: str
     prompt: str | None = None
+    location: str | None = None  # the role's working directory, relative to the thread's workspace
 
     def to_payload(self) -> dict:
         data: dict = {"role": self.role}
         if self.prompt is not None:
             data["prompt"] = self.prompt
+        if self.location is not None:
+            data["location"] = self.location
         return data
 
 
@@ -99,6 +102,11 @@ class Workflow:
     conditions: dict[str, Condition]
     graph: dict[str, Routes]
     hash: str | None = field(default=None, compare=False)
+
+    @property
+    def names_locations(self) -> bool:
+        """True when a status-map target names a working directory (stored under its own schema)."""
+        return any(target.location for routes in self.graph.values() for target in (routes.statuses or {}).values())
 
     def to_payload(self) -> dict:
         return {
@@ -167,7 +175,8 @@ def routes_from_payload(value: list | dict) -> Routes:
     if isinstance(value, dict):
         return Routes(
             statuses={
-                status: Target(status, target["role"], target.get("prompt")) for status, target in value.items()
+                status: Target(status, target["role"], target.get("prompt"), target.get("location"))
+                for status, target in value.items()
             }
         )
     return Routes(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..encoding.ids import is_cas_ref
 from ..errors import NotFoundError, UwfError
-from ..store.builtin_schemas import BUILTIN_HASHES
+from ..store.builtin_schemas import BUILTIN_HASHES, WORKFLOW_TYPES, WORKFLOW_WITH_LOCATIONS
 from ..store.cas import CasStore
 from .model import Workflow
 
@@ -47,7 +47,10 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
     workflow = draft.workflow
     roles = {name: replace(role, meta=metas[name]) for name, role in workflow.roles.items()}
     stored = Workflow(workflow.name, workflow.description, workflow.max_steps, roles, workflow.conditions, workflow.graph)
-    hash_ = store.put(BUILTIN_HASHES["workflow"], stored.to_payload(), what="workflow")
+    type_hash = BUILTIN_HASHES["workflow"]
+    if stored.names_locations:
+        type_hash = store.put_schema(WORKFLOW_WITH_LOCATIONS)
+    hash_ = store.put(type_hash, stored.to_payload(), what="workflow")
     source = store.put(BUILTIN_HASHES["content"], draft.document.text, what="workflow source")
     changed = repo.registry.register(workflow.name, hash_, source)
     return PutResult(workflow.name, hash_, changed, [p.format(draft.document) for p in draft.warnings])
@@ -68,7 +71,7 @@ def resolve_workflow_hash(repo: Repo, name_or_hash: str) -> str:
     except UwfError:
         raise NotFoundError(f"no workflow named '{name_or_hash}' (and no workflow node with that hash)") from None
     node = store.get(hash_)
-    if node.type != BUILTIN_HASHES["workflow"]:
+    if node.type not in WORKFLOW_TYPES:
         raise NotFoundError(f"{hash_} is not a workflow node")
     return hash_
 
@@ -87,7 +90,7 @@ def workflow_of(repo: Repo, hash_: str) -> Workflow:
 
 def workflow_from_node(store: CasStore, hash_: str) -> Workflow:
     node = store.get(hash_)
-    if node.type != BUILTIN_HASHES["workflow"]:
+    if node.type not in WORKFLOW_TYPES:
         raise NotFoundError(f"{hash_} is not a workflow node")
     return Workflow.from_payload(node.payload, hash_)
 

@@ -26,6 +26,15 @@ def template_error(template: str) -> str | None:
     return None
 
 
+def renders_blank(template: str) -> bool:
+    """True when the template can only render empty or whitespace: no variables or sections,
+    and its text is blank (comments count as nothing). The template must parse."""
+    tokens = _tokens(template)
+    if any(kind not in ("literal", "comment") for kind, _ in tokens):
+        return False
+    return not "".join(text for kind, text in tokens if kind == "literal").strip()
+
+
 def render(template: str, data: object) -> str:
     import chevron
 
