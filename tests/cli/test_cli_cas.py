@@ -409,6 +409,25 @@ def test_fsck_finds_a_missing_reference(uwf, root_dir, examples_root):
     assert_one_line_error(result)
 
 
+def test_fsck_names_a_thread_whose_head_or_chain_lost_a_node(uwf, root_dir):
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    agent = f"uwf-script --script {EXAMPLES / 'solve-issue.script.yaml'}"
+    first = uwf("thread", "start", "solve-issue", "-p", "one").json()["thread"]
+    second = uwf("thread", "start", "solve-issue", "-p", "two").json()["thread"]
+    for thread in (first, second):
+        assert uwf("thread", "run", thread, "--agent", agent, "--max", "2").code == 0
+    assert uwf("thread", "kill", second).code == 0  # archived heads are checked too
+    head = uwf("thread", "show", first).json()["head"]
+    (root_dir / "cas" / f"{head}.bin").unlink()
+    output = uwf("cas", "get", uwf("thread", "show", second).json()["head"], "--payload").json()["output"]
+    (root_dir / "cas" / f"{output}.bin").unlink()
+    result = uwf("cas", "fsck")
+    assert result.code == 1
+    problems = {p["target"]: p["message"] for p in result.json()["problems"] if p["severity"] == "error"}
+    assert problems[f"thread {first}"] == f"its head {head} is not in the store"
+    assert problems[f"archived thread {second} (killed)"].startswith(f"node {output}, reachable from ")
+
+
 def test_fsck_warns_about_an_unindexed_node(uwf, root_dir, examples_root):
     shutil.rmtree(root_dir / "cas" / "_index")
     result = uwf("cas", "fsck")

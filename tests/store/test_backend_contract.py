@@ -225,3 +225,31 @@ def test_a_step_lock_is_exclusive_and_says_who_holds_it(backend):
             pass
     with backend.locks.acquire(THREAD_1):  # released
         pass
+
+
+def test_compare_and_set_runs_its_check_with_the_heads_held_and_a_failing_check_moves_nothing(backend):
+    backend.threads.add(THREAD_1, HASH_A)
+
+    def refuse() -> None:
+        raise ConflictError("the new step's nodes are gone")
+
+    with pytest.raises(ConflictError, match="nodes are gone"):
+        backend.threads.compare_and_set(THREAD_1, HASH_A, HASH_B, check=refuse)
+    assert backend.threads.heads() == {THREAD_1: HASH_A}
+
+
+def test_exclusive_holds_every_head_still(backend):
+    backend.threads.add(THREAD_1, HASH_A)
+    moved = threading.Event()
+
+    def move() -> None:
+        backend.threads.compare_and_set(THREAD_1, HASH_A, HASH_B)
+        moved.set()
+
+    with backend.threads.exclusive():
+        mover = threading.Thread(target=move)
+        mover.start()
+        assert not moved.wait(0.3)  # waits for the holder
+        assert backend.threads.heads() == {THREAD_1: HASH_A}
+    mover.join(5)
+    assert moved.is_set() and backend.threads.heads() == {THREAD_1: HASH_B}

@@ -88,3 +88,36 @@ def test_eight_threads_run_concurrently_to_done(uwf, root_dir):
     for lock in (root_dir / "locks").iterdir():
         assert lock.read_text() == "", lock
     assert not [name for name in os.listdir(root_dir) if name.endswith(".tmp")]
+
+
+def test_gc_with_no_grace_while_threads_step_loses_nothing(uwf, root_dir):
+    """`uwf cas gc --grace 0` in a loop against threads stepping in parallel: every thread
+    finishes whole and fsck stays clean (a running step pins what it writes; the sweep holds
+    the heads still)."""
+    assert uwf("workflow", "put", "examples/solve-issue.yaml").code == 0
+    threads = [uwf("thread", "start", "solve-issue", "-p", f"task {i}").json()["thread"] for i in range(THREADS)]
+    env = dict(os.environ, UWF_STORAGE_ROOT=str(root_dir))
+    steppers = [
+        subprocess.Popen(
+            [*_uwf_command(), "thread", "run", thread, "--agent", SOLVE_AGENT],
+            cwd=str(REPO), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for thread in threads
+    ]
+    sweeps = 0
+    deadline = time.monotonic() + 120
+    while any(process.poll() is None for process in steppers) and time.monotonic() < deadline:
+        swept = uwf("cas", "gc", "--grace", "0")
+        assert swept.code == 0, swept
+        sweeps += 1
+    outputs = [process.communicate(timeout=60) for process in steppers]
+    for thread, process, (_, err) in zip(threads, steppers, outputs):
+        assert process.returncode == 0, (thread, err)
+    assert sweeps >= 2
+    final = uwf("cas", "gc", "--grace", "0")
+    assert final.code == 0
+    fsck = uwf("cas", "fsck")
+    assert fsck.code == 0, fsck
+    for thread in threads:
+        assert len(uwf("thread", "steps", thread).json()) == len(SOLVE_ROLES)
+        assert uwf("thread", "read", thread).code == 0

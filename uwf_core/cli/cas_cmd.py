@@ -96,7 +96,8 @@ def cmd_reindex(args) -> int:
 def cmd_fsck(args) -> int:
     from ..store.fsck import fsck
 
-    report = fsck(_store(args))
+    repo = repo_of(args)
+    report = fsck(repo.nodes, repo.backend)
     emit_json(report.to_dict())
     errors = report.errors
     if errors:

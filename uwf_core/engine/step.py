@@ -77,7 +77,12 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     done = _next_is_end(repo, workflow, context, new_head)
     try:
         repo.threads.compare_and_set(
-            info.thread, info.head, new_head, archive_reason=REASON_DONE if done else None, workflow=workflow.hash
+            info.thread,
+            info.head,
+            new_head,
+            archive_reason=REASON_DONE if done else None,
+            workflow=workflow.hash,
+            check=lambda: _still_stored(repo, new_head),
         )
     except ConflictError as exc:
         record = repo.threads.last_archived(info.thread)
@@ -85,6 +90,15 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         raise StepError(exc.message, "killed" if killed else "failed") from None
     attempt.record("ok", step=new_head)
     return StepResult(info.workflow, info.thread, new_head, done, decision.role, resolved.label, REASON_DONE if done else None)
+
+
+def _still_stored(repo: Repo, step_hash: str) -> None:
+    """The new step and what it names are still there (checked with the heads held, so gc cannot
+    sweep them between this and the move)."""
+    step = StepNode.from_payload(repo.nodes.get(step_hash).payload)
+    for hash_ in (step_hash, step.output, step.detail):
+        if not repo.backend.nodes.exists(hash_):
+            raise StepError(f"node {hash_} of the new step was removed (by `uwf cas gc`?) before the head could move; the head stays")
 
 
 def _finish(repo: Repo, info: ThreadInfo, decision: Decision, workflow: Workflow) -> StepResult:

@@ -1,12 +1,17 @@
-"""`uwf cas fsck`: check every node, reference and index entry of a store."""
+"""`uwf cas fsck`: check every node, reference and index entry of a store, and that every
+thread's head (active or archived) and every registered workflow version is whole."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import UwfError
 from .builtin_schemas import META_HASH
 from .cas import CasStore
+
+if TYPE_CHECKING:
+    from .base import Backend
 
 
 @dataclass(frozen=True)
@@ -32,7 +37,9 @@ class FsckReport:
         return {"checked": self.checked, "ok": not self.errors, "problems": [p.to_dict() for p in self.problems]}
 
 
-def fsck(store: CasStore) -> FsckReport:
+def fsck(store: CasStore, backend: Backend | None = None) -> FsckReport:
+    """With `backend`, the threads and the registry are checked too: a head whose chain lost a node
+    names its thread."""
     report = FsckReport()
     nodes = store.nodes
     for name, is_temp, _ in nodes.strays():
@@ -45,7 +52,45 @@ def fsck(store: CasStore) -> FsckReport:
         if problem:
             report.problems.append(FsckProblem(hash_, problem))
     report.problems.extend(_check_index(store, types))
+    if backend is not None:
+        report.problems.extend(_check_roots(store, backend))
     return report
+
+
+def _check_roots(store: CasStore, backend: Backend) -> list[FsckProblem]:
+    """Every node a thread or a registered workflow needs is there: walked from each head (through
+    prev, start, resumes, outputs and details) and each registry version."""
+    problems = []
+    roots = [(f"thread {thread}", head) for thread, head in backend.threads.heads().items()]
+    roots += [(f"archived thread {record.thread} ({record.reason})", record.head) for record in backend.threads.history()]
+    for entry in backend.registry.entries().values():
+        roots += [(f"workflow '{entry.name}' version {version.hash}", version.hash) for version in entry.versions()]
+    for what, head in roots:
+        missing = _first_missing(store, head)
+        if missing == head:
+            problems.append(FsckProblem(what, f"its head {head} is not in the store"))
+        elif missing:
+            problems.append(FsckProblem(what, f"node {missing}, reachable from {head}, is not in the store"))
+    return problems
+
+
+def _first_missing(store: CasStore, head: str) -> str | None:
+    """The first node reachable from `head` that is gone, or None when all are there."""
+    seen = {head}
+    pending = [head]
+    while pending:
+        current = pending.pop()
+        if not store.has(current):
+            return current
+        try:
+            refs = store.refs(current)
+        except UwfError:
+            continue  # a corrupt node is reported by the node check
+        for ref in refs:
+            if ref not in seen:
+                seen.add(ref)
+                pending.append(ref)
+    return None
 
 
 def _check_node(store: CasStore, hash_: str, types: dict[str, list[str]]) -> str | None:

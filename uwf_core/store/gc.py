@@ -56,9 +56,10 @@ def gc_roots(backend: Backend) -> list[str]:
     return list(dict.fromkeys(roots))
 
 
-def mark(store: CasStore, roots: list[str]) -> tuple[set[str], list[str]]:
-    """Everything reachable from `roots` through references and types; and what was missing."""
-    marked: set[str] = set()
+def mark(store: CasStore, roots: list[str], marked: set[str] | None = None) -> tuple[set[str], list[str]]:
+    """Everything reachable from `roots` through references and types (added to `marked` when
+    given); and what was missing."""
+    marked = set() if marked is None else marked
     missing: list[str] = []
     queue = deque(roots)
     while queue:
@@ -79,38 +80,53 @@ def mark(store: CasStore, roots: list[str]) -> tuple[set[str], list[str]]:
 
 
 def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False) -> GcReport:
+    """Mark from every root, then sweep with the heads held still.
+
+    Whatever the grace, a node written since the oldest running step began is kept: that
+    step may be about to make it a head. The sweep runs under the thread index's lock, after
+    marking again from the heads as they are then, so no head can move onto a node while
+    it is being deleted.
+    """
     report = GcReport(dry_run=dry_run)
     nodes = backend.nodes
-    cutoff = time.time() - grace_seconds
-    hashes = nodes.hashes()
-    # A young node is a root too: what it references (an old output reused by a step
-    # in progress, its schema) must outlive it, as git's prune keeps what recent objects reach.
-    young_nodes = [hash_ for hash_ in hashes if not _older(nodes.touched_at(hash_), cutoff)]
     marked, report.missing = mark(store, gc_roots(backend))
-    report.reachable = len(marked)
-    young = set(young_nodes)
-    protected, _ = mark(store, [hash_ for hash_ in young_nodes if hash_ not in marked])
-    for name, is_temp, mtime in nodes.strays():
-        if is_temp and mtime < cutoff:
-            report.temp_files.append(name)
+    with backend.threads.exclusive():
+        marked, _ = mark(store, gc_roots(backend), marked)  # heads that moved while we marked
+        cutoff = min(time.time() - grace_seconds, _oldest_running_step(backend))
+        hashes = nodes.hashes()
+        # A young node is a root too: what it references (an old output reused by a step
+        # in progress, its schema) must outlive it, as git's prune keeps what recent objects reach.
+        young = {hash_ for hash_ in hashes if not _older(nodes.touched_at(hash_), cutoff)}
+        protected, _ = mark(store, [hash_ for hash_ in young if hash_ not in marked])
+        report.reachable = len(marked)
+        for name, is_temp, mtime in nodes.strays():
+            if is_temp and mtime < cutoff:
+                report.temp_files.append(name)
+                if not dry_run:
+                    nodes.delete_stray(name)
+        for hash_ in hashes:
+            if hash_ in marked:
+                continue
+            if hash_ in young or hash_ in protected or not _older(nodes.touched_at(hash_), cutoff):
+                report.young.append(hash_)  # young, reached from a young node, or renewed during this gc
+                continue
+            report.deleted.append(hash_)
             if not dry_run:
-                nodes.delete_stray(name)
-    for hash_ in hashes:
-        if hash_ in marked:
-            continue
-        if hash_ in young or hash_ in protected:
-            report.young.append(hash_)  # young, or reached from a young node
-            continue
-        if not _older(nodes.touched_at(hash_), cutoff):  # re-put during this gc: renewed, so kept
-            report.young.append(hash_)
-            continue
-        report.deleted.append(hash_)
-        if not dry_run:
-            nodes.delete(hash_)
-            store.forget(hash_)
+                nodes.delete(hash_)
+                store.forget(hash_)
     if report.deleted and not dry_run:
         store.reindex()
     return report
+
+
+def _oldest_running_step(backend: Backend) -> float:
+    """When the oldest step in progress began (seconds), or +inf when none runs."""
+    starts = []
+    for thread in backend.threads.heads():
+        running = backend.locks.running(thread)
+        if running is not None:
+            starts.append((running.started_at or 0) / 1000 - 1)  # a second of slack for clock granularity
+    return min(starts, default=float("inf"))
 
 
 def _older(touched: float | None, cutoff: float) -> bool:

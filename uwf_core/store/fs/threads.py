@@ -47,8 +47,15 @@ class FsThreadIndex:
             threads[thread] = head
             self._save(threads)
 
-    def compare_and_set(self, thread: str, expected: str, new: str, *, archive_reason: str | None = None, workflow: str | None = None) -> None:
+    def exclusive(self):
+        return self.root.lock("index")
+
+    def compare_and_set(
+        self, thread: str, expected: str, new: str, *, archive_reason: str | None = None, workflow: str | None = None, check=None
+    ) -> None:
         with self.root.lock("index"):
+            if check is not None:
+                check()
             threads = self.heads()
             current = threads.get(thread)
             if current is None:
