@@ -611,3 +611,19 @@ def test_put_refuses_non_json_numbers(uwf, root_dir, text):
     before = snapshot_tree(root_dir)
     assert "not valid JSON" in assert_one_line_error(uwf("cas", "put", "detail", text))
     assert snapshot_tree(root_dir) == before
+
+
+def test_a_leftover_state_file_temp_is_reported_by_fsck_and_removed_by_gc(uwf, root_dir):
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    stale = root_dir / ".threads.yaml.4242.deadbeef.tmp"  # what a SIGKILL mid-rewrite leaves
+    stale.write_text("half")
+    os.utime(stale, (time.time() - 120, time.time() - 120))
+    fresh = root_dir / ".registry.yaml.4243.cafebabe.tmp"  # a rewrite happening right now
+    fresh.write_text("x")
+    fsck = uwf("cas", "fsck")
+    assert fsck.code == 0
+    warned = {p["target"] for p in fsck.json()["problems"] if p["severity"] == "warning"}
+    assert stale.name in warned
+    gc = uwf("cas", "gc", "--grace", "0")
+    assert gc.code == 0 and stale.name in gc.json()["tempFiles"]
+    assert not stale.exists() and fresh.exists()

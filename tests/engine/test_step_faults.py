@@ -626,3 +626,27 @@ def test_text_agent_answering_schema_mismatch(uwf, root_dir, tmp_path, topic):
     assert_failed_step(
         uwf, root_dir, topic["thread"], topic["head"], result, "failed", "does not match the role's schema", "keyPoints"
     )
+
+
+def test_a_runaway_condition_is_stopped_by_the_steps_timeout_and_the_head_stays(uwf, tmp_path):
+    """A tail call never hits a recursion limit: the step's --timeout bounds routing too."""
+    import time
+
+    source = (EXAMPLES / "solve-issue.yaml").read_text()
+    assert 'expression: "steps[-1].output.approved = false"' in source
+    wf = tmp_path / "runaway.yaml"
+    wf.write_text(source.replace(
+        'expression: "steps[-1].output.approved = false"', 'expression: "($f := function($x){ $f($x) }; $f(1))"'
+    ))
+    assert uwf("workflow", "put", str(wf)).code == 0
+    thread = uwf("thread", "start", "solve-issue", "-p", "loop").json()["thread"]
+    agent = f"uwf-script --script {EXAMPLES / 'solve-issue.script.yaml'}"
+    for _ in range(3):  # planner, developer, reviewer: the reviewer's route runs the condition
+        assert uwf("thread", "step", thread, "--agent", agent).code == 0
+    head = uwf("thread", "show", thread).json()["head"]
+    began = time.monotonic()
+    result = uwf("thread", "step", thread, "--agent", agent, "--timeout", "1")
+    assert time.monotonic() - began < 15
+    assert result.code == 1 and "Traceback" not in result.err
+    assert "condition 'notApproved'" in result.err and "timeout" in result.err.lower(), result.err
+    assert uwf("thread", "show", thread).json()["head"] == head

@@ -41,17 +41,28 @@ def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) 
         try:
             return _step(repo, info, attempt, lease, options)
         except StepError as exc:
-            attempt.record(exc.status, error=exc.message, stderr=exc.stderr)
+            _record_failure(attempt, exc, exc.status, exc.message, exc.stderr)
             raise
         except UwfError as exc:
-            attempt.record("failed", error=exc.message)
+            _record_failure(attempt, exc, "failed", exc.message)
             raise
-        except KeyboardInterrupt:
-            attempt.record("killed", error="interrupted (Ctrl-C)")
+        except KeyboardInterrupt as exc:
+            _record_failure(attempt, exc, "killed", "interrupted (Ctrl-C)")
             raise
         except Exception as exc:  # a bug, but still an attempt: on record before the traceback
-            attempt.record("failed", error=f"internal error: {type(exc).__name__}: {exc}")
+            _record_failure(attempt, exc, "failed", f"internal error: {type(exc).__name__}: {exc}")
             raise
+
+
+def _record_failure(attempt: Attempt, error: BaseException, status: str, message: str, stderr: str | None = None) -> None:
+    """Record the failed attempt; if even that fails (a full disk), say so on the first error
+    rather than replacing it with the second."""
+    try:
+        attempt.record(status, error=message, stderr=stderr)
+    except UwfError as exc:
+        if isinstance(error, UwfError):
+            error.message = f"{error.message} (and the attempt could not be recorded: {exc.message})"
+            error.args = (error.message,)
 
 
 def _record_interrupted(repo: Repo, info: ThreadInfo, lease: StepLease) -> None:
@@ -63,7 +74,7 @@ def _record_interrupted(repo: Repo, info: ThreadInfo, lease: StepLease) -> None:
 def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, options: StepOptions) -> StepResult:
     context = context_of(repo, info.head)
     workflow = workflow_of(repo, context.start.workflow)
-    decision = evaluate(workflow, context)
+    decision = evaluate(workflow, context, options.timeout)
     if decision.is_end:
         return _finish(repo, info, decision, workflow)
     attempt.role = decision.role
@@ -74,7 +85,7 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     lease.update(role=decision.role, agent=resolved.label)
     call = AgentCall(repo, info, workflow, context, decision, resolved, lease, options)
     new_head = run_protocol(call)
-    done = _next_is_end(repo, workflow, context, new_head)
+    done = _next_is_end(repo, workflow, context, new_head, options.timeout)
     try:
         repo.threads.compare_and_set(
             info.thread,
@@ -112,7 +123,7 @@ def _finish(repo: Repo, info: ThreadInfo, decision: Decision, workflow: Workflow
     return StepResult(info.workflow, info.thread, info.head, True, reason=REASON_DONE)
 
 
-def _next_is_end(repo: Repo, workflow: Workflow, context: ThreadContext, new_head: str) -> bool:
+def _next_is_end(repo: Repo, workflow: Workflow, context: ThreadContext, new_head: str, time_limit: float | None = None) -> bool:
     """Ask the moderator again: does the thread end after this step?
 
     The extended context is kept on the Repo, so `thread run`'s next step starts from it.
@@ -124,7 +135,7 @@ def _next_is_end(repo: Repo, workflow: Workflow, context: ThreadContext, new_hea
     extended = ThreadContext(new_head, context.start_hash, context.start, [*context.steps, added], context.since_start + 1)
     repo.remember_context(extended)
     try:
-        decision = evaluate(workflow, extended)
+        decision = evaluate(workflow, extended, time_limit)
     except UwfError:
         return False
     return decision.is_end and decision.end_reason == REASON_DONE

@@ -114,3 +114,8 @@ class Backend(Protocol):
 
     def change_token(self) -> Hashable:
         """Changes whenever threads, runs, the registry or a step lock change (for live views)."""
+
+    def temp_files(self) -> list[tuple[str, float]]:
+        """Leftovers of interrupted rewrites of the state files: (name, mtime). gc removes old ones."""
+
+    def delete_temp_file(self, name: str) -> None: ...

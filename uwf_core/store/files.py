@@ -95,7 +95,10 @@ class FileLock:
 
     def acquire(self) -> FileLock:
         ensure_dir(os.path.dirname(self.path))
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise UwfError(f"cannot lock {self.path}: {exc.strerror}") from None
         try:
             flags = fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB
             fcntl.flock(fd, flags)
@@ -112,16 +115,22 @@ class FileLock:
         return self
 
     def write_info(self, text: str) -> None:
-        """Describe the holder (read by whoever finds the lock taken)."""
+        """Describe the holder (read by whoever finds the lock taken). Advisory: on a full disk
+        the lock is still held, only its description is missing."""
         if self.fd is not None:
             data = (text.rstrip("\n") + "\n").encode("utf-8")
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, data, 0)
+            try:
+                os.ftruncate(self.fd, 0)
+                os.pwrite(self.fd, data, 0)
+            except OSError:
+                pass
 
     def release(self) -> None:
         if self.fd is not None:
             try:
                 os.ftruncate(self.fd, 0)
+            except OSError:
+                pass
             finally:
                 os.close(self.fd)  # closing drops the flock
                 self.fd = None

@@ -54,6 +54,8 @@ def fsck(store: CasStore, backend: Backend | None = None) -> FsckReport:
     report.problems.extend(_check_index(store, types))
     if backend is not None:
         report.problems.extend(_check_roots(store, backend))
+        for name, _ in backend.temp_files():
+            report.problems.append(FsckProblem(name, "leftover temp file of an interrupted state-file rewrite (gc removes it)", "warning"))
     return report
 
 

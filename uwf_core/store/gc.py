@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .base import Backend
 
 DEFAULT_GRACE_SECONDS = 3600
+TEMP_FILE_GRACE_SECONDS = 60  # a state file's rewrite takes milliseconds: older temp files are leftovers
 
 
 @dataclass
@@ -104,6 +105,11 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
                 report.temp_files.append(name)
                 if not dry_run:
                     nodes.delete_stray(name)
+        for name, mtime in backend.temp_files():
+            if mtime < time.time() - max(grace_seconds, TEMP_FILE_GRACE_SECONDS):  # a rewrite in progress is seconds old
+                report.temp_files.append(name)
+                if not dry_run:
+                    backend.delete_temp_file(name)
         for hash_ in hashes:
             if hash_ in marked:
                 continue

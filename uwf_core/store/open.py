@@ -4,6 +4,7 @@ never taken for a relative directory called `postgresql:`."""
 from __future__ import annotations
 
 import os
+
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..errors import UwfError

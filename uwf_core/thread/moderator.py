@@ -35,7 +35,9 @@ class Decision:
         return self.role == END
 
 
-def evaluate(workflow: Workflow, context: ThreadContext) -> Decision:
+def evaluate(workflow: Workflow, context: ThreadContext, time_limit: float | None = None) -> Decision:
+    """The next role (with its instruction and location) or $END. `time_limit` bounds each
+    condition's evaluation in seconds (a step passes its own timeout)."""
     last = context.last_step
     key = last.role if last is not None else START
     routes = workflow.graph.get(key)
@@ -46,7 +48,7 @@ def evaluate(workflow: Workflow, context: ThreadContext) -> Decision:
         if routes.statuses is not None:
             decision = _by_status(workflow, context, key, routes)
         else:
-            decision = _by_transitions(workflow, context, key, routes)
+            decision = _by_transitions(workflow, context, key, routes, time_limit)
     except ModeratorError:
         if at_limit:  # the thread is over anyway: say why it ends, not why it could not go on
             return Decision(END, None, REASON_MAX_STEPS, key)
@@ -84,7 +86,7 @@ def _decision(role: str, prompt: str | None, context: ThreadContext, key: str, l
     return Decision(role, _render(prompt, context, key, role), None, key, location)
 
 
-def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes: Routes) -> Decision:
+def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes: Routes, time_limit: float | None) -> Decision:
     from ..workflow.jsonata_expr import evaluate as evaluate_expression
     from ..workflow.jsonata_expr import truthy
 
@@ -99,7 +101,7 @@ def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes
         if data is None:
             data = context.to_json()
         try:
-            value = evaluate_expression(condition.expression, data)
+            value = evaluate_expression(condition.expression, data, time_limit)
         except UwfError as exc:
             raise ModeratorError(
                 f"condition '{transition.condition}' ({condition.expression}) failed after '{key}': {exc.message}"

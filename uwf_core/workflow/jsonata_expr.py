@@ -44,17 +44,27 @@ def _compile(expression: str):
 # role in the thread ({role, output, detail, agent}), or undefined when the role has not run.
 UWF_FUNCTIONS = ("first", "last")
 
+# A condition is a few path lookups: one that runs for seconds or recurses this deep is runaway
+# (a tail call such as `$f := function($x){ $f($x) }` never hits Python's recursion limit).
+TIME_LIMIT_SECONDS = 5.0
+MAX_DEPTH = 500
 
-def evaluate(expression: str, context: object) -> object:
-    """The expression's value against a thread context's JSON ({start, steps});
-    a runtime failure raises UwfError with JSONata's message."""
+
+def evaluate(expression: str, context: object, time_limit: float | None = None) -> object:
+    """The expression's value against a thread context's JSON ({start, steps}), stopped after
+    `time_limit` seconds (default TIME_LIMIT_SECONDS); a runtime failure raises UwfError with
+    JSONata's message."""
     compiled = _compile(expression)
     steps = context.get("steps") if isinstance(context, dict) else None
     steps = steps if isinstance(steps, list) else []
     compiled.register_lambda("first", lambda role: _step_of(steps, role))
     compiled.register_lambda("last", lambda role: _step_of(reversed(steps), role))
+    limit = TIME_LIMIT_SECONDS if time_limit is None else min(time_limit, TIME_LIMIT_SECONDS)
+    compiled.environment.set_runtime_bounds(max(1, int(limit * 1000)), MAX_DEPTH)  # the clock starts now
     try:
         return compiled.evaluate(context)
+    except RecursionError:
+        raise UwfError("the expression recursed too deeply (more than Python's stack allows)") from None
     except Exception as exc:
         raise UwfError(_message(exc)) from None
 

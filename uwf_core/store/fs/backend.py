@@ -64,6 +64,29 @@ class FsBackend:
 
         return FsStepLocks(self.root)
 
+    def temp_files(self) -> list[tuple[str, float]]:
+        """`.<file>.<pid>.<random>.tmp` beside threads.yaml, registry.yaml, config.yaml (a SIGKILL mid-rewrite)."""
+        found = []
+        try:
+            names = os.listdir(self.root.path)
+        except OSError:
+            return []
+        for name in sorted(names):
+            if name.startswith(".") and name.endswith(".tmp"):
+                try:
+                    found.append((name, os.stat(self.root.join(name)).st_mtime))
+                except OSError:
+                    continue
+        return found
+
+    def delete_temp_file(self, name: str) -> None:
+        if not (name.startswith(".") and name.endswith(".tmp")) or os.sep in name:
+            raise ValueError(f"{name!r} is not a temp file of this root")
+        try:
+            os.unlink(self.root.join(name))
+        except FileNotFoundError:
+            pass
+
     def change_token(self) -> tuple:
         """The state files' and step locks' (size, mtime): equal tokens mean nothing to reload."""
         paths = [self.root.threads_file, self.root.history_file, self.root.runs_file, self.root.registry_file, self.root.config_file]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ...encoding.ids import HASH_LEN, is_cas_ref, is_hash
+from ...errors import UwfError
 from ..files import append_line, atomic_write, ensure_dir
 from .root import Root
 
@@ -33,6 +34,8 @@ class FsNodeStore:
                 return handle.read()
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise UwfError(f"cannot read node {hash_} ({self.path(hash_)}): {exc.strerror}") from None
 
     def write(self, hash_: str, type_hash: str, data: bytes) -> None:
         ensure_dir(self.root.cas_dir)
@@ -67,18 +70,24 @@ class FsNodeStore:
                 return list(dict.fromkeys(handle.read().split()))
         except FileNotFoundError:
             return []
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UwfError(f"cannot read the type index {self._index_path(type_hash)}: {getattr(exc, 'strerror', None) or 'not text'} (`uwf cas reindex` rebuilds it)") from None
 
     def touched_at(self, hash_: str) -> float | None:
         try:
             return os.stat(self.path(hash_)).st_mtime
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise UwfError(f"cannot stat node {hash_}: {exc.strerror}") from None
 
     def delete(self, hash_: str) -> None:
         try:
             os.unlink(self.path(hash_))
         except FileNotFoundError:
             pass
+        except OSError as exc:
+            raise UwfError(f"cannot delete node {hash_}: {exc.strerror}") from None
 
     def index_lock(self):
         return self.root.lock("cas-index")
