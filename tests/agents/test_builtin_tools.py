@@ -388,3 +388,25 @@ def test_truncate():
     out = truncate(text, 30)
     assert out == "a" * 20 + "\n… [70 characters truncated] …\n" + "b" * 10
     assert builtin_tools.MAX_RESULT_CHARS == MAX_RESULT_CHARS
+
+
+def test_a_catastrophic_grep_pattern_is_stopped_not_hung(tmp_path, monkeypatch):
+    import time
+
+    (tmp_path / "a.txt").write_text("a" * 40 + "!\nhello\n")
+    monkeypatch.setattr(builtin_tools, "GREP_TIMEOUT_SECONDS", 1.0)
+    settings = builtin_tools.ToolSettings(workspace=str(tmp_path))
+    began = time.monotonic()
+    result, ok = builtin_tools.call_tool(settings, "grep", {"pattern": "(a+)+$"})
+    assert not ok and "ran longer than 1s and was stopped" in result
+    assert time.monotonic() - began < 5
+    assert builtin_tools.call_tool(settings, "grep", {"pattern": "hel+o"}) == ("a.txt:2: hello", True)
+
+
+def test_run_command_gets_no_keys_and_no_way_to_the_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("UWF_STORAGE_ROOT", str(tmp_path / "root"))
+    monkeypatch.setenv("SECRET_KEY_X", "sk-should-not-leak")
+    settings = builtin_tools.ToolSettings(workspace=str(tmp_path), allow_run_command=True, hidden_env=frozenset({"SECRET_KEY_X"}))
+    result, ok = builtin_tools.call_tool(settings, "run_command", {"command": "env"})
+    assert ok
+    assert "UWF_STORAGE_ROOT" not in result and "sk-should-not-leak" not in result

@@ -51,7 +51,11 @@ def cmd_put(args) -> int:
     from ..errors import UwfError
     from ..store.builtin_schemas import BUILTIN_HASHES, META_HASH
 
+    from ..encoding.limits import check_json_text
+
     text = sys.stdin.read() if args.json == "-" else args.json
+    check_json_text(text, "the payload")
+
     def refuse_constant(name: str):
         raise ValueError(f"{name} is not a JSON number (uwf refuses NaN and ±Infinity)")
 

@@ -177,14 +177,18 @@ def _read_mapping(path: str) -> dict:
     from ..errors import UwfError
     from ..store.files import read_text
 
+    from ..encoding.limits import check_json_text, check_yaml_text
+
     text = sys.stdin.read() if path == "-" else read_text(path)
     if text is None:
         raise UwfError(f"cannot read {path}: no such file")
     try:
+        check_json_text(text, path)
         data = json.loads(text)
     except ValueError:
         import yaml
 
+        check_yaml_text(text, path)
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:

@@ -43,12 +43,22 @@ def _json_object(text: str) -> dict | None:
 
 def parse_answer(text: str) -> tuple[dict, str, str]:
     """(output, body, method) or ExtractError saying why nothing could be read."""
+    from ..encoding.limits import StructureError, check_json_text, check_size, check_yaml_text
+
     if not text.strip():
         raise ExtractError("the agent's answer is empty")
+    try:
+        check_size(text, "the agent's answer")
+        if text.strip().startswith("{"):
+            check_json_text(text, "the agent's answer")
+        block = split_frontmatter(text)
+        if block is not None:
+            check_yaml_text(block[0], "the agent's frontmatter")
+    except StructureError as exc:
+        raise ExtractError(exc.message[:300]) from None
     obj = _json_object(text)
     if obj is not None:
         return obj, "", "json"
-    block = split_frontmatter(text)
     if block is None:
         raise ExtractError("the answer has no frontmatter block (--- yaml ---) and is not a JSON object")
     import yaml

@@ -56,8 +56,13 @@ def _parse(content: str, schema: dict) -> dict:
     content = content.strip()
     if content.startswith("```"):
         content = content.strip("`").removeprefix("json").strip()
+    from ..encoding.limits import StructureError, check_json_text
+
     try:
+        check_json_text(content, "the extract model's answer")
         output = json.loads(content)
+    except StructureError as exc:
+        raise ExtractError(exc.message) from None
     except ValueError:
         raise ExtractError(f"the extract model did not answer with JSON: {content[:80]!r}") from None
     if not isinstance(output, dict):

@@ -48,6 +48,13 @@ def read_yaml_document(file: str) -> YamlDocument:
 def parse_yaml_document(text: str, file: str = "<string>") -> YamlDocument:
     import yaml
 
+    from ..encoding.limits import StructureError, check_yaml_text
+
+    try:
+        check_yaml_text(text, file)
+    except StructureError as exc:
+        raise WorkflowError(exc.message) from None
+
     loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     loader = loader_class(text)
     try:

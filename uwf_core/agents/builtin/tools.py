@@ -17,6 +17,7 @@ MAX_READ_CHARS = 60_000
 MAX_RESULT_CHARS = 20_000
 MAX_LIST_ENTRIES = 500
 MAX_GREP_MATCHES = 200
+GREP_TIMEOUT_SECONDS = 10.0
 MAX_GREP_FILE_BYTES = 2_000_000
 DEFAULT_COMMAND_TIMEOUT = 120.0
 MAX_COMMAND_TIMEOUT = 900.0
@@ -149,7 +150,11 @@ def grep(ws: Workspace, settings: ToolSettings, args: dict) -> str:
     except re.error as exc:
         raise ToolError(f"invalid regular expression: {exc}") from None
     base = ws.resolve(args.get("path") or ".", must_exist=True)
-    files = [base] if os.path.isfile(base) else _walk_files(ws, base)
+    files = [base] if os.path.isfile(base) else list(_walk_files(ws, base))
+    return _with_deadline(lambda: _grep_files(ws, regex, files), GREP_TIMEOUT_SECONDS, f"grep for {pattern[:60]!r}")
+
+
+def _grep_files(ws: Workspace, regex: re.Pattern, files: list[str]) -> str:
     matches = []
     for file in files:
         try:
@@ -167,6 +172,48 @@ def grep(ws: Workspace, settings: ToolSettings, args: dict) -> str:
                 if len(matches) >= MAX_GREP_MATCHES:
                     return "\n".join(matches) + f"\n… (stopped at {MAX_GREP_MATCHES} matches)"
     return "\n".join(matches) or "no matches"
+
+
+def _with_deadline(work, seconds: float, what: str) -> str:
+    """Run `work` in a forked child and kill it after `seconds`: Python's `re` cannot be
+    interrupted, and a catastrophic pattern would otherwise hang the agent for good."""
+    import signal
+    import time
+
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, write, exit without cleanup handlers
+        try:
+            os.close(reader)
+            data = work().encode("utf-8", "replace")
+            while data:
+                data = data[os.write(writer, data):]
+        finally:
+            os._exit(0)
+    os.close(writer)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + seconds
+    try:
+        import select
+
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ToolError(f"{what} ran longer than {seconds:g}s and was stopped (a pattern that backtracks badly?)")
+            ready, _, _ = select.select([reader], [], [], min(left, 0.5))
+            if ready:
+                chunk = os.read(reader, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    finally:
+        os.close(reader)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 def _walk_files(ws: Workspace, base: str):
@@ -189,7 +236,9 @@ def run_command(ws: Workspace, settings: ToolSettings, args: dict) -> str:
     timeout = min(MAX_COMMAND_TIMEOUT, float(args.get("timeout") or settings.command_timeout))
     from ...engine.process import run_process
 
-    env = {key: value for key, value in os.environ.items() if key not in settings.hidden_env}
+    # The shell gets neither the API keys nor the way to the root (its .env holds every key);
+    # it is still an unconfined shell: see the README.
+    env = {key: value for key, value in os.environ.items() if key not in settings.hidden_env and key != "UWF_STORAGE_ROOT"}
     lines: list[str] = []
     outcome = run_process(["sh", "-c", command], cwd=cwd, env=env, timeout=timeout, on_output=lines.append)
     stderr = "\n".join(lines)
@@ -243,8 +292,13 @@ def call_tool(settings: ToolSettings, name: str, arguments: str | dict) -> tuple
     if entry is None:
         return f"error: unknown tool '{name}' (tools: {', '.join(TOOLS)})", False
     if isinstance(arguments, str):
+        from ...encoding.limits import StructureError, check_json_text
+
         try:
+            check_json_text(arguments, f"the arguments of {name}")
             arguments = json.loads(arguments or "{}")
+        except StructureError as exc:
+            return f"error: {exc.message}", False
         except ValueError:
             return f"error: the arguments of {name} are not valid JSON", False
     if not isinstance(arguments, dict):
