@@ -60,6 +60,8 @@ class FsNodeStore:
             return os.listdir(self.root.cas_dir)
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise UwfError(f"cannot list the nodes in {self.root.cas_dir}: {exc.strerror}") from None
 
     def hashes(self) -> list[str]:
         return sorted(name[:HASH_LEN] for name in self._names() if _is_node_file(name))

@@ -1,0 +1,82 @@
+"""A damaged root — a directory where a node, a state file or a lock should be, garbage in a state
+file — never gives a traceback: every command answers or says what is wrong in one line."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from conftest import EXAMPLES
+
+AGENT = f"uwf-script --script {EXAMPLES / 'solve-issue.script.yaml'}"
+
+DAMAGES = {
+    "node is a directory": "rm cas/{head}.bin && mkdir cas/{head}.bin",
+    "threads.yaml is a directory": "rm threads.yaml && mkdir threads.yaml",
+    "registry.yaml is a directory": "rm registry.yaml && mkdir registry.yaml",
+    "config.yaml is a directory": "rm config.yaml && mkdir config.yaml",
+    "step lock is a directory": "mkdir -p locks && rm -f locks/thread-{thread}.lock && mkdir locks/thread-{thread}.lock",
+    "index lock is a directory": "rm -f locks/index.lock && mkdir -p locks/index.lock",
+    "runs.jsonl is a directory": "rm -f runs.jsonl && mkdir runs.jsonl",
+    "history.jsonl is a directory": "rm -f history.jsonl && mkdir history.jsonl",
+    ".env is a directory": "mkdir -p .env",
+    "threads.yaml is garbage": "echo 'garbage: [' > threads.yaml",
+    "registry.yaml is not text": "printf '\\377\\376' > registry.yaml",
+    "history.jsonl has a bad line": "echo '{{not json' >> history.jsonl && echo '{{}}' >> history.jsonl",
+    "type index is a file": "rm -rf cas/_index && touch cas/_index",
+    "locks is a file": "rm -rf locks && touch locks",
+    "cas is a file": "rm -rf cas && touch cas",
+}
+
+COMMANDS = [
+    "thread show {thread}", "thread list --all", "thread read {thread}", "thread runs {thread}",
+    "thread step {thread} --agent uwf-script", "thread fork {head}", "thread kill {thread}", "thread start solve-issue -p y",
+    "workflow list", "workflow put {examples}/triage-bug.yaml", "cas fsck", "cas gc --grace 0", "cas reindex",
+    "cas walk {head}", "setup --agent y=echo", "thread step-details {head}",
+]
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory):
+    from conftest import _uwf_command
+
+    root = tmp_path_factory.mktemp("healthy") / "root"
+
+    def uwf(*args):
+        done = subprocess.run([*_uwf_command(), "--root", str(root), *args], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    import json
+
+    uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml"))
+    thread = json.loads(uwf("thread", "start", "solve-issue", "-p", "x"))["thread"]
+    uwf("thread", "step", thread, "--agent", AGENT)
+    uwf("thread", "step", thread, "--agent", AGENT)
+    uwf("setup", "--agent", "x=echo")
+    head = json.loads(uwf("thread", "show", thread))["head"]
+    return root, thread, head
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_no_command_gives_a_traceback_on_a_damaged_root(healthy, tmp_path, damage):
+    from conftest import _uwf_command
+
+    base, thread, head = healthy
+    names = {"thread": thread, "head": head, "examples": str(EXAMPLES)}
+    failures = []
+    for command in COMMANDS:
+        root = tmp_path / "root"
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(base, root, symlinks=True)
+        subprocess.run(["sh", "-c", DAMAGES[damage].format(**names)], cwd=root, check=True)
+        args = command.format(**names).split()
+        done = subprocess.run([*_uwf_command(), "--root", str(root), *args], capture_output=True, text=True, timeout=60)
+        if "Traceback" in done.stderr or done.returncode not in (0, 1):
+            failures.append(f"uwf {command}: exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}")
+        elif done.returncode == 1:
+            errors = [line for line in done.stderr.splitlines() if line.startswith("uwf: error:")]
+            if len(errors) != 1:
+                failures.append(f"uwf {command}: not one clear line: {done.stderr[-300:]}")
+    assert not failures, failures
