@@ -1,9 +1,12 @@
 """`uwf-tui`: the Textual workbench over uwf_core.
 
 Workflows as graphs, threads as step timelines, CAS nodes as expandable
-trees; step, run, fork and kill by keypress. Agents run in thread workers
-that post messages; handlers change the UI. Changes made by `uwf` in another
-terminal show up within a second (the state files are polled).
+trees; step, run, fork and kill by keypress. This module is the wiring: the
+app, its keys, view switching, polling and the message handlers. The views
+are in widgets/, the dialogs in screens/, and the long calls into the core in
+workers.py, which post messages (messages.py) that the handlers here turn into
+UI. Changes made by `uwf` in another terminal show up within a second (the
+root's change token is polled).
 """
 
 from __future__ import annotations
@@ -11,26 +14,25 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
+from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
-from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane, Tree
 
-from uwf_core.engine.process import Cancel
-from uwf_core.errors import UwfError
-from uwf_core.store.fs.files import Root
+from uwf_core.api import Cancel, Repo, UwfError
 
-from .cas_view import CasView
-from .modals import ConfirmScreen, EditorScreen, HelpScreen, NewThreadScreen, TextInputScreen
-from .runner import AgentOutput, StepDone
-from .threads_view import ThreadsView
-from .workflows_view import WorkflowsView
+from . import workers
+from .messages import AgentOutput, HumanAnswerRequested, KillDone, StepDone
+from .screens.modals import ConfirmScreen, EditorScreen, HelpScreen, NewThreadScreen, TextInputScreen
+from .widgets.cas_view import CasView
+from .widgets.threads_view import ThreadsView
+from .widgets.workflows_view import WorkflowsView
 
 VIEWS = ["workflows", "threads", "cas"]
 THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
@@ -60,37 +62,42 @@ class UwfApp(App):
     ]
     running_count: reactive[int] = reactive(0, bindings=True)
 
-    def __init__(self, root: Root, *, poll_seconds: float = 1.0) -> None:
+    def __init__(self, repo: Repo, *, poll_seconds: float = 1.0) -> None:
         super().__init__()
-        self.root = root
+        self.repo = repo  # the one opened root of this session, shared by every view and worker
         self.poll_seconds = poll_seconds
         self.running: dict[str, Cancel] = {}
-        self._signature: tuple = ()
-        self.sub_title = root.path
+        self.pending_answers: dict[str, Future] = {}  # thread -> a human answer a worker waits for
+        self._signature: object = None
+        self.sub_title = repo.location
 
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(initial="pane-threads", id="views"):
             with TabPane("1 Workflows", id="pane-workflows"):
-                yield WorkflowsView(self.root, id="workflows-view")
+                yield WorkflowsView(self.repo, id="workflows-view")
             with TabPane("2 Threads", id="pane-threads"):
-                yield ThreadsView(self.root, id="threads-view")
+                yield ThreadsView(self.repo, id="threads-view")
             with TabPane("3 CAS", id="pane-cas"):
-                yield CasView(self.root, id="cas-view")
+                yield CasView(self.repo, id="cas-view")
         yield Footer()
 
     async def action_quit(self) -> None:
         """Stop the agents this app started before leaving: their workers would keep it alive."""
-        for cancel in self.running.values():
-            cancel.set()
+        self._stop_all()
         await super().action_quit()
 
     def on_unmount(self) -> None:
+        self._stop_all()
+
+    def _stop_all(self) -> None:
         for cancel in self.running.values():
             cancel.set()
+        for answer in list(self.pending_answers.values()):
+            _resolve(answer, None)
 
     def on_mount(self) -> None:
-        self._signature = self._state_signature()
+        self._signature = self.repo.backend.change_token()
         self.set_interval(self.poll_seconds, self.poll_state)
         self.query_one("#threads", DataTable).focus()
 
@@ -146,25 +153,15 @@ class UwfApp(App):
 
     # -- live refresh --------------------------------------------------------------------
 
-    def _state_signature(self) -> tuple:
-        files = [self.root.threads_file, self.root.history_file, self.root.runs_file, self.root.registry_file, self.root.locks_dir]
-        try:  # a step starting or ending rewrites its thread's lock file (running / waiting)
-            files += sorted(os.path.join(self.root.locks_dir, name) for name in os.listdir(self.root.locks_dir))
-        except OSError:
-            pass
-        signature = []
-        for path in files:
-            try:
-                stat = os.stat(path)
-                signature.append((stat.st_mtime_ns, stat.st_size))
-            except OSError:
-                signature.append(None)
-        return tuple(signature)
-
     def poll_state(self) -> None:
-        signature = self._state_signature()
+        try:
+            signature = self.repo.backend.change_token()
+        except UwfError as exc:
+            self.notify(exc.message, severity="error")
+            return
         if signature != self._signature:
             self._signature = signature
+            self.repo.reload_config()  # config.yaml or .env may have changed too
             self.reload_views()
 
     def reload_views(self) -> None:
@@ -190,44 +187,14 @@ class UwfApp(App):
         self.running[thread] = cancel
         self.running_count = len(self.running)
         self.threads_view.log_line(thread, "run until done" if run else "step", "bold")
-        self.step_worker(thread, run, cancel)
+        work = partial(workers.step, self.repo, thread, run, cancel, self.post_message, self.pending_answers)
+        self.run_worker(work, thread=True, exit_on_error=False, group="steps")
 
-    @work(thread=True, exit_on_error=False, group="steps")
-    def step_worker(self, thread: str, run: bool, cancel: Cancel) -> None:
-        from uwf_core.engine.step import perform_step, run_thread
+    def on_human_answer_requested(self, message: HumanAnswerRequested) -> None:
+        """A step worker waits for a person: show the prompt and a form; the form resolves the future."""
+        from uwf_core.api import ExtractError, extract_fast
 
-        def on_output(line: str) -> None:
-            self.post_message(AgentOutput(thread, line))
-
-        def on_step(result) -> None:
-            if result.role:
-                self.post_message(AgentOutput(thread, f"✓ {result.role} ({result.agent}) → {result.head}"))
-
-        def human(request):
-            return self.ask_human(request, cancel)
-
-        try:
-            if run:
-                result = run_thread(self.root, thread, on_output=on_output, on_step=on_step, cancel=cancel, human=human)
-            else:
-                result = perform_step(self.root, thread, on_output=on_output, cancel=cancel, human=human)
-                on_step(result)
-        except UwfError as exc:
-            self.post_message(StepDone(thread, "failed", exc.message))
-            return
-        except Exception as exc:  # a bug: report it in the UI rather than kill the app
-            self.post_message(StepDone(thread, "failed", f"internal error: {type(exc).__name__}: {exc}"))
-            return
-        state = f"done ({result.reason})" if result.done else f"head {result.head}"
-        self.post_message(StepDone(thread, state))
-
-    def ask_human(self, request, cancel: Cancel) -> str | None:
-        """Called from a step worker: show the prompt and a form, wait for the answer
-        (or for the step to be cancelled, or the app to quit)."""
-        from uwf_core.engine.extract import ExtractError, extract_fast
-
-        answered = threading.Event()
-        box: dict = {}
+        request = message.request
 
         def validate(text: str) -> str | None:
             try:
@@ -236,10 +203,6 @@ class UwfApp(App):
                 return exc.message
             return None
 
-        def done(answer: str | None) -> None:
-            box["answer"] = answer
-            answered.set()
-
         screen = EditorScreen(
             f"{request.role} of {request.workflow} is yours to answer (agent: human)",
             request.template,
@@ -247,11 +210,7 @@ class UwfApp(App):
             context=request.prompt,
             language="markdown",
         )
-        self.call_from_thread(self.push_screen, screen, done)
-        while not answered.wait(0.2):
-            if cancel.is_set():
-                return None
-        return box.get("answer")
+        self.push_screen(screen, lambda answer: _resolve(message.answer, answer))
 
     def on_agent_output(self, message: AgentOutput) -> None:
         self.threads_view.log_line(message.thread, message.line)
@@ -272,23 +231,28 @@ class UwfApp(App):
         cancel = self.running.get(thread or "")
         if cancel is not None:
             cancel.set()
+            if thread in self.pending_answers:
+                _resolve(self.pending_answers[thread], None)
             self.threads_view.log_line(thread, "cancelling the running agent…", "yellow")
 
     # -- fork, edit, kill, new -----------------------------------------------------------
 
-    def action_fork(self) -> None:
-        from uwf_core.thread.ops import fork_thread
-
-        step = self.threads_view.selected_step_hash()
-        if not step:
-            return
+    def _core_call(self, call: Callable, *args):
+        """Run a quick uwf_core call on the UI thread; a user-facing error becomes a notification."""
         try:
-            info = fork_thread(self.root, step)
+            return call(self.repo, *args)
         except UwfError as exc:
             self.notify(exc.message, severity="error")
-            return
-        self.notify(f"forked thread {info.thread} at {step}")
-        self._select_new(info.thread)
+            return None
+
+    def action_fork(self) -> None:
+        from uwf_core.api import fork_thread
+
+        step = self.threads_view.selected_step_hash()
+        info = self._core_call(fork_thread, step) if step else None
+        if info is not None:
+            self.notify(f"forked thread {info.thread} at {step}")
+            self._select_new(info.thread)
 
     def _select_new(self, thread: str) -> None:
         view = self.threads_view
@@ -300,16 +264,14 @@ class UwfApp(App):
     def action_edit(self) -> None:
         import yaml
 
-        from uwf_core.thread.ops import step_details
+        from uwf_core.api import fork_with_output, step_details, validation_errors
 
         step = self.threads_view.selected_step_hash()
         if not step or self.threads_view.selected_step.startswith("start:"):
             self.notify("select a step to edit its output", severity="warning")
             return
-        try:
-            details = step_details(self.root, step)
-        except UwfError as exc:
-            self.notify(exc.message, severity="error")
+        details = self._core_call(step_details, step)
+        if details is None:
             return
 
         def validate(text: str) -> str | None:
@@ -319,31 +281,16 @@ class UwfApp(App):
                 return f"not valid YAML: {getattr(exc, 'problem', exc)}"
             if not isinstance(data, dict):
                 return "the output must be a mapping of fields"
-            schema = self.threads_view._schema_for(details.role)
-            if schema is not None:
-                from uwf_core.store.schemas import validation_errors
-
-                errors = validation_errors(schema, data)
-                if errors:
-                    return f"does not match the {details.role} schema: {errors[0]}"
-            return None
+            errors = validation_errors(details.schema, data) if details.schema is not None else []
+            return f"does not match the {details.role} schema: {errors[0]}" if errors else None
 
         def saved(text: str | None) -> None:
-            if text is None:
-                return
-            from uwf_core.thread.ops import fork_with_output
+            info = self._core_call(fork_with_output, step, yaml.safe_load(text)) if text is not None else None
+            if info is not None:
+                self.notify(f"forked thread {info.thread} from an edited {details.role} step (agent: human)")
+                self._select_new(info.thread)
 
-            try:
-                info = fork_with_output(self.root, step, yaml.safe_load(text))
-            except UwfError as exc:
-                self.notify(exc.message, severity="error")
-                return
-            self.notify(f"forked thread {info.thread} from an edited {details.role} step (agent: human)")
-            self._select_new(info.thread)
-
-        from uwf_core.thread.read import ordered_output
-
-        text = yaml.safe_dump(ordered_output(details.output, self.threads_view._schema_for(details.role)), sort_keys=False, allow_unicode=True)
+        text = yaml.safe_dump(details.output, sort_keys=False, allow_unicode=True)  # already in the schema's order
         self.push_screen(EditorScreen(f"Edit the {details.role} output of step {step}; saving forks a new thread", text, validate), saved)
 
     def action_kill(self) -> None:
@@ -355,28 +302,24 @@ class UwfApp(App):
             if yes:
                 if thread in self.running:
                     self.running[thread].set()
-                self.kill_worker(thread)
+                self.run_worker(partial(workers.kill, self.repo, thread, self.post_message), thread=True, exit_on_error=False, group="kill")
 
         self.push_screen(ConfirmScreen(f"Kill thread {thread}? It is archived and its running agent is stopped."), confirmed)
 
-    @work(thread=True, exit_on_error=False, group="kill")
-    def kill_worker(self, thread: str) -> None:
-        """Killing waits for the agent's process group to go: off the UI thread."""
-        from uwf_core.thread.ops import kill_thread
-
-        try:
-            kill_thread(self.root, thread)
-        except UwfError as exc:
-            self.call_from_thread(self.notify, exc.message, severity="error")
+    def on_kill_done(self, message: KillDone) -> None:
+        if message.error:
+            self.notify(message.error, severity="error")
             return
-        self.call_from_thread(self.notify, f"killed thread {thread}")
-        self.call_from_thread(self._force_refresh)
+        self.notify(f"killed thread {message.thread}")
+        self._force_refresh()
 
     def _force_refresh(self) -> None:
-        self._signature = ()
+        self._signature = None
         self.poll_state()
 
     def action_new_thread(self) -> None:
+        from uwf_core.api import start_thread
+
         names = self.query_one(WorkflowsView).names()
         if not names:
             self.notify("no workflows registered yet (uwf workflow put FILE)", severity="warning")
@@ -385,17 +328,12 @@ class UwfApp(App):
         def started(result) -> None:
             if not result:
                 return
-            from uwf_core.thread.ops import start_thread
-
             workflow, prompt, workspace = result
-            try:
-                info = start_thread(self.root, workflow, prompt, workspace)
-            except UwfError as exc:
-                self.notify(exc.message, severity="error")
-                return
-            self.notify(f"started thread {info.thread} ({workflow}); press s to step it")
-            self.action_view("threads")
-            self._select_new(info.thread)
+            info = self._core_call(start_thread, workflow, prompt, workspace)
+            if info is not None:
+                self.notify(f"started thread {info.thread} ({workflow}); press s to step it")
+                self.action_view("threads")
+                self._select_new(info.thread)
 
         selected = self.query_one(WorkflowsView).selected
         self.push_screen(NewThreadScreen(names, selected), started)
@@ -439,16 +377,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.demo:
             from .demo import default_demo_root, setup_demo
 
-            root = setup_demo(args.root or default_demo_root())
+            repo = setup_demo(args.root or default_demo_root())
         else:
-            root = Root(args.root)
+            repo = Repo.open(args.root)
     except UwfError as exc:
         sys.stderr.write(f"uwf-tui: error: {exc.message}\n")
         return 1
-    os.environ["UWF_STORAGE_ROOT"] = root.path
-    UwfApp(root).run()
+    os.environ["UWF_STORAGE_ROOT"] = repo.location  # the agents this session starts open the same root
+    UwfApp(repo).run()
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _resolve(answer: Future, value: str | None) -> None:
+    if not answer.done():
+        answer.set_result(value)

@@ -7,10 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from uwf_core.config.setup import SetupRequest, apply_setup
-from uwf_core.store.fs.files import Root
-from uwf_core.thread.ops import start_thread
-from uwf_core.workflow.ops import put_workflow
+from uwf_core.api import Repo, SetupRequest, UwfError, apply_setup, list_threads, put_workflow, start_thread
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_PROMPTS = {
@@ -30,23 +27,19 @@ def default_demo_root() -> str:
     return os.path.join(os.getcwd(), ".uwf-demo")
 
 
-def setup_demo(path: str, *, threads: bool = True) -> Root:
+def setup_demo(path: str, *, threads: bool = True) -> Repo:
     """Register every example workflow, configure `uwf-script --script-dir <examples>`
     as the default agent, and start one thread per example (idempotent for workflows)."""
     examples = examples_dir()
     if not examples.is_dir():
-        from uwf_core.errors import UwfError
-
         raise UwfError(f"the examples directory {examples} is missing (set UWF_EXAMPLES)")
-    root = Root(path)
-    os.makedirs(root.path, exist_ok=True)
+    root = Repo.open(path)
+    os.makedirs(root.location, exist_ok=True)
     for file in sorted(examples.glob("*.yaml")):
         if not file.name.endswith(".script.yaml"):
             put_workflow(root, str(file))
     apply_setup(root, SetupRequest(agents={"script": f"uwf-script --script-dir {examples}"}, default_agent="script"))
     if threads:
-        from uwf_core.thread.ops import list_threads
-
         if not list_threads(root, include_archived=True):
             for workflow, prompt in DEMO_PROMPTS.items():
                 start_thread(root, workflow, prompt)

@@ -52,14 +52,22 @@ graph:
 
 
 def build_root(root: str, workflow_file: str, length: int) -> str:
-    """A root holding one thread whose head is `length` steps deep, written through the core."""
-    from uwf_core.api import Config, Repo, load_workflow, put_workflow, start_thread
+    """A root with the loop workflow, the no-op agent as default, and a thread `length` steps deep."""
+    from uwf_core.api import Config, Repo, put_workflow
     from uwf_core.config.model import AgentConfig
-    from uwf_core.store.builtin_schemas import BUILTIN_HASHES
 
     repo = Repo.open(root)
     put_workflow(repo, workflow_file)
     repo.save_config(Config(agents={"noop": AgentConfig("noop", "sh", ("-c", NOOP), "text")}, default_agent="noop"))
+    return build_chain(root, length)
+
+
+def build_chain(root: str, length: int) -> str:
+    """A thread of the registered loop workflow whose head is `length` steps deep, written through the core."""
+    from uwf_core.api import Repo, load_workflow, start_thread
+    from uwf_core.store.builtin_schemas import BUILTIN_HASHES
+
+    repo = Repo.open(root)
     info = start_thread(repo, "loop", "benchmark")
     role = load_workflow(repo, "loop").roles["worker"]
     store = repo.nodes

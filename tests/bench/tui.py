@@ -28,14 +28,14 @@ FIRST_PAINT = """
 import asyncio, sys, time
 start = time.perf_counter()
 from uwf_tui.app import UwfApp
-from uwf_core.store.fs.files import Root
+from uwf_core.api import Repo
 
 class Measured(UwfApp):
     def on_ready(self):  # Textual's Ready: the first frame is on screen
         self.painted = time.perf_counter() - start
 
 async def main():
-    app = Measured(Root(sys.argv[1]))
+    app = Measured(Repo.open(sys.argv[1]))
     async with app.run_test(size=(160, 48)) as pilot:
         while not hasattr(app, "painted"):
             await asyncio.sleep(0.005)
@@ -64,10 +64,10 @@ def first_paint(root: str, runs: int) -> float:
 async def open_thread(root: str, thread: str) -> tuple[float, float]:
     """Time until the 1,000-step timeline is on screen, and the longest the UI's event
     loop was blocked meanwhile (a 10 ms timer's worst lateness: what a keypress would wait)."""
-    from uwf_core.store.fs.files import Root
+    from uwf_core.api import Repo
     from uwf_tui.app import UwfApp
 
-    app = UwfApp(Root(root))
+    app = UwfApp(Repo.open(root))
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause(0.5)
         await app.workers.wait_for_complete()
@@ -90,10 +90,10 @@ async def open_thread(root: str, thread: str) -> tuple[float, float]:
 
 
 async def expand_head(root: str, head: str) -> float:
-    from uwf_core.store.fs.files import Root
+    from uwf_core.api import Repo
     from uwf_tui.app import UwfApp
 
-    app = UwfApp(Root(root))
+    app = UwfApp(Repo.open(root))
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("3")
         await pilot.pause(0.3)
@@ -115,10 +115,9 @@ def main() -> None:
     subprocess.run([uwf, "--root", root, "workflow", "put", os.path.join(work, "loop.yaml")], check=True, capture_output=True)
     thread = build_chain(root, 1000)
     big = build_chain(root, 3400)  # ~10,200 nodes: a step, its output and its detail each
-    from uwf_core.store.fs.files import Root
-    from uwf_core.store.fs.threads import load_threads
+    from uwf_core.api import Repo
 
-    heads = load_threads(Root(root))
+    heads = Repo.open(root).threads.heads()
     nodes = len(os.listdir(os.path.join(root, "cas")))
     python = median_runs([sys.executable, "-c", "pass"], 10)
     paint = first_paint(root, 5)

@@ -31,11 +31,11 @@ class _Clock:
 
 
 async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str | None) -> dict[str, str]:
-    from uwf_core.store.fs.files import Root
+    from uwf_core.api import Repo
     from uwf_tui.app import UwfApp
 
     shots: dict[str, str] = {}
-    app = UwfApp(Root(root_path), poll_seconds=0.2)
+    app = UwfApp(Repo.open(root_path), poll_seconds=0.2)
     async with app.run_test(size=SIZE) as pilot:
         app.sub_title = "fixed demo root"
         await pilot.pause(0.5)
@@ -68,9 +68,9 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
             await pilot.press("3")
             await pilot.pause(0.2)
             tree = app.query_one("#cas-tree")
-            from uwf_core.thread.ops import thread_info
+            from uwf_core.api import thread_info
 
-            head = thread_info(Root(root_path), ids["solve"]).head
+            head = thread_info(Repo.open(root_path), ids["solve"]).head
             node = next(child for child in tree.root.children[0].children if child.data == head)
             node.expand()
             await pilot.pause(0.3)
@@ -115,10 +115,10 @@ def capture(views: list[str], workdir: str, *, slow_agent: bool = False) -> dict
             'exec uwf-script --script-dir "$UWF_EXAMPLES_DIR" "$@"\n'
         )
         os.chmod(agent, 0o755)
-        from uwf_core.config.setup import SetupRequest, apply_setup
-        from uwf_core.store.fs.files import Root
+        from uwf_core.api import SetupRequest, apply_setup
+        from uwf_core.api import Repo
 
-        apply_setup(Root(root_path), SetupRequest(agents={"researcher": agent}, default_agent="researcher"))
+        apply_setup(Repo.open(root_path), SetupRequest(agents={"researcher": agent}, default_agent="researcher"))
         os.environ["UWF_EXAMPLES_DIR"] = str(Path(__file__).resolve().parents[2] / "examples")
     with mock.patch("uwf_tui.formatting.time", _Clock):
         return asyncio.run(_capture(root_path, ids, views, agent))

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from fixed_root import build_fixed_root  # noqa: E402
 
-from uwf_core.store.fs.files import Root  # noqa: E402
-from uwf_core.thread.ops import list_threads, thread_info  # noqa: E402
+from uwf_core.api import Repo  # noqa: E402
+from uwf_core.api import list_threads, thread_info  # noqa: E402
 
 SIZE = (160, 50)
 
@@ -23,10 +23,10 @@ def fixed(tmp_path, monkeypatch):
     path = tmp_path / "root"
     ids = build_fixed_root(str(path))
     monkeypatch.setenv("UWF_STORAGE_ROOT", str(path))
-    return Root(str(path)), ids
+    return Repo.open(str(path)), ids
 
 
-def run_app(root: Root, script, size=SIZE):
+def run_app(root: Repo, script, size=SIZE):
     """Run `script(app, pilot)` inside the app and return what it returns."""
     from uwf_tui.app import UwfApp
 
@@ -164,7 +164,7 @@ def test_e_edits_an_output_and_forks(fixed):
 
     error, thread = run_app(root, script)
     assert "does not match" in error
-    from uwf_core.thread.ops import thread_steps
+    from uwf_core.api import thread_steps
 
     last = thread_steps(root, thread)[-1]
     assert last.agent == "human" and last.output == {"approved": True, "comments": "Overruled by a person."}
@@ -234,7 +234,7 @@ def test_x_cancels_the_running_agent(fixed, tmp_path):
     slow = tmp_path / "slow.sh"
     slow.write_text("#!/bin/sh\necho working >&2\nsleep 60 # tui-cancel-marker\n")
     slow.chmod(0o755)
-    config = Path(root.config_file)
+    config = Path(root.location, "config.yaml")
     config.write_text(config.read_text().replace('defaultAgent: "script"', f'defaultAgent: "{slow}"'))
 
     async def script(app, pilot):
@@ -256,9 +256,7 @@ def test_x_cancels_the_running_agent(fixed, tmp_path):
     assert not still_running
     assert "cancelled" in log
     assert thread_info(root, ids["analyze"]).active  # head unchanged, thread still there
-    from uwf_core.store.fs.runs import read_runs
-
-    assert read_runs(root, ids["analyze"])[-1]["status"] == "killed"
+    assert root.runs.read(ids["analyze"])[-1].status == "killed"
 
 
 def test_slash_filters_threads(fixed):
@@ -285,7 +283,7 @@ def test_g_goes_to_a_hash_in_the_cas_view(fixed):
         await pilot.pause(0.2)
         await pilot.press(*target[:6].lower(), "enter")
         await pilot.pause(0.3)
-        from uwf_tui.cas_view import CasView
+        from uwf_tui.widgets.cas_view import CasView
 
         return app.current_view, app.query_one(CasView).shown, app.export_screenshot()
 
@@ -311,9 +309,7 @@ def test_cas_tree_expands_references_lazily(fixed):
 
     before, children = run_app(root, script)
     assert before == ["loading…"]
-    from uwf_core.store.cas import CasStore
-
-    assert children == CasStore(root).refs(thread_info(root, ids["solve"]).head)
+    assert children == root.nodes.refs(thread_info(root, ids["solve"]).head)
 
 
 def test_numbers_and_tab_switch_views(fixed):
@@ -372,7 +368,7 @@ def test_q_quits(fixed):
 
 def test_an_agent_crash_is_a_notification_not_a_crash(fixed):
     root, ids = fixed
-    config = Path(root.config_file)
+    config = Path(root.location, "config.yaml")
     config.write_text(config.read_text().replace('defaultAgent: "script"', 'defaultAgent: "false"'))
 
     async def script(app, pilot):
@@ -391,7 +387,7 @@ def test_an_agent_crash_is_a_notification_not_a_crash(fixed):
 
 def test_no_route_error_is_shown(fixed):
     root, ids = fixed
-    config = Path(root.config_file)
+    config = Path(root.location, "config.yaml")
     config.write_text(config.read_text().replace('defaultAgent: "script"', ""))
 
     async def script(app, pilot):
@@ -412,7 +408,7 @@ def test_changes_from_another_process_appear(fixed):
         before = app.query_one("#threads").row_count
         import subprocess
 
-        env = dict(os.environ, UWF_STORAGE_ROOT=root.path)
+        env = dict(os.environ, UWF_STORAGE_ROOT=root.location)
         out = subprocess.run(
             [sys.executable, "-m", "uwf_core.cli.main", "thread", "start", "analyze-topic", "-p", "from another terminal"],
             env=env, capture_output=True, text=True, check=True,
@@ -429,7 +425,7 @@ def test_changes_from_another_process_appear(fixed):
 
 def test_human_role_gets_a_form(fixed):
     root, ids = fixed
-    config = Path(root.config_file)
+    config = Path(root.location, "config.yaml")
     config.write_text(config.read_text() + 'agentOverrides:\n  "analyze-topic":\n    analyst: "human"\n')
 
     async def script(app, pilot):
@@ -446,7 +442,7 @@ def test_human_role_gets_a_form(fixed):
         return screen
 
     assert run_app(root, script) == "EditorScreen"
-    from uwf_core.thread.ops import thread_steps
+    from uwf_core.api import thread_steps
 
     (step,) = thread_steps(root, ids["analyze"])
     assert step.agent == "human" and step.output == {"thesis": "People decide.", "keyPoints": ["one", "two"]}
@@ -466,13 +462,11 @@ def test_enter_opens_a_node_in_the_cas_tree(fixed):
         await pilot.pause(0.2)
         await pilot.press("enter")
         await settle(app, pilot)
-        from uwf_tui.cas_view import CasView
+        from uwf_tui.widgets.cas_view import CasView
 
         return node.is_expanded, [child.data for child in node.children], app.query_one(CasView).shown
 
     expanded, children, shown = run_app(root, script)
-    from uwf_core.store.cas import CasStore
-
     head = thread_info(root, ids["solve"]).head
-    assert expanded and children == CasStore(root).refs(head)
+    assert expanded and children == root.nodes.refs(head)
     assert shown == head

@@ -52,7 +52,7 @@ def test_step_by_keypress_in_a_real_terminal(tmp_path):
             time.sleep(0.2)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
-    from uwf_core.store.fs.files import Root
-    from uwf_core.thread.ops import thread_info
+    from uwf_core.api import Repo
+    from uwf_core.api import thread_info
 
-    assert thread_info(Root(str(root)), ids["analyze"]).reason == "done"
+    assert thread_info(Repo.open(str(root)), ids["analyze"]).reason == "done"

@@ -13,16 +13,21 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, RichLog, Static, TabbedContent, TabPane
 
-from uwf_core.errors import UwfError
-from uwf_core.store.cas import CasStore
-from uwf_core.store.fs.files import Root
-from uwf_core.store.fs.locks import running_step
-from uwf_core.thread.ops import ThreadInfo, list_threads, step_details, thread_statuses
-from uwf_core.thread.read import ordered_output, step_body
-from uwf_core.thread.timeline import Timeline, thread_timeline
-from uwf_core.workflow.ops import workflow_from_node
+from uwf_core.api import (
+    Repo,
+    ThreadInfo,
+    Timeline,
+    UwfError,
+    list_threads,
+    step_body,
+    step_counts,
+    step_details,
+    thread_statuses,
+    thread_timeline,
+    workflow_of,
+)
 
-from .formatting import STATUS_ICONS, STATUS_STYLES, age, clock, short, summary, took
+from ..formatting import STATUS_ICONS, STATUS_STYLES, age, clock, short, summary, took
 
 TIMELINE_BATCH = 100
 
@@ -30,10 +35,10 @@ TIMELINE_BATCH = 100
 class ThreadsView(Horizontal):
     """Owns no agent: stepping is the app's; this view shows what the core says."""
 
-    def __init__(self, root: Root, **kwargs) -> None:
+    def __init__(self, repo: Repo, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.root = root
-        self.store = CasStore(root)
+        self.repo = repo
+        self.store = repo.nodes
         self.infos: dict[str, ThreadInfo] = {}
         self.statuses: dict[str, str] = {}
         self.names: dict[str, str] = {}
@@ -79,38 +84,15 @@ class ThreadsView(Horizontal):
     def _workflow_name(self, workflow_hash: str) -> str:
         if workflow_hash not in self.names:
             try:
-                self.names[workflow_hash] = workflow_from_node(self.store, workflow_hash).name
+                self.names[workflow_hash] = workflow_of(self.repo, workflow_hash).name
             except UwfError:
                 self.names[workflow_hash] = short(workflow_hash)
         return self.names[workflow_hash]
 
-    def _count(self, head: str) -> int:
-        """Steps in the chain behind a head, through resumed runs; memoised per node
-        (nodes never change), so forks and refreshes share the work."""
-        pending: list[tuple[str, bool]] = []
-        cursor: str | None = head
-        while cursor is not None and cursor not in self.counts:
-            try:
-                payload = self.store.get(cursor).payload
-            except UwfError:
-                cursor = None
-                break
-            if not isinstance(payload, dict):
-                cursor = None
-                break
-            is_step = "role" in payload
-            pending.append((cursor, is_step))
-            cursor = (payload.get("prev") or payload.get("start")) if is_step else payload.get("resumes")
-        base = self.counts.get(cursor, 0) if cursor is not None else 0
-        for hash_, is_step in reversed(pending):
-            base += 1 if is_step else 0
-            self.counts[hash_] = base
-        return self.counts.get(head, 0)
-
     def reload(self) -> None:
         try:
-            infos = list_threads(self.root, include_archived=True)
-            self.statuses = thread_statuses(self.root, infos)
+            infos = list_threads(self.repo, include_archived=True)
+            self.statuses = thread_statuses(self.repo, infos)
         except UwfError as exc:
             self.app.notify(exc.message, severity="error")
             return
@@ -153,8 +135,10 @@ class ThreadsView(Horizontal):
 
     @work(thread=True, exclusive=True, group="counts", exit_on_error=False)
     def count_steps(self, infos: list[ThreadInfo]) -> None:
-        """Step counts walk whole chains: done off the UI thread, cells filled in after."""
-        counted = [(info.thread, self._count(info.head)) for info in infos]
+        """Step counts need whole chains: done off the UI thread, cells filled in after."""
+        counts = step_counts(self.repo, [info.head for info in infos])
+        self.counts.update(counts)
+        counted = [(info.thread, counts[info.head]) for info in infos if info.head in counts]
         self.app.call_from_thread(self._show_counts, counted)
 
     def _show_counts(self, counted: list[tuple[str, int]]) -> None:
@@ -180,7 +164,7 @@ class ThreadsView(Horizontal):
     @work(thread=True, exclusive=True, group="timeline", exit_on_error=False)
     def load_timeline(self, thread: str) -> None:
         try:
-            timeline = thread_timeline(self.root, thread)
+            timeline = thread_timeline(self.repo, thread, others=list(self.infos.values()))
         except UwfError as exc:
             self.app.call_from_thread(self.app.notify, exc.message, severity="error")
             return
@@ -229,7 +213,7 @@ class ThreadsView(Horizontal):
                 key=f"step:{step.hash}",
             )
             self._add_extras(table, step.hash)
-        running = running_step(self.root, info.thread) if info.active else None
+        running = self.repo.locks.running(info.thread) if info.active else None
         if running is not None:
             table.add_row(
                 "▶",
@@ -247,14 +231,14 @@ class ThreadsView(Horizontal):
     def _add_extras(self, table: DataTable, after: str) -> None:
         timeline = self.timeline
         for index, attempt in enumerate(timeline.attempts.get(after, [])):
-            error = attempt.get("error") or attempt.get("status")
+            error = attempt.error or attempt.status
             table.add_row(
                 "",
-                Text(f"✗ {attempt.get('role') or ''}", style="bold red"),
-                attempt.get("agent") or "",
-                clock(attempt.get("completedAt")),
-                took(attempt.get("startedAt"), attempt.get("completedAt")),
-                Text(f"{attempt.get('status')}: {error}"[:120], style="red"),
+                Text(f"✗ {attempt.role or ''}", style="bold red"),
+                attempt.agent or "",
+                clock(attempt.completedAt),
+                took(attempt.startedAt, attempt.completedAt),
+                Text(f"{attempt.status}: {error}"[:120], style="red"),
                 key=f"attempt:{after}:{index}",
             )
         for branch in timeline.branches.get(after, []):
@@ -276,12 +260,11 @@ class ThreadsView(Horizontal):
         self.app.refresh_bindings()  # fork/edit depend on the selected row
         if kind == "step":
             try:
-                details = step_details(self.root, rest)
+                details = step_details(self.repo, rest)
             except UwfError as exc:
                 self.app.notify(exc.message, severity="error")
                 return
-            schema = self._schema_for(details.role)
-            output = Syntax(_yaml(ordered_output(details.output, schema)), "yaml", word_wrap=True)
+            output = Syntax(_yaml(details.output), "yaml", word_wrap=True)  # in the schema's field order
             step = next((s for s in self.timeline.steps if s.hash == rest), None) if self.timeline else None
             body = step_body(self.store, step) if step is not None else ""
             prompt = details.prompt or "(the agent did not record its prompt)"
@@ -292,24 +275,15 @@ class ThreadsView(Horizontal):
             body = start.prompt if start else ""
         elif kind == "attempt":
             head, _, index = rest.rpartition(":")
-            attempt = self.timeline.attempts.get(head, [])[int(index)] if self.timeline else {}
-            output = Syntax(json.dumps(attempt, indent=2, ensure_ascii=False), "json", word_wrap=True)
-            body = attempt.get("stderr") or "(no stderr recorded)"
+            attempt = self.timeline.attempts.get(head, [])[int(index)] if self.timeline else None
+            output = Syntax(json.dumps(attempt.to_dict() if attempt else {}, indent=2, ensure_ascii=False), "json", word_wrap=True)
+            body = (attempt.stderr if attempt else None) or "(no stderr recorded)"
         elif kind == "branch":
             output = f"Fork: thread {rest}. Select it in the thread list to see its own steps."
         self.query_one("#step-output", Static).update(output)
         self.query_one("#step-body", Static).update(body)
         self.query_one("#step-prompt", Static).update(prompt)
         self.query_one("#step-detail", Static).update(detail)
-
-    def _schema_for(self, role: str) -> dict | None:
-        if self.timeline is None:
-            return None
-        try:
-            workflow = workflow_from_node(self.store, self.timeline.context.start.workflow)
-            return self.store.schema(workflow.roles[role].meta)
-        except (UwfError, KeyError):
-            return None
 
     def selected_step_hash(self) -> str | None:
         key = self.selected_step or ""

@@ -11,22 +11,17 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
-from uwf_core.errors import UwfError
-from uwf_core.store.cas import CasStore
-from uwf_core.store.fs.files import Root
-from uwf_core.store.schemas import field_order
-from uwf_core.workflow.model import Workflow
-from uwf_core.workflow.ops import list_workflows, workflow_from_node, workflow_source
+from uwf_core.api import Repo, UwfError, Workflow, field_order, list_workflows, workflow_of, workflow_source
 
-from .formatting import short
+from ..formatting import short
 from .graph_layout import render_graph_rich
 
 
 class WorkflowsView(Horizontal):
-    def __init__(self, root: Root, **kwargs) -> None:
+    def __init__(self, repo: Repo, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.root = root
-        self.store = CasStore(root)
+        self.repo = repo
+        self.store = repo.nodes
         self.selected: str | None = None
         self.workflow: Workflow | None = None
 
@@ -48,12 +43,12 @@ class WorkflowsView(Horizontal):
         self.reload()
 
     def names(self) -> list[str]:
-        return [entry.name for entry in list_workflows(self.root)]
+        return [entry.name for entry in list_workflows(self.repo)]
 
     def reload(self) -> None:
         table = self.query_one("#workflows", DataTable)
         try:
-            entries = list_workflows(self.root)
+            entries = list_workflows(self.repo)
         except UwfError as exc:
             self.app.notify(exc.message, severity="error")
             return
@@ -61,7 +56,7 @@ class WorkflowsView(Horizontal):
         table.clear()
         for entry in entries:
             try:
-                roles = str(len(workflow_from_node(self.store, entry.hash).roles))
+                roles = str(len(workflow_of(self.repo, entry.hash).roles))
             except UwfError:
                 roles = "?"
             table.add_row(Text(entry.name, style="bold"), short(entry.hash, 13), roles, str(1 + len(entry.history)), key=entry.name)
@@ -77,13 +72,13 @@ class WorkflowsView(Horizontal):
             self.show(event.row_key.value)
 
     def show(self, name: str) -> None:
-        entry = next((e for e in list_workflows(self.root) if e.name == name), None)
+        entry = next((e for e in list_workflows(self.repo) if e.name == name), None)
         if entry is None:
             return
         self.selected = name
         try:
-            workflow = workflow_from_node(self.store, entry.hash)
-            source = workflow_source(self.root, entry.hash)
+            workflow = workflow_of(self.repo, entry.hash)
+            source = workflow_source(self.repo, entry.hash)
         except UwfError as exc:
             self.app.notify(exc.message, severity="error")
             return

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from uwf_core.workflow.graph_text import edges as workflow_edges
-from uwf_core.workflow.model import END, START, Workflow
+from uwf_core.api import END, START, Workflow, workflow_edges
 
 N, S, E, W = 1, 2, 4, 8
 LINE_CHARS = {

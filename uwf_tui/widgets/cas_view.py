@@ -14,11 +14,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from uwf_core.errors import UwfError
-from uwf_core.store.cas import CasStore
-from uwf_core.store.fs.files import Root
-from uwf_core.thread.ops import list_threads
-from uwf_core.workflow.ops import list_workflows
+from uwf_core.api import Repo, UwfError, list_threads, list_workflows
 
 BATCH = 200
 MAX_THREADS = 100
@@ -26,10 +22,10 @@ LOADING = "loading…"
 
 
 class CasView(Horizontal):
-    def __init__(self, root: Root, **kwargs) -> None:
+    def __init__(self, repo: Repo, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.root = root
-        self.store = CasStore(root)
+        self.repo = repo
+        self.store = repo.nodes
         self.titles: dict[str, str] = {}
         self.shown: str | None = None
 
@@ -47,11 +43,11 @@ class CasView(Horizontal):
         tree = self.query_one("#cas-tree", Tree)
         tree.clear()
         threads = tree.root.add("threads", expand=True)
-        for info in list_threads(self.root, include_archived=True)[:MAX_THREADS]:
+        for info in list_threads(self.repo, include_archived=True)[:MAX_THREADS]:
             state = "" if info.active else f" ({info.reason})"
             self._add_ref(threads, info.head, prefix=f"{info.thread[:10]}{state} → ")
         workflows = tree.root.add("workflows", expand=True)
-        for entry in list_workflows(self.root):
+        for entry in list_workflows(self.repo):
             self._add_ref(workflows, entry.hash, prefix=f"{entry.name} → ")
         self.goto_branch = tree.root.add("opened", expand=True)
 

@@ -1,0 +1,52 @@
+"""Messages from the workers to the UI.
+
+Workers run uwf_core calls in threads; they never touch widgets. They post
+these messages, and the app's handlers change the UI. A question for the
+person travels with a Future the screen resolves (as toad's permission
+requests do), so the waiting worker needs no polling.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+from textual.message import Message
+
+
+class AgentOutput(Message):
+    """One stderr line of a running agent."""
+
+    def __init__(self, thread: str, line: str) -> None:
+        super().__init__()
+        self.thread = thread
+        self.line = line
+
+
+class StepDone(Message):
+    """A step (or a run) finished; `error` is set when it failed."""
+
+    def __init__(self, thread: str, summary: str, error: str | None = None) -> None:
+        super().__init__()
+        self.thread = thread
+        self.summary = summary
+        self.error = error
+
+
+class HumanAnswerRequested(Message):
+    """A `human` role needs an answer: the handler shows the form and resolves `answer`
+    with the text, or None when the person (or a cancel, or quitting) declines."""
+
+    def __init__(self, thread: str, request, answer: Future) -> None:
+        super().__init__()
+        self.thread = thread
+        self.request = request
+        self.answer = answer
+
+
+class KillDone(Message):
+    """A kill finished (or failed with `error`)."""
+
+    def __init__(self, thread: str, error: str | None = None) -> None:
+        super().__init__()
+        self.thread = thread
+        self.error = error

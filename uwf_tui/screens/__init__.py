@@ -1,0 +1,1 @@
+"""Modal screens: confirm, text input, the editor (human answers, edited outputs), new thread, help."""

@@ -1,0 +1,60 @@
+"""The long calls into uwf_core, run in worker threads by the app: they only call the core and
+post messages (they never touch a widget). One place talks to the step engine."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Callable
+
+from textual.message import Message
+
+from uwf_core.api import Cancel, HumanRequest, Repo, StepOptions, UwfError, kill_thread, perform_step, run_thread
+
+from .messages import AgentOutput, HumanAnswerRequested, KillDone, StepDone
+
+Post = Callable[[Message], object]
+
+
+def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending: dict[str, Future]) -> None:
+    """One step (or, with `run`, steps until done) of `thread`; the outcome is a StepDone."""
+
+    def on_output(line: str) -> None:
+        post(AgentOutput(thread, line))
+
+    def on_step(result) -> None:
+        if result.role:
+            post(AgentOutput(thread, f"✓ {result.role} ({result.agent}) → {result.head}"))
+
+    def human(request: HumanRequest) -> str | None:
+        answer: Future = Future()
+        pending[thread] = answer  # a cancel or quitting resolves it with None
+        post(HumanAnswerRequested(thread, request, answer))
+        try:
+            return None if cancel.is_set() else answer.result()
+        finally:
+            pending.pop(thread, None)
+
+    options = StepOptions(on_output=on_output, cancel=cancel, human=human)
+    try:
+        if run:
+            result = run_thread(repo, thread, options, on_step=on_step)
+        else:
+            result = perform_step(repo, thread, options)
+            on_step(result)
+    except UwfError as exc:
+        post(StepDone(thread, "failed", exc.message))
+        return
+    except Exception as exc:  # a bug: report it in the UI rather than kill the app
+        post(StepDone(thread, "failed", f"internal error: {type(exc).__name__}: {exc}"))
+        return
+    post(StepDone(thread, f"done ({result.reason})" if result.done else f"head {result.head}"))
+
+
+def kill(repo: Repo, thread: str, post: Post) -> None:
+    """Killing waits for the agent's process group to go: off the UI thread."""
+    try:
+        kill_thread(repo, thread)
+    except UwfError as exc:
+        post(KillDone(thread, exc.message))
+        return
+    post(KillDone(thread))
