@@ -13,7 +13,7 @@ from fixed_root import EXAMPLES, build_fixed_root  # noqa: E402
 from uwf_core.repo import Repo  # noqa: E402
 from uwf_core.workflow.graph_text import render_mermaid, render_text  # noqa: E402
 from uwf_core.workflow.ops import load_workflow, put_workflow  # noqa: E402
-from uwf_tui.graph_layout import render_graph  # noqa: E402
+from uwf_tui.widgets.graph_layout import render_graph  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 WORKFLOWS = ["solve-issue", "triage-bug", "analyze-topic", "develop"]
