@@ -23,7 +23,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane, Tree
+from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane, Tree
 
 from uwf_core.api import Cancel, Repo, UwfError
 
@@ -73,6 +73,7 @@ class UwfApp(App):
 
     def compose(self) -> ComposeResult:
         yield Header()
+        yield Static("", id="damage", classes="hidden")
         with TabbedContent(initial="pane-threads", id="views"):
             with TabPane("1 Workflows", id="pane-workflows"):
                 yield WorkflowsView(self.repo, id="workflows-view")
@@ -165,9 +166,22 @@ class UwfApp(App):
             self.reload_views()
 
     def reload_views(self) -> None:
+        self.clear_damage()
         self.threads_view.reload()
         self.query_one(WorkflowsView).reload()
         self.refresh_bindings()
+
+    def show_damage(self, message: str) -> None:
+        """A damaged root is shown, not fatal: the banner stays until a reload reads cleanly."""
+        banner = self.query_one("#damage", Static)
+        first = banner.has_class("hidden")
+        banner.update(f"⚠ {message}\n  `uwf cas fsck` checks the whole root; the views show what can still be read.")
+        banner.remove_class("hidden")
+        if first:
+            self.notify(message, title="the root is damaged", severity="error", timeout=10)
+
+    def clear_damage(self) -> None:
+        self.query_one("#damage", Static).add_class("hidden")
 
     # -- stepping ------------------------------------------------------------------------
 

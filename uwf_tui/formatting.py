@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import time
 
-STATUS_ICONS = {"running": "▶", "waiting": "·", "failed": "✗", "done": "✓", "killed": "☠", "max-steps": "⧗"}
-STATUS_STYLES = {"running": "bold green", "waiting": "white", "failed": "bold red", "done": "cyan", "killed": "magenta", "max-steps": "yellow"}
+STATUS_ICONS = {"running": "▶", "waiting": "·", "failed": "✗", "done": "✓", "killed": "☠", "max-steps": "⧗", "damaged": "!"}
+STATUS_STYLES = {
+    "running": "bold green", "waiting": "white", "failed": "bold red", "done": "cyan", "killed": "magenta",
+    "max-steps": "yellow", "damaged": "bold white on red",
+}
 
 
 def age(ms: int | None, now: float | None = None) -> str:

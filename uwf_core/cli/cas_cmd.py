@@ -48,10 +48,9 @@ def cmd_get(args) -> int:
 def cmd_put(args) -> int:
     import json
 
+    from ..encoding.limits import check_json_text
     from ..errors import UwfError
     from ..store.builtin_schemas import BUILTIN_HASHES, META_HASH
-
-    from ..encoding.limits import check_json_text
 
     text = sys.stdin.read() if args.json == "-" else args.json
     check_json_text(text, "the payload")

@@ -135,6 +135,8 @@ def cmd_list(args) -> int:
         item = {"thread": info.thread, "workflow": info.workflow, "head": info.head}
         if not info.active:
             item["reason"] = info.reason
+        if info.problem:
+            item["problem"] = info.problem
         items.append(item)
     emit_json(items)
     return 0
@@ -174,10 +176,9 @@ def _read_mapping(path: str) -> dict:
     """A JSON or YAML mapping from a file (or stdin), for --edit-output."""
     import json
 
+    from ..encoding.limits import check_json_text, check_yaml_text
     from ..errors import UwfError
     from ..store.files import read_text
-
-    from ..encoding.limits import check_json_text, check_yaml_text
 
     text = sys.stdin.read() if path == "-" else read_text(path)
     if text is None:

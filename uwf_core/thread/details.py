@@ -94,6 +94,7 @@ def _title(store: CasStore, type_hash: str) -> str | None:
 STATUS_RUNNING = "running"
 STATUS_WAITING = "waiting"
 STATUS_FAILED = "failed"
+STATUS_DAMAGED = "damaged"  # the head cannot be read
 
 
 def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
@@ -105,7 +106,9 @@ def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
             last_run[record.thread] = record
     statuses = {}
     for info in infos:
-        if not info.active:
+        if info.problem:
+            statuses[info.thread] = STATUS_DAMAGED
+        elif not info.active:
             statuses[info.thread] = info.reason or "done"
         elif repo.locks.running(info.thread) is not None:
             statuses[info.thread] = STATUS_RUNNING

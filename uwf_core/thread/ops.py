@@ -31,6 +31,7 @@ class ThreadInfo:
     active: bool
     reason: str | None = None  # why it was archived: done, killed, max-steps
     completed_at: int | None = None
+    problem: str | None = None  # set when the head cannot be read (a damaged root: see `uwf cas fsck`)
 
     @property
     def done(self) -> bool:
@@ -40,6 +41,8 @@ class ThreadInfo:
         data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
         if self.reason:
             data["reason"] = self.reason
+        if self.problem:
+            data["problem"] = self.problem
         return data
 
 
@@ -114,13 +117,22 @@ def list_threads(repo: Repo, include_archived: bool = False) -> list[ThreadInfo]
     """Active threads (and archived ones with `include_archived`), newest first."""
     store = repo.nodes
     active = repo.threads.heads()
-    infos = {thread: ThreadInfo(thread, _workflow_of(store, head), head, True) for thread, head in active.items()}
+    infos = {thread: _listed(store, thread, head) for thread, head in active.items()}
     if include_archived:
         for record in repo.threads.history():
             if record.thread in active:
                 continue
             infos[record.thread] = ThreadInfo(record.thread, record.workflow or "", record.head, False, record.reason, record.completed_at)
     return sorted(infos.values(), key=lambda info: info.thread, reverse=True)
+
+
+def _listed(store: CasStore, thread: str, head: str) -> ThreadInfo:
+    """An active thread for a listing; one whose head cannot be read is listed with the problem,
+    so one damaged thread does not hide the others."""
+    try:
+        return ThreadInfo(thread, _workflow_of(store, head), head, True)
+    except UwfError as exc:
+        return ThreadInfo(thread, "", head, True, problem=exc.message)
 
 
 def thread_steps(repo: Repo, thread: str) -> list[StepContext]:

@@ -43,13 +43,21 @@ class CasView(Horizontal):
         tree = self.query_one("#cas-tree", Tree)
         tree.clear()
         threads = tree.root.add("threads", expand=True)
-        for info in list_threads(self.repo, include_archived=True)[:MAX_THREADS]:
-            state = "" if info.active else f" ({info.reason})"
-            self._add_ref(threads, info.head, prefix=f"{info.thread[:10]}{state} → ")
         workflows = tree.root.add("workflows", expand=True)
-        for entry in list_workflows(self.repo):
-            self._add_ref(workflows, entry.hash, prefix=f"{entry.name} → ")
         self.goto_branch = tree.root.add("opened", expand=True)
+        try:
+            for info in list_threads(self.repo, include_archived=True)[:MAX_THREADS]:
+                state = "" if info.active else f" ({info.reason})"
+                self._add_ref(threads, info.head, prefix=f"{info.thread[:10]}{state} → ")
+        except UwfError as exc:
+            threads.add_leaf(Text(exc.message, style="red"))
+            self.app.show_damage(exc.message)
+        try:
+            for entry in list_workflows(self.repo):
+                self._add_ref(workflows, entry.hash, prefix=f"{entry.name} → ")
+        except UwfError as exc:
+            workflows.add_leaf(Text(exc.message, style="red"))
+            self.app.show_damage(exc.message)
 
     def _title(self, type_hash: str) -> str:
         if type_hash not in self.titles:

@@ -94,8 +94,11 @@ class ThreadsView(Horizontal):
             infos = list_threads(self.repo, include_archived=True)
             self.statuses = thread_statuses(self.repo, infos)
         except UwfError as exc:
-            self.app.notify(exc.message, severity="error")
+            self.app.show_damage(exc.message)
             return
+        for info in infos:
+            if info.problem:
+                self.app.show_damage(f"thread {info.thread}: {info.problem}")
         self.infos = {info.thread: info for info in infos}
         table = self.query_one("#threads", DataTable)
         keep = self.selected_thread

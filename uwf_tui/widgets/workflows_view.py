@@ -43,14 +43,19 @@ class WorkflowsView(Horizontal):
         self.reload()
 
     def names(self) -> list[str]:
-        return [entry.name for entry in list_workflows(self.repo)]
+        try:
+            return [entry.name for entry in list_workflows(self.repo)]
+        except UwfError as exc:
+            self.app.show_damage(exc.message)
+            return []
 
     def reload(self) -> None:
         table = self.query_one("#workflows", DataTable)
         try:
             entries = list_workflows(self.repo)
         except UwfError as exc:
-            self.app.notify(exc.message, severity="error")
+            table.clear()
+            self.app.show_damage(exc.message)
             return
         keep = self.selected
         table.clear()
@@ -72,7 +77,11 @@ class WorkflowsView(Horizontal):
             self.show(event.row_key.value)
 
     def show(self, name: str) -> None:
-        entry = next((e for e in list_workflows(self.repo) if e.name == name), None)
+        try:
+            entry = next((e for e in list_workflows(self.repo) if e.name == name), None)
+        except UwfError as exc:
+            self.app.show_damage(exc.message)
+            return
         if entry is None:
             return
         self.selected = name

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..files import append_line, read_text
+from ...errors import UwfError
+from ..files import append_line
 from ..records import RunRecord
 from .root import Root
 
@@ -21,7 +22,13 @@ class FsRunLog:
 
     def read(self, thread: str | None = None) -> list[RunRecord]:
         """Attempts, oldest first; a torn last line (a crash mid-append) or a foreign line is skipped."""
-        text = read_text(self.root.runs_file) or ""
+        try:
+            with open(self.root.runs_file, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")  # a garbled line is skipped, not fatal
+        except FileNotFoundError:
+            text = ""
+        except OSError as exc:
+            raise UwfError(f"cannot read {self.root.runs_file}: {exc.strerror}") from None
         records = []
         for line in text.splitlines():
             if thread is not None and thread not in line:
