@@ -75,10 +75,6 @@ RunFunction = Callable[[AgentContext], "AgentAnswer | str"]
 ContinueFunction = Callable[[AgentContext, object, str], "AgentAnswer | str"]
 
 
-class AgentUsageError(UwfError):
-    pass
-
-
 def load_agent_context(repo: Repo, thread: str, role_name: str, options: dict | None = None) -> AgentContext:
     from ..thread.moderator import evaluate
     from ..workflow.ops import workflow_of

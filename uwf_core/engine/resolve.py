@@ -27,10 +27,6 @@ class ResolvedAgent:
     env: dict[str, str] = field(default_factory=dict)
     source: str = "--agent"  # where the choice came from, for error messages
 
-    @property
-    def is_human(self) -> bool:
-        return self.argv == (HUMAN,)
-
 
 def parse_assignments(items: list[str], what: str = "ROLE=AGENT") -> dict[str, str]:
     """`--agent ROLE=AGENT` (or `ALIAS=COMMAND`) options as a mapping; a malformed one is refused."""
