@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     from .output import EXIT_ERROR, error
     from .parser import build_parser
 
-    parser = build_parser()
+    parser = build_parser(args)
     namespace = parser.parse_args(args)
     if not hasattr(namespace, "handler"):
         parser.print_help(sys.stderr)

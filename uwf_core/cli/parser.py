@@ -1,14 +1,31 @@
-"""The argparse tree. Each command group lives in its own module."""
+"""The argparse tree. Each command group lives in its own module, and only the group a command
+line names is built (argparse costs milliseconds per subparser, on every step)."""
 
 from __future__ import annotations
 
 import argparse
 
+from importlib import import_module
+
 from ..version import __version__
-from . import cas_cmd, setup_cmd, thread_cmd, workflow_cmd
+
+GROUPS = {"thread": "thread_cmd", "workflow": "workflow_cmd", "cas": "cas_cmd", "setup": "setup_cmd"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _named_group(args: list[str] | None) -> str | None:
+    """The command group `args` name, if any: the first word that is not an option or its value."""
+    words = list(args or [])
+    while words:
+        word = words.pop(0)
+        if word == "--root":
+            words = words[1:]
+        elif not word.startswith("-"):
+            return word if word in GROUPS else None
+    return None
+
+
+def build_parser(args: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `args` (only its group's commands), or for every command when none is named."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--root",
@@ -23,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action="version", version=f"uwf {__version__}")
     groups = parser.add_subparsers(title="commands", metavar="COMMAND")
-    thread_cmd.register(groups, common)
-    workflow_cmd.register(groups, common)
-    cas_cmd.register(groups, common)
-    setup_cmd.register(groups, common)
+    named = _named_group(args)
+    for name, module in GROUPS.items():
+        if named is None or name == named:
+            import_module(f".{module}", __package__).register(groups, common)
     return parser
