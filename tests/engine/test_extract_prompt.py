@@ -245,3 +245,24 @@ def test_prompt_history_respects_the_default_quota():
     assert "earlier steps omitted" in prompt
     assert "### Step 12: planner" in prompt
     assert "### Step 1: planner" not in prompt
+
+
+def test_the_prompts_yaml_reads_back_as_written_and_matches_pyyaml_for_plain_values():
+    """The frontmatter example is written without PyYAML (kept off the step's start-up)."""
+    import yaml
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from uwf_core.encoding.simple_yaml import dump_block
+
+    scalars = st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=12)
+    values = st.dictionaries(st.text(min_size=1, max_size=8), st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(min_size=1, max_size=5), inner, max_size=3), max_leaves=6), min_size=1, max_size=4)
+
+    @settings(max_examples=400, deadline=None)
+    @given(values)
+    def round_trip(value):
+        assert yaml.safe_load(dump_block(value)) == value
+
+    round_trip()
+    plain = {"plan": "...", "steps": ["..."], "$status": "done", "risk": "low", "ok": True, "n": 0, "none": None, "nested": {"a": [1, 2]}}
+    assert dump_block(plain) == yaml.safe_dump(plain, sort_keys=False, allow_unicode=True)

@@ -232,3 +232,77 @@ def _unescape(body: str) -> str:
         else:
             raise _Mismatch
     return "".join(out)
+
+
+# -- block YAML for prompts -------------------------------------------------------------
+
+_PLAIN_FIRST = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$(")
+_PLAIN_REST = _PLAIN_FIRST | set("0123456789 ./-')+=;?<>")
+_YAML_WORDS = {"yes", "no", "on", "off", "true", "false", "null", "~"}  # what PyYAML reads as non-strings
+
+
+def dump_block(value: object) -> str:
+    """`value` as block YAML in the layout of PyYAML's `safe_dump(sort_keys=False)` (keys in order,
+    list items under their key), without importing PyYAML: a prompt's frontmatter example is built
+    on every text step. Every output reads back as `value` (tests compare with PyYAML)."""
+    lines: list[str] = []
+    _block(value, 0, lines)
+    return "\n".join(lines) + "\n"
+
+
+def _block(value: object, indent: int, lines: list[str]) -> None:
+    pad = " " * indent
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            head = f"{pad}{_plain_or_quoted(str(key))}:"
+            if isinstance(item, dict) and item:
+                lines.append(head)
+                _block(item, indent + 2, lines)
+            elif isinstance(item, list) and item:
+                lines.append(head)
+                _block(item, indent, lines)
+            else:
+                lines.append(f"{head} {_flow_scalar(item)}")
+    elif isinstance(value, list) and value:
+        for item in value:
+            if isinstance(item, (dict, list)) and item:
+                sub: list[str] = []
+                _block(item, indent + 2, sub)
+                first = sub[0][indent + 2 :]
+                lines.append(f"{pad}- {first}")
+                lines.extend(sub[1:])
+            else:
+                lines.append(f"{pad}- {_flow_scalar(item)}")
+    else:
+        lines.append(f"{pad}{_flow_scalar(value)}")
+
+
+def _flow_scalar(value: object) -> str:
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if value == value and value not in (float("inf"), float("-inf")) else '"nan"'
+    if isinstance(value, dict):
+        return "{}"
+    if isinstance(value, list):
+        return "[]"
+    return _plain_or_quoted(str(value))
+
+
+def _plain_or_quoted(text: str) -> str:
+    plain = (
+        bool(text)
+        and (text[0] in _PLAIN_FIRST or (text[0] > "\x7f" and text[0].isalpha()))
+        and all(char in _PLAIN_REST or (char > "\x7f" and char.isalnum()) for char in text)
+        and not text.endswith(" ")
+        and " #" not in text
+    )
+    if plain and text.lower() not in _YAML_WORDS:
+        return text
+    if text.isprintable():
+        return "'" + text.replace("'", "''") + "'"
+    return '"' + "".join(_escape(char) for char in text) + '"'

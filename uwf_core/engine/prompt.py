@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from ..encoding.simple_yaml import dump_block
 from ..thread.model import ThreadContext
 from ..workflow.model import Role, Workflow
 
@@ -50,18 +51,14 @@ def _example(schema: dict) -> object:
 
 def frontmatter_template(schema: dict) -> str:
     """A frontmatter block with an example value for every field, for a person to fill in."""
-    import yaml
-
     from ..store.schemas import field_order
 
     example = {name: _example(schema["properties"][name]) for name in field_order(schema)}
-    return "---\n" + yaml.safe_dump(example, sort_keys=False, allow_unicode=True) + "---\n\n"
+    return "---\n" + dump_block(example) + "---\n\n"
 
 
 def output_format_instruction(schema: dict) -> str:
     """Tell the agent exactly which frontmatter fields to produce."""
-    import yaml
-
     from ..store.schemas import field_order
 
     properties = {name: schema["properties"][name] for name in field_order(schema)}
@@ -80,7 +77,7 @@ def output_format_instruction(schema: dict) -> str:
     if schema.get("additionalProperties") is False:
         lines.append("- no other fields")
     example = {name: _example(sub) for name, sub in properties.items() if name in required or not required}
-    lines += ["", "Example:", "", "---", yaml.safe_dump(example, sort_keys=False, allow_unicode=True).rstrip(), "---", "", "(your markdown body)"]
+    lines += ["", "Example:", "", "---", dump_block(example).rstrip(), "---", "", "(your markdown body)"]
     return "\n".join(lines)
 
 
