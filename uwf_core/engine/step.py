@@ -99,7 +99,11 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         record = repo.threads.last_archived(info.thread)
         killed = record is not None and record.reason == "killed" and info.thread not in repo.threads.heads()
         raise StepError(exc.message, "killed" if killed else "failed") from None
-    attempt.record("ok", step=new_head)
+    try:
+        attempt.record("ok", step=new_head)
+    except UwfError as exc:  # the step is done and the head moved: say so, don't call it a failure
+        if options.on_output is not None:
+            options.on_output(f"uwf: warning: the step succeeded but runs.jsonl could not be written: {exc.message}")
     return StepResult(info.workflow, info.thread, new_head, done, decision.role, resolved.label, REASON_DONE if done else None)
 
 
