@@ -137,7 +137,7 @@ class UwfApp(App):
         if action in THREAD_ACTIONS:
             if self.current_view != "threads":
                 return None
-            thread = self.threads_view.selected_thread
+            thread = self.threads_view.current_thread()
             info = self.threads_view.infos.get(thread or "")
             if info is None:
                 return None
@@ -186,10 +186,10 @@ class UwfApp(App):
     # -- stepping ------------------------------------------------------------------------
 
     def action_step(self) -> None:
-        self._start(self.threads_view.selected_thread, run=False)
+        self._start(self.threads_view.current_thread(), run=False)
 
     def action_run(self) -> None:
-        self._start(self.threads_view.selected_thread, run=True)
+        self._start(self.threads_view.current_thread(), run=True)
 
     def _start(self, thread: str | None, *, run: bool) -> None:
         if not thread:
@@ -241,7 +241,7 @@ class UwfApp(App):
         self._force_refresh()
 
     def action_cancel(self) -> None:
-        thread = self.threads_view.selected_thread
+        thread = self.threads_view.current_thread()
         cancel = self.running.get(thread or "")
         if cancel is not None:
             cancel.set()
@@ -281,7 +281,7 @@ class UwfApp(App):
         from uwf_core.api import fork_with_output, step_details, validation_errors
 
         step = self.threads_view.selected_step_hash()
-        if not step or self.threads_view.selected_step.startswith("start:"):
+        if not step or (self.threads_view.current_entry() or "").startswith("start:"):
             self.notify("select a step to edit its output", severity="warning")
             return
         details = self._core_call(step_details, step)
@@ -308,7 +308,7 @@ class UwfApp(App):
         self.push_screen(EditorScreen(f"Edit the {details.role} output of step {step}; saving forks a new thread", text, validate), saved)
 
     def action_kill(self) -> None:
-        thread = self.threads_view.selected_thread
+        thread = self.threads_view.current_thread()
         if not thread:
             return
 

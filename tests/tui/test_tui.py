@@ -103,6 +103,30 @@ def test_s_steps_the_selected_thread(fixed):
     assert status == "done"
 
 
+def test_keys_in_a_burst_act_on_what_is_selected_when_each_is_pressed(fixed):
+    """`k s` typed fast steps the thread the cursor moved to, not the one selected before."""
+    root, ids = fixed
+    heads = {name: thread_info(root, ids[name]).head for name in ("analyze", "triage")}
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["triage"])
+        table = app.query_one("#threads")
+        above = str(table.coordinate_to_cell_key((table.get_row_index(ids["triage"]) - 1, 0)).row_key.value)
+        from textual import events
+
+        # One burst, as a fast typist sends it: both keys queued before either is handled
+        # (Pilot.press would wait for the app to go idle between them).
+        app.post_message(events.Key("k", "k"))
+        app.post_message(events.Key("s", "s"))
+        await settle(app, pilot, 1.0)
+        return above
+
+    above = run_app(root, script)
+    assert above == ids["analyze"]
+    assert thread_info(root, ids["analyze"]).head != heads["analyze"]  # the thread moved to was stepped
+    assert thread_info(root, ids["triage"]).head == heads["triage"]  # not the one selected before
+
+
 def test_r_runs_until_done(fixed):
     root, ids = fixed
 

@@ -288,8 +288,19 @@ class ThreadsView(Horizontal):
         self.query_one("#step-prompt", Static).update(prompt)
         self.query_one("#step-detail", Static).update(detail)
 
+    def current_thread(self) -> str | None:
+        """The thread under the list's cursor now. Keys act on this, not on the last handled
+        highlight event: in a burst like `j s` the event of `j` is still queued when `s` runs."""
+        return _row_at_cursor(self.query_one("#threads", DataTable)) or self.selected_thread
+
+    def current_entry(self) -> str | None:
+        """The timeline row under the cursor now, when it belongs to the current thread."""
+        if self.timeline is None or self.timeline.info.thread != self.current_thread():
+            return None
+        return _row_at_cursor(self.query_one("#timeline", DataTable))
+
     def selected_step_hash(self) -> str | None:
-        key = self.selected_step or ""
+        key = self.current_entry() or ""
         kind, _, rest = key.partition(":")
         return rest if kind in ("step", "start") else None
 
@@ -313,6 +324,16 @@ class ThreadsView(Horizontal):
 
     def log_line(self, thread: str, line: str, style: str = "") -> None:
         self.query_one("#log", RichLog).write(Text.assemble((short(thread, 10) + " ", "dim"), (line, style)))
+
+
+def _row_at_cursor(table: DataTable) -> str | None:
+    if not table.row_count:
+        return None
+    try:
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+    except Exception:  # the cursor is past the rows while the table refills
+        return None
+    return str(key) if key is not None else None
 
 
 def _yaml(value: object) -> str:
