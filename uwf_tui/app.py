@@ -84,9 +84,22 @@ class UwfApp(App):
         yield Footer()
 
     async def action_quit(self) -> None:
-        """Stop the agents this app started before leaving: their workers would keep it alive."""
-        self._stop_all()
-        await super().action_quit()
+        """Leave; with agents running, ask first (No by default), then stop them: their
+        workers would keep the app alive."""
+        if not self.running:
+            await super().action_quit()
+            return
+        if isinstance(self.screen, ConfirmScreen):
+            return  # already asking
+        count = len(self.running)
+
+        async def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._stop_all()
+                self.exit()
+
+        question = f"{count} agent{'s' if count > 1 else ''} running: quit and stop {'them' if count > 1 else 'it'}? (its step is recorded as killed)"
+        self.push_screen(ConfirmScreen(question, yes="Quit"), confirmed)
 
     def on_unmount(self) -> None:
         self._stop_all()

@@ -216,6 +216,58 @@ def test_capital_k_kills_after_confirmation(fixed):
     assert not info.active and info.reason == "killed"
 
 
+def test_the_kill_dialog_defaults_to_no(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["fork"])
+        await pilot.press("K")
+        await pilot.pause(0.2)
+        shown = type(app.screen).__name__
+        await pilot.press("enter")  # the focused answer is No
+        await settle(app, pilot)
+        return shown, type(app.screen).__name__
+
+    shown, after = run_app(root, script)
+    assert shown == "ConfirmScreen" and after != "ConfirmScreen"
+    assert thread_info(root, ids["fork"]).active
+
+
+def test_quitting_with_an_agent_running_asks_first_and_no_is_the_default(fixed, tmp_path):
+    root, ids = fixed
+    slow = tmp_path / "slow.sh"
+    slow.write_text("#!/bin/sh\necho working >&2\nsleep 60 # tui-quit-marker\n")
+    slow.chmod(0o755)
+    config = Path(root.location, "config.yaml")
+    config.write_text(config.read_text().replace('defaultAgent: "script"', f'defaultAgent: "{slow}"'))
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        for _ in range(40):
+            await pilot.pause(0.1)
+            if "working" in log_text(app):
+                break
+        await pilot.press("q")
+        await pilot.pause(0.3)
+        asked = type(app.screen).__name__
+        await pilot.press("enter")  # No: keep working
+        await pilot.pause(0.3)
+        still = app.is_running and ids["analyze"] in app.running
+        await pilot.press("q")
+        await pilot.pause(0.3)
+        await pilot.press("y")
+        for _ in range(40):
+            if not app.is_running:
+                break
+            await pilot.pause(0.25)
+        return asked, still
+
+    asked, still = run_app(root, script)
+    assert asked == "ConfirmScreen" and still
+    assert root.runs.read(ids["analyze"])[-1].status == "killed"  # the stopped step is on record
+
+
 def test_k_and_j_navigate_rather_than_kill(fixed):
     root, ids = fixed
 

@@ -10,20 +10,25 @@ from textual.widgets import Button, Input, Label, Markdown, Select, Static, Text
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    """Yes/no for destructive actions (kill)."""
+    """Yes/no for destructive actions (kill, quitting with agents running). The safe answer is
+    the default: Enter on the focused button says No; only `y` or the Yes button says yes."""
 
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, yes: str = "Yes") -> None:
         super().__init__()
         self.question = question
+        self.yes = yes
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.question, classes="question")
+            yield Static(self.question, classes="question")
             with Horizontal(classes="buttons"):
-                yield Button("Yes (y)", variant="error", id="yes")
                 yield Button("No (n)", variant="primary", id="no")
+                yield Button(f"{self.yes} (y)", variant="error", id="yes")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
