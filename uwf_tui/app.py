@@ -131,6 +131,9 @@ class UwfApp(App):
         self.query_one(focus).focus()
 
     def action_next_view(self) -> None:
+        if isinstance(self.screen, ModalScreen):
+            self.screen.focus_next()  # Tab is a priority key of the app: in a dialog it moves between fields
+            return
         index = VIEWS.index(self.current_view)
         self.action_view(VIEWS[(index + 1) % len(VIEWS)])
 
@@ -146,7 +149,7 @@ class UwfApp(App):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if isinstance(self.screen, ModalScreen):
-            return action in ("quit", "help") or None
+            return action in ("quit", "help", "next_view")  # Tab moves between a dialog's fields
         if action in THREAD_ACTIONS:
             if self.current_view != "threads":
                 return None
@@ -158,7 +161,7 @@ class UwfApp(App):
             if action in ("step", "run"):
                 return None if running or not info.active else True
             if action == "cancel":
-                return True if running else None
+                return True if running or self.repo.locks.running(thread) is not None else None
             if action == "kill":
                 return True if info.active else None
             if action in ("fork", "edit"):
@@ -261,6 +264,15 @@ class UwfApp(App):
             if thread in self.pending_answers:
                 _resolve(self.pending_answers[thread], None)
             self.threads_view.log_line(thread, "cancelling the running agent…", "yellow")
+            return
+        elsewhere = self.repo.locks.running(thread) if thread else None
+        if elsewhere is not None:
+            self.notify(
+                f"this step was started by another process (pid {elsewhere.pid}): x cancels only steps started here; "
+                f"stop it where it runs, or K kills the thread (and its agent)",
+                severity="warning",
+                timeout=8,
+            )
 
     # -- fork, edit, kill, new -----------------------------------------------------------
 
@@ -352,18 +364,20 @@ class UwfApp(App):
             self.notify("no workflows registered yet (uwf workflow put FILE)", severity="warning")
             return
 
-        def started(result) -> None:
-            if not result:
-                return
-            workflow, prompt, workspace = result
-            info = self._core_call(start_thread, workflow, prompt, workspace)
-            if info is not None:
-                self.notify(f"started thread {info.thread} ({workflow}); press s to step it")
+        def start(workflow: str, prompt: str, workspace: str | None):
+            try:
+                return start_thread(self.repo, workflow, prompt, workspace)
+            except UwfError as exc:
+                return exc.message  # shown in the dialog, which keeps what was typed
+
+        def started(info) -> None:
+            if info:
+                self.notify(f"started thread {info.thread}; press s to step it")
                 self.action_view("threads")
                 self._select_new(info.thread)
 
         selected = self.query_one(WorkflowsView).selected
-        self.push_screen(NewThreadScreen(names, selected), started)
+        self.push_screen(NewThreadScreen(names, selected, start), started)
 
     def action_filter(self) -> None:
         if self.current_view != "threads":

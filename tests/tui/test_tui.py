@@ -305,6 +305,39 @@ def test_n_starts_a_new_thread(fixed):
     assert selected == new
 
 
+def test_a_refused_new_thread_keeps_the_dialog_and_what_was_typed(fixed, tmp_path):
+    root, ids = fixed
+    before = {info.thread for info in list_threads(root)}
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        dialog = app.screen
+        dialog.query_one("#prompt").text = "A long prompt I do not want to type again."
+        dialog.query_one("#workspace").value = str(tmp_path / "no-such-dir")
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.3)
+        error = str(dialog.query_one("#error").render())
+        kept = dialog.query_one("#prompt").text
+        still_open = app.screen is dialog
+        dialog.query_one("#prompt").focus()
+        await pilot.press("tab")  # Tab leaves the prompt instead of typing into it
+        await pilot.pause(0.1)
+        tabbed = app.focused is not dialog.query_one("#prompt") and "\t" not in dialog.query_one("#prompt").text
+        dialog.query_one("#workspace").value = str(tmp_path)
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        return error, kept, still_open, tabbed, app.screen is dialog
+
+    error, kept, still_open, tabbed, open_after = run_app(root, script)
+    assert "is not a directory" in error and still_open
+    assert kept == "A long prompt I do not want to type again."
+    assert tabbed, "tab"
+    assert not open_after, "open"
+    assert len({info.thread for info in list_threads(root)} - before) == 1
+
+
 def test_x_cancels_the_running_agent(fixed, tmp_path):
     root, ids = fixed
     slow = tmp_path / "slow.sh"
@@ -546,3 +579,49 @@ def test_enter_opens_a_node_in_the_cas_tree(fixed):
     head = thread_info(root, ids["solve"]).head
     assert expanded and children == root.nodes.refs(head)
     assert shown == head
+
+
+def test_x_on_a_step_started_elsewhere_says_so(fixed, tmp_path):
+    """A step run by `uwf thread step` in another terminal: the row says so, and x explains
+    what it can and cannot do instead of claiming to cancel."""
+    import os
+    import subprocess
+    import sys
+
+    root, ids = fixed
+    slow = tmp_path / "slow.sh"
+    slow.write_text("#!/bin/sh\necho working >&2\nsleep 60 # tui-elsewhere-marker\n")
+    slow.chmod(0o755)
+    env = dict(os.environ, UWF_STORAGE_ROOT=root.location)
+    uwf = os.path.join(os.path.dirname(sys.executable), "uwf")
+    step = subprocess.Popen([uwf, "thread", "step", ids["analyze"], "--agent", str(slow)], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(100):
+            if root.locks.running(ids["analyze"]) is not None and root.locks.running(ids["analyze"]).pgid:
+                break
+            import time
+
+            time.sleep(0.1)
+
+        async def script(app, pilot):
+            await select_thread(app, pilot, ids["analyze"])
+            await settle(app, pilot, 0.5)
+            rows = [str(app.query_one("#timeline").get_row_at(i)[-1]) for i in range(app.query_one("#timeline").row_count)]
+            await pilot.press("x")
+            await pilot.pause(0.3)
+            return rows, [n.message for n in app._notifications]
+
+        rows, notes = run_app(root, script)
+    finally:
+        running = root.locks.running(ids["analyze"])
+        step.kill()
+        step.wait()
+        if running is not None and running.pgid:  # the agent has its own process group
+            import signal
+
+            try:
+                os.killpg(running.pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert any("running in another process" in row for row in rows)
+    assert any("started by another process" in note for note in notes)

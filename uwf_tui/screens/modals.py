@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -37,22 +39,25 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(value)
 
 
-class NewThreadScreen(ModalScreen["tuple[str, str, str | None] | None"]):
-    """Pick a workflow, type the prompt (and optionally a workspace)."""
+class NewThreadScreen(ModalScreen[object]):
+    """Pick a workflow, type the prompt (and optionally a workspace). `start(workflow, prompt,
+    workspace)` returns the new thread, or an error message: then the dialog stays open with
+    everything typed kept and the message under the fields."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "submit", "Start")]
 
-    def __init__(self, workflows: list[str], selected: str | None = None) -> None:
+    def __init__(self, workflows: list[str], selected: str | None, start: Callable[[str, str, "str | None"], object]) -> None:
         super().__init__()
         self.workflows = workflows
         self.selected = selected
+        self.start = start
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
             yield Label("New thread", classes="title")
             yield Select([(name, name) for name in self.workflows], value=self.selected or self.workflows[0], allow_blank=False, id="workflow")
             yield Label("Prompt (ctrl+s to start):")
-            yield TextArea(id="prompt")
+            yield TextArea(id="prompt", tab_behavior="focus")  # Tab moves on, as in every other field
             yield Input(placeholder="workspace directory (optional)", id="workspace")
             yield Label("", id="error", classes="error")
             with Horizontal(classes="buttons"):
@@ -74,7 +79,11 @@ class NewThreadScreen(ModalScreen["tuple[str, str, str | None] | None"]):
             self.query_one("#error", Label).update("The prompt is empty.")
             return
         workspace = self.query_one("#workspace", Input).value.strip() or None
-        self.dismiss((str(self.query_one("#workflow", Select).value), prompt, workspace))
+        outcome = self.start(str(self.query_one("#workflow", Select).value), prompt, workspace)
+        if isinstance(outcome, str):
+            self.query_one("#error", Label).update(outcome)
+            return
+        self.dismiss(outcome)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -224,7 +224,10 @@ class ThreadsView(Horizontal):
                 running.agent or "",
                 clock(running.started_at),
                 "",
-                Text("running… (x cancels)", style="green"),
+                Text(
+                    "running… (x cancels)" if info.thread in self.app.running else f"running in another process (pid {running.pid})",
+                    style="green",
+                ),
                 key="running:",
             )
         target = keep if keep and keep in table.rows else (f"step:{context.steps[-1].hash}" if context.steps else f"start:{context.start_hash}")
