@@ -35,6 +35,7 @@ from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
 VIEWS = ["workflows", "threads", "cas"]
+AGE_SECONDS = 5.0
 THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
 
 
@@ -113,6 +114,7 @@ class UwfApp(App):
     def on_mount(self) -> None:
         self._signature = self.repo.backend.change_token()
         self.set_interval(self.poll_seconds, self.poll_state)
+        self.set_interval(AGE_SECONDS, self.threads_view.refresh_ages)  # "updated 2s ago" must not stay 2s
         self.query_one("#threads", DataTable).focus()
 
     # -- views ---------------------------------------------------------------------------
@@ -185,6 +187,7 @@ class UwfApp(App):
         self.clear_damage()
         self.threads_view.reload()
         self.query_one(WorkflowsView).reload()
+        self.query_one(CasView).refresh_roots()
         self.refresh_bindings()
 
     def show_damage(self, message: str) -> None:

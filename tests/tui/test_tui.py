@@ -394,11 +394,13 @@ def test_g_goes_to_a_hash_in_the_cas_view(fixed):
         await pilot.pause(0.3)
         from uwf_tui.widgets.cas_view import CasView
 
-        return app.current_view, app.query_one(CasView).shown, app.export_screenshot()
+        tree = app.query_one("#cas-tree")
+        return app.current_view, app.query_one(CasView).shown, app.export_screenshot(), tree.cursor_node.data if tree.cursor_node else None
 
-    view, shown, screen = run_app(root, script)
+    view, shown, screen, under_cursor = run_app(root, script)
     assert view == "cas"
     assert shown == target
+    assert under_cursor == target  # the cursor is on the node found, not on the tree's root
     assert "step-node" in screen
 
 
@@ -625,3 +627,30 @@ def test_x_on_a_step_started_elsewhere_says_so(fixed, tmp_path):
                 pass
     assert any("running in another process" in row for row in rows)
     assert any("started by another process" in note for note in notes)
+
+
+def test_views_stay_current_cas_tree_follows_new_threads_and_ages_advance(fixed, monkeypatch):
+    import uwf_tui.app as app_module
+    from uwf_core.api import start_thread
+
+    monkeypatch.setattr(app_module, "AGE_SECONDS", 0.3)
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        info = start_thread(root, "analyze-topic", "started by someone else")  # as `uwf` in another terminal would
+        for _ in range(20):
+            await pilot.pause(0.2)
+            if info.thread in app.threads_view.infos:
+                break
+        await settle(app, pilot)
+        table = app.query_one("#threads")
+        first = str(table.get_row(info.thread)[-1])
+        await pilot.pause(1.6)
+        later = str(table.get_row(info.thread)[-1])
+        heads = [child.data for child in app.query_one("#cas-tree").root.children[0].children]
+        return info.head, first, later, heads
+
+    head, first, later, heads = run_app(root, script)
+    assert head in heads  # the CAS tree shows the new thread without a restart
+    assert first.endswith("s ago") and later.endswith("s ago") and later != first

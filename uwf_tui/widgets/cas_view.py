@@ -42,9 +42,20 @@ class CasView(Horizontal):
     def reload(self) -> None:
         tree = self.query_one("#cas-tree", Tree)
         tree.clear()
-        threads = tree.root.add("threads", expand=True)
-        workflows = tree.root.add("workflows", expand=True)
+        self.threads_branch = tree.root.add("threads", expand=True)
+        self.workflows_branch = tree.root.add("workflows", expand=True)
         self.goto_branch = tree.root.add("opened", expand=True)
+        self.fill_roots()
+
+    def refresh_roots(self) -> None:
+        """The root changed (a new thread, a head moved): rebuild the threads and workflows
+        branches; what was opened with `g` stays."""
+        self.threads_branch.remove_children()
+        self.workflows_branch.remove_children()
+        self.fill_roots()
+
+    def fill_roots(self) -> None:
+        threads, workflows = self.threads_branch, self.workflows_branch
         try:
             for info in list_threads(self.repo, include_archived=True)[:MAX_THREADS]:
                 state = "" if info.active else f" ({info.reason})"
@@ -90,9 +101,9 @@ class CasView(Horizontal):
             return
         node = self._add_ref(self.goto_branch, hash_)
         tree = self.query_one("#cas-tree", Tree)
-        tree.select_node(node)
-        tree.scroll_to_node(node)
         self.show_node(hash_)
+        # The new node gets its line on the next refresh: move the cursor there after it.
+        tree.call_after_refresh(lambda: (tree.move_cursor(node), tree.scroll_to_node(node)))
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
         node = event.node

@@ -45,6 +45,7 @@ class ThreadsView(Horizontal):
         self.counts: dict[str, int] = {}
         self.timeline: Timeline | None = None
         self.timeline_head: tuple[str, str] | None = None
+        self.updated: dict[str, int | None] = {}  # thread -> when its head was written (ms)
         self.filter_text = ""
         self.selected_thread: str | None = None
         self.selected_step: str | None = None
@@ -73,6 +74,8 @@ class ThreadsView(Horizontal):
             key = threads.add_column(label, width=width)
             if label == "steps":
                 self.steps_column = key
+            elif label == "updated":
+                self.updated_column = key
         timeline = self.query_one("#timeline", DataTable)
         for label, width in (("#", 3), ("role", 12), ("agent", 12), ("when", 8), ("took", 6), ("output", 64)):
             timeline.add_column(label, width=width)
@@ -103,6 +106,7 @@ class ThreadsView(Horizontal):
         table = self.query_one("#threads", DataTable)
         keep = self.selected_thread
         table.clear()
+        self.updated = {}
         for info in infos:
             status = self.statuses.get(info.thread, "")
             name = self._workflow_name(info.workflow)
@@ -114,6 +118,7 @@ class ThreadsView(Horizontal):
             except UwfError:
                 updated = None
             style = STATUS_STYLES.get(status, "")
+            self.updated[info.thread] = updated
             table.add_row(
                 Text(STATUS_ICONS.get(status, "?"), style=style),
                 short(info.thread, 10),
@@ -143,6 +148,13 @@ class ThreadsView(Horizontal):
         self.counts.update(counts)
         counted = [(info.thread, counts[info.head]) for info in infos if info.head in counts]
         self.app.call_from_thread(self._show_counts, counted)
+
+    def refresh_ages(self) -> None:
+        """Advance the "updated" column (ages grow with no change to the root)."""
+        table = self.query_one("#threads", DataTable)
+        for thread, updated in self.updated.items():
+            if thread in table.rows:
+                table.update_cell(thread, self.updated_column, age(updated))
 
     def _show_counts(self, counted: list[tuple[str, int]]) -> None:
         table = self.query_one("#threads", DataTable)
