@@ -230,6 +230,8 @@ class UwfApp(App):
         request = message.request
 
         def validate(text: str) -> str | None:
+            if text.strip() == request.template.strip():
+                return "the form is still the template: fill in the fields (and write your answer below them)"
             try:
                 extract_fast(text, request.schema)
             except ExtractError as exc:
@@ -254,6 +256,9 @@ class UwfApp(App):
         if message.error:
             self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")
             self.notify(message.error, title=f"thread {message.thread[:10]}", severity="error", timeout=8)
+        elif message.summary == "cancelled":
+            self.threads_view.log_line(message.thread, "■ cancelled: the agent was stopped; the head did not move", "yellow")
+            self.notify("cancelled: the agent was stopped; the head did not move", title=f"thread {message.thread[:10]}", severity="warning")
         else:
             self.threads_view.log_line(message.thread, f"■ {message.summary}", "bold green")
             self.notify(message.summary, title=f"thread {message.thread[:10]}")
@@ -427,9 +432,22 @@ def main(argv: list[str] | None = None) -> int:
     except UwfError as exc:
         sys.stderr.write(f"uwf-tui: error: {exc.message}\n")
         return 1
+    problem = _unusable_root(repo.location)
+    if problem:
+        sys.stderr.write(f"uwf-tui: error: {problem}\n")
+        return 1
     os.environ["UWF_STORAGE_ROOT"] = repo.location  # the agents this session starts open the same root
     UwfApp(repo).run()
     return 0
+
+
+def _unusable_root(location: str) -> str | None:
+    """What makes a root impossible to open at all (a damaged one still opens, showing the damage)."""
+    if os.path.exists(location) and not os.path.isdir(location):
+        return f"the root {location} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)"
+    if os.path.isdir(location) and not os.access(location, os.R_OK | os.X_OK):
+        return f"the root {location} cannot be read (permission denied)"
+    return None
 
 
 if __name__ == "__main__":

@@ -42,12 +42,17 @@ def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending
             result = perform_step(repo, thread, options)
             on_step(result)
     except UwfError as exc:
-        post(StepDone(thread, "failed", exc.message))
+        cancelled = getattr(exc, "status", None) == "killed" and cancel.is_set()
+        post(StepDone(thread, "cancelled" if cancelled else "failed", None if cancelled else exc.message))
         return
     except Exception as exc:  # a bug: report it in the UI rather than kill the app
         post(StepDone(thread, "failed", f"internal error: {type(exc).__name__}: {exc}"))
         return
-    post(StepDone(thread, f"done ({result.reason})" if result.done else f"head {result.head}"))
+    if result.done:
+        summary = "thread finished" if result.reason == "done" else f"thread ended ({result.reason})"
+    else:
+        summary = f"{result.role} stepped; head {result.head}" if result.role else f"head {result.head}"
+    post(StepDone(thread, summary))
 
 
 def kill(repo: Repo, thread: str, post: Post) -> None:

@@ -559,6 +559,43 @@ def test_human_role_gets_a_form(fixed):
     assert step.agent == "human" and step.output == {"thesis": "People decide.", "keyPoints": ["one", "two"]}
 
 
+def test_the_human_form_refuses_the_untouched_template(fixed):
+    root, ids = fixed
+    config = Path(root.location, "config.yaml")
+    config.write_text(config.read_text() + 'agentOverrides:\n  "analyze-topic":\n    analyst: "human"\n')
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        for _ in range(40):
+            await pilot.pause(0.1)
+            if type(app.screen).__name__ == "EditorScreen":
+                break
+        await pilot.press("ctrl+s")  # save the template as it is
+        await pilot.pause(0.3)
+        still = type(app.screen).__name__
+        error = str(app.screen.query_one("#error").render())
+        await pilot.press("escape")
+        await settle(app, pilot, 0.5)
+        return still, error, log_text(app)
+
+    still, error, log = run_app(root, script)
+    assert still == "EditorScreen" and "still the template" in error
+    assert "cancelled" in log  # escape cancels; the step is not called a failure
+    assert not thread_info(root, ids["analyze"]).done
+
+
+def test_uwf_tui_refuses_a_root_that_is_a_file_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    file = tmp_path / "not-a-dir"
+    file.write_text("x")
+    done = subprocess.run([sys.executable, "-m", "uwf_tui.app", "--root", str(file)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [f"uwf-tui: error: the root {file} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)"]
+
+
 def test_enter_opens_a_node_in_the_cas_tree(fixed):
     root, ids = fixed
 

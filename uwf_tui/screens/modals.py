@@ -133,7 +133,8 @@ class HelpScreen(ModalScreen[None]):
 class EditorScreen(ModalScreen["str | None"]):
     """Edit a text (a step's output as YAML, a human answer); `validate` returns an error or None."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "submit", "Save")]
+    # priority: one Esc cancels (the text area would otherwise take the first one)
+    BINDINGS = [Binding("escape", "cancel", "Cancel", priority=True), Binding("ctrl+s", "submit", "Save")]
 
     def __init__(self, title: str, text: str, validate, context: str = "", language: str | None = "yaml") -> None:
         super().__init__()
