@@ -226,6 +226,7 @@ def test_fork_runs_an_independent_history(uwf):
     subset(by_id[forked["thread"]], {"thread": forked["thread"], "workflow": solved["workflow"], "head": fork_steps[4]["hash"], "reason": "done"})
     assert "reason" not in by_id[active["thread"]]
     assert [item["thread"] for item in everything] == sorted(by_id, reverse=True)  # newest first
+    assert {item["name"] for item in everything} == {"solve-issue"}  # the name beside the hash, for people
 
 
 def test_fork_of_a_non_thread_node_fails(shared_uwf, solved):

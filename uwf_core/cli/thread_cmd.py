@@ -128,11 +128,18 @@ def cmd_show(args) -> int:
 
 
 def cmd_list(args) -> int:
+    from ..errors import UwfError
     from ..thread.ops import list_threads
+    from ..workflow.ops import workflow_of
 
+    repo = repo_of(args)
     items = []
-    for info in list_threads(repo_of(args), include_archived=args.all):
+    for info in list_threads(repo, include_archived=args.all):
         item = {"thread": info.thread, "workflow": info.workflow, "head": info.head}
+        try:
+            item["name"] = workflow_of(repo, info.workflow).name  # the hash stays for scripts; the name is for people
+        except UwfError:
+            pass
         if not info.active:
             item["reason"] = info.reason
         if info.problem:
