@@ -54,6 +54,24 @@ async def select_thread(app, pilot, thread: str):
     assert app.threads_view.selected_thread == thread
 
 
+def _slow_default_agent(root, tmp_path, marker: str) -> None:
+    """Make the default agent a script that says "working" on stderr, then sleeps a minute."""
+    slow = tmp_path / "slow.sh"
+    slow.write_text(f"#!/bin/sh\necho working >&2\nsleep 60 # {marker}\n")
+    slow.chmod(0o755)
+    config = Path(root.location, "config.yaml")
+    config.write_text(config.read_text().replace('defaultAgent: "script"', f'defaultAgent: "{slow}"'))
+
+
+async def _step_until_working(app, pilot, thread: str) -> None:
+    await select_thread(app, pilot, thread)
+    await pilot.press("s")
+    for _ in range(40):
+        await pilot.pause(0.1)
+        if "working" in log_text(app):
+            break
+
+
 def log_text(app) -> str:
     return "\n".join(str(line.text) for line in app.query_one("#log").lines)
 
@@ -235,19 +253,10 @@ def test_the_kill_dialog_defaults_to_no(fixed):
 
 def test_quitting_with_an_agent_running_asks_first_and_no_is_the_default(fixed, tmp_path):
     root, ids = fixed
-    slow = tmp_path / "slow.sh"
-    slow.write_text("#!/bin/sh\necho working >&2\nsleep 60 # tui-quit-marker\n")
-    slow.chmod(0o755)
-    config = Path(root.location, "config.yaml")
-    config.write_text(config.read_text().replace('defaultAgent: "script"', f'defaultAgent: "{slow}"'))
+    _slow_default_agent(root, tmp_path, "tui-quit-marker")
 
     async def script(app, pilot):
-        await select_thread(app, pilot, ids["analyze"])
-        await pilot.press("s")
-        for _ in range(40):
-            await pilot.pause(0.1)
-            if "working" in log_text(app):
-                break
+        await _step_until_working(app, pilot, ids["analyze"])
         await pilot.press("q")
         await pilot.pause(0.3)
         asked = type(app.screen).__name__
@@ -340,19 +349,10 @@ def test_a_refused_new_thread_keeps_the_dialog_and_what_was_typed(fixed, tmp_pat
 
 def test_x_cancels_the_running_agent(fixed, tmp_path):
     root, ids = fixed
-    slow = tmp_path / "slow.sh"
-    slow.write_text("#!/bin/sh\necho working >&2\nsleep 60 # tui-cancel-marker\n")
-    slow.chmod(0o755)
-    config = Path(root.location, "config.yaml")
-    config.write_text(config.read_text().replace('defaultAgent: "script"', f'defaultAgent: "{slow}"'))
+    _slow_default_agent(root, tmp_path, "tui-cancel-marker")
 
     async def script(app, pilot):
-        await select_thread(app, pilot, ids["analyze"])
-        await pilot.press("s")
-        for _ in range(40):
-            await pilot.pause(0.1)
-            if "working" in log_text(app):
-                break
+        await _step_until_working(app, pilot, ids["analyze"])
         await pilot.press("x")
         await settle(app, pilot, 0.5)
         for _ in range(40):
