@@ -35,7 +35,6 @@ from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
 VIEWS = ["workflows", "threads", "cas"]
-AGE_SECONDS = 5.0
 THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
 
 
@@ -114,7 +113,6 @@ class UwfApp(App):
     def on_mount(self) -> None:
         self._signature = self.repo.backend.change_token()
         self.set_interval(self.poll_seconds, self.poll_state)
-        self.set_interval(AGE_SECONDS, self.threads_view.refresh_ages)  # "updated 2s ago" must not stay 2s
         self.query_one("#threads", DataTable).focus()
 
     # -- views ---------------------------------------------------------------------------
@@ -173,6 +171,8 @@ class UwfApp(App):
     # -- live refresh --------------------------------------------------------------------
 
     def poll_state(self) -> None:
+        if not self.query(ThreadsView):
+            return  # the app is closing: its views are already gone
         try:
             signature = self.repo.backend.change_token()
         except UwfError as exc:

@@ -667,10 +667,10 @@ def test_x_on_a_step_started_elsewhere_says_so(fixed, tmp_path):
 
 
 def test_views_stay_current_cas_tree_follows_new_threads_and_ages_advance(fixed, monkeypatch):
-    import uwf_tui.app as app_module
+    import uwf_tui.widgets.threads_view as threads_view_module
     from uwf_core.api import start_thread
 
-    monkeypatch.setattr(app_module, "AGE_SECONDS", 0.3)
+    monkeypatch.setattr(threads_view_module, "AGE_SECONDS", 0.3)
     root, ids = fixed
 
     async def script(app, pilot):

@@ -30,6 +30,7 @@ from uwf_core.api import (
 from ..formatting import STATUS_ICONS, STATUS_STYLES, age, clock, short, summary, took
 
 TIMELINE_BATCH = 100
+AGE_SECONDS = 5.0
 
 
 class ThreadsView(Horizontal):
@@ -49,14 +50,17 @@ class ThreadsView(Horizontal):
         self.filter_text = ""
         self.selected_thread: str | None = None
         self.selected_step: str | None = None
+        # Held, not queried: timers and worker callbacks may land while the tree is torn down.
+        self.thread_table = DataTable(id="threads", cursor_type="row", zebra_stripes=True)
+        self.timeline_table = DataTable(id="timeline", cursor_type="row")
 
     def compose(self) -> ComposeResult:
         with Vertical(id="thread-list-pane"):
             yield Input(placeholder="filter threads (workflow, id, status)", id="thread-filter", classes="hidden")
-            yield DataTable(id="threads", cursor_type="row", zebra_stripes=True)
+            yield self.thread_table
         with Vertical(id="thread-main"):
             yield Static("", id="thread-title")
-            yield DataTable(id="timeline", cursor_type="row")
+            yield self.timeline_table
             with TabbedContent(id="step-tabs"):
                 with TabPane("Output", id="tab-output"):
                     yield VerticalScroll(Static("", id="step-output"))
@@ -69,17 +73,18 @@ class ThreadsView(Horizontal):
             yield RichLog(id="log", max_lines=2000, wrap=True, markup=False)
 
     def on_mount(self) -> None:
-        threads = self.query_one("#threads", DataTable)
+        threads = self.thread_table
         for label, width in ((" ", 1), ("thread", 10), ("workflow", 14), ("status", 9), ("steps", 5), ("updated", 8)):
             key = threads.add_column(label, width=width)
             if label == "steps":
                 self.steps_column = key
             elif label == "updated":
                 self.updated_column = key
-        timeline = self.query_one("#timeline", DataTable)
+        timeline = self.timeline_table
         for label, width in (("#", 3), ("role", 12), ("agent", 12), ("when", 8), ("took", 6), ("output", 64)):
             timeline.add_column(label, width=width)
         self.query_one("#log", RichLog).border_title = "agent log"
+        self.set_interval(AGE_SECONDS, self.refresh_ages)  # "updated 2s ago" must not stay 2s
         self.reload()
 
     # -- the thread list -------------------------------------------------------------
@@ -103,7 +108,7 @@ class ThreadsView(Horizontal):
             if info.problem:
                 self.app.show_damage(f"thread {info.thread}: {info.problem}")
         self.infos = {info.thread: info for info in infos}
-        table = self.query_one("#threads", DataTable)
+        table = self.thread_table
         keep = self.selected_thread
         table.clear()
         self.updated = {}
@@ -151,13 +156,13 @@ class ThreadsView(Horizontal):
 
     def refresh_ages(self) -> None:
         """Advance the "updated" column (ages grow with no change to the root)."""
-        table = self.query_one("#threads", DataTable)
+        table = self.thread_table
         for thread, updated in self.updated.items():
             if thread in table.rows:
                 table.update_cell(thread, self.updated_column, age(updated))
 
     def _show_counts(self, counted: list[tuple[str, int]]) -> None:
-        table = self.query_one("#threads", DataTable)
+        table = self.thread_table
         for thread, count in counted:
             if thread in table.rows:
                 table.update_cell(thread, self.steps_column, str(count))
@@ -204,7 +209,7 @@ class ThreadsView(Horizontal):
         self.query_one("#thread-title", Static).update(
             Text.assemble((name, "bold"), " · ", (info.thread, "dim"), " · ", (status, STATUS_STYLES.get(status, "")), f" · head {info.head}")
         )
-        table = self.query_one("#timeline", DataTable)
+        table = self.timeline_table
         moved = self.timeline_head != (info.thread, info.head)
         self.timeline_head = (info.thread, info.head)
         keep = None if moved else self.selected_step
@@ -306,13 +311,13 @@ class ThreadsView(Horizontal):
     def current_thread(self) -> str | None:
         """The thread under the list's cursor now. Keys act on this, not on the last handled
         highlight event: in a burst like `j s` the event of `j` is still queued when `s` runs."""
-        return _row_at_cursor(self.query_one("#threads", DataTable)) or self.selected_thread
+        return _row_at_cursor(self.thread_table) or self.selected_thread
 
     def current_entry(self) -> str | None:
         """The timeline row under the cursor now, when it belongs to the current thread."""
         if self.timeline is None or self.timeline.info.thread != self.current_thread():
             return None
-        return _row_at_cursor(self.query_one("#timeline", DataTable))
+        return _row_at_cursor(self.timeline_table)
 
     def selected_step_hash(self) -> str | None:
         key = self.current_entry() or ""
@@ -335,7 +340,7 @@ class ThreadsView(Horizontal):
         if event.input.id == "thread-filter":
             if not event.value.strip():
                 event.input.add_class("hidden")
-            self.query_one("#threads", DataTable).focus()
+            self.thread_table.focus()
 
     def log_line(self, thread: str, line: str, style: str = "") -> None:
         self.query_one("#log", RichLog).write(Text.assemble((short(thread, 10) + " ", "dim"), (line, style)))
