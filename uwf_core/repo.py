@@ -15,6 +15,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from .config.env import Secrets
     from .config.model import Config
     from .store.base import Backend
     from .store.cas import CasStore
@@ -25,13 +26,14 @@ CACHE_CONTEXTS = 64  # thread contexts kept by head (a TUI browses many threads)
 
 
 class Repo:
-    __slots__ = ("backend", "_nodes", "_config", "_env_values", "workflows", "contexts")
+    __slots__ = ("backend", "_nodes", "_config", "_env_values", "_secrets", "workflows", "contexts")
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self._nodes: CasStore | None = None
         self._config: Config | None = None
         self._env_values: dict[str, str] | None = None
+        self._secrets: Secrets | None = None
         self.workflows: dict[str, Workflow] = {}
         self.contexts: dict[str, ThreadContext] = {}
 
@@ -92,6 +94,7 @@ class Repo:
 
         self.backend.config.write(dump_config(config))
         self._config = config
+        self._secrets = None
 
     @property
     def env_values(self) -> dict[str, str]:
@@ -102,16 +105,27 @@ class Repo:
             self._env_values = load_env_file(self.backend.env_path)
         return self._env_values
 
+    @property
+    def secrets(self) -> Secrets:
+        """What is redacted from everything an agent leaves: every .env value and provider key."""
+        if self._secrets is None:
+            from .config.env import Secrets
+
+            self._secrets = Secrets.of(self.config, self.env_values)
+        return self._secrets
+
     def update_env(self, updates: dict[str, str]) -> None:
         from .config.env import update_env_file
 
         update_env_file(self.backend.env_path, updates)
         self._env_values = None
+        self._secrets = None
 
     def reload_config(self) -> None:
         """Forget config.yaml and .env (a long-lived Repo after another process changed them)."""
         self._config = None
         self._env_values = None
+        self._secrets = None
 
     # -- immutable things, cached for the Repo's lifetime -----------------------------------
     # Filled by workflow.ops.workflow_of and thread.context.context_of: a node never changes,

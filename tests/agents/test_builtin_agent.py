@@ -178,7 +178,7 @@ def test_builtin_runs_a_real_thread(uwf, llm_root, root_dir, workspace):
     assert turns[0]["usage"] == {"promptTokens": 100, "completionTokens": 10, "totalTokens": 110, "requests": 1}
     assert turns[0]["finishReason"] == "tool_calls"
     assert turns[1]["name"] == "read_file" and turns[1]["ok"] is True
-    assert turns[1]["result"] == "Cats are popular online.\nDeploy token: [redacted]\n"
+    assert turns[1]["result"] == "Cats are popular online.\nDeploy token: [redacted:FAKE_API_KEY]\n"
     assert turns[2]["content"] == "Editing the draft."
     assert [c["name"] for c in turns[2]["toolCalls"]] == ["edit_file", "read_file"]
     assert turns[2]["usage"] == {"promptTokens": 200, "completionTokens": 20, "totalTokens": 220, "requests": 1}

@@ -110,20 +110,19 @@ def complete_step(
     fallback=None,
 ) -> str:
     """Extract the structured output (fast path, fallback, corrections) and write the step."""
-    from ..config.env import redact, secret_values
     from ..engine.extract import extract_with_corrections
     from ..engine.record import write_answer
 
-    secrets = secret_values(ctx.repo.config)
+    secrets = ctx.repo.secrets
     current = [answer]
 
     def retry(message: str) -> str:
         current[0] = _answer(continue_(ctx, current[0].session, message))
-        return redact(current[0].text, secrets)
+        return secrets.text(current[0].text)
 
     # An API key the agent read somewhere never reaches the CAS: not in the answer, not in the output.
     outcome = extract_with_corrections(
-        redact(answer.text, secrets), ctx.schema, cache_key=ctx.role.meta, fallback=fallback, retry=retry if continue_ else None
+        secrets.text(answer.text), ctx.schema, cache_key=ctx.role.meta, fallback=fallback, retry=retry if continue_ else None
     )
     detail = {"extract": outcome.extracted.method, "corrections": outcome.corrections}
     if outcome.usage is not None:

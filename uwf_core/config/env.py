@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ..store.files import atomic_write, read_text
-from .model import Config, ConfigError
+from .model import Config, ConfigError, is_env_name
 
 
 def load_env_file(path: str) -> dict[str, str]:
@@ -22,7 +22,7 @@ def load_env_file(path: str) -> dict[str, str]:
             line = line[len("export ") :].strip()
         key, sep, value = line.partition("=")
         key = key.strip()
-        if not sep or not key.replace("_", "").isalnum():
+        if not sep or not is_env_name(key):
             raise ConfigError(f"{path}:{number}: expected KEY=VALUE")
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
@@ -50,30 +50,61 @@ def _quote(value: str) -> str:
 
 
 def env_with_secrets(env_values: dict[str, str], base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment agents and extract run with: .env values fill in what is unset."""
+    """The environment uwf's own LLM calls resolve keys in (extract, uwf-builtin): .env fills in what
+    is unset. Agents that uwf spawns get only the keys they name (engine.call.agent_env)."""
     env = dict(os.environ if base is None else base)
     for key, value in env_values.items():
         env.setdefault(key, value)
     return env
 
 
-def secret_values(config: Config, env: dict[str, str] | None = None) -> list[str]:
-    """The API keys in use (values of every provider's apiKeyEnv), to keep them out of records."""
-    env = os.environ if env is None else env
-    names = {p.api_key_env for p in config.providers.values() if p.api_key_env}
-    return sorted({env[name] for name in names if len(env.get(name, "")) >= 6}, key=len, reverse=True)
+MIN_SECRET_LENGTH = 6  # shorter values ("1", "true") are settings, and hiding them would garble ordinary text
 
 
-def redact(value: object, secrets: list[str]) -> object:
-    """`value` with every secret replaced by [redacted], through dicts and lists."""
-    if not secrets:
+class Secrets:
+    """Every value that must never be stored or shown, by name: each .env value and each provider's
+    key found in the environment. One redaction for every path that stores or prints agent text."""
+
+    __slots__ = ("by_name", "_ordered")
+
+    def __init__(self, by_name: dict[str, str]) -> None:
+        self.by_name = {name: value for name, value in by_name.items() if len(value) >= MIN_SECRET_LENGTH}
+        # Longest first, so a secret that contains another is replaced whole.
+        self._ordered = sorted(((value, name) for name, value in self.by_name.items()), key=lambda item: -len(item[0]))
+
+    @classmethod
+    def of(cls, config: Config, env_values: dict[str, str], environ: dict[str, str] | None = None) -> Secrets:
+        environ = os.environ if environ is None else environ
+        by_name = {}
+        for provider in config.providers.values():
+            name = provider.api_key_env
+            if name and environ.get(name):
+                by_name[name] = environ[name]
+        by_name.update(env_values)
+        return cls(by_name)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.by_name)
+
+    def redact(self, value: object) -> object:
+        """`value` with each secret replaced by [redacted:NAME], through dicts and lists."""
+        if not self._ordered:
+            return value
+        if isinstance(value, str):
+            for secret, name in self._ordered:
+                if secret in value:
+                    value = value.replace(secret, f"[redacted:{name}]")
+            return value
+        if isinstance(value, dict):
+            return {key: self.redact(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.redact(item) for item in value]
         return value
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, "[redacted]")
-        return value
-    if isinstance(value, dict):
-        return {key: redact(item, secrets) for key, item in value.items()}
-    if isinstance(value, list):
-        return [redact(item, secrets) for item in value]
-    return value
+
+    def text(self, value: str) -> str:
+        """`redact` for a string, typed as one."""
+        return self.redact(value)  # type: ignore[return-value]
+
+
+NO_SECRETS = Secrets({})

@@ -46,6 +46,7 @@ class AgentConfig:
     protocol: str = "step"
     timeout: float | None = None
     env: dict[str, str] = field(default_factory=dict)
+    secrets: tuple[str, ...] = ()  # the .env keys this agent receives; none unless named
 
     def to_dict(self) -> dict:
         data: dict = {"command": self.command, "args": list(self.args), "protocol": self.protocol}
@@ -53,6 +54,8 @@ class AgentConfig:
             data["timeout"] = int(self.timeout) if float(self.timeout).is_integer() else str(self.timeout)
         if self.env:
             data["env"] = dict(self.env)
+        if self.secrets:
+            data["secrets"] = list(self.secrets)
         return data
 
 
@@ -162,7 +165,7 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
     if isinstance(spec, str):
         spec = {"command": spec}
     if not isinstance(spec, dict):
-        raise ConfigError(f"{where} must be a mapping with command (and args, protocol, timeout, env)")
+        raise ConfigError(f"{where} must be a mapping with command (and args, protocol, timeout, env, secrets)")
     args = spec.get("args")
     if _none(args) or args == []:
         args = []
@@ -186,7 +189,18 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
     env = {} if _none(env) else env
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise ConfigError(f"{where}.env must map variable names to strings")
-    return AgentConfig(name, _text(spec.get("command"), f"{where}.command"), tuple(args), protocol, timeout, dict(env))
+    secrets = spec.get("secrets")
+    secrets = [] if _none(secrets) or secrets == [] else secrets
+    if not isinstance(secrets, list) or not all(isinstance(s, str) and is_env_name(s) for s in secrets):
+        raise ConfigError(f"{where}.secrets must be a list of .env key names")
+    return AgentConfig(
+        name, _text(spec.get("command"), f"{where}.command"), tuple(args), protocol, timeout, dict(env), tuple(secrets)
+    )
+
+
+def is_env_name(name: str) -> bool:
+    """A name a .env line or an environment variable can have."""
+    return bool(name) and not name[0].isdigit() and name.replace("_", "").isalnum() and name.isascii()
 
 
 def dump_config(config: Config) -> str:

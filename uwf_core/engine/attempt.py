@@ -11,6 +11,7 @@ from ..errors import UwfError
 from ..store.records import RunRecord
 
 if TYPE_CHECKING:
+    from ..config.env import Secrets
     from ..repo import Repo
     from ..thread.ops import ThreadInfo
     from .process import Cancel
@@ -87,7 +88,9 @@ class Attempt:
     agent: str | None = None
 
     def record(self, status: str, step: str | None = None, error: str | None = None, stderr: str | None = None) -> None:
+        """Append the line; an agent's stderr or an error quoting it never brings a key along."""
         now = int(time.time() * 1000)
+        secrets = secrets_or_none(self.repo)
         self.repo.runs.append(
             RunRecord(
                 thread=self.info.thread,
@@ -100,7 +103,29 @@ class Attempt:
                 startedAt=self.started_ms,
                 completedAt=now,
                 durationMs=now - self.started_ms,
-                error=error,
-                stderr=stderr or None,
+                error=secrets.redact(error),
+                stderr=secrets.redact(stderr) or None,
             )
         )
+
+
+def secrets_or_none(repo: Repo) -> Secrets:
+    """The root's secrets; none when .env cannot be read (that error is reported on its own path,
+    and a failure being recorded must not be replaced by it)."""
+    from ..config.env import NO_SECRETS
+
+    try:
+        return repo.secrets
+    except UwfError:
+        return NO_SECRETS
+
+
+def redact_error(repo: Repo, error: UwfError) -> None:
+    """Redact a failed step's message in place, before any caller prints it."""
+    message = secrets_or_none(repo).text(error.message)
+    if message != error.message:
+        error.message = message
+        error.args = (message,)
+    stderr = getattr(error, "stderr", None)
+    if stderr:
+        error.stderr = secrets_or_none(repo).text(stderr)

@@ -16,6 +16,7 @@ from .process import ProcessOutcome, run_process
 from .resolve import ResolvedAgent
 
 if TYPE_CHECKING:
+    from ..config.env import Secrets
     from ..repo import Repo
     from ..store.base import StepLease
     from ..thread.model import ThreadContext
@@ -24,14 +25,20 @@ if TYPE_CHECKING:
     from ..workflow.model import Role, Workflow
 
 
-def agent_env(repo: Repo, extra: dict[str, str]) -> dict[str, str]:
-    """The caller's environment, .env's keys for what is unset, the agent's own env, and
-    uwf's script directory at the end of PATH so the bundled agents and `uwf` itself
-    are found even when the virtualenv is not activated."""
-    from ..config.env import env_with_secrets
-
-    env = env_with_secrets(repo.env_values)
-    env.update(extra)
+def agent_env(repo: Repo, resolved: ResolvedAgent) -> dict[str, str]:
+    """The caller's environment, the .env keys the agent's entry names (and no others: step
+    agents built on the kit read .env themselves), the entry's own env, and uwf's script
+    directory at the end of PATH so the bundled agents and `uwf` itself are found even
+    when the virtualenv is not activated."""
+    env = dict(os.environ)
+    for name in resolved.secrets:
+        if name in repo.env_values:
+            env.setdefault(name, repo.env_values[name])
+        elif name not in env:
+            raise StepError(
+                f"agent '{resolved.label}' names the secret {name}, which is neither in {repo.env_path} nor in the environment"
+            )
+    env.update(resolved.env)
     scripts = os.path.dirname(sys.executable)
     path = env.get("PATH", "")
     if scripts not in path.split(os.pathsep):
@@ -49,6 +56,7 @@ class AgentCall:
     resolved: ResolvedAgent
     lease: StepLease
     options: StepOptions
+    deadline: float | None = None  # time.monotonic() when the step's --timeout (or the entry's) runs out
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
     @property
@@ -58,6 +66,23 @@ class AgentCall:
     @property
     def timeout(self) -> float | None:
         return self.options.timeout if self.options.timeout is not None else self.resolved.timeout
+
+    def __post_init__(self) -> None:
+        """The timeout bounds the whole call from here: every agent run, extraction and correction."""
+        if self.timeout is not None and self.deadline is None:
+            self.deadline = time.monotonic() + self.timeout
+
+    def time_left(self) -> float | None:
+        if self.deadline is None:
+            return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise StepError(f"agent '{self.resolved.label}' ran out of the step's {self.timeout:g}s timeout", "timeout")
+        return left
+
+    @property
+    def secrets(self) -> Secrets:
+        return self.repo.secrets
 
     @cached_property
     def schema(self) -> dict:
@@ -71,7 +96,7 @@ class AgentCall:
 
     @cached_property
     def env(self) -> dict[str, str]:
-        env = agent_env(self.repo, self.resolved.env)
+        env = agent_env(self.repo, self.resolved)
         env.update(
             UWF_STORAGE_ROOT=self.repo.location,
             UWF_THREAD=self.info.thread,
@@ -84,13 +109,6 @@ class AgentCall:
         else:
             env.pop("UWF_INSTRUCTION", None)
         return env
-
-    @cached_property
-    def secrets(self) -> list[str]:
-        """API keys this step could leak into a record: replaced before anything is stored."""
-        from ..config.env import secret_values
-
-        return secret_values(self.repo.config, self.env)
 
     @cached_property
     def cwd(self) -> str:
@@ -111,13 +129,15 @@ class AgentCall:
         return path
 
     def spawn(self, argv: list[str], stdin_text: str | None) -> ProcessOutcome:
+        shown = self.options.on_output
+        on_output = None if shown is None else lambda line: shown(self.secrets.text(line))
         outcome = run_process(
             argv,
             cwd=self.cwd,
             env=self.env,
             stdin_text=stdin_text,
-            timeout=self.timeout,
-            on_output=self.options.on_output,
+            timeout=self.time_left(),
+            on_output=on_output,
             on_start=lambda pid: self.lease.update(pgid=pid),
             cancel=self.options.cancel,
         )
@@ -125,7 +145,7 @@ class AgentCall:
         return outcome
 
     def _check(self, outcome: ProcessOutcome) -> None:
-        tail = outcome.stderr_tail.strip()
+        tail = self.secrets.text(outcome.stderr_tail.strip())
         label = self.resolved.label
         if outcome.timed_out:
             raise StepError(f"agent '{label}' timed out after {self.timeout:g}s; its process group was killed", "timeout", tail)
@@ -136,5 +156,17 @@ class AgentCall:
         if self.info.thread not in self.repo.threads.heads():
             raise StepError(f"thread {self.info.thread} was killed while agent '{label}' ran", "killed", tail)
         how = f"was killed by signal {-outcome.exit_code}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
-        suffix = f"; stderr: {tail[-300:]}" if tail else ""
+        suffix = f"; stderr: {excerpt_end(tail, 300)}" if tail else ""
         raise StepError(f"agent '{label}' {how}{suffix}", "failed", tail)
+
+
+def excerpt_end(text: str, limit: int) -> str:
+    """The last `limit` characters of `text`, starting at a line or word boundary, not mid-word."""
+    if len(text) <= limit:
+        return text
+    tail = text[-limit:]
+    for boundary in ("\n", " "):
+        cut = tail.find(boundary)
+        if 0 <= cut < limit // 2:
+            return "…" + tail[cut + 1 :]
+    return "…" + tail

@@ -5,6 +5,7 @@ the result validated against it."""
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 from ..config.model import Config
 from ..llm.client import ChatClient, model_alias_for, resolve_model
@@ -20,9 +21,10 @@ SYSTEM_PROMPT = (
 class LlmExtractor:
     """Callable as `fallback(text, schema) -> (Extracted, Usage)`; None-like when no model is configured."""
 
-    def __init__(self, config: Config, env: dict[str, str] | None = None) -> None:
+    def __init__(self, config: Config, env: dict[str, str] | None = None, time_left: Callable[[], float | None] | None = None) -> None:
         self.config = config
         self.env = env
+        self.time_left = time_left  # the step's remaining time (raises when none is left)
         self.alias = model_alias_for(config, "extract")
 
     @property
@@ -31,7 +33,7 @@ class LlmExtractor:
 
     def __call__(self, text: str, schema: dict) -> tuple[Extracted, Usage]:
         model = resolve_model(self.config, self.alias, self.env, purpose="extract")
-        response = ChatClient(model).complete(
+        response = ChatClient(model, time_left=self.time_left).complete(
             [
                 {"role": "system", "content": SYSTEM_PROMPT.format(schema=json.dumps(schema, indent=2))},
                 {"role": "user", "content": text},
@@ -45,8 +47,10 @@ class LlmExtractor:
             raise
 
 
-def fallback_for(config: Config, env: dict[str, str] | None = None) -> LlmExtractor | None:
-    extractor = LlmExtractor(config, env)
+def fallback_for(
+    config: Config, env: dict[str, str] | None = None, time_left: Callable[[], float | None] | None = None
+) -> LlmExtractor | None:
+    extractor = LlmExtractor(config, env, time_left)
     return extractor if extractor.available else None
 
 

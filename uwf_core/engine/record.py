@@ -4,7 +4,7 @@ the way in, so a key an agent echoed never reaches an immutable node."""
 
 from __future__ import annotations
 
-from ..config.env import redact
+from ..config.env import Secrets
 from ..store.builtin_schemas import BUILTIN_HASHES
 from ..store.cas import CasStore
 from ..thread.model import ThreadContext
@@ -23,7 +23,7 @@ def write_answer(
     answer: str,
     output: object,
     detail: dict,
-    secrets: list[str],
+    secrets: Secrets,
     instruction: str | None,
     started_ms: int,
 ) -> str:
@@ -32,9 +32,9 @@ def write_answer(
     record = {
         "agent": agent,
         "protocol": protocol,
-        "prompt": store.put(content, redact(prompt, secrets)),
-        "content": store.put(content, redact(answer, secrets)),
-        **redact(detail, secrets),
+        "prompt": store.put(content, secrets.redact(prompt)),
+        "content": store.put(content, secrets.redact(answer)),
+        **secrets.redact(detail),
     }
     start, prev = next_step_links(context)
     return write_step(
@@ -43,7 +43,7 @@ def write_answer(
         prev=prev,
         role=role.name,
         meta=role.meta,
-        output=redact(output, secrets),
+        output=secrets.redact(output),
         agent=agent,
         detail=record,
         instruction=instruction,

@@ -25,6 +25,7 @@ class ResolvedAgent:
     protocol: str = "step"
     timeout: float | None = None
     env: dict[str, str] = field(default_factory=dict)
+    secrets: tuple[str, ...] = ()  # .env keys the agent's entry names
     source: str = "--agent"  # where the choice came from, for error messages
 
 
@@ -89,5 +90,6 @@ def _from_alias(agent: AgentConfig, source: str) -> ResolvedAgent:
         protocol=agent.protocol,
         timeout=agent.timeout,
         env=dict(agent.env),
+        secrets=agent.secrets,
         source=f"agent '{agent.name}' ({source})",
     )

@@ -20,7 +20,7 @@ from ..thread.model import StepContext, StepNode, ThreadContext
 from ..thread.moderator import REASON_DONE, REASON_MAX_STEPS, Decision, evaluate
 from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_info
 from ..workflow.ops import workflow_of
-from .attempt import Attempt, StepError, StepOptions, StepResult
+from .attempt import Attempt, StepError, StepOptions, StepResult, redact_error
 from .call import AgentCall
 from .protocols import run_protocol
 from .resolve import resolve_agent
@@ -57,6 +57,8 @@ def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) 
 def _record_failure(attempt: Attempt, error: BaseException, status: str, message: str, stderr: str | None = None) -> None:
     """Record the failed attempt; if even that fails (a full disk), say so on the first error
     rather than replacing it with the second."""
+    if isinstance(error, UwfError):
+        redact_error(attempt.repo, error)
     try:
         attempt.record(status, error=message, stderr=stderr)
     except UwfError as exc:

@@ -94,9 +94,18 @@ class ChatResponse:
 
 
 class ChatClient:
-    def __init__(self, model: ResolvedModel, *, timeout: float = DEFAULT_TIMEOUT_SECONDS, retries: int = RETRIES, backoff: float = BACKOFF_SECONDS) -> None:
+    def __init__(
+        self,
+        model: ResolvedModel,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        retries: int = RETRIES,
+        backoff: float = BACKOFF_SECONDS,
+        time_left=None,
+    ) -> None:
         self.model = model
         self.timeout = timeout
+        self.time_left = time_left  # a caller's budget: () -> seconds left (raising when none), or None
         self.retries = retries
         self.backoff = backoff
 
@@ -122,10 +131,11 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {self.model.api_key}"
         for attempt in range(self.retries + 1):
             response = None
+            timeout = self._timeout()
             try:
-                response = httpx.post(self.url, json=body, headers=headers, timeout=self.timeout)
+                response = httpx.post(self.url, json=body, headers=headers, timeout=timeout)
             except httpx.TimeoutException:
-                error = LlmError(f"{self.model.describe()} did not answer within {self.timeout:g}s")
+                error = LlmError(f"{self.model.describe()} did not answer within {timeout:g}s")
             except httpx.ConnectError as exc:
                 raise LlmError(f"cannot reach {self.url}: {_reason(exc)}") from None  # nothing listens: retrying won't help
             except httpx.HTTPError as exc:
@@ -142,8 +152,13 @@ class ChatClient:
             if attempt == self.retries:
                 raise LlmError(f"{error.message} (after {attempt + 1} attempt{'s' if attempt else ''})")
             wait = _retry_after(response)
-            time.sleep(wait if wait is not None else min(MAX_BACKOFF_SECONDS, self.backoff * (2**attempt)))
+            wait = wait if wait is not None else min(MAX_BACKOFF_SECONDS, self.backoff * (2**attempt))
+            time.sleep(min(wait, self._timeout()))
         raise AssertionError("unreachable")
+
+    def _timeout(self) -> float:
+        left = None if self.time_left is None else self.time_left()
+        return self.timeout if left is None else min(self.timeout, left)
 
 
 def _reason(exc: Exception) -> str:
@@ -184,7 +199,7 @@ def _error_text(response, model: ResolvedModel) -> str:
     except (ValueError, AttributeError):
         text = response.text
     if model.api_key:
-        text = text.replace(model.api_key, "[redacted]")  # providers echo a wrong key back
+        text = text.replace(model.api_key, f"[redacted:{model.api_key_env}]")  # providers echo a wrong key back
     return " ".join(text.split())[:160]
 
 

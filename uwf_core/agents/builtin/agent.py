@@ -14,6 +14,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from ...config.env import Secrets
 from ...errors import UwfError
 from ...llm.client import ChatClient, model_alias_for, resolve_model
 from ...llm.usage import Usage
@@ -50,15 +51,13 @@ class Session:
     client: ChatClient
     settings: ToolSettings
     max_turns: int
-    secrets: list[str]
+    secrets: Secrets
     messages: list[dict] = field(default_factory=list)
     turns: list[dict] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
 
     def record(self, text: object, limit: int = RECORD_CHARS) -> str:
-        from ...config.env import redact
-
-        return truncate(redact("" if text is None else str(text), self.secrets), limit)
+        return truncate(self.secrets.text("" if text is None else str(text)), limit)
 
     def detail(self) -> dict:
         model = self.client.model
@@ -70,14 +69,6 @@ class Session:
             "usage": self.usage.to_json(),
             "tools": [tool["function"]["name"] for tool in tool_definitions(self.settings)],
         }
-
-
-def _secrets(ctx: AgentContext) -> tuple[list[str], frozenset[str]]:
-    from ...config.env import secret_values
-
-    config = ctx.repo.config
-    names = {p.api_key_env for p in config.providers.values() if p.api_key_env}
-    return secret_values(config), frozenset(names)
 
 
 def _loop(session: Session) -> str:
@@ -108,6 +99,7 @@ def _loop(session: Session) -> str:
             function = call.get("function") or {}
             name = function.get("name") or ""
             result, ok = call_tool(session.settings, name, function.get("arguments") or "{}")
+            result = session.secrets.text(result)  # a key a tool turned up goes neither to the model nor to the record
             session.messages.append({"role": "tool", "tool_call_id": call.get("id"), "content": result})
             session.turns.append({"role": "tool", "name": name, "ok": ok, "result": session.record(result)})
             sys.stderr.write(f"{NAME}: {name} -> {'ok' if ok else result[:120]}\n")
@@ -128,13 +120,13 @@ def run(ctx: AgentContext) -> AgentAnswer:
     config = ctx.repo.config
     alias = options.get("model") or model_alias_for(config, "builtin", ctx.workflow.name, ctx.role.name)
     model = resolve_model(config, alias, os.environ, purpose=f"{NAME} (role '{ctx.role.name}')")
-    secrets, hidden = _secrets(ctx)
+    secrets = ctx.repo.secrets
     settings = ToolSettings(
         workspace=ctx.workspace,
         allow_run_command=bool(options.get("allow_run_command")),
         allow_fetch_url=bool(options.get("allow_fetch_url")),
         command_timeout=float(options.get("command_timeout") or 120.0),
-        hidden_env=hidden,
+        hidden_env=secrets.names,  # run_command's shell never sees a .env key
     )
     session = Session(ChatClient(model), settings, int(options.get("max_turns") or DEFAULT_MAX_TURNS), secrets)
     session.messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": ctx.prompt}]

@@ -17,25 +17,36 @@ if TYPE_CHECKING:
     from ..process import ProcessOutcome
 
 PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|thread|role)\}")
+MAX_ARGUMENT_BYTES = 128 * 1024  # MAX_ARG_STRLEN: the kernel refuses one longer argument with E2BIG
 
 
 def run(call: AgentCall) -> str:
+    from ...config.env import env_with_secrets
     from ..extract import ExtractError, extract_with_corrections
     from ..extract_llm import fallback_for
 
     prompt = call.prompt
+    secrets = call.secrets
     last = [_run_text(call, prompt)]
 
     def retry(message: str) -> str:
         last[0] = _run_text(call, f"{prompt}\n\n# Correction\n\n{message}\n")
-        return last[0].stdout
+        return secrets.text(last[0].stdout)
 
+    # The extractor has its provider's key from .env itself; the agent never had it.
+    fallback = fallback_for(call.repo.config, env_with_secrets(call.repo.env_values), time_left=call.time_left)
     try:
-        result = extract_with_corrections(
-            last[0].stdout, call.schema, cache_key=call.role.meta, fallback=fallback_for(call.repo.config, call.env), retry=retry
-        )
+        # A key the agent printed goes neither to the extract model nor into a node.
+        result = extract_with_corrections(secrets.text(last[0].stdout), call.schema, cache_key=call.role.meta, fallback=fallback, retry=retry)
     except ExtractError as exc:
-        raise StepError(f"could not read the output of agent '{call.resolved.label}': {exc.message}", "failed", last[0].stderr_tail) from None
+        call.time_left()  # out of time: that is the failure, not the unread output
+        looked = _looked_like(secrets.text(last[0].stdout))
+        raise StepError(
+            f"could not read the output of agent '{call.resolved.label}': {exc.message}; {looked}",
+            "failed",
+            secrets.text(last[0].stderr_tail),
+        ) from None
+    call.time_left()  # extraction may have used up the step's time
     detail = {
         "extract": result.extracted.method,
         "corrections": result.corrections,
@@ -60,6 +71,16 @@ def run(call: AgentCall) -> str:
     )
 
 
+def _looked_like(stdout: str) -> str:
+    """What the output looked like, for the error: its size and first line."""
+    text = stdout.strip()
+    if not text:
+        return "its output was empty"
+    first = text.splitlines()[0]
+    first = first if len(first) <= 100 else first[:100] + "…"
+    return f"its output ({len(stdout)} characters) began: {first!r}"
+
+
 def _run_text(call: AgentCall, prompt: str) -> ProcessOutcome:
     argv, stdin_text, prompt_file = _text_argv(call, prompt)
     try:
@@ -78,6 +99,14 @@ def _text_argv(call: AgentCall, prompt: str) -> tuple[list[str], str | None, str
     values = {"prompt": prompt, "prompt_file": prompt_file or "", "thread": call.info.thread, "role": call.role.name}
     # One pass, so a placeholder inside the inserted prompt is left as the text it is.
     argv = [PLACEHOLDER.sub(lambda match: values[match[1]], arg) for arg in template]
+    longest = max((len(arg.encode("utf-8")) for arg in argv), default=0)
+    if longest >= MAX_ARGUMENT_BYTES:
+        if prompt_file:
+            os.unlink(prompt_file)
+        raise StepError(
+            f"the prompt is {longest // 1024} KiB, too long for one command-line argument (Linux allows {MAX_ARGUMENT_BYTES // 1024} KiB): "
+            f"give agent '{call.resolved.label}' the prompt on stdin (no {{prompt}} in its args) or as {{prompt_file}}"
+        )
     return argv, None if uses_prompt else prompt, prompt_file
 
 
