@@ -48,3 +48,7 @@ class LockedError(UwfError):
 
 class ConflictError(StateFileError):
     """The head moved (or the thread was archived) while a step was running."""
+
+
+class UsageError(UwfError):
+    """A value a command line cannot take (the CLI exits 2, as for argparse's own refusals)."""

@@ -31,3 +31,25 @@ def command(sub, common, name: str, handler, help_text: str) -> argparse.Argumen
     parser = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
     parser.set_defaults(handler=handler)
     return parser
+
+
+def positive_number(text: str) -> float:
+    """argparse type for seconds: a zero, negative or non-numeric value is a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type for counts (--max, --quota)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value

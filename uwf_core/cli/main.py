@@ -17,18 +17,21 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stdout.write(f"uwf {__version__}\n")
         return 0
-    from .output import EXIT_ERROR, error
+    from .output import EXIT_ERROR, EXIT_USAGE, error
     from .parser import build_parser
 
     parser = build_parser(args)
-    namespace = parser.parse_args(args)
+    namespace = _parse(parser, args)
     if not hasattr(namespace, "handler"):
         parser.print_help(sys.stderr)
         return 2
-    from ..errors import UwfError
+    from ..errors import UsageError, UwfError
 
     try:
         return namespace.handler(namespace) or 0
+    except UsageError as exc:
+        error(exc.message)
+        return EXIT_USAGE
     except UwfError as exc:
         return error(exc.message)
     except KeyboardInterrupt:
@@ -36,6 +39,19 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_ERROR
+
+
+def _parse(parser, args: list[str]):
+    """A command that takes a command line of its own (`uwf agent add NAME [options] -- CMD ...`)
+    gets everything after the first `--` as `tail`, wherever its options stand; any other
+    command parses `--` as argparse always does."""
+    if "--" in args:
+        cut = args.index("--")
+        namespace = parser.parse_args(args[:cut])
+        if getattr(namespace, "takes_tail", False):
+            namespace.tail = args[cut + 1 :]
+            return namespace
+    return parser.parse_args(args)
 
 
 if __name__ == "__main__":

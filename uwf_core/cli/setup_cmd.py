@@ -22,7 +22,7 @@ def register(groups, common) -> None:
     parser.add_argument("--model", metavar="NAME", help="model name at the provider; becomes defaultModel")
     parser.add_argument("--model-alias", metavar="ALIAS", help="alias for --model (default: its last path part)")
     parser.add_argument("--extract-model", metavar="ALIAS", help="model alias used to extract structured output")
-    parser.add_argument("--agent-preset", action="append", default=[], metavar="NAME", help="add a known agent CLI: claude, codex, hermes, cursor-agent, aider")
+    parser.add_argument("--agent-preset", action="append", default=[], metavar="NAME", help="add a known agent CLI: claude, codex, aider, hermes, llm, cursor-agent (`uwf agent presets` shows each line)")
     parser.add_argument("--agent", action="append", default=[], metavar="ALIAS=COMMAND", help="add a step-protocol agent command")
     parser.add_argument("--default-agent", metavar="ALIAS", help="the agent used when nothing else says")
     parser.set_defaults(handler=cmd_setup)

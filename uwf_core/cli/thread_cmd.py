@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import command, group, repo_of
+from .common import command, group, positive_int, positive_number, repo_of
 from .output import emit_json, emit_text, note
 
 
@@ -21,7 +21,7 @@ def register(groups, common) -> None:
     _agent_options(step)
     run = command(sub, common, "run", cmd_run, "step until done, a failure, or --max N steps")
     _agent_options(run)
-    run.add_argument("--max", type=int, metavar="N", help="stop after N steps")
+    run.add_argument("--max", "--max-steps", type=positive_int, metavar="N", help="stop after N steps")
     show = command(sub, common, "show", cmd_show, "{workflow, thread, head, done}")
     show.add_argument("thread")
     listing = command(sub, common, "list", cmd_list, "active threads, newest first")
@@ -30,7 +30,7 @@ def register(groups, common) -> None:
     steps.add_argument("thread")
     read = command(sub, common, "read", cmd_read, "the whole thread as markdown")
     read.add_argument("thread")
-    read.add_argument("--quota", type=int, metavar="N", help="at most N characters (the newest steps are kept)")
+    read.add_argument("--quota", type=positive_int, metavar="N", help="at most N characters (the newest steps are kept)")
     read.add_argument("--before", metavar="HASH", help="only the steps before this step")
     fork = command(sub, common, "fork", cmd_fork, "a new thread whose head is an existing step")
     fork.add_argument("step", help="a StepNode (or StartNode) hash or prefix")
@@ -53,7 +53,7 @@ def register(groups, common) -> None:
 def _agent_options(parser) -> None:
     parser.add_argument("thread")
     parser.add_argument("--agent", metavar="CMD", help="agent alias or command line for this step (step protocol)")
-    parser.add_argument("--timeout", type=float, metavar="S", help="kill the agent after S seconds")
+    parser.add_argument("--timeout", type=positive_number, metavar="S", help="the whole step's time limit in seconds (agent, extraction, corrections)")
 
 
 def _prompt(text: str) -> str:

@@ -1,0 +1,92 @@
+"""`uwf agent list | presets | add | remove | test`: the agents a root's config names."""
+
+from __future__ import annotations
+
+import sys
+
+from .common import command, group, positive_number, repo_of
+from .output import EXIT_ERROR, emit_json, note
+
+
+def register(groups, common) -> None:
+    sub = group(groups, common, "agent", "list, add, remove and test the agents in config.yaml")
+    command(sub, common, "list", cmd_list, "configured and built-in agents (JSON: name, command, args, protocol, timeout, secrets, source)")
+    command(sub, common, "presets", cmd_presets, "the ready-made entries for known agent CLIs (add one with `uwf setup --agent-preset NAME`)")
+    add = command(sub, common, "add", cmd_add, "add an agent: uwf agent add NAME [options] -- COMMAND [ARG...]")
+    add.add_argument("name", help="the alias roles and --agent use")
+    add.add_argument(
+        "--protocol",
+        default="text",
+        choices=("text", "step"),
+        help="text (default): the CLI reads a prompt and prints an answer; step: a uwf step-protocol agent",
+    )
+    add.add_argument("--timeout", type=positive_number, metavar="S", help="the step's time limit in seconds")
+    add.add_argument(
+        "--secret", action="append", default=[], metavar="VAR", help="a .env key the agent receives (repeatable; none by default)"
+    )
+    add.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="a fixed environment variable (repeatable)")
+    add.add_argument("--replace", action="store_true", help="replace an agent of that name")
+    add.add_argument(
+        "misplaced", nargs="*", metavar="-- COMMAND [ARG...]",
+        help="the command line, after --; in text agents {prompt}, {prompt_file}, {thread} and {role} are filled in (else the prompt is on stdin)",
+    )
+    add.set_defaults(takes_tail=True, tail=None)
+    remove = command(sub, common, "remove", cmd_remove, "remove an agent from config.yaml")
+    remove.add_argument("name")
+    test = command(sub, common, "test", cmd_test, "send a tiny prompt through an agent as a real step would; leaves no trace")
+    test.add_argument("name", help="an agent alias (or a command line, run with the step protocol)")
+    test.add_argument("--timeout", type=positive_number, metavar="S", help="time limit (default: the entry's timeout, else 120)")
+
+
+def cmd_list(args) -> int:
+    from ..config.agents import agent_entries
+
+    emit_json([entry.to_json() for entry in agent_entries(repo_of(args).config)])
+    return 0
+
+
+def cmd_presets(args) -> int:
+    from ..config.agents import preset_entries
+
+    emit_json([entry.to_json() for entry in preset_entries()])
+    return 0
+
+
+def cmd_add(args) -> int:
+    from ..config.agents import add_agent, new_agent
+    from ..engine.resolve import parse_assignments
+    from ..errors import UsageError
+
+    argv = args.tail
+    if args.misplaced or not argv:
+        raise UsageError(f"put the agent's command after --: uwf agent add {args.name} [options] -- COMMAND [ARG...]")
+    env = parse_assignments(args.env, "KEY=VALUE") if args.env else {}
+    agent = new_agent(args.name, argv, protocol=args.protocol, timeout=args.timeout, secrets=args.secret, env=env)
+    repo = repo_of(args)
+    repo.save_config(add_agent(repo.config, agent, replace_existing=args.replace))
+    note(f"added agent '{agent.name}' to {repo.backend.config.location}; try it with `uwf agent test {agent.name}`")
+    emit_json(agent.to_dict() | {"name": agent.name})
+    return 0
+
+
+def cmd_remove(args) -> int:
+    from ..config.agents import remove_agent
+
+    repo = repo_of(args)
+    repo.save_config(remove_agent(repo.config, args.name))
+    note(f"removed agent '{args.name}' from {repo.backend.config.location}")
+    return 0
+
+
+def cmd_test(args) -> int:
+    from ..engine.check import check_agent
+
+    repo = repo_of(args)
+    echo = (lambda line: sys.stderr.write(f"  | {line}\n")) if sys.stderr.isatty() else None
+    result = check_agent(repo, args.name, timeout=args.timeout, on_output=echo)
+    emit_json(result.to_json())
+    if result.ok:
+        note(f"agent '{result.agent}' ok in {result.seconds:.1f}s")
+        return 0
+    note(f"agent '{result.agent}' failed after {result.seconds:.1f}s: {result.error}")
+    return EXIT_ERROR

@@ -1,0 +1,117 @@
+"""The agents a user manages (`uwf agent list | add | remove`): config.yaml's entries, the
+commands uwf ships, and the presets for known CLIs. Pure functions over a Config; the
+caller saves the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..errors import UsageError, UwfError
+from .model import PROTOCOLS, AgentConfig, Config, is_env_name
+from .presets import PRESETS
+
+# Step-protocol commands installed with uwf (and the `human` pseudo-agent): usable by name
+# in --agent, defaultAgent and agentOverrides without a config entry.
+BUILT_IN = {
+    "uwf-builtin": "the built-in tool-calling LLM loop (defaultModel; tools confined to the workspace)",
+    "uwf-script": "answers from a YAML script of canned outputs (UWF_SCRIPT or --script)",
+    "uwf-subflow": "runs a whole sub-workflow as one step",
+    "human": "a person answers: the TUI's form, or $EDITOR from `uwf thread step`",
+}
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    """One agent as `uwf agent list` shows it."""
+
+    name: str
+    command: str
+    args: tuple[str, ...]
+    protocol: str
+    timeout: float | None
+    secrets: tuple[str, ...]
+    source: str  # "config.yaml", "config.yaml (preset claude)" or "built-in"
+    description: str = ""
+
+    def to_json(self) -> dict:
+        data = {
+            "name": self.name,
+            "command": self.command,
+            "args": list(self.args),
+            "protocol": self.protocol,
+            "timeout": self.timeout,
+            "secrets": list(self.secrets),
+            "source": self.source,
+        }
+        if self.description:
+            data["description"] = self.description
+        return data
+
+
+def agent_entries(config: Config) -> list[AgentEntry]:
+    """config.yaml's agents first (in file order), then the built-in commands."""
+    entries = []
+    for agent in config.agents.values():
+        preset = next((name for name, known in PRESETS.items() if known == replace(agent, name=name)), None)
+        source = f"config.yaml (preset {preset})" if preset else "config.yaml"
+        entries.append(_entry(agent, source))
+    for name, description in BUILT_IN.items():
+        if name not in config.agents:
+            protocol = "human" if name == "human" else "step"
+            entries.append(AgentEntry(name, name, (), protocol, None, (), "built-in", description))
+    return entries
+
+
+def preset_entries() -> list[AgentEntry]:
+    return [_entry(agent, "preset") for agent in PRESETS.values()]
+
+
+def _entry(agent: AgentConfig, source: str) -> AgentEntry:
+    return AgentEntry(agent.name, agent.command, agent.args, agent.protocol, agent.timeout, agent.secrets, source)
+
+
+def new_agent(
+    name: str,
+    argv: list[str],
+    *,
+    protocol: str = "text",
+    timeout: float | None = None,
+    secrets: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> AgentConfig:
+    """A checked entry: every value a user can get wrong is refused here, in one line."""
+    if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise UsageError(f"agent name {name!r} must be letters, digits, '-', '_' or '.'")
+    if name in BUILT_IN:
+        raise UsageError(f"'{name}' is a built-in agent; choose another name")
+    if not argv or not argv[0].strip():
+        raise UsageError("the agent needs a command: uwf agent add NAME [options] -- COMMAND [ARG...]")
+    if protocol not in PROTOCOLS:
+        raise UsageError(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+    if timeout is not None and not timeout > 0:  # also refuses NaN
+        raise UsageError(f"--timeout must be a positive number of seconds, not {timeout:g}")
+    for secret in secrets or []:
+        if not is_env_name(secret):
+            raise UsageError(f"--secret {secret!r} is not a .env key name (letters, digits and '_')")
+    return AgentConfig(name, argv[0], tuple(argv[1:]), protocol, timeout, dict(env or {}), tuple(dict.fromkeys(secrets or [])))
+
+
+def add_agent(config: Config, agent: AgentConfig, *, replace_existing: bool = False) -> Config:
+    if agent.name in config.agents and not replace_existing:
+        raise UwfError(f"agent '{agent.name}' already exists (remove it first, or pass --replace)")
+    return replace(config, agents={**config.agents, agent.name: agent})
+
+
+def remove_agent(config: Config, name: str) -> Config:
+    """Refused while something still names the agent: a step would then fail far from here."""
+    if name not in config.agents:
+        known = ", ".join(config.agents) or "none"
+        raise UwfError(f"no agent '{name}' in config.yaml (configured: {known})")
+    users = []
+    if config.default_agent == name:
+        users.append("defaultAgent")
+    for workflow, roles in config.agent_overrides.items():
+        users.extend(f"agentOverrides.{workflow}.{role}" for role, agent in roles.items() if agent == name)
+    if users:
+        raise UwfError(f"agent '{name}' is still used by {', '.join(users)} in config.yaml; change that first")
+    return replace(config, agents={key: value for key, value in config.agents.items() if key != name})

@@ -1,0 +1,115 @@
+"""`uwf agent test`: one tiny step through an agent, exactly as a real step would run it, in a
+scratch root that is deleted afterwards, so the user's threads, registry and runs.jsonl
+never see it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import UwfError
+from .attempt import OutputCallback, StepError, StepOptions
+
+if TYPE_CHECKING:
+    from ..repo import Repo
+
+CHECK_WORKFLOW = """\
+name: uwf-agent-check
+description: One role that proves an agent can take a prompt and answer in the format uwf reads.
+roles:
+  check:
+    description: Answers a connectivity check from `uwf agent test`
+    goal: This is a connectivity check of an agent by `uwf agent test`. Do not use tools or change files.
+    procedure: Put the single word pong in the answer field.
+    output: Nothing else is needed under the frontmatter.
+    meta:
+      type: object
+      properties:
+        answer:
+          type: string
+      required: [answer]
+graph:
+  $START:
+    - role: check
+  check:
+    - role: $END
+"""
+CHECK_PROMPT = "Reply with answer: pong"
+DEFAULT_CHECK_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class AgentCheck:
+    """How one agent did: ok with its answer, or the one error a user needs."""
+
+    agent: str
+    ok: bool
+    seconds: float
+    answer: object = None
+    error: str | None = None
+    stderr_first_line: str | None = None
+
+    def to_json(self) -> dict:
+        data: dict = {"agent": self.agent, "ok": self.ok, "seconds": round(self.seconds, 2)}
+        if self.ok:
+            data["answer"] = self.answer
+        else:
+            data["error"] = self.error
+            if self.stderr_first_line:
+                data["stderr"] = self.stderr_first_line
+        return data
+
+
+def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_output: OutputCallback | None = None) -> AgentCheck:
+    """Step a one-role thread with `agent` (an alias or a command line) in a throwaway root that
+    carries this root's config.yaml and .env, so the agent is resolved and given keys exactly as
+    in a real step. `timeout` defaults to the entry's own, else DEFAULT_CHECK_TIMEOUT."""
+    from ..repo import Repo
+    from ..store.files import atomic_write, read_text
+    from ..thread.model import StepNode
+    from ..thread.ops import start_thread
+    from ..workflow.ops import put_workflow
+    from .resolve import resolve_agent
+    from .step import perform_step
+
+    config = repo.config
+    resolved = resolve_agent(config, "uwf-agent-check", "check", override=agent)
+    if timeout is None:
+        timeout = resolved.timeout or DEFAULT_CHECK_TIMEOUT
+    scratch = tempfile.mkdtemp(prefix="uwf-agent-check-")
+    started = time.monotonic()
+    try:
+        root = os.path.join(scratch, "root")
+        workspace = os.path.join(scratch, "workspace")
+        os.makedirs(workspace)
+        check = Repo.open(root)
+        check.save_config(config)
+        env_text = read_text(repo.env_path)
+        if env_text:
+            atomic_write(check.env_path, env_text.encode("utf-8"), mode=0o600)
+        definition = os.path.join(scratch, "check.yaml")
+        atomic_write(definition, CHECK_WORKFLOW.encode("utf-8"))
+        put_workflow(check, definition)
+        info = start_thread(check, "uwf-agent-check", CHECK_PROMPT, workspace=workspace)
+        try:
+            result = perform_step(check, info.thread, StepOptions(agent=agent, timeout=timeout, on_output=on_output))
+        except StepError as exc:
+            return AgentCheck(resolved.label, False, time.monotonic() - started, error=exc.message, stderr_first_line=_first_line(exc.stderr))
+        except UwfError as exc:
+            return AgentCheck(resolved.label, False, time.monotonic() - started, error=exc.message)
+        step = StepNode.from_payload(check.nodes.get(result.head).payload)
+        output = check.nodes.payload(step.output)
+        return AgentCheck(resolved.label, True, time.monotonic() - started, answer=output.get("answer"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _first_line(text: str | None) -> str | None:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()[:200]
+    return None
