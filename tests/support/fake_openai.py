@@ -2,7 +2,8 @@
 
 It answers POST /v1/chat/completions from a script: a list of entries, each
 either a response body (dict), or {"status": N, "body": ..., "headers": {...}}
-for errors, or {"raw": "text"} for a malformed body. Every request is
+for errors, or {"raw": "text"} for a malformed body; {"delay": S, "body": ...}
+answers after S seconds. Every request is
 recorded (headers and JSON body) so tests can assert what was sent.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -49,6 +51,9 @@ class FakeOpenAI:
                 with server.lock:
                     server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                     entry = server.script.pop(0) if server.script else {"status": 500, "body": {"error": {"message": "fake server: script exhausted"}}}
+                if isinstance(entry, dict) and "delay" in entry:
+                    time.sleep(entry["delay"])
+                    entry = entry.get("body", {})
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     entry = {"status": 404, "body": {"error": {"message": f"no route {self.path}"}}}
                 status, headers, payload = 200, {}, entry

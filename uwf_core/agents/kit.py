@@ -118,11 +118,11 @@ def complete_step(
 
     def retry(message: str) -> str:
         current[0] = _answer(continue_(ctx, current[0].session, message))
-        return secrets.text(current[0].text)
+        return current[0].text
 
-    # An API key the agent read somewhere never reaches the CAS: not in the answer, not in the output.
+    # Parsed as written; write_answer redacts the answer and the output before they are stored.
     outcome = extract_with_corrections(
-        secrets.text(answer.text), ctx.schema, cache_key=ctx.role.meta, fallback=fallback, retry=retry if continue_ else None
+        answer.text, ctx.schema, cache_key=ctx.role.meta, fallback=fallback, retry=retry if continue_ else None
     )
     detail = {"extract": outcome.extracted.method, "corrections": outcome.corrections}
     if outcome.usage is not None:
@@ -173,7 +173,7 @@ def run_agent(
         if llm_fallback:
             from ..engine.extract_llm import fallback_for
 
-            fallback = fallback_for(repo.config)
+            fallback = fallback_for(repo.config, secrets=repo.secrets)
         step = complete_step(ctx, answer, agent_label=name, started_ms=started, continue_=continue_, fallback=fallback)
     except UwfError as exc:
         sys.stderr.write(f"{name}: error: {' '.join(exc.message.split())}\n")

@@ -65,20 +65,23 @@ def cmd_put(args) -> int:
     store = _store(args)
     store.ensure_builtins()
     aliases = {"meta": META_HASH, **BUILTIN_HASHES}
-    type_hash = aliases.get(args.type) or store.resolve(args.type)
+    try:
+        type_hash = aliases.get(args.type) or store.resolve(args.type)
+    except UwfError:
+        raise UwfError(f"unknown type {args.type!r}: give a schema's hash (or prefix) or a built-in name ({', '.join(aliases)})") from None
     emit_text(store.put(type_hash, payload))
     return 0
 
 
 def cmd_has(args) -> int:
-    from ..encoding.ids import normalize_hash_text
-    from ..errors import UwfError
+    """Takes what `cas get` takes (a hash or an unambiguous prefix); an ambiguous prefix is an error."""
+    from ..errors import NotFoundError
 
     try:
-        hash_ = normalize_hash_text(args.hash)
-    except UwfError as exc:
-        return error(exc.message)
-    return 0 if _store(args).has(hash_) else 1
+        _store(args).resolve(args.hash)
+    except NotFoundError:
+        return 1
+    return 0
 
 
 def cmd_refs(args) -> int:

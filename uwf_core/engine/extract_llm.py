@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
+from ..config.env import Secrets
 from ..config.model import Config
 from ..llm.client import ChatClient, model_alias_for, resolve_model
 from ..llm.usage import Usage
@@ -21,10 +22,17 @@ SYSTEM_PROMPT = (
 class LlmExtractor:
     """Callable as `fallback(text, schema) -> (Extracted, Usage)`; None-like when no model is configured."""
 
-    def __init__(self, config: Config, env: dict[str, str] | None = None, time_left: Callable[[], float | None] | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        env: dict[str, str] | None = None,
+        time_left: Callable[[], float | None] | None = None,
+        secrets: Secrets | None = None,
+    ) -> None:
         self.config = config
         self.env = env
         self.time_left = time_left  # the step's remaining time (raises when none is left)
+        self.secrets = secrets  # a key the agent printed is not sent to the extract model
         self.alias = model_alias_for(config, "extract")
 
     @property
@@ -36,7 +44,7 @@ class LlmExtractor:
         response = ChatClient(model, time_left=self.time_left).complete(
             [
                 {"role": "system", "content": SYSTEM_PROMPT.format(schema=json.dumps(schema, indent=2))},
-                {"role": "user", "content": text},
+                {"role": "user", "content": text if self.secrets is None else self.secrets.text(text)},
             ],
             json_mode=True,
         )
@@ -48,9 +56,12 @@ class LlmExtractor:
 
 
 def fallback_for(
-    config: Config, env: dict[str, str] | None = None, time_left: Callable[[], float | None] | None = None
+    config: Config,
+    env: dict[str, str] | None = None,
+    time_left: Callable[[], float | None] | None = None,
+    secrets: Secrets | None = None,
 ) -> LlmExtractor | None:
-    extractor = LlmExtractor(config, env, time_left)
+    extractor = LlmExtractor(config, env, time_left, secrets)
     return extractor if extractor.available else None
 
 

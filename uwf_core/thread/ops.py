@@ -142,11 +142,26 @@ def thread_steps(repo: Repo, thread: str) -> list[StepContext]:
 def fork_thread(repo: Repo, node_hash: str) -> ThreadInfo:
     """A new thread whose head is an existing step (or start): O(1), nothing copied."""
     store = repo.nodes
+    _refuse_thread_id(repo, node_hash)
     hash_ = store.resolve(node_hash)
     thread_node(store, hash_)
     thread = new_ulid()
     repo.threads.add(thread, hash_)
     return ThreadInfo(thread, _workflow_of(store, hash_), hash_, True)
+
+
+def _refuse_thread_id(repo: Repo, text: str) -> None:
+    """A thread id where a step hash belongs: say which hash to give instead."""
+    if not is_ulid(text.strip().upper()):
+        return
+    try:
+        info = thread_info(repo, text)
+    except UwfError:
+        raise UwfError(f"'{text}' looks like a thread id, not a step hash: fork takes a step's hash (see `uwf thread steps THREAD`)") from None
+    raise UwfError(
+        f"'{text}' is a thread, not a step: fork takes a step's hash, e.g. its head {info.head} "
+        f"(`uwf thread steps {info.thread}` lists the others)"
+    )
 
 
 def resume_thread(repo: Repo, thread: str, prompt: str) -> ThreadInfo:

@@ -31,13 +31,14 @@ def run(call: AgentCall) -> str:
 
     def retry(message: str) -> str:
         last[0] = _run_text(call, f"{prompt}\n\n# Correction\n\n{message}\n")
-        return secrets.text(last[0].stdout)
+        return last[0].stdout
 
-    # The extractor has its provider's key from .env itself; the agent never had it.
-    fallback = fallback_for(call.repo.config, env_with_secrets(call.repo.env_values), time_left=call.time_left)
+    # The extractor has its provider's key from .env itself (the agent never had it). It is
+    # sent the answer redacted; the answer is parsed as written (a redaction mark inside YAML
+    # would change its structure) and write_answer redacts what is stored.
+    fallback = fallback_for(call.repo.config, env_with_secrets(call.repo.env_values), time_left=call.time_left, secrets=secrets)
     try:
-        # A key the agent printed goes neither to the extract model nor into a node.
-        result = extract_with_corrections(secrets.text(last[0].stdout), call.schema, cache_key=call.role.meta, fallback=fallback, retry=retry)
+        result = extract_with_corrections(last[0].stdout, call.schema, cache_key=call.role.meta, fallback=fallback, retry=retry)
     except ExtractError as exc:
         call.time_left()  # out of time: that is the failure, not the unread output
         looked = _looked_like(secrets.text(last[0].stdout))

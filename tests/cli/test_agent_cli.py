@@ -1,0 +1,167 @@
+"""`uwf agent list | presets | add | remove | test`, and the limits every step command enforces."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from conftest import EXAMPLES, snapshot_tree
+from fake_openai import FakeOpenAI, reply
+from uwf_core.engine.call import excerpt_end
+
+ANSWER = "---\\nanswer: pong\\n---\\n"
+
+
+def _add(uwf, name: str, script: str, *options: str):
+    return uwf("agent", "add", name, *options, "--", "sh", "-c", script)
+
+
+def test_add_list_and_remove(uwf, root_dir):
+    assert _add(uwf, "echo", f'printf -- "{ANSWER}"', "--timeout", "30", "--secret", "DEPLOY_TOKEN", "--env", "MODE=fast").code == 0
+    assert uwf("setup", "--agent-preset", "codex").code == 0
+    listed = {entry["name"]: entry for entry in uwf("agent", "list").json()}
+    assert listed["echo"] == {
+        "name": "echo",
+        "command": "sh",
+        "args": ["-c", f'printf -- "{ANSWER}"'],
+        "protocol": "text",
+        "timeout": 30.0,
+        "secrets": ["DEPLOY_TOKEN"],
+        "source": "config.yaml",
+    }
+    assert listed["codex"]["source"] == "config.yaml (preset codex)"
+    assert listed["uwf-builtin"]["source"] == "built-in" and listed["human"]["protocol"] == "human"
+    assert "env:\n      MODE: fast" in (root_dir / "config.yaml").read_text().replace('"', "")
+    assert uwf("agent", "remove", "echo").code == 0
+    assert "echo" not in {entry["name"] for entry in uwf("agent", "list").json()}
+
+
+def test_presets_are_listed_with_their_safe_flags(uwf):
+    presets = {entry["name"]: entry for entry in uwf("agent", "presets").json()}
+    assert set(presets) == {"claude", "codex", "aider", "hermes", "llm", "cursor-agent"}
+    assert all(entry["timeout"] == 1800 and entry["secrets"] == [] for entry in presets.values())
+    assert "--skip-git-repo-check" in presets["codex"]["args"]
+    assert {"--permission-mode", "acceptEdits"} <= set(presets["claude"]["args"])
+    assert {"--no-detect-urls", "--disable-playwright", "{prompt_file}"} <= set(presets["aider"]["args"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["agent", "add", "x", "--timeout", "0", "--", "true"], "must be a positive number"),
+        (["agent", "add", "x", "--timeout", "-5", "--", "true"], "must be a positive number"),
+        (["agent", "add", "x", "--protocol", "json", "--", "true"], "invalid choice: 'json'"),
+        (["agent", "add", "x", "true"], "put the agent's command after --"),
+        (["agent", "add", "x"], "put the agent's command after --"),
+        (["agent", "add", "x y", "--", "true"], "must be letters, digits"),
+        (["agent", "add", "uwf-builtin", "--", "true"], "is a built-in agent"),
+        (["agent", "add", "x", "--secret", "9LIVES", "--", "true"], "is not a .env key name"),
+        (["thread", "step", "T", "--timeout", "0"], "must be a positive number"),
+        (["thread", "step", "T", "--timeout", "-1"], "must be a positive number"),
+        (["thread", "run", "T", "--max-steps", "0"], "must be at least 1"),
+        (["thread", "run", "T", "--max", "-2"], "must be at least 1"),
+        (["thread", "read", "T", "--quota", "-1"], "must be at least 1"),
+    ],
+)
+def test_bad_values_are_usage_errors_and_change_nothing(uwf, root_dir, args, message):
+    before = snapshot_tree(root_dir)
+    result = uwf(*args)
+    assert result.code == 2, result
+    assert message in result.err and "Traceback" not in result.err
+    assert len(result.err.strip().splitlines()) <= 4  # argparse's usage lines, then the one error
+    assert snapshot_tree(root_dir) == before
+
+
+def test_an_existing_name_and_an_agent_still_in_use_are_refused(uwf):
+    assert _add(uwf, "a", "true").code == 0
+    again = _add(uwf, "a", "false")
+    assert again.code == 1 and "already exists" in again.err
+    assert _add(uwf, "a", "false", "--replace").code == 0
+    assert uwf("setup", "--default-agent", "a").code == 0
+    used = uwf("agent", "remove", "a")
+    assert used.code == 1 and "still used by defaultAgent" in used.err
+    missing = uwf("agent", "remove", "nope")
+    assert missing.code == 1 and "no agent 'nope'" in missing.err
+
+
+def test_agent_test_passes_and_leaves_no_trace(uwf, root_dir):
+    assert _add(uwf, "echo", f'cat > /dev/null; printf -- "{ANSWER}"').code == 0
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    before = snapshot_tree(root_dir)
+    result = uwf("agent", "test", "echo")
+    assert result.code == 0, result
+    assert result.json()["ok"] is True and result.json()["answer"] == "pong"
+    assert "agent 'echo' ok in" in result.err
+    assert snapshot_tree(root_dir) == before  # no thread, no registry entry, no runs.jsonl line
+
+
+def test_agent_test_runs_a_step_protocol_command_line(uwf, tmp_path):
+    script = tmp_path / "script.yaml"
+    script.write_text("check:\n  - |\n    ---\n    answer: pong from the script\n    ---\n")
+    result = uwf("agent", "test", f"uwf-script --script {script}")
+    assert result.code == 0, result
+    assert result.json()["answer"] == "pong from the script"
+
+
+def test_agent_test_names_what_went_wrong(uwf):
+    assert _add(uwf, "crash", 'echo "first problem line" >&2; echo "second" >&2; exit 7').code == 0
+    crashed = uwf("agent", "test", "crash")
+    assert crashed.code == 1
+    report = crashed.json()
+    assert report["ok"] is False and "exited with code 7" in report["error"] and report["stderr"] == "first problem line"
+    assert _add(uwf, "chatty", 'echo "Sure! Here is my answer."').code == 0
+    chatty = uwf("agent", "test", "chatty").json()
+    assert "no frontmatter" in chatty["error"] and "began: 'Sure! Here is my answer.'" in chatty["error"]
+    assert _add(uwf, "slow", "sleep 30", "--timeout", "1").code == 0
+    slow = uwf("agent", "test", "slow").json()
+    assert "timed out after 1s" in slow["error"] and slow["seconds"] < 25
+    missing = uwf("agent", "test", "nope-not-a-command")
+    assert missing.code == 1 and "not found" in missing.json()["error"]
+
+
+def test_the_timeout_bounds_extraction_too(uwf, root_dir):
+    """A 2 s step whose extract model takes 10 s ends as a timeout near 2 s, not after the model."""
+    with FakeOpenAI([{"delay": 10, "body": reply(json.dumps({"thesis": "t", "keyPoints": ["a"]}))}]) as server:
+        (root_dir / "config.yaml").write_text(
+            f"providers:\n  p:\n    baseUrl: {server.base_url}\nmodels:\n  m:\n    provider: p\n    name: fake\ndefaultModel: m\n"
+        )
+        assert _add(uwf, "prose", 'echo "no frontmatter here"').code == 0
+        assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+        thread = uwf("thread", "start", "analyze-topic", "-p", "x").json()["thread"]
+        started = time.monotonic()
+        result = uwf("thread", "step", thread, "--agent", "prose", "--timeout", "2")
+        took = time.monotonic() - started
+    assert result.code == 1
+    assert "timeout" in result.err
+    assert uwf("thread", "runs", thread).json()[-1]["status"] == "timeout"
+    assert took < 9  # the model's 10 s answer was not waited for
+
+
+def test_cas_has_takes_prefixes_like_cas_get(uwf):
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    head = uwf("thread", "show", uwf("thread", "start", "analyze-topic", "-p", "x").json()["thread"]).json()["head"]
+    assert uwf("cas", "has", head[:8]).code == 0
+    assert uwf("cas", "has", head[:8].lower()).code == 0
+    assert uwf("cas", "has", "ZZZZZZZZ").code == 1
+    bad = uwf("cas", "has", "not!hash")
+    assert bad.code == 1 and "not a hash" in bad.err
+
+
+def test_wrong_kinds_of_names_say_what_was_expected(uwf):
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    thread = uwf("thread", "start", "analyze-topic", "-p", "x").json()["thread"]
+    head = uwf("thread", "show", thread).json()["head"]
+    fork = uwf("thread", "fork", thread)
+    assert fork.code == 1 and f"is a thread, not a step" in fork.err and head in fork.err
+    put = uwf("cas", "put", "nosuchtype", "{}")
+    assert put.code == 1 and "unknown type 'nosuchtype'" in put.err and "start-node" in put.err
+
+
+def test_stderr_excerpts_start_at_a_boundary():
+    text = "alpha beta gamma\n" + "word " * 100
+    cut = excerpt_end(text, 60)
+    assert cut.startswith("…word") and len(cut) <= 61
+    assert excerpt_end("short", 60) == "short"
+    assert excerpt_end("x" * 100, 10) == "…" + "x" * 10  # no boundary at all: cut anyway
