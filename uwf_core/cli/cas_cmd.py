@@ -67,8 +67,10 @@ def cmd_put(args) -> int:
     aliases = {"meta": META_HASH, **BUILTIN_HASHES}
     try:
         type_hash = aliases.get(args.type) or store.resolve(args.type)
-    except UwfError:
-        raise UwfError(f"unknown type {args.type!r}: give a schema's hash (or prefix) or a built-in name ({', '.join(aliases)})") from None
+    except UwfError as exc:
+        raise UwfError(
+            f"unknown type {args.type!r} ({exc.message}): give a schema's hash (or prefix) or a built-in name ({', '.join(aliases)})"
+        ) from None
     emit_text(store.put(type_hash, payload))
     return 0
 
