@@ -28,7 +28,8 @@ PRESETS: dict[str, AgentConfig] = {
             "--message-file", "{prompt_file}",
             "--yes-always", "--no-pretty", "--no-stream",
             "--no-detect-urls", "--disable-playwright",  # never scrape a URL or install a browser
-            "--no-check-update", "--no-show-release-notes", "--analytics-disable",
+            "--no-auto-commits", "--no-gitignore",  # committing is the workflow's call, not aider's
+            "--no-check-update", "--no-show-release-notes", "--no-show-model-warnings", "--analytics-disable",
         ),
         "text",
         PRESET_TIMEOUT,

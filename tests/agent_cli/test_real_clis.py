@@ -1,0 +1,96 @@
+"""The presets against the real agent CLIs (opt in: `pytest -m agent_cli`).
+
+Each installed CLI runs its preset's exact command line through `uwf thread step`, pointed
+at the tests' own server on 127.0.0.1 through its own settings (a base URL in its config
+or environment), never at a real endpoint. A CLI that is not on PATH is skipped.
+Install them with `npm i -g @openai/codex @anthropic-ai/claude-code` and
+`pip install aider-chat llm hermes-agent` (each in its own virtualenv, its bin on PATH).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES
+from fake_openai import FakeOpenAI, reply
+
+pytestmark = pytest.mark.agent_cli
+
+ANSWER = "---\nthesis: agents as plain commands\nkeyPoints:\n  - one preset per CLI\n---\nThe analysis.\n"
+EXTRACTED = json.dumps({"thesis": "agents as plain commands", "keyPoints": ["one preset per CLI"]})
+
+
+def _claude(home: Path, server: FakeOpenAI) -> dict[str, str]:
+    return {"ANTHROPIC_BASE_URL": server.base_url.removesuffix("/v1"), "ANTHROPIC_API_KEY": "sk-ant-local-test",
+            "ANTHROPIC_MODEL": "fake-model", "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+
+
+def _codex(home: Path, server: FakeOpenAI) -> dict[str, str]:
+    (home / "codex").mkdir()
+    (home / "codex" / "config.toml").write_text(
+        'model = "fake-model"\nmodel_provider = "local"\n[model_providers.local]\n'
+        f'name = "local"\nbase_url = "{server.base_url}"\nwire_api = "responses"\n'
+    )
+    return {"CODEX_HOME": str(home / "codex")}
+
+
+def _aider(home: Path, server: FakeOpenAI) -> dict[str, str]:
+    return {"OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "sk-local-test", "AIDER_MODEL": "openai/fake-model"}
+
+
+def _hermes(home: Path, server: FakeOpenAI) -> dict[str, str]:
+    (home / "hermes").mkdir()
+    (home / "hermes" / "config.yaml").write_text(
+        f"model:\n  provider: custom\n  default: fake-model\n  base_url: {server.base_url}\n  api_key: sk-local-test\n"
+    )
+    return {"HERMES_HOME": str(home / "hermes")}
+
+
+def _llm(home: Path, server: FakeOpenAI) -> dict[str, str]:
+    (home / "llm").mkdir()
+    (home / "llm" / "extra-openai-models.yaml").write_text(f"- model_id: local\n  model_name: fake-model\n  api_base: {server.base_url}\n")
+    (home / "llm" / "default_model.txt").write_text("local")
+    return {"LLM_USER_PATH": str(home / "llm")}
+
+
+# name -> (how to point it at the local server, how uwf reads its answer)
+CLIS = {
+    "claude": (_claude, "frontmatter"),
+    "codex": (_codex, "frontmatter"),
+    "aider": (_aider, "llm"),  # aider prints its banner before the answer: the extract model reads it
+    "hermes": (_hermes, "frontmatter"),
+    "llm": (_llm, "frontmatter"),
+}
+
+
+@pytest.mark.parametrize("name", list(CLIS))
+def test_the_preset_steps_a_thread_with_the_real_cli(name, uwf, root_dir, tmp_path):
+    if shutil.which(name) is None:
+        pytest.skip(f"{name} is not installed (on PATH)")
+    version = subprocess.run([name, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+    point_at, extract = CLIS[name]
+    home = tmp_path / "home"
+    home.mkdir()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with FakeOpenAI([reply(ANSWER), reply(EXTRACTED)] if extract == "llm" else [reply(ANSWER)]) as server:
+        env = {"HOME": str(home), **point_at(home, server)}
+        setup = uwf("setup", "--provider", "local", "--base-url", server.base_url, "--api-key", "sk-local-test",
+                    "--model", "fake-model", "--agent-preset", name, "--default-agent", name)
+        assert setup.code == 0, setup
+        assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+        thread = uwf("thread", "start", "analyze-topic", "-p", "uwf presets", "-w", str(workspace)).json()["thread"]
+        result = uwf("thread", "step", thread, env=env, timeout=300)
+        assert result.code == 0, f"{name} {version}: {result.err[-2000:]}"
+        paths = {request["path"].split("?")[0] for request in server.requests}
+    step = uwf("thread", "steps", thread).json()[-1]
+    assert step["agent"] == name
+    assert step["output"] == json.loads(EXTRACTED)
+    detail = uwf("cas", "get", "--payload", step["detail"]).json()
+    assert detail["extract"] == extract, detail
+    assert paths & {"/v1/chat/completions", "/v1/responses", "/v1/messages"}, paths  # it asked the local server
