@@ -77,6 +77,11 @@ _EXPORTS = {
     "Config": "config.model",
     "SetupRequest": "config.setup",
     "apply_setup": "config.setup",
+    # agents a user manages
+    "AgentEntry": "config.agents",
+    "agent_entries": "config.agents",
+    "AgentCheck": "engine.check",
+    "check_agent": "engine.check",
     # writing agents
     "run_agent": "agents.kit",
     "AgentAnswer": "agents.kit",

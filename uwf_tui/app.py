@@ -28,8 +28,8 @@ from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, Ta
 from uwf_core.api import Cancel, Repo, UwfError
 
 from . import workers
-from .messages import AgentOutput, HumanAnswerRequested, KillDone, StepDone
-from .screens.modals import ConfirmScreen, EditorScreen, HelpScreen, NewThreadScreen, TextInputScreen
+from .messages import AgentChecked, AgentOutput, HumanAnswerRequested, KillDone, StepDone
+from .screens.modals import ChoiceScreen, ConfirmScreen, EditorScreen, HelpScreen, NewThreadScreen, TextInputScreen
 from .widgets.cas_view import CasView
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
@@ -405,8 +405,35 @@ class UwfApp(App):
         rows += [("enter", "open the selected node / row"), ("esc", "close a dialog"), ("ctrl+p", "command palette")]
         self.push_screen(HelpScreen(rows))
 
+    def action_test_agent(self) -> None:
+        """The palette's `uwf agent test`: one scratch step through an agent, nothing left behind."""
+        from uwf_core.api import agent_entries
+
+        try:
+            entries = agent_entries(self.repo.config)
+        except UwfError as exc:
+            self.notify(exc.message, severity="error")
+            return
+        choices = [(f"{entry.name}  ({entry.protocol}, {entry.source})", entry.name) for entry in entries if entry.protocol != "human"]
+
+        def chosen(agent: str | None) -> None:
+            if agent:
+                self.notify(f"testing agent '{agent}': one scratch step, nothing is kept…", timeout=4)
+                self.run_worker(partial(workers.check, self.repo, agent, self.post_message), thread=True, exit_on_error=False, group="check")
+
+        self.push_screen(ChoiceScreen("Test an agent (a tiny prompt, as a real step runs it)", choices), chosen)
+
+    def on_agent_checked(self, message: AgentChecked) -> None:
+        result = message.result
+        if result.ok:
+            self.notify(f"agent '{result.agent}' ok in {result.seconds:.1f}s (answered {result.answer!r})", title="agent test")
+        else:
+            detail = f"\nstderr: {result.stderr_first_line}" if result.stderr_first_line else ""
+            self.notify(f"{result.error}{detail}", title=f"agent '{result.agent}' failed", severity="error", timeout=15)
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
+        yield SystemCommand("Test an agent", "send a tiny prompt through an agent, as `uwf agent test` does", self.action_test_agent)
         for binding in self.BINDINGS:
             if binding.description and binding.action not in ("quit",):
                 action = binding.action

@@ -50,3 +50,11 @@ class KillDone(Message):
         super().__init__()
         self.thread = thread
         self.error = error
+
+
+class AgentChecked(Message):
+    """`uwf agent test` from the palette finished; `result` is an AgentCheck."""
+
+    def __init__(self, result) -> None:
+        super().__init__()
+        self.result = result

@@ -8,9 +8,9 @@ from typing import Callable
 
 from textual.message import Message
 
-from uwf_core.api import Cancel, HumanRequest, Repo, StepOptions, UwfError, kill_thread, perform_step, run_thread
+from uwf_core.api import AgentCheck, Cancel, HumanRequest, Repo, StepOptions, UwfError, check_agent, kill_thread, perform_step, run_thread
 
-from .messages import AgentOutput, HumanAnswerRequested, KillDone, StepDone
+from .messages import AgentChecked, AgentOutput, HumanAnswerRequested, KillDone, StepDone
 
 Post = Callable[[Message], object]
 
@@ -63,3 +63,12 @@ def kill(repo: Repo, thread: str, post: Post) -> None:
         post(KillDone(thread, exc.message))
         return
     post(KillDone(thread))
+
+
+def check(repo: Repo, agent: str, post: Post) -> None:
+    """One scratch step through `agent` (it may take minutes: a real CLI answers a real prompt)."""
+    try:
+        result = check_agent(repo, agent)
+    except UwfError as exc:  # the agent cannot even be resolved
+        result = AgentCheck(agent, False, 0.0, error=exc.message)
+    post(AgentChecked(result))

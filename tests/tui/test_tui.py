@@ -691,3 +691,36 @@ def test_views_stay_current_cas_tree_follows_new_threads_and_ages_advance(fixed,
     head, first, later, heads = run_app(root, script)
     assert head in heads  # the CAS tree shows the new thread without a restart
     assert first.endswith("s ago") and later.endswith("s ago") and later != first
+
+
+def test_the_palette_tests_an_agent_and_reports_the_result(fixed, tmp_path):
+    """ctrl+p → "Test an agent" → pick one: a scratch step runs, a toast says how it went,
+    and the root is as it was."""
+    from conftest import snapshot_tree
+    from uwf_core.config.agents import add_agent, new_agent
+
+    root, ids = fixed
+    broken = new_agent("broken", ["sh", "-c", "echo cannot reach the model >&2; exit 3"])
+    root.save_config(add_agent(root.config, broken))
+    before = snapshot_tree(Path(root.location))
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        app.action_test_agent()
+        await pilot.pause(0.3)
+        options = app.screen.query_one("#choices")
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        index = next(i for i, label in enumerate(labels) if label.startswith("broken"))
+        options.highlighted = index
+        await pilot.press("enter")
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if any("failed" in (n.title or "") for n in app._notifications):
+                break
+        return labels, [(n.title, n.message) for n in app._notifications]
+
+    labels, notes = run_app(root, script)
+    assert any(label.startswith("script") for label in labels) and not any(label.startswith("human") for label in labels)
+    failed = [message for title, message in notes if title == "agent 'broken' failed"]
+    assert failed and "exited with code 3" in failed[0] and "stderr: cannot reach the model" in failed[0]
+    assert snapshot_tree(Path(root.location)) == before

@@ -1,4 +1,4 @@
-"""Modal screens: confirm, new thread, go to hash, help, edit output, human answer."""
+"""Modal screens: confirm, choose, new thread, go to hash, help, edit output, human answer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Markdown, Select, Static, TextArea
+from textual.widgets import Button, Input, Label, Markdown, OptionList, Select, Static, TextArea
+from textual.widgets.option_list import Option
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -84,6 +85,28 @@ class NewThreadScreen(ModalScreen[object]):
             self.query_one("#error", Label).update(outcome)
             return
         self.dismiss(outcome)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ChoiceScreen(ModalScreen["str | None"]):
+    """Pick one of a few named things (an agent to test); Esc picks none."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, choices: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.choices = choices  # (label, value)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="title")
+            yield OptionList(*(Option(label, id=value) for label, value in self.choices), id="choices")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
