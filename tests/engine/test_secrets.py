@@ -5,6 +5,7 @@ After each step the whole root is searched: no key may appear outside .env."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,24 @@ def test_a_prompt_too_long_for_an_argument_is_refused_before_spawning(uwf, root_
     else:
         assert result.code == 0, result
         assert marker.exists()
+
+
+def test_a_kit_agent_keeps_env_keys_to_itself(uwf, root_dir, tmp_path):
+    """The kit reads .env for its own model calls but does not export it: a process the agent
+    starts (a sub-workflow's child agents, a shell) sees no key."""
+    agent = tmp_path / "env_agent.py"
+    agent.write_text(
+        "import os, subprocess, sys\n"
+        "from uwf_core.api import run_agent\n"
+        "def run(ctx):\n"
+        "    seen = subprocess.run(['env'], capture_output=True, text=True).stdout\n"
+        f"    open({str(tmp_path / 'child_env')!r}, 'w').write(seen)\n"
+        "    return '---\\nthesis: t\\nkeyPoints: [a]\\n---\\n'\n"
+        "sys.exit(run_agent('env-agent', run, llm_fallback=False))\n"
+    )
+    _config(root_dir, f"  kit:\n    command: {sys.executable}\n    args: [{agent}]\n")
+    thread = _thread(uwf)
+    result = uwf("thread", "step", thread, "--agent", "kit")
+    assert result.code == 0, result
+    child = (tmp_path / "child_env").read_text()
+    assert OTHER_TOKEN not in child and PROVIDER_KEY not in child

@@ -165,15 +165,16 @@ def run_agent(
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     started = int(time.time() * 1000)
     try:
-        repo = Repo.open()
-        _load_env(repo)
+        repo = Repo.open()  # .env stays on the Repo: a child agent (uwf-subflow's) must not inherit it
         ctx = load_agent_context(repo, args.thread, args.role, vars(args))
         answer = _answer(run(ctx))
         fallback = None
         if llm_fallback:
             from ..engine.extract_llm import fallback_for
 
-            fallback = fallback_for(repo.config, secrets=repo.secrets)
+            from ..config.env import env_with_secrets
+
+            fallback = fallback_for(repo.config, env_with_secrets(repo.env_values), secrets=repo.secrets)
         step = complete_step(ctx, answer, agent_label=name, started_ms=started, continue_=continue_, fallback=fallback)
     except UwfError as exc:
         sys.stderr.write(f"{name}: error: {' '.join(exc.message.split())}\n")
@@ -182,8 +183,3 @@ def run_agent(
         return 130
     sys.stdout.write(step + "\n")
     return 0
-
-
-def _load_env(repo: Repo) -> None:
-    for key, value in repo.env_values.items():
-        os.environ.setdefault(key, value)

@@ -10,11 +10,10 @@ are never recorded.
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 
-from ...config.env import Secrets
+from ...config.env import Secrets, env_with_secrets
 from ...errors import UwfError
 from ...llm.client import ChatClient, model_alias_for, resolve_model
 from ...llm.usage import Usage
@@ -119,7 +118,7 @@ def run(ctx: AgentContext) -> AgentAnswer:
         raise UwfError("--max-turns must be at least 1")
     config = ctx.repo.config
     alias = options.get("model") or model_alias_for(config, "builtin", ctx.workflow.name, ctx.role.name)
-    model = resolve_model(config, alias, os.environ, purpose=f"{NAME} (role '{ctx.role.name}')")
+    model = resolve_model(config, alias, env_with_secrets(ctx.repo.env_values), purpose=f"{NAME} (role '{ctx.role.name}')")
     secrets = ctx.repo.secrets
     settings = ToolSettings(
         workspace=ctx.workspace,
