@@ -31,6 +31,7 @@ from . import workers
 from .messages import AgentChecked, AgentOutput, HumanAnswerRequested, KillDone, StepDone
 from .screens.modals import ChoiceScreen, ConfirmScreen, EditorScreen, HelpScreen, NewThreadScreen, TextInputScreen
 from .widgets.cas_view import CasView
+from .widgets.panes import move_focus
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
@@ -57,6 +58,9 @@ class UwfApp(App):
         Binding("g", "goto_hash", "Go to hash", id="goto-hash"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("k", "cursor_up", "Up", show=False, id="up"),
+        Binding("h", "pane(-1)", "Pane left", show=False, id="pane-left"),
+        Binding("l", "pane(1)", "Pane right", show=False, id="pane-right"),
+        Binding("escape", "back", "Back", show=False, id="back"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
     ]
@@ -137,15 +141,31 @@ class UwfApp(App):
         index = VIEWS.index(self.current_view)
         self.action_view(VIEWS[(index + 1) % len(VIEWS)])
 
+    @property
+    def view_widget(self):
+        return self.query_one({"workflows": WorkflowsView, "threads": ThreadsView, "cas": CasView}[self.current_view])
+
     def action_cursor_down(self) -> None:
         widget = self.focused
         if isinstance(widget, (DataTable, Tree)):
             widget.action_cursor_down()
+        elif widget is not None and widget.allow_vertical_scroll:
+            widget.scroll_down(animate=False)
 
     def action_cursor_up(self) -> None:
         widget = self.focused
         if isinstance(widget, (DataTable, Tree)):
             widget.action_cursor_up()
+        elif widget is not None and widget.allow_vertical_scroll:
+            widget.scroll_up(animate=False)
+
+    def action_pane(self, delta: int) -> None:
+        """h/l: the pane left or right of the focused one, within the current view."""
+        move_focus(self.view_widget.panes(), self.focused, delta)
+
+    def action_back(self) -> None:
+        """Esc: out of the step pane, the timeline, the filter, one level at a time."""
+        self.view_widget.back()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if isinstance(self.screen, ModalScreen):

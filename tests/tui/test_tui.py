@@ -724,3 +724,69 @@ def test_the_palette_tests_an_agent_and_reports_the_result(fixed, tmp_path):
     failed = [message for title, message in notes if title == "agent 'broken' failed"]
     assert failed and "exited with code 3" in failed[0] and "stderr: cannot reach the model" in failed[0]
     assert snapshot_tree(Path(root.location)) == before
+
+
+def test_enter_goes_in_and_escape_comes_back_out(fixed):
+    """Enter on a thread focuses its timeline, Enter on a step its detail pane; Esc walks back;
+    h/l move between the panes; j/k scroll the focused detail."""
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await select_thread(app, pilot, ids["solve"])
+        seen = []
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        seen.append(app.focused.id)
+        await pilot.press("k", "enter")  # a step row (the cursor starts on the last one)
+        await pilot.pause(0.2)
+        seen.append(app.focused.parent.id)  # the Output tab's scroll
+        await pilot.press("j", "escape")
+        await pilot.pause(0.1)
+        seen.append(app.focused.id)
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        seen.append(app.focused.id)
+        await pilot.press("l", "l")
+        await pilot.pause(0.1)
+        seen.append(app.focused.parent.id)
+        await pilot.press("h", "h", "h")
+        await pilot.pause(0.1)
+        seen.append(app.focused.id)
+        return seen
+
+    assert run_app(root, script) == ["timeline", "tab-output", "timeline", "threads", "tab-output", "threads"]
+
+
+def test_enter_on_a_fork_row_opens_the_fork(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await select_thread(app, pilot, ids["solve"])
+        table = app.query_one("#timeline")
+        fork_row = table.get_row_index(f"branch:{ids['fork']}")
+        table.focus()
+        table.move_cursor(row=fork_row)
+        await pilot.pause(0.1)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        return app.threads_view.selected_thread, app.threads_view.current_thread(), app.focused.id
+
+    assert run_app(root, script) == (ids["fork"], ids["fork"], "timeline")
+
+
+def test_escape_clears_the_filter(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("slash", *"triage")
+        await pilot.pause(0.3)
+        filtered = app.query_one("#threads").row_count
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        return filtered, app.query_one("#threads").row_count, app.query_one("#thread-filter").has_class("hidden")
+
+    filtered, after, hidden = run_app(root, script)
+    assert filtered == 1 and after > 1 and hidden

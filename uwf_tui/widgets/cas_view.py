@@ -39,6 +39,16 @@ class CasView(Horizontal):
     def on_mount(self) -> None:
         self.reload()
 
+    def panes(self) -> list:
+        return [self.query_one("#cas-tree", Tree), self.query_one("#cas-node-scroll", VerticalScroll)]
+
+    def back(self) -> bool:
+        panes = self.panes()
+        if self.app.focused is panes[1]:
+            panes[0].focus()
+            return True
+        return False
+
     def reload(self) -> None:
         tree = self.query_one("#cas-tree", Tree)
         tree.clear()

@@ -28,6 +28,7 @@ from uwf_core.api import (
 )
 
 from ..formatting import STATUS_ICONS, STATUS_STYLES, age, clock, short, summary, took
+from .panes import active_scroll
 
 TIMELINE_BATCH = 100
 AGE_SECONDS = 5.0
@@ -166,6 +167,54 @@ class ThreadsView(Horizontal):
         for thread, count in counted:
             if thread in table.rows:
                 table.update_cell(thread, self.steps_column, str(count))
+
+    # -- keyboard navigation: Enter goes in, Esc comes back out ---------------------------
+
+    def panes(self) -> list:
+        return [self.thread_table, self.timeline_table, active_scroll(self.query_one("#step-tabs", TabbedContent))]
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter: a thread opens its timeline; a step or attempt its detail; a fork row its thread."""
+        key = str(event.row_key.value) if event.row_key is not None and event.row_key.value is not None else ""
+        if event.data_table is self.thread_table:
+            self.timeline_table.focus()
+            return
+        if event.data_table is not self.timeline_table:
+            return
+        kind, _, rest = key.partition(":")
+        if kind == "branch":
+            self.open_thread(rest)
+        elif kind in ("step", "start", "attempt", "running"):
+            tabs = self.query_one("#step-tabs", TabbedContent)
+            if kind in ("attempt", "start"):
+                tabs.active = "tab-output"
+            active_scroll(tabs).focus()
+
+    def back(self) -> bool:
+        """Esc: from the step back to the timeline, from there to the list, then clear the filter.
+        False when there was nothing to go back from."""
+        panes = self.panes()
+        focused = self.app.focused
+        if focused is not None and (focused is panes[2] or panes[2] in focused.ancestors):
+            self.timeline_table.focus()
+        elif focused is self.timeline_table:
+            self.thread_table.focus()
+        elif self.filter_text or not self.query_one("#thread-filter", Input).has_class("hidden"):
+            self.clear_filter()
+        else:
+            return False
+        return True
+
+    def open_thread(self, thread: str) -> None:
+        """Select `thread` in the list (clearing a filter that hides it) and show its timeline."""
+        if thread not in self.thread_table.rows and self.filter_text:
+            self.clear_filter()
+        if thread not in self.thread_table.rows:
+            self.app.notify(f"thread {thread} is not in the list", severity="warning")
+            return
+        self.thread_table.move_cursor(row=self.thread_table.get_row_index(thread))
+        self.select_thread(thread)
+        self.timeline_table.focus()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None or event.row_key.value is None:
@@ -341,6 +390,14 @@ class ThreadsView(Horizontal):
             if not event.value.strip():
                 event.input.add_class("hidden")
             self.thread_table.focus()
+
+    def clear_filter(self) -> None:
+        box = self.query_one("#thread-filter", Input)
+        box.value = ""
+        box.add_class("hidden")
+        self.filter_text = ""
+        self.reload()
+        self.thread_table.focus()
 
     def log_line(self, thread: str, line: str, style: str = "") -> None:
         self.query_one("#log", RichLog).write(Text.assemble((short(thread, 10) + " ", "dim"), (line, style)))

@@ -15,6 +15,7 @@ from uwf_core.api import Repo, UwfError, Workflow, field_order, list_workflows, 
 
 from ..formatting import short
 from .graph_layout import render_graph_rich
+from .panes import active_scroll
 
 
 class WorkflowsView(Horizontal):
@@ -41,6 +42,21 @@ class WorkflowsView(Horizontal):
         for label, width in (("workflow", 16), ("hash", 13), ("roles", 5), ("versions", 8)):
             table.add_column(label, width=width)
         self.reload()
+
+    def panes(self) -> list:
+        return [self.query_one("#workflows", DataTable), active_scroll(self.query_one("#workflow-tabs", TabbedContent))]
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a workflow: into its graph (or whichever tab is open), to scroll it."""
+        if event.data_table.id == "workflows":
+            self.panes()[1].focus()
+
+    def back(self) -> bool:
+        panes = self.panes()
+        if self.app.focused is not None and self.app.focused is not panes[0]:
+            panes[0].focus()
+            return True
+        return False
 
     def names(self) -> list[str]:
         try:
