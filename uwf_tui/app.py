@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
@@ -31,6 +32,7 @@ from . import workers
 from .messages import AgentChecked, AgentOutput, HumanAnswerRequested, KillDone, StepDone
 from .screens.modals import ChoiceScreen, ConfirmScreen, EditorScreen, HelpScreen, NewThreadScreen, TextInputScreen
 from .widgets.cas_view import CasView
+from .formatting import elapsed, spinner
 from .widgets.panes import move_focus
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
@@ -71,6 +73,8 @@ class UwfApp(App):
         self.repo = repo  # the one opened root of this session, shared by every view and worker
         self.poll_seconds = poll_seconds
         self.running: dict[str, Cancel] = {}
+        self.started_at: dict[str, float] = {}  # thread -> when its step or run began here (time.time())
+        self._ticks = 0
         self.pending_answers: dict[str, Future] = {}  # thread -> a human answer a worker waits for
         self._signature: object = None
         self.sub_title = repo.location
@@ -117,6 +121,7 @@ class UwfApp(App):
     def on_mount(self) -> None:
         self._signature = self.repo.backend.change_token()
         self.set_interval(self.poll_seconds, self.poll_state)
+        self.set_interval(1.0, self.tick)
         self.query_one("#threads", DataTable).focus()
 
     # -- views ---------------------------------------------------------------------------
@@ -190,6 +195,20 @@ class UwfApp(App):
 
     # -- live refresh --------------------------------------------------------------------
 
+    def tick(self) -> None:
+        """Once a second while agents run here: a spinner and the elapsed time in the header
+        and on the running timeline row."""
+        self._ticks += 1
+        if not self.query(ThreadsView):
+            return
+        self.threads_view.tick_running(self._ticks)
+        if self.running:
+            started = min(self.started_at.get(thread, time.time()) for thread in self.running)
+            count = len(self.running)
+            self.sub_title = f"{spinner(self._ticks)} {count} agent{'s' if count > 1 else ''} running · {elapsed(time.time() - started)}"
+        elif self.sub_title != self.repo.location:
+            self.sub_title = self.repo.location
+
     def poll_state(self) -> None:
         if not self.query(ThreadsView):
             return  # the app is closing: its views are already gone
@@ -238,6 +257,7 @@ class UwfApp(App):
             return
         cancel = Cancel()
         self.running[thread] = cancel
+        self.started_at[thread] = time.time()
         self.running_count = len(self.running)
         self.threads_view.log_line(thread, "run until done" if run else "step", "bold")
         work = partial(workers.step, self.repo, thread, run, cancel, self.post_message, self.pending_answers)
@@ -272,6 +292,7 @@ class UwfApp(App):
 
     def on_step_done(self, message: StepDone) -> None:
         self.running.pop(message.thread, None)
+        self.started_at.pop(message.thread, None)
         self.running_count = len(self.running)
         if message.error:
             self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")

@@ -51,3 +51,20 @@ def summary(output: object, limit: int = 80) -> str:
 
 def short(hash_or_id: str, length: int = 8) -> str:
     return hash_or_id[:length]
+
+
+def when(ms: int | None) -> str:
+    """A full local date and time (the timeline's clock column drops the date)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "—"
+
+
+def elapsed(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    return f"{int(seconds)}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def spinner(tick: int) -> str:
+    return SPINNER[tick % len(SPINNER)]

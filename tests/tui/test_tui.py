@@ -790,3 +790,36 @@ def test_escape_clears_the_filter(fixed):
 
     filtered, after, hidden = run_app(root, script)
     assert filtered == 1 and after > 1 and hidden
+
+
+def test_a_running_step_shows_a_spinner_and_its_elapsed_time(fixed, tmp_path):
+    root, ids = fixed
+    _slow_default_agent(root, tmp_path, "tui-spinner-marker")
+
+    async def script(app, pilot):
+        await _step_until_working(app, pilot, ids["analyze"])
+        table = app.query_one("#timeline")
+        for _ in range(30):  # the lock file's change reloads the timeline with the running row
+            await pilot.pause(0.1)
+            if "running:" in table.rows:
+                break
+        frames, took = set(), []
+        for _ in range(3):
+            await pilot.pause(1.05)
+            row = table.get_row("running:")
+            frames.add(str(row[0]))
+            took.append(str(row[4]))
+        header = app.sub_title
+        app.action_cancel()
+        for _ in range(40):
+            await pilot.pause(0.25)
+            if not app.running:
+                break
+        await pilot.pause(1.1)
+        return frames, took, header, app.sub_title
+
+    frames, took, header, after = run_app(root, script)
+    assert len(frames) >= 2  # the spinner turns
+    assert took[-1].endswith("s") and took[-1] != took[0]  # the elapsed time grows
+    assert "1 agent running · " in header
+    assert after == root.location  # back to the root once it ended

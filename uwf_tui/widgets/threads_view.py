@@ -5,6 +5,7 @@ the log panel where running agents' stderr streams."""
 from __future__ import annotations
 
 import json
+import time
 
 from rich.syntax import Syntax
 from rich.text import Text
@@ -27,7 +28,7 @@ from uwf_core.api import (
     workflow_of,
 )
 
-from ..formatting import STATUS_ICONS, STATUS_STYLES, age, clock, short, summary, took
+from ..formatting import STATUS_ICONS, STATUS_STYLES, age, clock, elapsed, short, spinner, summary, took, when
 from .panes import active_scroll
 
 TIMELINE_BATCH = 100
@@ -51,6 +52,7 @@ class ThreadsView(Horizontal):
         self.filter_text = ""
         self.selected_thread: str | None = None
         self.selected_step: str | None = None
+        self.running_since: int | None = None  # ms: when the selected thread's running step began
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
         self.thread_table = DataTable(id="threads", cursor_type="row", zebra_stripes=True)
         self.timeline_table = DataTable(id="timeline", cursor_type="row")
@@ -82,8 +84,10 @@ class ThreadsView(Horizontal):
             elif label == "updated":
                 self.updated_column = key
         timeline = self.timeline_table
-        for label, width in (("#", 3), ("role", 12), ("agent", 12), ("when", 8), ("took", 6), ("output", 64)):
-            timeline.add_column(label, width=width)
+        self.timeline_columns = {
+            label: timeline.add_column(label, width=width)
+            for label, width in (("#", 3), ("role", 12), ("agent", 12), ("when", 8), ("took", 6), ("output", 64))
+        }
         self.query_one("#log", RichLog).border_title = "agent log"
         self.set_interval(AGE_SECONDS, self.refresh_ages)  # "updated 2s ago" must not stay 2s
         self.reload()
@@ -161,6 +165,15 @@ class ThreadsView(Horizontal):
         for thread, updated in self.updated.items():
             if thread in table.rows:
                 table.update_cell(thread, self.updated_column, age(updated))
+
+    def tick_running(self, tick: int) -> None:
+        """Once a second: the running row's spinner and elapsed time, so a long step looks alive."""
+        table = self.timeline_table
+        if "running:" not in table.rows:
+            return
+        table.update_cell("running:", self.timeline_columns["#"], Text(spinner(tick), style="bold green"))
+        if self.running_since:
+            table.update_cell("running:", self.timeline_columns["took"], elapsed(time.time() - self.running_since / 1000))
 
     def _show_counts(self, counted: list[tuple[str, int]]) -> None:
         table = self.thread_table
@@ -283,13 +296,14 @@ class ThreadsView(Horizontal):
             )
             self._add_extras(table, step.hash)
         running = self.repo.locks.running(info.thread) if info.active else None
+        self.running_since = running.started_at if running is not None else None
         if running is not None:
             table.add_row(
                 "▶",
                 Text(running.role or "…", style="bold green"),
                 running.agent or "",
                 clock(running.started_at),
-                "",
+                elapsed(time.time() - running.started_at / 1000) if running.started_at else "",
                 Text(
                     "running… (x cancels)" if info.thread in self.app.running else f"running in another process (pid {running.pid})",
                     style="green",
@@ -348,7 +362,7 @@ class ThreadsView(Horizontal):
         elif kind == "attempt":
             head, _, index = rest.rpartition(":")
             attempt = self.timeline.attempts.get(head, [])[int(index)] if self.timeline else None
-            output = Syntax(json.dumps(attempt.to_dict() if attempt else {}, indent=2, ensure_ascii=False), "json", word_wrap=True)
+            output = _attempt_view(attempt) if attempt else ""
             body = (attempt.stderr if attempt else None) or "(no stderr recorded)"
         elif kind == "branch":
             output = f"Fork: thread {rest}. Select it in the thread list to see its own steps."
@@ -411,6 +425,23 @@ def _row_at_cursor(table: DataTable) -> str | None:
     except Exception:  # the cursor is past the rows while the table refills
         return None
     return str(key) if key is not None else None
+
+
+def _attempt_view(attempt) -> Text:
+    """A failed attempt from runs.jsonl as a person reads it: what, when, how long, why."""
+    text = Text()
+    style = STATUS_STYLES.get("killed" if attempt.status == "killed" else "failed", "")
+    text.append(f"✗ {attempt.status}", style=style)
+    text.append(f"   {when(attempt.startedAt)} → {clock(attempt.completedAt)} ({took(attempt.startedAt, attempt.completedAt) or '—'})\n\n")
+    for label, value in (("role", attempt.role), ("agent", attempt.agent), ("head", f"{attempt.head} (it did not move)")):
+        text.append(f"{label:<7}", style="bold")
+        text.append(f"{value or '—'}\n")
+    text.append("error  ", style="bold")
+    text.append(f"{attempt.error or attempt.status}\n", style="red")
+    if attempt.stderr:
+        text.append("\nstderr (whole, in the Body tab):\n", style="dim")
+        text.append("\n".join(attempt.stderr.strip().splitlines()[-12:]), style="grey70")
+    return text
 
 
 def _yaml(value: object) -> str:
