@@ -15,9 +15,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "support"))
 
-from tui_capture import capture  # noqa: E402
+from tui_capture import SMALL, capture  # noqa: E402
 
-VIEWS = ["workflows", "threads", "attempt", "cas", "running"]
+VIEWS = ["workflows", "threads", "attempt", "cas", "help", "running"]
 
 
 def main() -> None:
@@ -25,6 +25,8 @@ def main() -> None:
     out.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
         shots = capture(VIEWS, work, slow_agent=True)
+    with tempfile.TemporaryDirectory() as work:
+        shots.update({f"{name}-80x24": svg for name, svg in capture(["threads", "running"], work, slow_agent=True, size=SMALL).items()})
     converter = shutil.which("rsvg-convert")
     for name, svg in shots.items():
         path = out / f"{name}.svg"

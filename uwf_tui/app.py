@@ -38,33 +38,47 @@ from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
 VIEWS = ["workflows", "threads", "cas"]
+NARROW_COLUMNS = 110
+SHORT_ROWS = 34
+HELP = [
+    ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS"), ("tab", "next view")]),
+    ("Threads", [("s", "step"), ("r", "run to the end"), ("x", "cancel its agent"), ("K", "kill (asks)"), ("n", "new thread"),
+                 ("f", "fork the step"), ("e", "edit its output and fork"), ("/", "filter")]),
+    ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
+    ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
+    ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
+    ("Moving", [("j/k", "down/up or scroll"), ("h/l", "pane left/right")]),
+    ("Anywhere", [("?", "this help"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
+]
 THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
 
 
 class UwfApp(App):
     TITLE = "uwf"
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses defined elsewhere find it
+    # The footer shows what applies to the current view and selection (check_action hides the rest);
+    # every key is in `?` help, grouped by view, and in the command palette with its title.
     BINDINGS = [
-        Binding("1", "view('workflows')", "Workflows", id="view-workflows"),
-        Binding("2", "view('threads')", "Threads", id="view-threads"),
-        Binding("3", "view('cas')", "CAS", id="view-cas"),
+        Binding("1", "view('workflows')", "Workflows", show=False, id="view-workflows", tooltip="show the Workflows view"),
+        Binding("2", "view('threads')", "Threads", show=False, id="view-threads", tooltip="show the Threads view"),
+        Binding("3", "view('cas')", "CAS", show=False, id="view-cas", tooltip="show the CAS view"),
         Binding("tab", "next_view", "Next view", show=False, priority=True, id="next-view"),
         Binding("s", "step", "Step", id="step", tooltip="run one step of the selected thread"),
         Binding("r", "run", "Run", id="run", tooltip="step the selected thread until it is done"),
+        Binding("x", "cancel", "Cancel", id="cancel", tooltip="stop the agent running for the selected thread"),
         Binding("f", "fork", "Fork", id="fork", tooltip="fork a new thread from the selected step"),
-        Binding("e", "edit", "Edit+fork", id="edit", tooltip="edit the selected step's output and fork from it"),
+        Binding("e", "edit", "Edit", id="edit", tooltip="edit the selected step's output and fork from it"),
         Binding("K", "kill", "Kill", id="kill", tooltip="kill the selected thread (asks first)"),
-        Binding("x", "cancel", "Cancel agent", id="cancel", tooltip="stop the agent running for the selected thread"),
         Binding("n", "new_thread", "New", id="new-thread", tooltip="start a thread: pick a workflow, type a prompt"),
-        Binding("slash", "filter", "Filter", id="filter"),
-        Binding("g", "goto_hash", "Go to hash", id="goto-hash"),
+        Binding("slash", "filter", "Filter", show=False, id="filter", tooltip="filter the thread list"),
+        Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("k", "cursor_up", "Up", show=False, id="up"),
         Binding("h", "pane(-1)", "Pane left", show=False, id="pane-left"),
         Binding("l", "pane(1)", "Pane right", show=False, id="pane-right"),
         Binding("escape", "back", "Back", show=False, id="back"),
-        Binding("question_mark", "help", "Help", id="help"),
-        Binding("q", "quit", "Quit", id="quit"),
+        Binding("question_mark", "help", "Help", id="help", tooltip="every key, grouped by view"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="leave (asks first while agents run)"),
     ]
     running_count: reactive[int] = reactive(0, bindings=True)
 
@@ -75,6 +89,7 @@ class UwfApp(App):
         self.running: dict[str, Cancel] = {}
         self.started_at: dict[str, float] = {}  # thread -> when its step or run began here (time.time())
         self._ticks = 0
+        self._idle_title: str | None = None  # the sub-title to restore when no agent runs any more
         self.pending_answers: dict[str, Future] = {}  # thread -> a human answer a worker waits for
         self._signature: object = None
         self.sub_title = repo.location
@@ -118,7 +133,14 @@ class UwfApp(App):
         for answer in list(self.pending_answers.values()):
             _resolve(answer, None)
 
+    def on_resize(self, event) -> None:
+        """Below 110 columns the panes stack; below 34 rows the timeline and log shrink."""
+        self.set_class(event.size.width < NARROW_COLUMNS, "-narrow")
+        self.set_class(event.size.height < SHORT_ROWS, "-short")
+
     def on_mount(self) -> None:
+        self.set_class(self.size.width < NARROW_COLUMNS, "-narrow")
+        self.set_class(self.size.height < SHORT_ROWS, "-short")
         self._signature = self.repo.backend.change_token()
         self.set_interval(self.poll_seconds, self.poll_state)
         self.set_interval(1.0, self.tick)
@@ -175,22 +197,24 @@ class UwfApp(App):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if isinstance(self.screen, ModalScreen):
             return action in ("quit", "help", "next_view")  # Tab moves between a dialog's fields
+        # False hides a key from the footer (and ignores it) where it cannot apply, so the
+        # footer shows the few keys that matter here.
         if action in THREAD_ACTIONS:
             if self.current_view != "threads":
-                return None
+                return False
             thread = self.threads_view.current_thread()
             info = self.threads_view.infos.get(thread or "")
             if info is None:
-                return None
+                return False
             running = thread in self.running
             if action in ("step", "run"):
-                return None if running or not info.active else True
+                return not running and info.active
             if action == "cancel":
-                return True if running or self.repo.locks.running(thread) is not None else None
+                return running or self.repo.locks.running(thread) is not None
             if action == "kill":
-                return True if info.active else None
+                return info.active
             if action in ("fork", "edit"):
-                return True if self.threads_view.selected_step_hash() else None
+                return self.threads_view.selected_step_hash() is not None
         return True
 
     # -- live refresh --------------------------------------------------------------------
@@ -203,11 +227,13 @@ class UwfApp(App):
             return
         self.threads_view.tick_running(self._ticks)
         if self.running:
+            if self._idle_title is None:
+                self._idle_title = self.sub_title
             started = min(self.started_at.get(thread, time.time()) for thread in self.running)
             count = len(self.running)
             self.sub_title = f"{spinner(self._ticks)} {count} agent{'s' if count > 1 else ''} running · {elapsed(time.time() - started)}"
-        elif self.sub_title != self.repo.location:
-            self.sub_title = self.repo.location
+        elif self._idle_title is not None:
+            self.sub_title, self._idle_title = self._idle_title, None
 
     def poll_state(self) -> None:
         if not self.query(ThreadsView):
@@ -442,9 +468,7 @@ class UwfApp(App):
         self.push_screen(TextInputScreen("Go to hash (or a prefix)", "e.g. 3WF8Z"), chosen)
 
     def action_help(self) -> None:
-        rows = [(self.get_key_display(binding), binding.description) for binding in self.BINDINGS if binding.description]
-        rows += [("enter", "open the selected node / row"), ("esc", "close a dialog"), ("ctrl+p", "command palette")]
-        self.push_screen(HelpScreen(rows))
+        self.push_screen(HelpScreen(HELP))
 
     def action_test_agent(self) -> None:
         """The palette's `uwf agent test`: one scratch step through an agent, nothing left behind."""
@@ -473,12 +497,15 @@ class UwfApp(App):
             self.notify(f"{result.error}{detail}", title=f"agent '{result.agent}' failed", severity="error", timeout=15)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's own commands, then each of ours titled by what it does (a binding
+        without a tooltip is plain movement, not a command)."""
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Test an agent", "send a tiny prompt through an agent, as `uwf agent test` does", self.action_test_agent)
         for binding in self.BINDINGS:
-            if binding.description and binding.action not in ("quit",):
-                action = binding.action
-                yield SystemCommand(binding.description, binding.tooltip or f"key: {binding.key}", lambda action=action: self.run_action(action))
+            if binding.tooltip and binding.action != "quit":
+                title = binding.tooltip[0].upper() + binding.tooltip[1:]
+                key = self.get_key_display(binding)
+                yield SystemCommand(title, f"key: {key}", lambda action=binding.action: self.run_action(action))
+        yield SystemCommand("Test an agent", "send a tiny prompt through an agent, as `uwf agent test` does", self.action_test_agent)
 
 
 def main(argv: list[str] | None = None) -> int:

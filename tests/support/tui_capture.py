@@ -15,7 +15,8 @@ from unittest import mock
 
 from fixed_root import FROZEN_MS, build_fixed_root
 
-SIZE = (150, 44)
+SIZE = (160, 48)
+SMALL = (80, 24)
 VIEWED_AT = FROZEN_MS / 1000 + 3600  # "now" for ages: an hour after the fixed root was written
 
 
@@ -30,13 +31,13 @@ class _Clock:
         return VIEWED_AT
 
 
-async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str | None) -> dict[str, str]:
+async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str | None, size: tuple[int, int]) -> dict[str, str]:
     from uwf_core.api import Repo
     from uwf_tui.app import UwfApp
 
     shots: dict[str, str] = {}
     app = UwfApp(Repo.open(root_path), poll_seconds=0.2)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         app.sub_title = "fixed demo root"
         await pilot.pause(0.5)
         await app.workers.wait_for_complete()
@@ -86,6 +87,14 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
             app.query_one("#cas-view").show_node(head)
             await pilot.pause(0.3)
             shots["cas"] = app.export_screenshot(title="uwf-tui: the CAS tree")
+        if "help" in views:
+            await pilot.press("2")
+            await select(ids["solve"])
+            await pilot.press("question_mark")
+            await pilot.pause(0.3)
+            shots["help"] = app.export_screenshot(title="uwf-tui: every key on one screen (?)")
+            await pilot.press("escape")
+            await pilot.pause(0.2)
         if "running" in views and slow_agent:
             await pilot.press("2")
             await select(ids["analyze"])
@@ -100,8 +109,8 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
     return shots
 
 
-def capture(views: list[str], workdir: str, *, slow_agent: bool = False) -> dict[str, str]:
-    """Build the fixed root under `workdir` and capture the named views."""
+def capture(views: list[str], workdir: str, *, slow_agent: bool = False, size: tuple[int, int] = SIZE) -> dict[str, str]:
+    """Build the fixed root under `workdir` and capture the named views at `size`."""
     root_path = os.path.join(workdir, "root")
     ids = build_fixed_root(root_path)
     agent = None
@@ -121,7 +130,7 @@ def capture(views: list[str], workdir: str, *, slow_agent: bool = False) -> dict
         apply_setup(Repo.open(root_path), SetupRequest(agents={"researcher": agent}, default_agent="researcher"))
         os.environ["UWF_EXAMPLES_DIR"] = str(Path(__file__).resolve().parents[2] / "examples")
     with mock.patch("uwf_tui.formatting.time", _Clock):
-        return asyncio.run(_capture(root_path, ids, views, agent))
+        return asyncio.run(_capture(root_path, ids, views, agent, size))
 
 
 def normalize(svg: str) -> str:

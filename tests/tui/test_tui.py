@@ -444,15 +444,15 @@ def test_question_mark_opens_help_and_escape_closes_it(fixed):
         await pilot.press("question_mark")
         await pilot.pause(0.2)
         opened = type(app.screen).__name__
-        text = str(app.screen.query_one("Markdown")._markdown)
+        text = str(app.screen.query_one("#help-text").render())
         await pilot.press("escape")
         await pilot.pause(0.2)
         return opened, text, type(app.screen).__name__
 
     opened, text, after = run_app(root, script)
     assert opened == "HelpScreen" and after == "Screen"
-    for key in ("`s`", "`r`", "`f`", "`K`", "`n`", "`x`", "`/`", "`g`", "`e`", "`q`"):
-        assert key in text
+    for key in ("s step", "r run", "f fork", "K kill", "n new", "x cancel", "/ filter", "g go to", "e edit", "q quit", "enter", "esc", "h/l"):
+        assert key in text, key
 
 
 def test_command_palette_offers_the_actions(fixed):
@@ -462,8 +462,19 @@ def test_command_palette_offers_the_actions(fixed):
         return [command.title for command in app.get_system_commands(app.screen)]
 
     titles = run_app(root, script)
-    for title in ("Step", "Run", "Fork", "Kill", "New", "Cancel agent", "Go to hash", "Help"):
+    for title in (
+        "Run one step of the selected thread",
+        "Step the selected thread until it is done",
+        "Fork a new thread from the selected step",
+        "Kill the selected thread (asks first)",
+        "Start a thread: pick a workflow, type a prompt",
+        "Stop the agent running for the selected thread",
+        "Open any node by its hash or a prefix",
+        "Every key, grouped by view",
+        "Test an agent",
+    ):
         assert title in titles
+    assert not any(title in ("Down", "Up", "Pane left", "Back") for title in titles)
 
 
 def test_q_quits(fixed):
@@ -823,3 +834,29 @@ def test_a_running_step_shows_a_spinner_and_its_elapsed_time(fixed, tmp_path):
     assert took[-1].endswith("s") and took[-1] != took[0]  # the elapsed time grows
     assert "1 agent running · " in header
     assert after == root.location  # back to the root once it ended
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_every_view_fits_the_terminal(fixed, size):
+    """At 80x24 the panes stack and the step's output still has rows; the footer always shows
+    `?` and `q` and no more than the keys that apply; the help fits on one screen."""
+    from textual.widgets._footer import FooterKey
+
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await select_thread(app, pilot, ids["solve"])
+        output_rows = app.query_one("#step-output").parent.size.height
+        footer = [key.key for key in app.screen.query(FooterKey)]
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+        dialog = app.screen.query_one(".dialog")
+        fits = dialog.region.bottom <= size[1] and dialog.region.right <= size[0]
+        return app.has_class("-narrow"), output_rows, footer, fits
+
+    narrow, output_rows, footer, fits = run_app(root, script, size=size)
+    assert narrow == (size[0] < 110)
+    assert output_rows >= 3
+    assert "question_mark" in footer and "q" in footer and len(footer) <= 9
+    assert fits

@@ -15,15 +15,21 @@ import re
 from pathlib import Path
 
 import pytest
-from tui_capture import capture, normalize  # noqa: E402
+from tui_capture import SIZE, SMALL, capture, normalize  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "snapshots"
-VIEWS = ["workflows", "threads", "attempt", "cas"]
+VIEWS = ["workflows", "threads", "attempt", "cas", "help"]
+SIZES = {"": SIZE, "-80x24": SMALL}  # golden file suffix -> terminal size
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory):
-    return capture(VIEWS, str(tmp_path_factory.mktemp("snapshots")))
+    """Every view at 160x48 and at 80x24, keyed like the golden files ("threads", "threads-80x24")."""
+    taken = {}
+    for suffix, size in SIZES.items():
+        for view, svg in capture(VIEWS, str(tmp_path_factory.mktemp("snapshots")), size=size).items():
+            taken[f"{view}{suffix}"] = svg
+    return taken
 
 
 def _visible_text(svg: str) -> list[str]:
@@ -31,7 +37,7 @@ def _visible_text(svg: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", line) for line in svg.split("<text") if "textLength" in line]
 
 
-@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("view", [f"{view}{suffix}" for suffix in SIZES for view in VIEWS])
 def test_view_matches_snapshot(shots, view):
     svg = normalize(shots[view])
     golden = GOLDEN / f"{view}.svg"

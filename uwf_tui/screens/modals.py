@@ -136,18 +136,36 @@ class TextInputScreen(ModalScreen["str | None"]):
 
 
 class HelpScreen(ModalScreen[None]):
+    """Every key on one screen, even at 80x24: grouped by view, one line per group."""
+
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
 
-    def __init__(self, rows: list[tuple[str, str]]) -> None:
+    def __init__(self, groups: list[tuple[str, list[tuple[str, str]]]]) -> None:
         super().__init__()
-        self.rows = rows
+        self.groups = groups  # (group, [(key, what it does)])
 
     def compose(self) -> ComposeResult:
-        lines = ["# uwf-tui keys", "", "| key | action |", "|---|---|"]
-        lines += [f"| `{key}` | {description} |" for key, description in self.rows]
-        lines += ["", "Also in the command palette (ctrl+p). Esc closes this help."]
-        with VerticalScroll(classes="dialog wide"):
-            yield Markdown("\n".join(lines))
+        from rich.text import Text
+
+        text = Text()
+        text.append("uwf-tui keys", style="bold")
+        text.append("   (esc closes)\n", style="dim")
+        for group, keys in self.groups:
+            text.append(f"\n{group:<10}", style="bold cyan")
+            width = 10
+            for index, (key, what) in enumerate(keys):
+                item = f"{key} {what}"
+                if index and width + len(item) + 3 > 70:
+                    text.append("\n" + " " * 10)
+                    width = 10
+                elif index:
+                    text.append(" · ", style="dim")
+                    width += 3
+                text.append(key, style="bold yellow")
+                text.append(f" {what}")
+                width += len(item)
+        with Vertical(classes="dialog help"):
+            yield Static(text, id="help-text")
 
     def action_close(self) -> None:
         self.dismiss(None)

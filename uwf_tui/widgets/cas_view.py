@@ -10,6 +10,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
@@ -22,6 +23,9 @@ LOADING = "loading…"
 
 
 class CasView(Horizontal):
+    # Shown in the footer only here; the app's `g` works in every view.
+    BINDINGS = [Binding("g", "app.goto_hash", "Go to hash")]
+
     def __init__(self, repo: Repo, **kwargs) -> None:
         super().__init__(**kwargs)
         self.repo = repo
