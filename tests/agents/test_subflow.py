@@ -73,7 +73,7 @@ def test_subflow_runs_develop_as_the_developer(uwf, root_dir, workflows):
 
     steps = uwf("thread", "steps", parent).json()
     assert [s["role"] for s in steps] == ["planner", "developer", "reviewer", "developer", "reviewer"]
-    assert [s["agent"] for s in steps] == ["uwf-script", "uwf-subflow", "uwf-script", "uwf-subflow", "uwf-script"]
+    assert [s["agent"] for s in steps] == ["uwf-script", "sub", "uwf-script", "sub", "uwf-script"]  # the alias config.yaml gives it
     coder_final = script_outputs("develop", "coder")[-1]
     for step in (steps[1], steps[3]):
         # the child's outputs merged (later steps win), kept to the developer schema's properties
@@ -96,7 +96,7 @@ def test_subflow_runs_develop_as_the_developer(uwf, root_dir, workflows):
         else:
             payload = step_details(root, step["hash"]).detail
         assert payload["protocol"] == "subflow"
-        assert payload["agent"] == "uwf-subflow"
+        assert payload["agent"] == "sub"  # recorded under its config alias
         assert payload["extract"] == "json"
         assert payload["corrections"] == 0
         assert payload["childWorkflow"] == workflows["develop"]

@@ -165,3 +165,18 @@ def test_stderr_excerpts_start_at_a_boundary():
     assert cut.startswith("…word") and len(cut) <= 61
     assert excerpt_end("short", 60) == "short"
     assert excerpt_end("x" * 100, 10) == "…" + "x" * 10  # no boundary at all: cut anyway
+
+
+def test_a_step_is_recorded_under_the_alias_it_ran_as(uwf, tmp_path):
+    """The StepNode, runs.jsonl and the views all name the agent as config.yaml does."""
+    script = tmp_path / "script.yaml"
+    script.write_text("analyst:\n  - |\n    ---\n    thesis: t\n    keyPoints: [a]\n    ---\n")
+    assert uwf("agent", "add", "researcher", "--protocol", "step", "--", "uwf-script", "--script", str(script)).code == 0
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    thread = uwf("thread", "start", "analyze-topic", "-p", "x").json()["thread"]
+    assert uwf("thread", "step", thread, "--agent", "researcher").json()["agent"] == "researcher"
+    assert uwf("thread", "steps", thread).json()[-1]["agent"] == "researcher"
+    assert uwf("thread", "runs", thread).json()[-1]["agent"] == "researcher"
+    other = uwf("thread", "start", "analyze-topic", "-p", "y").json()["thread"]
+    assert uwf("thread", "step", other, "--agent", f"uwf-script --script {script}").code == 0
+    assert uwf("thread", "steps", other).json()[-1]["agent"] == "uwf-script"  # a bare command line: the agent's own name

@@ -175,7 +175,7 @@ def run_agent(
             from ..config.env import env_with_secrets
 
             fallback = fallback_for(repo.config, env_with_secrets(repo.env_values), secrets=repo.secrets)
-        step = complete_step(ctx, answer, agent_label=name, started_ms=started, continue_=continue_, fallback=fallback)
+        step = complete_step(ctx, answer, agent_label=_agent_label(name), started_ms=started, continue_=continue_, fallback=fallback)
     except UwfError as exc:
         sys.stderr.write(f"{name}: error: {' '.join(exc.message.split())}\n")
         return 1
@@ -183,3 +183,10 @@ def run_agent(
         return 130
     sys.stdout.write(step + "\n")
     return 0
+
+
+def _agent_label(name: str) -> str:
+    """The name the step is recorded under: the config alias uwf ran this agent as (so the
+    StepNode, runs.jsonl and every view agree), else the agent's own name."""
+    alias = os.environ.get("UWF_AGENT")
+    return alias if alias and os.environ.get("UWF_THREAD") else name

@@ -104,6 +104,10 @@ class AgentCall:
             UWF_HEAD=self.info.head,
             UWF_WORKFLOW=self.workflow.hash or "",
         )
+        if self.resolved.alias:
+            env["UWF_AGENT"] = self.resolved.label  # the kit records the step under the user's name for it
+        else:
+            env.pop("UWF_AGENT", None)
         if self.decision.instruction:
             env["UWF_INSTRUCTION"] = self.decision.instruction
         else:

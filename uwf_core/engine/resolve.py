@@ -26,7 +26,8 @@ class ResolvedAgent:
     timeout: float | None = None
     env: dict[str, str] = field(default_factory=dict)
     secrets: tuple[str, ...] = ()  # .env keys the agent's entry names
-    source: str = "--agent"  # where the choice came from, for error messages
+    source: str = "--agent"
+    alias: bool = False  # named in config.yaml: the name every record of the step uses  # where the choice came from, for error messages
 
 
 def parse_assignments(items: list[str], what: str = "ROLE=AGENT") -> dict[str, str]:
@@ -92,4 +93,5 @@ def _from_alias(agent: AgentConfig, source: str) -> ResolvedAgent:
         env=dict(agent.env),
         secrets=agent.secrets,
         source=f"agent '{agent.name}' ({source})",
+        alias=True,
     )
