@@ -180,3 +180,51 @@ def test_a_step_is_recorded_under_the_alias_it_ran_as(uwf, tmp_path):
     other = uwf("thread", "start", "analyze-topic", "-p", "y").json()["thread"]
     assert uwf("thread", "step", other, "--agent", f"uwf-script --script {script}").code == 0
     assert uwf("thread", "steps", other).json()[-1]["agent"] == "uwf-script"  # a bare command line: the agent's own name
+
+
+def _setup_on_a_terminal(root_dir, answers: list[str]) -> str:
+    """Run `uwf setup` with a pseudo-terminal as its controlling terminal (getpass reads
+    /dev/tty), typing each answer when its question appears; returns the whole transcript."""
+    import os
+    import pty
+    import select
+
+    from conftest import _uwf_command
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: uwf setup on the terminal
+        os.environ["UWF_STORAGE_ROOT"] = str(root_dir)
+        command = _uwf_command()
+        os.execv(command[0], [*command, "setup"])
+    transcript = b""
+    pending = list(answers)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            transcript += chunk
+            if pending and transcript.rstrip().endswith((b":", b"]:")):
+                os.write(fd, pending.pop(0).encode() + b"\r")
+    os.waitpid(pid, 0)
+    return transcript.decode("utf-8", "replace")
+
+
+def test_interactive_setup_can_skip_each_part_and_asks_for_the_default_agent(root_dir):
+    transcript = _setup_on_a_terminal(root_dir, ["local", "http://127.0.0.1:9/v1", "", "fake-model", "claude, llm", ""])
+    assert "blank: skip the LLM setup" in transcript and "no key stored" in transcript
+    assert "Default agent (claude, llm, uwf-builtin" in transcript
+    config = (root_dir / "config.yaml").read_text()
+    assert 'defaultAgent: "claude"' in config and "llm:" in config
+    assert not (root_dir / ".env").exists()  # no key was given, so none is written
+
+
+def test_interactive_setup_skipped_entirely_writes_no_provider(root_dir):
+    transcript = _setup_on_a_terminal(root_dir, ["", ""])
+    assert "Base URL" not in transcript and "Default agent" not in transcript
+    assert "\nproviders:" not in (root_dir / "config.yaml").read_text()

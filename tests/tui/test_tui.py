@@ -860,3 +860,16 @@ def test_every_view_fits_the_terminal(fixed, size):
     assert output_rows >= 3
     assert "question_mark" in footer and "q" in footer and len(footer) <= 9
     assert fits
+
+
+def test_an_empty_root_says_what_to_do_next(tmp_path):
+    from uwf_core.api import Repo
+
+    empty = Repo.open(str(tmp_path / "empty"))
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        return str(app.query_one("#step-output").render())
+
+    text = run_app(empty, script, size=(80, 24))
+    assert "No threads yet" in text and "uwf-tui --demo" in text and "uwf setup" in text

@@ -50,7 +50,10 @@ def cmd_setup(args) -> int:
     if not flags:
         if not sys.stdin.isatty():
             raise UwfError("uwf setup needs flags when not run on a terminal (see `uwf setup --help`)")
-        request = _ask(request)
+        try:
+            request = _ask(request)
+        except EOFError:
+            raise UwfError("setup cancelled (end of input); nothing was written") from None
     repo = repo_of(args)
     config = apply_setup(repo, request)
     note(f"wrote {repo.backend.config.location}" + (f" and {repo.env_path}" if request.api_key else ""))
@@ -59,6 +62,7 @@ def cmd_setup(args) -> int:
 
 
 def _ask(request):
+    """The questions, each skippable with a blank answer; nothing is written until all are answered."""
     import getpass
 
     from ..config.presets import PRESETS
@@ -68,13 +72,17 @@ def _ask(request):
         answer = input(f"{question}{shown}: ").strip()
         return answer or default
 
-    request.provider = ask("Provider name (blank to skip the LLM setup)", "openrouter") or None
+    note("every question can be skipped with a blank answer; nothing is written until the end")
+    request.provider = ask("LLM provider name, for uwf-builtin and the extract fallback (blank: skip the LLM setup)") or None
     if request.provider:
         request.base_url = ask("Base URL (OpenAI-compatible)", "https://openrouter.ai/api/v1")
-        request.api_key = getpass.getpass("API key (stored in .env, not shown): ").strip() or None
-        request.model = ask("Model name", "anthropic/claude-sonnet-4") or None
+        request.api_key = getpass.getpass("API key (stored in .env, mode 0600; not shown; blank: add it later): ").strip() or None
+        if request.api_key is None:
+            note(f"no key stored: put it in .env later with `uwf setup --provider {request.provider} --api-key KEY`")
+        request.model = ask("Model name at the provider (blank: none yet)") or None
     presets = ask(f"Agent CLIs to add ({', '.join(PRESETS)}; comma-separated, blank for none)")
     request.presets = [name.strip() for name in presets.split(",") if name.strip()]
-    if request.presets:
-        request.default_agent = ask("Default agent", request.presets[0])
+    choices = [*request.presets, *(["uwf-builtin"] if request.model else [])]
+    if choices:
+        request.default_agent = ask(f"Default agent ({', '.join(choices)}; blank for none)", choices[0]) or None
     return request

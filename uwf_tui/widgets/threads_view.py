@@ -53,6 +53,7 @@ class ThreadsView(Horizontal):
         self.selected_thread: str | None = None
         self.selected_step: str | None = None
         self.running_since: int | None = None  # ms: when the selected thread's running step began
+        self.welcomed = False
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
         self.thread_table = DataTable(id="threads", cursor_type="row", zebra_stripes=True)
         self.timeline_table = DataTable(id="timeline", cursor_type="row")
@@ -113,6 +114,8 @@ class ThreadsView(Horizontal):
             if info.problem:
                 self.app.show_damage(f"thread {info.thread}: {info.problem}")
         self.infos = {info.thread: info for info in infos}
+        if not infos:
+            self.show_first_run()
         table = self.thread_table
         keep = self.selected_thread
         table.clear()
@@ -150,6 +153,41 @@ class ThreadsView(Horizontal):
         elif self.selected_thread:
             # The head moved, a step started or ended: redraw the timeline.
             self.select_thread(self.selected_thread)
+
+    def show_first_run(self) -> None:
+        """An empty root says exactly what to do next, in the pane a thread's output would fill."""
+        from uwf_core.api import list_workflows
+
+        try:
+            workflows = list_workflows(self.repo)
+            agent = self.repo.config.default_agent
+        except UwfError:
+            return  # the damage banner says what is wrong
+        text = Text()
+        text.append("No threads yet.\n\n", style="bold")
+        if workflows:
+            text.append("• Press ", style="")
+            text.append("n", style="bold yellow")
+            text.append(f" to start one from a workflow ({', '.join(entry.name for entry in workflows[:4])}).\n")
+        else:
+            text.append("• No workflows here: register one with ")
+            text.append("uwf workflow put FILE", style="bold")
+            text.append(",\n  or try the demo, the examples stepping offline: ")
+            text.append("uwf-tui --demo", style="bold")
+            text.append("\n")
+        if not agent:
+            text.append("• No agent is configured to step threads: ")
+            text.append("uwf setup", style="bold")
+            text.append("\n  (e.g. ")
+            text.append("uwf setup --agent-preset claude --default-agent claude", style="bold")
+            text.append("; `uwf agent presets` lists the others).\n")
+        text.append("\n? shows every key.", style="dim")
+        if not self.welcomed:  # once, where a short terminal shows it whole
+            self.welcomed = True
+            hint = "n starts one" if workflows else "`uwf-tui --demo` opens the examples"
+            self.app.notify(f"{hint}{'' if agent else '; `uwf setup` configures an agent'}. ? shows every key.", title="No threads yet", timeout=12)
+        self.query_one("#thread-title", Static).update(Text("welcome to uwf", style="bold"))
+        self.query_one("#step-output", Static).update(text)
 
     @work(thread=True, exclusive=True, group="counts", exit_on_error=False)
     def count_steps(self, infos: list[ThreadInfo]) -> None:
