@@ -873,3 +873,28 @@ def test_an_empty_root_says_what_to_do_next(tmp_path):
 
     text = run_app(empty, script, size=(80, 24))
     assert "No threads yet" in text and "uwf-tui --demo" in text and "uwf setup" in text
+
+
+def test_the_graph_scrolls_sideways_and_colours_each_edge_with_its_label(fixed):
+    """A graph wider than its pane (triage-bug at 60 columns) scrolls instead of being clipped; each
+    labelled edge's label and lines share a colour of their own."""
+    from uwf_core.api import load_workflow
+    from uwf_tui.widgets.graph_layout import render_graph_rich
+
+    root, _ = fixed
+    drawing = render_graph_rich(load_workflow(root, "triage-bug"))
+    label_colours = {str(span.style) for span in drawing.spans if str(span.style).startswith("bold ") and "cyan" not in str(span.style) and "magenta" not in str(span.style) and "white" not in str(span.style)}
+    assert len(label_colours) >= 3  # several labelled edges, several colours
+
+    async def script(app, pilot):
+        await pilot.press("1")
+        await pilot.pause(0.2)
+        table = app.query_one("#workflows")
+        table.move_cursor(row=table.get_row_index("triage-bug"))
+        await pilot.pause(0.4)
+        scroll = app.query_one("#graph-scroll")
+        graph = app.query_one("#graph")
+        return scroll.size.width, graph.size.width, scroll.max_scroll_x
+
+    view_width, graph_width, max_scroll = run_app(root, script, size=(60, 24))
+    assert graph_width > view_width and max_scroll > 0

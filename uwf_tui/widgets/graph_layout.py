@@ -21,6 +21,7 @@ LINE_CHARS = {
 }
 BOX_HEIGHT = 3
 GAP = 4
+EDGE_COLOURS = ["yellow", "green", "bright_blue", "magenta", "dark_orange", "bright_cyan", "orchid", "chartreuse3"]
 
 
 @dataclass
@@ -38,12 +39,16 @@ class Canvas:
     lines: dict[tuple[int, int], int] = field(default_factory=dict)
     text: dict[tuple[int, int], str] = field(default_factory=dict)
     kinds: dict[tuple[int, int], str] = field(default_factory=dict)  # for colouring: box, label, arrow
+    owners: dict[tuple[int, int], int] = field(default_factory=dict)  # line or label cell -> its edge's number
+    pen: int | None = None  # the edge being drawn: its lines, label and arrow share a colour
 
     def put(self, x: int, y: int, value: str, kind: str = "") -> None:
         for offset, char in enumerate(value):
             self.text[(x + offset, y)] = char
             if kind:
                 self.kinds[(x + offset, y)] = kind
+            if self.pen is not None and kind in ("label", "arrow"):
+                self.owners[(x + offset, y)] = self.pen
         self.width = max(self.width, x + len(value))
         self.height = max(self.height, y + 1)
 
@@ -61,6 +66,8 @@ class Canvas:
 
     def link(self, x: int, y: int, bits: int) -> None:
         self.lines[(x, y)] = self.lines.get((x, y), 0) | bits
+        if self.pen is not None:
+            self.owners.setdefault((x, y), self.pen)  # at a crossing the first edge keeps its colour
         self.width = max(self.width, x + 1)
         self.height = max(self.height, y + 1)
 
@@ -78,22 +85,24 @@ class Canvas:
             bits = (W if x > left else 0) | (E if x < right else 0)
             self.link(x, y, bits or E | W)
 
-    def cells(self) -> list[list[tuple[str, str]]]:
+    def cells(self) -> list[list[tuple[str, str, int | None]]]:
+        """Each cell as (character, kind, the number of the edge it belongs to or None)."""
         rows = []
         for y in range(self.height):
             row = []
             for x in range(self.width):
+                owner = self.owners.get((x, y))
                 if (x, y) in self.text:
-                    row.append((self.text[(x, y)], self.kinds.get((x, y), "")))
+                    row.append((self.text[(x, y)], self.kinds.get((x, y), ""), owner))
                 elif (x, y) in self.lines:
-                    row.append((LINE_CHARS.get(self.lines[(x, y)], "┼"), "line"))
+                    row.append((LINE_CHARS.get(self.lines[(x, y)], "┼"), "line", owner))
                 else:
-                    row.append((" ", ""))
+                    row.append((" ", "", None))
             rows.append(row)
         return rows
 
     def render(self) -> str:
-        return "\n".join("".join(char for char, _ in row).rstrip() for row in self.cells()).rstrip("\n")
+        return "\n".join("".join(char for char, _, _ in row).rstrip() for row in self.cells()).rstrip("\n")
 
 
 def _edges(workflow: Workflow) -> list[Edge]:
@@ -198,7 +207,8 @@ def layout(workflow: Workflow) -> Canvas:
             turn += 1
     lane_x = total + 2
     labelled: list[tuple[Edge, int, int, int, int]] = []
-    for edge in edges:
+    for number, edge in enumerate(edges):
+        canvas.pen = number if edge.label else None
         sx, turn = out_ports[id(edge)], out_row[id(edge)]
         tx, target_y = in_ports[id(edge)], boxes[edge.target][1]
         canvas.vline(sx, boxes[edge.source][1] + BOX_HEIGHT, turn)
@@ -218,12 +228,14 @@ def layout(workflow: Workflow) -> Canvas:
             lane_x += max(6, len(edge.label) + 4)
         canvas.put(tx, target_y - 1, "▼", "arrow")
     for edge, sx, tx, turn, target_y in labelled:
+        canvas.pen = edges.index(edge)
         # Beside the segment into the target, else beside the one out of the source.
         rows = list(range(turn, target_y - 1)) + [turn - 1]
         spots = [(tx + 2, row) for row in rows] + [(tx - len(edge.label) - 1, row) for row in rows]
         spots += [(sx + 2, row) for row in rows] + [(sx - len(edge.label) - 1, row) for row in rows]
         spots += [(x, row) for row in rows for x in range(max(sx, tx) + 3, canvas.width + 2)]
         canvas.put_free(spots, edge.label)
+    canvas.pen = None
     for name, (x, y, width) in boxes.items():
         _draw_box(canvas, name, x, y, width)
     return canvas
@@ -274,19 +286,24 @@ def render_graph(workflow: Workflow) -> str:
 
 
 def render_graph_rich(workflow: Workflow):
-    """The same drawing as a Rich Text, boxes, labels and arrows coloured."""
+    """The same drawing as a Rich Text: boxes coloured by kind, and each labelled edge (its
+    lines, its arrow and its label) in a colour of its own, so a label reads with its edge."""
     from rich.text import Text
 
     styles = {"box": "bold cyan", "terminal": "bold magenta", "label": "yellow", "arrow": "bold white", "line": "grey62"}
     text = Text()
     rows = layout(workflow).cells()
-    while rows and all(char == " " for char, _ in rows[-1]):
+    while rows and all(char == " " for char, _, _ in rows[-1]):
         rows.pop()
     for index, row in enumerate(rows):
         if index:
             text.append("\n")
         while row and row[-1][0] == " ":
             row.pop()
-        for char, kind in row:
-            text.append(char, styles.get(kind, ""))
+        for char, kind, owner in row:
+            if owner is not None and kind in ("line", "label", "arrow"):
+                colour = EDGE_COLOURS[owner % len(EDGE_COLOURS)]
+                text.append(char, f"bold {colour}" if kind != "line" else colour)
+            else:
+                text.append(char, styles.get(kind, ""))
     return text

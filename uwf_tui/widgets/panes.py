@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textual.containers import VerticalScroll
+from textual.containers import ScrollableContainer
 from textual.widget import Widget
 from textual.widgets import TabbedContent
 
@@ -12,7 +12,7 @@ def active_scroll(tabs: TabbedContent) -> Widget:
     pane = tabs.get_pane(tabs.active) if tabs.active else None
     if pane is None:
         return tabs
-    found = pane.query(VerticalScroll)
+    found = pane.query(ScrollableContainer)  # VerticalScroll is one too
     return found.first() if found else pane
 
 

@@ -8,7 +8,7 @@ import json
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from uwf_core.api import Repo, UwfError, Workflow, field_order, list_workflows, workflow_of, workflow_source
@@ -31,7 +31,7 @@ class WorkflowsView(Horizontal):
             yield DataTable(id="workflows", cursor_type="row", zebra_stripes=True)
         with TabbedContent(id="workflow-tabs"):
             with TabPane("Graph", id="tab-graph"):
-                yield VerticalScroll(Static("", id="graph"), id="graph-scroll")
+                yield ScrollableContainer(Static("", id="graph"), id="graph-scroll")  # scrolls sideways too: never clipped
             with TabPane("Roles", id="tab-roles"):
                 yield VerticalScroll(Static("", id="roles"))
             with TabPane("YAML", id="tab-yaml"):
