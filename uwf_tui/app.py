@@ -43,11 +43,11 @@ SHORT_ROWS = 34
 HELP = [
     ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS"), ("tab", "next view")]),
     ("Threads", [("s", "step"), ("r", "run to the end"), ("x", "cancel its agent"), ("K", "kill (asks)"), ("n", "new thread"),
-                 ("f", "fork the step"), ("e", "edit its output and fork"), ("/", "filter")]),
+                 ("f", "fork the step"), ("e", "edit its output and fork")]),
     ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
     ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
     ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
-    ("Moving", [("j/k", "down/up or scroll"), ("h/l", "pane left/right")]),
+    ("Moving", [("j/k", "down/up or scroll"), ("h/l", "pane left/right"), ("/", "filter this view's list")]),
     ("Anywhere", [("?", "this help"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
 ]
 THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
@@ -70,7 +70,7 @@ class UwfApp(App):
         Binding("e", "edit", "Edit", id="edit", tooltip="edit the selected step's output and fork from it"),
         Binding("K", "kill", "Kill", id="kill", tooltip="kill the selected thread (asks first)"),
         Binding("n", "new_thread", "New", id="new-thread", tooltip="start a thread: pick a workflow, type a prompt"),
-        Binding("slash", "filter", "Filter", show=False, id="filter", tooltip="filter the thread list"),
+        Binding("slash", "filter", "Filter", show=False, id="filter", tooltip="filter the list of the current view"),
         Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("k", "cursor_up", "Up", show=False, id="up"),
@@ -455,9 +455,8 @@ class UwfApp(App):
         self.push_screen(NewThreadScreen(names, selected, start), started)
 
     def action_filter(self) -> None:
-        if self.current_view != "threads":
-            self.action_view("threads")
-        self.threads_view.toggle_filter()
+        """`/` filters the list of the view you are in (threads, workflows, the CAS roots)."""
+        self.view_widget.toggle_filter()
 
     def action_goto_hash(self) -> None:
         def chosen(value: str | None) -> None:

@@ -898,3 +898,31 @@ def test_the_graph_scrolls_sideways_and_colours_each_edge_with_its_label(fixed):
 
     view_width, graph_width, max_scroll = run_app(root, script, size=(60, 24))
     assert graph_width > view_width and max_scroll > 0
+
+
+@pytest.mark.parametrize(("view", "table", "needle"), [("1", "#workflows", "triage"), ("3", "#cas-tree", "triage")])
+def test_slash_filters_the_list_of_the_current_view(fixed, view, table, needle):
+    root, ids = fixed
+
+    def count(app) -> int:
+        widget = app.query_one(table)
+        if table == "#cas-tree":
+            return sum(len(branch.children) for branch in widget.root.children[:2])
+        return widget.row_count
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await pilot.press(view)
+        await pilot.pause(0.3)
+        before = count(app)
+        await pilot.press("slash", *needle)
+        await pilot.pause(0.4)
+        filtered = count(app)
+        still = app.current_view
+        await pilot.press("escape")
+        await pilot.pause(0.4)
+        return before, filtered, count(app), still
+
+    before, filtered, after, still = run_app(root, script)
+    assert filtered < before and filtered >= 1 and after == before
+    assert still == {"1": "workflows", "3": "cas"}[view]  # it filtered here, not in the threads view

@@ -11,8 +11,8 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Static, Tree
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from uwf_core.api import Repo, UwfError, list_threads, list_workflows
@@ -32,11 +32,14 @@ class CasView(Horizontal):
         self.store = repo.nodes
         self.titles: dict[str, str] = {}
         self.shown: str | None = None
+        self.filter_text = ""
 
     def compose(self) -> ComposeResult:
         tree: Tree[str] = Tree("CAS", id="cas-tree")
         tree.show_root = False
-        yield tree
+        with Vertical(id="cas-tree-pane"):
+            yield Input(placeholder="filter the threads and workflows (id, name, hash)", id="cas-filter", classes="hidden")
+            yield tree
         with VerticalScroll(id="cas-node-scroll"):
             yield Static("Select a node; enter opens it. g goes to a hash.", id="cas-node")
 
@@ -48,10 +51,34 @@ class CasView(Horizontal):
 
     def back(self) -> bool:
         panes = self.panes()
+        box = self.query_one("#cas-filter", Input)
         if self.app.focused is panes[1]:
             panes[0].focus()
-            return True
-        return False
+        elif self.filter_text or not box.has_class("hidden"):
+            box.value = ""
+            box.add_class("hidden")
+            self.filter_text = ""
+            self.refresh_roots()
+            panes[0].focus()
+        else:
+            return False
+        return True
+
+    def toggle_filter(self) -> None:
+        box = self.query_one("#cas-filter", Input)
+        box.remove_class("hidden")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "cas-filter":
+            self.filter_text = event.value.strip()
+            self.refresh_roots()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "cas-filter":
+            if not event.value.strip():
+                event.input.add_class("hidden")
+            self.query_one("#cas-tree", Tree).focus()
 
     def reload(self) -> None:
         tree = self.query_one("#cas-tree", Tree)
@@ -70,8 +97,11 @@ class CasView(Horizontal):
 
     def fill_roots(self) -> None:
         threads, workflows = self.threads_branch, self.workflows_branch
+        needle = self.filter_text.lower()
         try:
             for info in list_threads(self.repo, include_archived=True)[:MAX_THREADS]:
+                if needle not in f"{info.thread} {info.head}".lower():
+                    continue
                 state = "" if info.active else f" ({info.reason})"
                 self._add_ref(threads, info.head, prefix=f"{info.thread[:10]}{state} → ")
         except UwfError as exc:
@@ -79,7 +109,8 @@ class CasView(Horizontal):
             self.app.show_damage(exc.message)
         try:
             for entry in list_workflows(self.repo):
-                self._add_ref(workflows, entry.hash, prefix=f"{entry.name} → ")
+                if needle in f"{entry.name} {entry.hash}".lower():
+                    self._add_ref(workflows, entry.hash, prefix=f"{entry.name} → ")
         except UwfError as exc:
             workflows.add_leaf(Text(exc.message, style="red"))
             self.app.show_damage(exc.message)

@@ -9,7 +9,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
-from textual.widgets import DataTable, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane
 
 from uwf_core.api import Repo, UwfError, Workflow, field_order, list_workflows, workflow_of, workflow_source
 
@@ -25,9 +25,11 @@ class WorkflowsView(Horizontal):
         self.store = repo.nodes
         self.selected: str | None = None
         self.workflow: Workflow | None = None
+        self.filter_text = ""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="workflow-list-pane"):
+            yield Input(placeholder="filter workflows (name, hash)", id="workflow-filter", classes="hidden")
             yield DataTable(id="workflows", cursor_type="row", zebra_stripes=True)
         with TabbedContent(id="workflow-tabs"):
             with TabPane("Graph", id="tab-graph"):
@@ -53,10 +55,34 @@ class WorkflowsView(Horizontal):
 
     def back(self) -> bool:
         panes = self.panes()
-        if self.app.focused is not None and self.app.focused is not panes[0]:
+        box = self.query_one("#workflow-filter", Input)
+        if self.app.focused is not None and self.app.focused not in (panes[0], box):
             panes[0].focus()
-            return True
-        return False
+        elif self.filter_text or not box.has_class("hidden"):
+            box.value = ""
+            box.add_class("hidden")
+            self.filter_text = ""
+            self.reload()
+            panes[0].focus()
+        else:
+            return False
+        return True
+
+    def toggle_filter(self) -> None:
+        box = self.query_one("#workflow-filter", Input)
+        box.remove_class("hidden")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "workflow-filter":
+            self.filter_text = event.value.strip()
+            self.reload()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "workflow-filter":
+            if not event.value.strip():
+                event.input.add_class("hidden")
+            self.query_one("#workflows", DataTable).focus()
 
     def names(self) -> list[str]:
         try:
@@ -75,6 +101,8 @@ class WorkflowsView(Horizontal):
             return
         keep = self.selected
         table.clear()
+        needle = self.filter_text.lower()
+        entries = [entry for entry in entries if needle in f"{entry.name} {entry.hash}".lower()]
         for entry in entries:
             try:
                 roles = str(len(workflow_of(self.repo, entry.hash).roles))
@@ -82,7 +110,10 @@ class WorkflowsView(Horizontal):
                 roles = "?"
             table.add_row(Text(entry.name, style="bold"), short(entry.hash, 13), roles, str(1 + len(entry.history)), key=entry.name)
         if not entries:
-            self.query_one("#graph", Static).update("No workflows yet: `uwf workflow put FILE`, or start with `uwf-tui --demo`.")
+            empty = f"No workflow matches '{self.filter_text}' (esc clears the filter)." if needle else (
+                "No workflows yet: `uwf workflow put FILE`, or start with `uwf-tui --demo`."
+            )
+            self.query_one("#graph", Static).update(empty)
             return
         target = keep if keep in table.rows else entries[0].name
         table.move_cursor(row=table.get_row_index(target))
