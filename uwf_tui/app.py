@@ -492,7 +492,8 @@ class UwfApp(App):
         if result.ok:
             self.notify(f"agent '{result.agent}' ok in {result.seconds:.1f}s (answered {result.answer!r})", title="agent test")
         else:
-            detail = f"\nstderr: {result.stderr_first_line}" if result.stderr_first_line else ""
+            first = result.stderr_first_line
+            detail = f"\nstderr: {first}" if first and first not in (result.error or "") else ""
             self.notify(f"{result.error}{detail}", title=f"agent '{result.agent}' failed", severity="error", timeout=15)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

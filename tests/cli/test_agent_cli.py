@@ -228,3 +228,11 @@ def test_interactive_setup_skipped_entirely_writes_no_provider(root_dir):
     transcript = _setup_on_a_terminal(root_dir, ["", ""])
     assert "Base URL" not in transcript and "Default agent" not in transcript
     assert "\nproviders:" not in (root_dir / "config.yaml").read_text()
+
+
+def test_the_demo_scripted_agent_passes_its_check(uwf):
+    """The demo's agent is `uwf-script --script-dir examples`: examples/ has the check's script."""
+    assert uwf("setup", "--agent", f"script=uwf-script --script-dir {EXAMPLES}").code == 0
+    result = uwf("agent", "test", "script")
+    assert result.code == 0, result
+    assert result.json()["answer"] == "pong"
