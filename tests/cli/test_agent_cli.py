@@ -236,3 +236,9 @@ def test_the_demo_scripted_agent_passes_its_check(uwf):
     result = uwf("agent", "test", "script")
     assert result.code == 0, result
     assert result.json()["answer"] == "pong"
+
+
+def test_an_agent_that_fails_on_stdout_is_quoted_from_stdout(uwf):
+    assert _add(uwf, "quiet", 'echo "Not logged in · Please run /login"; exit 1').code == 0
+    report = uwf("agent", "test", "quiet").json()
+    assert report["error"] == "agent 'quiet' exited with code 1; no stderr; stdout: Not logged in · Please run /login"

@@ -35,7 +35,7 @@ def register(groups, common) -> None:
     remove.add_argument("name")
     test = command(sub, common, "test", cmd_test, "send a tiny prompt through an agent as a real step would; leaves no trace")
     test.add_argument("name", help="an agent alias (or a command line, run with the step protocol)")
-    test.add_argument("--timeout", type=positive_number, metavar="S", help="time limit (default: the entry's timeout, else 120)")
+    test.add_argument("--timeout", type=positive_number, metavar="S", help="time limit (default: the entry's timeout up to 300, else 120)")
 
 
 def cmd_list(args) -> int:

@@ -160,7 +160,11 @@ class AgentCall:
         if self.info.thread not in self.repo.threads.heads():
             raise StepError(f"thread {self.info.thread} was killed while agent '{label}' ran", "killed", tail)
         how = f"was killed by signal {-outcome.exit_code}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
-        suffix = f"; stderr: {excerpt_end(tail, 300)}" if tail else ""
+        if tail:
+            suffix = f"; stderr: {excerpt_end(tail, 300)}"
+        else:  # some CLIs (Claude Code) print their error on stdout
+            out = self.secrets.text(outcome.stdout.strip())
+            suffix = f"; no stderr; stdout: {excerpt_end(out, 300)}" if out else "; it printed nothing"
         raise StepError(f"agent '{label}' {how}{suffix}", "failed", tail)
 
 

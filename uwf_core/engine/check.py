@@ -40,6 +40,7 @@ graph:
 """
 CHECK_PROMPT = "Reply with answer: pong"
 DEFAULT_CHECK_TIMEOUT = 120.0
+MAX_CHECK_TIMEOUT = 300.0  # a preset's 1800 s is for real work; a check that long is a hang
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ class AgentCheck:
 def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_output: OutputCallback | None = None) -> AgentCheck:
     """Step a one-role thread with `agent` (an alias or a command line) in a throwaway root that
     carries this root's config.yaml and .env, so the agent is resolved and given keys exactly as
-    in a real step. `timeout` defaults to the entry's own, else DEFAULT_CHECK_TIMEOUT."""
+    in a real step. `timeout` defaults to the entry's own up to MAX_CHECK_TIMEOUT, else
+    DEFAULT_CHECK_TIMEOUT."""
     from ..repo import Repo
     from ..store.files import atomic_write, read_text
     from ..thread.model import StepNode
@@ -79,7 +81,7 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
     config = repo.config
     resolved = resolve_agent(config, "uwf-agent-check", "check", override=agent)
     if timeout is None:
-        timeout = resolved.timeout or DEFAULT_CHECK_TIMEOUT
+        timeout = min(resolved.timeout, MAX_CHECK_TIMEOUT) if resolved.timeout else DEFAULT_CHECK_TIMEOUT
     scratch = tempfile.mkdtemp(prefix="uwf-agent-check-")
     started = time.monotonic()
     try:
