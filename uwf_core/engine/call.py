@@ -152,7 +152,8 @@ class AgentCall:
         tail = self.secrets.text(outcome.stderr_tail.strip())
         label = self.resolved.label
         if outcome.timed_out:
-            raise StepError(f"agent '{label}' timed out after {self.timeout:g}s; its process group was killed", "timeout", tail)
+            last = f"; its last stderr: {excerpt_end(tail, 200)}" if tail else ""
+            raise StepError(f"agent '{label}' timed out after {self.timeout:g}s; its process group was killed{last}", "timeout", tail)
         if outcome.cancelled:
             raise StepError(f"agent '{label}' was cancelled; its process group was killed", "killed", tail)
         if outcome.exit_code == 0:
