@@ -328,7 +328,7 @@ class UwfApp(App):
             self.notify("cancelled: the agent was stopped; the head did not move", title=f"thread {message.thread[:10]}", severity="warning")
         else:
             self.threads_view.log_line(message.thread, f"■ {message.summary}", "bold green")
-            self.notify(message.summary, title=f"thread {message.thread[:10]}")
+            self.notify(message.summary, title=f"thread {message.thread[:10]}", timeout=3)  # the log keeps it
         self._force_refresh()
 
     def action_cancel(self) -> None:
