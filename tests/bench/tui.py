@@ -1,5 +1,5 @@
 """TUI benchmark (not a test): start-up to first paint, opening a thread with
-1,000 steps, and a CAS of 10,000+ nodes walked and browsed.
+1,000 steps and one with 10,000, and a CAS of 10,000+ nodes walked and browsed.
 
     .venv/bin/python tests/bench/tui.py
 
@@ -61,9 +61,12 @@ def first_paint(root: str, runs: int) -> float:
     return statistics.median(values)
 
 
-async def open_thread(root: str, thread: str) -> tuple[float, float]:
-    """Time until the 1,000-step timeline is on screen, and the longest the UI's event
-    loop was blocked meanwhile (a 10 ms timer's worst lateness: what a keypress would wait)."""
+async def open_thread(root: str, thread: str) -> tuple[float, float, float]:
+    """Time until the timeline's newest step is on screen, the longest the UI's event loop was
+    blocked meanwhile (a 10 ms timer's worst lateness: what a keypress would wait), and the
+    process's peak RSS in MB."""
+    import resource
+
     from uwf_core.api import Repo
     from uwf_tui.app import UwfApp
 
@@ -76,17 +79,19 @@ async def open_thread(root: str, thread: str) -> tuple[float, float]:
         app.set_interval(0.01, lambda: ticks.append(time.perf_counter()))
         await pilot.pause(0.1)
         table = app.query_one("#threads")
+        head = app.threads_view.infos[thread].head
         start = time.perf_counter()
         table.move_cursor(row=table.get_row_index(thread))
         while True:
             await asyncio.sleep(0.005)
             view = app.threads_view
-            if view.timeline is not None and view.timeline.info.thread == thread and app.query_one("#timeline").row_count > 1000:
+            if view.timeline is not None and view.timeline.info.thread == thread and f"step:{head}" in app.query_one("#timeline").rows:
                 break
         elapsed = time.perf_counter() - start
         window = [t for t in ticks if t >= start]
         gaps = [b - a for a, b in zip(window, window[1:])]
-        return elapsed, max(gaps) if gaps else elapsed
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return elapsed, max(gaps) if gaps else elapsed, peak
 
 
 async def expand_head(root: str, head: str) -> float:
@@ -113,6 +118,7 @@ def main() -> None:
     Path(work, "loop.yaml").write_text(WORKFLOW)
     root = os.path.join(work, "root")
     subprocess.run([uwf, "--root", root, "workflow", "put", os.path.join(work, "loop.yaml")], check=True, capture_output=True)
+    huge = build_chain(root, 10000)  # built first: the app opens on the newest thread, and these are timed cold
     thread = build_chain(root, 1000)
     big = build_chain(root, 3400)  # ~10,200 nodes: a step, its output and its detail each
     from uwf_core.api import Repo
@@ -121,7 +127,8 @@ def main() -> None:
     nodes = len(os.listdir(os.path.join(root, "cas")))
     python = median_runs([sys.executable, "-c", "pass"], 10)
     paint = first_paint(root, 5)
-    opened, worst_key = asyncio.run(open_thread(root, thread))
+    opened, worst_key, _ = asyncio.run(open_thread(root, thread))
+    opened_huge, worst_huge, rss_huge = asyncio.run(open_thread(root, huge))
     walk_start = time.perf_counter()
     walked = subprocess.run([uwf, "--root", root, "cas", "walk", heads[big]], check=True, capture_output=True, text=True).stdout.count('"')
     walk = time.perf_counter() - walk_start
@@ -129,6 +136,7 @@ def main() -> None:
     print(f"python -c pass                         {python * 1000:8.1f} ms")
     print(f"uwf-tui start-up to first paint        {paint * 1000:8.1f} ms  ({paint / python:.1f}x python -c pass)")
     print(f"open a thread with 1,000 steps         {opened * 1000:8.1f} ms  (UI blocked at most {worst_key * 1000:.0f} ms at a time)")
+    print(f"open a thread with 10,000 steps        {opened_huge * 1000:8.1f} ms  (UI blocked at most {worst_huge * 1000:.0f} ms; peak RSS {rss_huge:.0f} MB)")
     print(f"uwf cas walk of {walked // 2:,} nodes (store: {nodes:,})  {walk * 1000:8.1f} ms")
     print(f"CAS tree: expand that head (lazy)      {expand * 1000:8.1f} ms")
     shutil.rmtree(work, ignore_errors=True)

@@ -926,3 +926,30 @@ def test_slash_filters_the_list_of_the_current_view(fixed, view, table, needle):
     before, filtered, after, still = run_app(root, script)
     assert filtered < before and filtered >= 1 and after == before
     assert still == {"1": "workflows", "3": "cas"}[view]  # it filtered here, not in the threads view
+
+
+def test_a_long_thread_shows_its_newest_steps_and_more_on_enter(fixed, monkeypatch):
+    """Only the newest TIMELINE_WINDOW steps become rows (a 10,000-step thread stays quick);
+    Enter on the row above them shows more, and the cursor lands on the oldest one shown."""
+    import uwf_tui.widgets.threads_view as threads_view_module
+
+    monkeypatch.setattr(threads_view_module, "TIMELINE_WINDOW", 2)
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await select_thread(app, pilot, ids["solve"])
+        table = app.query_one("#timeline")
+        first = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        table.focus()
+        table.move_cursor(row=table.get_row_index("more:"))
+        await pilot.press("enter")
+        await settle(app, pilot)
+        second = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        cursor = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return first, second, cursor
+
+    first, second, cursor = run_app(root, script)
+    assert [n for n in first if n.isdigit()] == ["4", "5"] and "…" in first
+    assert [n for n in second if n.isdigit()] == ["2", "3", "4", "5"]
+    assert cursor == f"step:{ids['solve_steps'][1]}"

@@ -32,6 +32,7 @@ from ..formatting import STATUS_ICONS, STATUS_STYLES, age, clock, elapsed, short
 from .panes import active_scroll
 
 TIMELINE_BATCH = 100
+TIMELINE_WINDOW = 500  # the newest steps shown at first; a row above them shows more on Enter
 AGE_SECONDS = 5.0
 
 
@@ -54,6 +55,7 @@ class ThreadsView(Horizontal):
         self.selected_step: str | None = None
         self.running_since: int | None = None  # ms: when the selected thread's running step began
         self.welcomed = False
+        self.window = TIMELINE_WINDOW  # how many of the selected thread's newest steps are in the timeline
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
         self.thread_table = DataTable(id="threads", cursor_type="row", zebra_stripes=True)
         self.timeline_table = DataTable(id="timeline", cursor_type="row")
@@ -235,6 +237,12 @@ class ThreadsView(Horizontal):
         kind, _, rest = key.partition(":")
         if kind == "branch":
             self.open_thread(rest)
+        elif kind == "more" and self.timeline is not None:
+            steps = self.timeline.context.steps
+            self.window += TIMELINE_WINDOW
+            first = max(0, len(steps) - self.window)
+            self.selected_step = f"step:{steps[first].hash}"  # the cursor lands on the oldest step now shown
+            self.fill_timeline(self.timeline)
         elif kind in ("step", "start", "attempt", "running"):
             tabs = self.query_one("#step-tabs", TabbedContent)
             if kind in ("attempt", "start"):
@@ -277,6 +285,8 @@ class ThreadsView(Horizontal):
             self.show_entry(event.row_key.value)
 
     def select_thread(self, thread: str) -> None:
+        if thread != self.selected_thread:
+            self.window = TIMELINE_WINDOW
         self.selected_thread = thread
         self.app.refresh_bindings()  # step/run/kill depend on the selected thread
         self.load_timeline(thread)
@@ -318,7 +328,13 @@ class ThreadsView(Horizontal):
         prompt_line = " ".join(context.start.prompt.split())
         table.add_row("", Text("prompt", style="bold magenta"), "", "", "", prompt_line[:64], key=f"start:{context.start_hash}")
         self._add_extras(table, context.start_hash)
-        for number, step in enumerate(context.steps, 1):
+        # A long thread shows its newest steps: rows (and the output nodes their summaries read)
+        # stay bounded however long the chain, and Enter on the row above them shows more.
+        first = max(0, len(context.steps) - self.window)
+        if first:
+            more = f"{first:,} earlier step{'s' if first > 1 else ''}: enter shows {min(first, TIMELINE_WINDOW):,} more"
+            table.add_row("…", Text("earlier", style="dim"), "", "", "", Text(more, style="dim"), key="more:")
+        for number, step in enumerate(context.steps[first:], first + 1):
             if number % TIMELINE_BATCH == 0:
                 await asyncio.sleep(0)
                 if timeline.info.thread != self.selected_thread:
@@ -403,7 +419,9 @@ class ThreadsView(Horizontal):
             output = _attempt_view(attempt) if attempt else ""
             body = (attempt.stderr if attempt else None) or "(no stderr recorded)"
         elif kind == "branch":
-            output = f"Fork: thread {rest}. Select it in the thread list to see its own steps."
+            output = f"Fork: thread {rest}. Enter opens it."
+        elif kind == "more":
+            output = "Earlier steps are not listed yet: enter shows more of them."
         self.query_one("#step-output", Static).update(output)
         self.query_one("#step-body", Static).update(body)
         self.query_one("#step-prompt", Static).update(prompt)
