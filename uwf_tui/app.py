@@ -134,13 +134,15 @@ class UwfApp(App):
             _resolve(answer, None)
 
     def on_resize(self, event) -> None:
+        self._fit(event.size)
+
+    def _fit(self, size) -> None:
         """Below 110 columns the panes stack; below 34 rows the timeline and log shrink."""
-        self.set_class(event.size.width < NARROW_COLUMNS, "-narrow")
-        self.set_class(event.size.height < SHORT_ROWS, "-short")
+        self.set_class(size.width < NARROW_COLUMNS, "-narrow")
+        self.set_class(size.height < SHORT_ROWS, "-short")
 
     def on_mount(self) -> None:
-        self.set_class(self.size.width < NARROW_COLUMNS, "-narrow")
-        self.set_class(self.size.height < SHORT_ROWS, "-short")
+        self._fit(self.size)
         self._signature = self.repo.backend.change_token()
         self.set_interval(self.poll_seconds, self.poll_state)
         self.set_interval(1.0, self.tick)
