@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from uwf_core.encoding import simple_yaml
-from uwf_core.encoding.simple_yaml import YamlSyntaxError, dumps, loads
+from uwf_core.encoding.simple_yaml import _NOT_SUBSET, YamlSyntaxError, _fast_loads, dumps, loads
 
 
 def _stringified(value):
@@ -216,7 +216,7 @@ def test_control_characters_are_written_as_valid_yaml(text):
         ("workflows: {solve: {hash: 0123456789012, timestamp: 5}}\n", {"workflows": {"solve": {"hash": "0123456789012", "timestamp": "5"}}}),
         ("a: b   # a trailing comment\n", {"a": "b"}),
         ("a: 'single quoted'\n", {"a": "single quoted"}),
-        ("list: [x, y]\n", {"list": ["x", "y"]}),
+        ("list: [x, [y]]\n", {"list": ["x", ["y"]]}),  # nested flow: PyYAML's
         ("a: |\n  line one\n  line two\n", {"a": "line one\nline two\n"}),
         ("a: ~\nb: null\nc: true\n", {"a": "~", "b": "null", "c": "true"}),
         ("a: b   \n", {"a": "b"}),
@@ -238,6 +238,7 @@ def test_hand_edited_yaml_outside_the_subset_still_loads(text, expected):
         ("a:\n    b: c\n    d:\n      - e: f\n        g: h\n", {"a": {"b": "c", "d": [{"e": "f", "g": "h"}]}}),
         ("a:\n- b: c\n", {"a": [{"b": "c"}]}),  # list not indented under its key
         ('a: "é"\n', {"a": "é"}),
+        ("list: [x, y]\n", {"list": ["x", "y"]}),  # one-line flow of scalars: the fast reader's
     ],
 )
 def test_hand_edited_yaml_in_other_indentations_loads(text, expected):
@@ -287,3 +288,31 @@ def test_dumps_refuses_what_it_cannot_write():
         dumps({"a": [None]})
     with pytest.raises(TypeError):
         dumps({"a": [{}]})
+
+
+_FLOW_TOKENS = ["x", "-c", "--flag", "a b", "run  twice", '"q, r"', '"\\n"', '"say \\"hi\\""', "-", "--", "1", "k: v", "a:b",
+                "'s'", "[n]", "{m}", "", " ", "#c", "~", "http://h/p", "-1", "? x", "[-c, \"q r\"]", "[a b, -x]", "[]", "[x,]"]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_flow_collections_read_fast_agree_with_base_loader(seed):
+    """Hand-written config uses one-line flow collections (`args: [-c, "x"]`); whatever the fast
+    reader accepts of them it must read exactly as PyYAML's BaseLoader does."""
+    rng = random.Random(seed)
+    items = [rng.choice(_FLOW_TOKENS) for _ in range(rng.randint(0, 4))]
+    if rng.random() < 0.5:
+        text = f"a: [{', '.join(items)}]\n"
+    else:
+        text = "a: {" + ", ".join(f"k{i}: {item}" for i, item in enumerate(items)) + "}\n"
+    try:
+        expected = yaml.load(text, Loader=yaml.BaseLoader)
+    except yaml.YAMLError:
+        expected = None
+    fast = _fast_loads(text)
+    if fast is not _NOT_SUBSET:
+        assert fast == expected, text
+
+
+def test_config_in_flow_style_is_read_without_pyyaml():
+    text = 'agents:\n  c: {command: claude, protocol: text}\n  s:\n    command: sh\n    args: [-c, "printf -- \\"---\\\\n\\""]\n'
+    assert _fast_loads(text) == yaml.load(text, Loader=yaml.BaseLoader)

@@ -149,10 +149,8 @@ def _parse_mapping(lines: list[str], position: int, indent: int, first_line: str
                 value, position = _parse_mapping(lines, position, _indent_of(lines[position]))
             else:
                 raise _Mismatch
-        elif rest == "{}":
-            value = {}
-        elif rest == "[]":
-            value = []
+        elif rest.startswith("[") or rest.startswith("{"):
+            value = _parse_flow(rest)
         else:
             value = _parse_scalar(rest)
         result[key] = value
@@ -174,6 +172,79 @@ def _parse_list(lines: list[str], position: int, indent: int):
         item, position = _parse_mapping(lines, position, indent + 2, first_line=inner)
         result.append(item)
     return result, position
+
+
+def _parse_flow(text: str, nested: bool = True) -> list | dict:
+    """A one-line flow collection of scalars, as hand-written config uses (`args: [-c, "x y"]`,
+    `claude: {command: claude, args: [-p], protocol: text}`: a mapping's values may be flow
+    sequences); anything deeper or unusual is left to PyYAML."""
+    close = "]" if text[0] == "[" else "}"
+    if not text.endswith(close):
+        raise _Mismatch
+    items = _flow_items(text[1:-1], allow_brackets=nested and close == "}")
+    if close == "]":
+        return [_flow_scalar_of(item) for item in items]
+    mapping = {}
+    for item in items:
+        key, rest = _split_key(item)
+        if key in mapping or rest == "":
+            raise _Mismatch
+        mapping[key] = _parse_flow(rest, nested=False) if rest.startswith("[") else _flow_scalar_of(rest)
+    return mapping
+
+
+def _flow_items(body: str, allow_brackets: bool = False) -> list[str]:
+    """Split on the commas outside double quotes (and, in a mapping, outside one level of
+    `[...]`); braces, single quotes and other indicators are not the subset."""
+    items, current, quoted, escaped, depth = [], [], False, False, 0
+    for char in body:
+        if quoted:
+            current.append(char)
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+            current.append(char)
+        elif char == "[" and allow_brackets and depth == 0:
+            depth = 1
+            current.append(char)
+        elif char == "]" and depth == 1:
+            depth = 0
+            current.append(char)
+        elif char == "," and depth == 0:
+            items.append("".join(current).strip())
+            current = []
+        elif char in "[]{}'&*!|>%@`#":
+            raise _Mismatch
+        else:
+            current.append(char)
+    if quoted or depth:
+        raise _Mismatch
+    last = "".join(current).strip()
+    if last:
+        items.append(last)
+    elif items:
+        raise _Mismatch  # a trailing comma: leave its reading to PyYAML
+    if any(not item for item in items):
+        raise _Mismatch
+    return items
+
+
+def _flow_scalar_of(text: str) -> str:
+    """A scalar inside a flow collection: as in block context, plus what flow allows plainly
+    (a leading `-` as in `-c`, inner spaces as in `run tests`)."""
+    if text.startswith('"'):
+        return _parse_scalar(text)
+    words = text.split(" ")
+    if any(not word or not _PLAIN_CHARS.issuperset(word) or ":" in word for word in words):
+        raise _Mismatch
+    if text in ("-", "--") or text.startswith(("- ", "-- ")) or text.startswith(("?", ":")):
+        raise _Mismatch
+    return text
 
 
 def _split_key(text: str) -> tuple[str, str]:
