@@ -56,6 +56,7 @@ _EXPORTS = {
     "Timeline": "thread.timeline",
     "Branch": "thread.timeline",
     "thread_timeline": "thread.timeline",
+    "RunningStep": "store.records",
     "read_thread": "thread.read",
     "step_body": "thread.read",
     "step_usage": "thread.usage",

@@ -15,10 +15,8 @@ import argparse
 import os
 import sys
 import time
-from concurrent.futures import Future
-from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -28,11 +26,12 @@ from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, Ta
 
 from uwf_core.api import Cancel, Repo, UwfError
 
-from . import workers
-from .messages import AgentChecked, AgentOutput, HumanAnswerRequested, KillDone, StepDone
-from .screens.modals import ChoiceScreen, ConfirmScreen, EditorScreen, HelpScreen, NewThreadScreen, TextInputScreen
-from .widgets.cas_view import CasView
+from .commands import Commands
 from .formatting import elapsed, spinner
+from .messages import AgentChecked, AgentOutput, HumanAnswerRequested, KillDone, StepDone
+from .runner import AgentRunner
+from .screens.modals import ConfirmScreen, HelpScreen
+from .widgets.cas_view import CasView
 from .widgets.panes import move_focus
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
@@ -86,11 +85,10 @@ class UwfApp(App):
         super().__init__()
         self.repo = repo  # the one opened root of this session, shared by every view and worker
         self.poll_seconds = poll_seconds
-        self.running: dict[str, Cancel] = {}
-        self.started_at: dict[str, float] = {}  # thread -> when its step or run began here (time.time())
+        self.runner = AgentRunner(self)  # the agents this session runs
+        self.commands = Commands(self)
         self._ticks = 0
         self._idle_title: str | None = None  # the sub-title to restore when no agent runs any more
-        self.pending_answers: dict[str, Future] = {}  # thread -> a human answer a worker waits for
         self._signature: object = None
         self.sub_title = repo.location
 
@@ -118,20 +116,14 @@ class UwfApp(App):
 
         async def confirmed(yes: bool | None) -> None:
             if yes:
-                self._stop_all()
+                self.runner.stop_all()
                 self.exit()
 
         question = f"{count} agent{'s' if count > 1 else ''} running: quit and stop {'them' if count > 1 else 'it'}? (its step is recorded as killed)"
         self.push_screen(ConfirmScreen(question, yes="Quit"), confirmed)
 
     def on_unmount(self) -> None:
-        self._stop_all()
-
-    def _stop_all(self) -> None:
-        for cancel in self.running.values():
-            cancel.set()
-        for answer in list(self.pending_answers.values()):
-            _resolve(answer, None)
+        self.runner.stop_all()
 
     def on_resize(self, event) -> None:
         self._fit(event.size)
@@ -153,6 +145,10 @@ class UwfApp(App):
     @property
     def threads_view(self) -> ThreadsView:
         return self.query_one(ThreadsView)
+
+    @property
+    def cas_view(self) -> CasView:
+        return self.query_one(CasView)
 
     @property
     def current_view(self) -> str:
@@ -231,7 +227,7 @@ class UwfApp(App):
         if self.running:
             if self._idle_title is None:
                 self._idle_title = self.sub_title
-            started = min(self.started_at.get(thread, time.time()) for thread in self.running)
+            started = self.runner.oldest_start()
             count = len(self.running)
             self.sub_title = f"{spinner(self._ticks)} {count} agent{'s' if count > 1 else ''} running · {elapsed(time.time() - started)}"
         elif self._idle_title is not None:
@@ -269,7 +265,11 @@ class UwfApp(App):
     def clear_damage(self) -> None:
         self.query_one("#damage", Static).add_class("hidden")
 
-    # -- stepping ------------------------------------------------------------------------
+    # -- stepping: the runner owns the agents, the handlers show what happened ---------------
+
+    @property
+    def running(self) -> dict[str, Cancel]:
+        return self.runner.running
 
     def action_step(self) -> None:
         self._start(self.threads_view.current_thread(), run=False)
@@ -280,69 +280,39 @@ class UwfApp(App):
     def _start(self, thread: str | None, *, run: bool) -> None:
         if not thread:
             return
-        if thread in self.running:
+        if not self.runner.start(thread, run=run):
             self.notify(f"thread {thread[:10]} is already running", severity="warning")
             return
-        cancel = Cancel()
-        self.running[thread] = cancel
-        self.started_at[thread] = time.time()
-        self.running_count = len(self.running)
+        self.running_count = len(self.runner)
         self.threads_view.log_line(thread, "run until done" if run else "step", "bold")
-        work = partial(workers.step, self.repo, thread, run, cancel, self.post_message, self.pending_answers)
-        self.run_worker(work, thread=True, exit_on_error=False, group="steps")
-
-    def on_human_answer_requested(self, message: HumanAnswerRequested) -> None:
-        """A step worker waits for a person: show the prompt and a form; the form resolves the future."""
-        from uwf_core.api import ExtractError, extract_fast
-
-        request = message.request
-
-        def validate(text: str) -> str | None:
-            if text.strip() == request.template.strip():
-                return "the form is still the template: fill in the fields (and write your answer below them)"
-            try:
-                extract_fast(text, request.schema)
-            except ExtractError as exc:
-                return exc.message
-            return None
-
-        screen = EditorScreen(
-            f"{request.role} of {request.workflow} is yours to answer (agent: human)",
-            request.template,
-            validate,
-            context=request.prompt,
-            language="markdown",
-        )
-        self.push_screen(screen, lambda answer: _resolve(message.answer, answer))
 
     def on_agent_output(self, message: AgentOutput) -> None:
         self.threads_view.log_line(message.thread, message.line)
 
     def on_step_done(self, message: StepDone) -> None:
-        self.running.pop(message.thread, None)
-        self.started_at.pop(message.thread, None)
-        self.running_count = len(self.running)
+        self.runner.finished(message.thread)
+        self.running_count = len(self.runner)
+        title = f"thread {message.thread[:10]}"
         if message.error:
             self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")
-            self.notify(message.error, title=f"thread {message.thread[:10]}", severity="error", timeout=8)
+            self.notify(message.error, title=title, severity="error", timeout=8)
         elif message.summary == "cancelled":
-            self.threads_view.log_line(message.thread, "■ cancelled: the agent was stopped; the head did not move", "yellow")
-            self.notify("cancelled: the agent was stopped; the head did not move", title=f"thread {message.thread[:10]}", severity="warning")
+            said = "cancelled: the agent was stopped; the head did not move"
+            self.threads_view.log_line(message.thread, f"■ {said}", "yellow")
+            self.notify(said, title=title, severity="warning")
         else:
             self.threads_view.log_line(message.thread, f"■ {message.summary}", "bold green")
-            self.notify(message.summary, title=f"thread {message.thread[:10]}", timeout=3)  # the log keeps it
+            self.notify(message.summary, title=title, timeout=3)  # the log keeps it
         self._force_refresh()
 
     def action_cancel(self) -> None:
         thread = self.threads_view.current_thread()
-        cancel = self.running.get(thread or "")
-        if cancel is not None:
-            cancel.set()
-            if thread in self.pending_answers:
-                _resolve(self.pending_answers[thread], None)
+        if not thread:
+            return
+        if self.runner.cancel(thread):
             self.threads_view.log_line(thread, "cancelling the running agent…", "yellow")
             return
-        elsewhere = self.repo.locks.running(thread) if thread else None
+        elsewhere = self.repo.locks.running(thread)
         if elsewhere is not None:
             self.notify(
                 f"this step was started by another process (pid {elsewhere.pid}): x cancels only steps started here; "
@@ -351,76 +321,19 @@ class UwfApp(App):
                 timeout=8,
             )
 
-    # -- fork, edit, kill, new -----------------------------------------------------------
+    def on_human_answer_requested(self, message: HumanAnswerRequested) -> None:
+        self.commands.answer_human(message)
 
-    def _core_call(self, call: Callable, *args):
-        """Run a quick uwf_core call on the UI thread; a user-facing error becomes a notification."""
-        try:
-            return call(self.repo, *args)
-        except UwfError as exc:
-            self.notify(exc.message, severity="error")
-            return None
+    # -- fork, edit, kill, new, go to, test: commands.py does them ---------------------------
 
     def action_fork(self) -> None:
-        from uwf_core.api import fork_thread
-
-        step = self.threads_view.selected_step_hash()
-        info = self._core_call(fork_thread, step) if step else None
-        if info is not None:
-            self.notify(f"forked thread {info.thread} at {step}")
-            self._select_new(info.thread)
-
-    def _select_new(self, thread: str) -> None:
-        view = self.threads_view
-        view.selected_thread = thread
-        view.selected_step = None
-        view.reload()
-        view.select_thread(thread)
+        self.commands.fork(self.threads_view.selected_step_hash())
 
     def action_edit(self) -> None:
-        import yaml
-
-        from uwf_core.api import fork_with_output, step_details, validation_errors
-
-        step = self.threads_view.selected_step_hash()
-        if not step or (self.threads_view.current_entry() or "").startswith("start:"):
-            self.notify("select a step to edit its output", severity="warning")
-            return
-        details = self._core_call(step_details, step)
-        if details is None:
-            return
-
-        def validate(text: str) -> str | None:
-            try:
-                data = yaml.safe_load(text)
-            except yaml.YAMLError as exc:
-                return f"not valid YAML: {getattr(exc, 'problem', exc)}"
-            if not isinstance(data, dict):
-                return "the output must be a mapping of fields"
-            errors = validation_errors(details.schema, data) if details.schema is not None else []
-            return f"does not match the {details.role} schema: {errors[0]}" if errors else None
-
-        def saved(text: str | None) -> None:
-            info = self._core_call(fork_with_output, step, yaml.safe_load(text)) if text is not None else None
-            if info is not None:
-                self.notify(f"forked thread {info.thread} from an edited {details.role} step (agent: human)")
-                self._select_new(info.thread)
-
-        text = yaml.safe_dump(details.output, sort_keys=False, allow_unicode=True)  # already in the schema's order
-        self.push_screen(EditorScreen(f"Edit the {details.role} output of step {step}; saving forks a new thread", text, validate), saved)
+        self.commands.edit(self.threads_view.selected_output_step())
 
     def action_kill(self) -> None:
-        thread = self.threads_view.current_thread()
-        if not thread:
-            return
-
-        def confirmed(yes: bool | None) -> None:
-            if yes:
-                if thread in self.running:
-                    self.running[thread].set()
-                self.run_worker(partial(workers.kill, self.repo, thread, self.post_message), thread=True, exit_on_error=False, group="kill")
-
-        self.push_screen(ConfirmScreen(f"Kill thread {thread}? It is archived and its running agent is stopped."), confirmed)
+        self.commands.kill(self.threads_view.current_thread())
 
     def on_kill_done(self, message: KillDone) -> None:
         if message.error:
@@ -434,69 +347,24 @@ class UwfApp(App):
         self.poll_state()
 
     def action_new_thread(self) -> None:
-        from uwf_core.api import start_thread
-
-        names = self.query_one(WorkflowsView).names()
-        if not names:
-            self.notify("no workflows registered yet (uwf workflow put FILE)", severity="warning")
-            return
-
-        def start(workflow: str, prompt: str, workspace: str | None):
-            try:
-                return start_thread(self.repo, workflow, prompt, workspace)
-            except UwfError as exc:
-                return exc.message  # shown in the dialog, which keeps what was typed
-
-        def started(info) -> None:
-            if info:
-                self.notify(f"started thread {info.thread}; press s to step it")
-                self.action_view("threads")
-                self._select_new(info.thread)
-
-        selected = self.query_one(WorkflowsView).selected
-        self.push_screen(NewThreadScreen(names, selected, start), started)
+        workflows = self.query_one(WorkflowsView)
+        self.commands.new_thread(workflows.names(), workflows.selected)
 
     def action_filter(self) -> None:
         """`/` filters the list of the view you are in (threads, workflows, the CAS roots)."""
         self.view_widget.toggle_filter()
 
     def action_goto_hash(self) -> None:
-        def chosen(value: str | None) -> None:
-            if value:
-                self.action_view("cas")
-                self.query_one(CasView).open_hash(value)
-
-        self.push_screen(TextInputScreen("Go to hash (or a prefix)", "e.g. 3WF8Z"), chosen)
+        self.commands.goto_hash()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(HELP))
 
     def action_test_agent(self) -> None:
-        """The palette's `uwf agent test`: one scratch step through an agent, nothing left behind."""
-        from uwf_core.api import agent_entries
-
-        try:
-            entries = agent_entries(self.repo.config)
-        except UwfError as exc:
-            self.notify(exc.message, severity="error")
-            return
-        choices = [(f"{entry.name}  ({entry.protocol}, {entry.source})", entry.name) for entry in entries if entry.protocol != "human"]
-
-        def chosen(agent: str | None) -> None:
-            if agent:
-                self.notify(f"testing agent '{agent}': one scratch step, nothing is kept…", timeout=4)
-                self.run_worker(partial(workers.check, self.repo, agent, self.post_message), thread=True, exit_on_error=False, group="check")
-
-        self.push_screen(ChoiceScreen("Test an agent (a tiny prompt, as a real step runs it)", choices), chosen)
+        self.commands.test_agent()
 
     def on_agent_checked(self, message: AgentChecked) -> None:
-        result = message.result
-        if result.ok:
-            self.notify(f"agent '{result.agent}' ok in {result.seconds:.1f}s (answered {result.answer!r})", title="agent test")
-        else:
-            first = result.stderr_first_line
-            detail = f"\nstderr: {first}" if first and first not in (result.error or "") else ""
-            self.notify(f"{result.error}{detail}", title=f"agent '{result.agent}' failed", severity="error", timeout=15)
+        self.commands.agent_checked(message)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Textual's own commands, then each of ours titled by what it does (a binding
@@ -550,7 +418,3 @@ def _unusable_root(location: str) -> str | None:
 if __name__ == "__main__":
     sys.exit(main())
 
-
-def _resolve(answer: Future, value: str | None) -> None:
-    if not answer.done():
-        answer.set_result(value)

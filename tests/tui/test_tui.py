@@ -678,10 +678,10 @@ def test_x_on_a_step_started_elsewhere_says_so(fixed, tmp_path):
 
 
 def test_views_stay_current_cas_tree_follows_new_threads_and_ages_advance(fixed, monkeypatch):
-    import uwf_tui.widgets.threads_view as threads_view_module
+    import uwf_tui.widgets.thread_list as thread_list_module
     from uwf_core.api import start_thread
 
-    monkeypatch.setattr(threads_view_module, "AGE_SECONDS", 0.3)
+    monkeypatch.setattr(thread_list_module, "AGE_SECONDS", 0.3)
     root, ids = fixed
 
     async def script(app, pilot):
@@ -929,11 +929,11 @@ def test_slash_filters_the_list_of_the_current_view(fixed, view, table, needle):
 
 
 def test_a_long_thread_shows_its_newest_steps_and_more_on_enter(fixed, monkeypatch):
-    """Only the newest TIMELINE_WINDOW steps become rows (a 10,000-step thread stays quick);
+    """Only the newest timeline.WINDOW steps become rows (a 10,000-step thread stays quick);
     Enter on the row above them shows more, and the cursor lands on the oldest one shown."""
-    import uwf_tui.widgets.threads_view as threads_view_module
+    import uwf_tui.widgets.timeline as timeline_module
 
-    monkeypatch.setattr(threads_view_module, "TIMELINE_WINDOW", 2)
+    monkeypatch.setattr(timeline_module, "WINDOW", 2)
     root, ids = fixed
 
     async def script(app, pilot):

@@ -175,14 +175,28 @@ def layout(workflow: Workflow) -> Canvas:
     _order(layers, edges)
     adjacent = [e for e in edges if not e.back and layer_of[e.target] == layer_of[e.source] + 1]
     laned = [e for e in edges if e not in adjacent]
-    widths = {name: len(name) + 4 for layer in layers for name in layer}
-    row_widths = [sum(widths[n] for n in layer) + GAP * (len(layer) - 1) for layer in layers]
-    margin = min(24, max([len(e.label) + 3 for e in adjacent if e.label] or [0]))  # room for labels on the left
-    total = (max(row_widths) if row_widths else 0) + margin
     # The channel below layer i holds, one row each: its adjacent edges, the lanes
     # leaving it, the lanes entering layer i + 1; then the arrow row.
     rows_out = [[e for e in adjacent if layer_of[e.source] == i] + [e for e in laned if layer_of[e.source] == i] for i in range(count)]
     rows_in = [[e for e in laned if layer_of[e.target] == i + 1] for i in range(count)]
+    margin = min(24, max([len(e.label) + 3 for e in adjacent if e.label] or [0]))  # room for labels on the left
+    boxes, channel_top, total, height = _place(layers, margin, [len(rows_out[i]) + len(rows_in[i]) for i in range(count)])
+    canvas = Canvas(total, height)
+    turn_row = _turn_rows(channel_top, rows_out, rows_in)
+    labelled = _draw_edges(canvas, edges, adjacent, boxes, turn_row, lane_x=total + 2)
+    _place_labels(canvas, edges, labelled)
+    canvas.pen = None
+    for name, (x, y, width) in boxes.items():
+        _draw_box(canvas, name, x, y, width)
+    return canvas
+
+
+def _place(layers: list[list[str]], margin: int, channel_rows: list[int]):
+    """Boxes centred in their layer's row, each layer followed by its edge channel: the boxes
+    (x, y, width), the top row of each channel, the canvas width and height."""
+    widths = {name: len(name) + 4 for layer in layers for name in layer}
+    row_widths = [sum(widths[n] for n in layer) + GAP * (len(layer) - 1) for layer in layers]
+    total = (max(row_widths) if row_widths else 0) + margin
     boxes: dict[str, tuple[int, int, int]] = {}
     channel_top: list[int] = []
     y = 0
@@ -192,24 +206,31 @@ def layout(workflow: Workflow) -> Canvas:
             boxes[name] = (x, y, widths[name])
             x += widths[name] + GAP
         channel_top.append(y + BOX_HEIGHT)
-        y += BOX_HEIGHT + max(1, len(rows_out[index]) + len(rows_in[index])) + 2
-    canvas = Canvas(total, y)
+        y += BOX_HEIGHT + max(1, channel_rows[index]) + 2
+    return boxes, channel_top, total, y
+
+
+def _turn_rows(channel_top: list[int], rows_out: list[list[Edge]], rows_in: list[list[Edge]]) -> dict[tuple[int, str], int]:
+    """The channel row where each edge turns: ("out", …) below its source, ("in", …) above its
+    target for a lane; keyed by (id(edge), way)."""
+    rows: dict[tuple[int, str], int] = {}
+    for index, top in enumerate(channel_top):
+        turn = top + 1
+        for way, edges in (("out", rows_out[index]), ("in", rows_in[index])):
+            for edge in edges:
+                rows[(id(edge), way)] = turn
+                turn += 1
+    return rows
+
+
+def _draw_edges(canvas: Canvas, edges: list[Edge], adjacent: list[Edge], boxes, turn_row, lane_x: int) -> list[tuple]:
+    """Adjacent edges go straight through their channel; the others take a lane on the right.
+    Each labelled edge has a pen (colour) of its own; returns the adjacent ones still to label."""
     out_ports, in_ports = _assign_ports(edges, boxes, adjacent)
-    out_row: dict[int, int] = {}
-    in_row: dict[int, int] = {}
-    for index in range(count):
-        turn = channel_top[index] + 1
-        for edge in rows_out[index]:
-            out_row[id(edge)] = turn
-            turn += 1
-        for edge in rows_in[index]:
-            in_row[id(edge)] = turn
-            turn += 1
-    lane_x = total + 2
     labelled: list[tuple[Edge, int, int, int, int]] = []
     for number, edge in enumerate(edges):
         canvas.pen = number if edge.label else None
-        sx, turn = out_ports[id(edge)], out_row[id(edge)]
+        sx, turn = out_ports[id(edge)], turn_row[(id(edge), "out")]
         tx, target_y = in_ports[id(edge)], boxes[edge.target][1]
         canvas.vline(sx, boxes[edge.source][1] + BOX_HEIGHT, turn)
         if edge in adjacent:
@@ -218,7 +239,7 @@ def layout(workflow: Workflow) -> Canvas:
             if edge.label:
                 labelled.append((edge, sx, tx, turn, target_y))
         else:
-            entry = in_row[id(edge)]
+            entry = turn_row[(id(edge), "in")]
             canvas.hline(turn, sx, lane_x)
             canvas.vline(lane_x, turn, entry)
             canvas.hline(entry, tx, lane_x)
@@ -227,18 +248,18 @@ def layout(workflow: Workflow) -> Canvas:
                 canvas.put(lane_x + 2, (turn + entry) // 2, edge.label, "label")
             lane_x += max(6, len(edge.label) + 4)
         canvas.put(tx, target_y - 1, "▼", "arrow")
+    return labelled
+
+
+def _place_labels(canvas: Canvas, edges: list[Edge], labelled: list[tuple]) -> None:
+    """Beside the segment into the target, else beside the one out of the source, else further right."""
     for edge, sx, tx, turn, target_y in labelled:
         canvas.pen = edges.index(edge)
-        # Beside the segment into the target, else beside the one out of the source.
         rows = list(range(turn, target_y - 1)) + [turn - 1]
         spots = [(tx + 2, row) for row in rows] + [(tx - len(edge.label) - 1, row) for row in rows]
         spots += [(sx + 2, row) for row in rows] + [(sx - len(edge.label) - 1, row) for row in rows]
         spots += [(x, row) for row in rows for x in range(max(sx, tx) + 3, canvas.width + 2)]
         canvas.put_free(spots, edge.label)
-    canvas.pen = None
-    for name, (x, y, width) in boxes.items():
-        _draw_box(canvas, name, x, y, width)
-    return canvas
 
 
 def _assign_ports(edges: list[Edge], boxes, adjacent: list[Edge]) -> tuple[dict[int, int], dict[int, int]]:

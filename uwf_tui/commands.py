@@ -1,0 +1,168 @@
+"""What the workbench's keys do besides stepping: fork, edit-and-fork, kill, new thread, go to a
+hash, test an agent, answer a human role. Each asks through a dialog where it must, calls one
+uwf_core function and says what happened; the app binds the keys and calls these."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Callable
+
+from uwf_core.api import UwfError
+
+from . import workers
+from .runner import resolve
+from .screens.modals import ChoiceScreen, ConfirmScreen, EditorScreen, NewThreadScreen, TextInputScreen
+
+if TYPE_CHECKING:
+    from .app import UwfApp
+    from .messages import AgentChecked, HumanAnswerRequested
+
+
+class Commands:
+    def __init__(self, app: UwfApp) -> None:
+        self.app = app
+
+    def core_call(self, call: Callable, *args):
+        """Run a quick uwf_core call on the UI thread; a user-facing error becomes a notification."""
+        try:
+            return call(self.app.repo, *args)
+        except UwfError as exc:
+            self.app.notify(exc.message, severity="error")
+            return None
+
+    def fork(self, step: str | None) -> None:
+        from uwf_core.api import fork_thread
+
+        info = self.core_call(fork_thread, step) if step else None
+        if info is not None:
+            self.app.notify(f"forked thread {info.thread} at {step}")
+            self.app.threads_view.show_new_thread(info.thread)
+
+    def edit(self, step: str | None) -> None:
+        """Edit a step's output in YAML; saving forks a thread whose head is the edited step."""
+        import yaml
+
+        from uwf_core.api import fork_with_output, step_details, validation_errors
+
+        if not step:
+            self.app.notify("select a step to edit its output", severity="warning")
+            return
+        details = self.core_call(step_details, step)
+        if details is None:
+            return
+
+        def validate(text: str) -> str | None:
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                return f"not valid YAML: {getattr(exc, 'problem', exc)}"
+            if not isinstance(data, dict):
+                return "the output must be a mapping of fields"
+            errors = validation_errors(details.schema, data) if details.schema is not None else []
+            return f"does not match the {details.role} schema: {errors[0]}" if errors else None
+
+        def saved(text: str | None) -> None:
+            info = self.core_call(fork_with_output, step, yaml.safe_load(text)) if text is not None else None
+            if info is not None:
+                self.app.notify(f"forked thread {info.thread} from an edited {details.role} step (agent: human)")
+                self.app.threads_view.show_new_thread(info.thread)
+
+        text = yaml.safe_dump(details.output, sort_keys=False, allow_unicode=True)  # already in the schema's order
+        self.app.push_screen(EditorScreen(f"Edit the {details.role} output of step {step}; saving forks a new thread", text, validate), saved)
+
+    def kill(self, thread: str | None) -> None:
+        """Asks first (No by default); the kill waits for the agent's process group, off the UI thread."""
+        if not thread:
+            return
+        app = self.app
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                app.runner.cancel(thread)
+                app.run_worker(partial(workers.kill, app.repo, thread, app.post_message), thread=True, exit_on_error=False, group="kill")
+
+        app.push_screen(ConfirmScreen(f"Kill thread {thread}? It is archived and its running agent is stopped."), confirmed)
+
+    def new_thread(self, names: list[str], selected: str | None) -> None:
+        from uwf_core.api import start_thread
+
+        app = self.app
+        if not names:
+            app.notify("no workflows registered yet (uwf workflow put FILE)", severity="warning")
+            return
+
+        def start(workflow: str, prompt: str, workspace: str | None):
+            try:
+                return start_thread(app.repo, workflow, prompt, workspace)
+            except UwfError as exc:
+                return exc.message  # shown in the dialog, which keeps what was typed
+
+        def started(info) -> None:
+            if info:
+                app.notify(f"started thread {info.thread}; press s to step it")
+                app.action_view("threads")
+                app.threads_view.show_new_thread(info.thread)
+
+        app.push_screen(NewThreadScreen(names, selected, start), started)
+
+    def goto_hash(self) -> None:
+        app = self.app
+
+        def chosen(value: str | None) -> None:
+            if value:
+                app.action_view("cas")
+                app.cas_view.open_hash(value)
+
+        app.push_screen(TextInputScreen("Go to hash (or a prefix)", "e.g. 3WF8Z"), chosen)
+
+    def test_agent(self) -> None:
+        """The palette's `uwf agent test`: one scratch step through an agent, nothing left behind."""
+        from uwf_core.api import agent_entries
+
+        app = self.app
+        try:
+            entries = agent_entries(app.repo.config)
+        except UwfError as exc:
+            app.notify(exc.message, severity="error")
+            return
+        choices = [(f"{entry.name}  ({entry.protocol}, {entry.source})", entry.name) for entry in entries if entry.protocol != "human"]
+
+        def chosen(agent: str | None) -> None:
+            if agent:
+                app.notify(f"testing agent '{agent}': one scratch step, nothing is kept…", timeout=4)
+                app.run_worker(partial(workers.check, app.repo, agent, app.post_message), thread=True, exit_on_error=False, group="check")
+
+        app.push_screen(ChoiceScreen("Test an agent (a tiny prompt, as a real step runs it)", choices), chosen)
+
+    def agent_checked(self, message: AgentChecked) -> None:
+        result = message.result
+        if result.ok:
+            self.app.notify(f"agent '{result.agent}' ok in {result.seconds:.1f}s (answered {result.answer!r})", title="agent test")
+        else:
+            first = result.stderr_first_line
+            detail = f"\nstderr: {first}" if first and first not in (result.error or "") else ""
+            self.app.notify(f"{result.error}{detail}", title=f"agent '{result.agent}' failed", severity="error", timeout=15)
+
+    def answer_human(self, message: HumanAnswerRequested) -> None:
+        """A step worker waits for a person: show the prompt and a form; the form resolves the future."""
+        from uwf_core.api import ExtractError, extract_fast
+
+        request = message.request
+
+        def validate(text: str) -> str | None:
+            if text.strip() == request.template.strip():
+                return "the form is still the template: fill in the fields (and write your answer below them)"
+            try:
+                extract_fast(text, request.schema)
+            except ExtractError as exc:
+                return exc.message
+            return None
+
+        screen = EditorScreen(
+            f"{request.role} of {request.workflow} is yours to answer (agent: human)",
+            request.template,
+            validate,
+            context=request.prompt,
+            language="markdown",
+        )
+        self.app.push_screen(screen, lambda answer: resolve(message.answer, answer))

@@ -1,0 +1,72 @@
+"""The agents this session runs: which threads are stepping here, since when, how to stop them,
+and the human answers their workers wait for. A plain object the app owns (outside the widget
+tree, as Toad keeps its agent processes), so a view being rebuilt never loses a running step."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from functools import partial
+from typing import TYPE_CHECKING
+
+from uwf_core.api import Cancel
+
+from . import workers
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+
+class AgentRunner:
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.running: dict[str, Cancel] = {}
+        self.started_at: dict[str, float] = {}  # thread -> when its step or run began here (time.time())
+        self.pending_answers: dict[str, Future] = {}  # thread -> a human answer a worker waits for
+
+    def __len__(self) -> int:
+        return len(self.running)
+
+    def __contains__(self, thread: object) -> bool:
+        return thread in self.running
+
+    def start(self, thread: str, *, run: bool) -> bool:
+        """Step (or run) `thread` in a worker on the app; False when it already runs here.
+        Workers go on the App, not on a view or screen that can be removed mid-step."""
+        if thread in self.running:
+            return False
+        cancel = Cancel()
+        self.running[thread] = cancel
+        self.started_at[thread] = time.time()
+        work = partial(workers.step, self.app.repo, thread, run, cancel, self.app.post_message, self.pending_answers)
+        self.app.run_worker(work, thread=True, exit_on_error=False, group="steps")
+        return True
+
+    def finished(self, thread: str) -> None:
+        self.running.pop(thread, None)
+        self.started_at.pop(thread, None)
+
+    def cancel(self, thread: str) -> bool:
+        """Stop the agent this session runs for `thread` (a waiting human form gives up too)."""
+        cancel = self.running.get(thread)
+        if cancel is None:
+            return False
+        cancel.set()
+        if thread in self.pending_answers:
+            resolve(self.pending_answers[thread], None)
+        return True
+
+    def stop_all(self) -> None:
+        for thread in list(self.running):
+            self.cancel(thread)
+        for answer in list(self.pending_answers.values()):
+            resolve(answer, None)
+
+    def oldest_start(self) -> float:
+        return min(self.started_at.get(thread, time.time()) for thread in self.running)
+
+
+def resolve(answer: Future, value: str | None) -> None:
+    """Answer a waiting worker once; a second answer (cancel after submit) is ignored."""
+    if not answer.done():
+        answer.set_result(value)

@@ -1,0 +1,103 @@
+"""What one timeline row holds, in four tabs: the structured output, the body (or stderr), the
+prompt the agent got, and the detail node made readable."""
+
+from __future__ import annotations
+
+import json
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static, TabbedContent, TabPane
+
+from ..formatting import STATUS_STYLES, clock, took, when
+from .panes import active_scroll
+
+
+class StepPane(TabbedContent):
+    def __init__(self, **kwargs) -> None:
+        super().__init__(id="step-tabs", **kwargs)
+        for label, name in (("Output", "output"), ("Body", "body"), ("Prompt", "prompt"), ("Detail", "detail")):
+            # compose_add_child is how TabbedContent takes its panes (what `with TabPane` does in a compose)
+            self.compose_add_child(TabPane(label, VerticalScroll(Static("", id=f"step-{name}")), id=f"tab-{name}"))
+
+    @property
+    def scroll(self):
+        """The active tab's scrollable body (what h/l and Enter focus)."""
+        return active_scroll(self)
+
+    def show(self, output="", body="", prompt="", detail="") -> None:
+        for name, value in (("output", output), ("body", body), ("prompt", prompt), ("detail", detail)):
+            self.query_one(f"#step-{name}", Static).update(value)
+
+    def show_step(self, details, body: str) -> None:
+        self.show(
+            Syntax(yaml_text(details.output), "yaml", word_wrap=True),  # in the schema's field order
+            body,
+            details.prompt or "(the agent did not record its prompt)",
+            detail_view(details),
+        )
+
+    def show_start(self, start) -> None:
+        self.show(Syntax(yaml_text(start.to_payload()), "yaml", word_wrap=True), start.prompt)
+
+    def show_attempt(self, attempt) -> None:
+        self.show(attempt_view(attempt), attempt.stderr or "(no stderr recorded)")
+
+
+def attempt_view(attempt) -> Text:
+    """A failed attempt from runs.jsonl as a person reads it: what, when, how long, why."""
+    text = Text()
+    style = STATUS_STYLES.get("killed" if attempt.status == "killed" else "failed", "")
+    text.append(f"✗ {attempt.status}", style=style)
+    text.append(f"   {when(attempt.startedAt)} → {clock(attempt.completedAt)} ({took(attempt.startedAt, attempt.completedAt) or '—'})\n\n")
+    for label, value in (("role", attempt.role), ("agent", attempt.agent), ("head", f"{attempt.head} (it did not move)")):
+        text.append(f"{label:<7}", style="bold")
+        text.append(f"{value or '—'}\n")
+    text.append("error  ", style="bold")
+    text.append(f"{attempt.error or attempt.status}\n", style="red")
+    if attempt.stderr:
+        text.append("\nstderr (whole, in the Body tab):\n", style="dim")
+        text.append("\n".join(attempt.stderr.strip().splitlines()[-12:]), style="grey70")
+    return text
+
+
+def yaml_text(value: object) -> str:
+    import yaml
+
+    return yaml.safe_dump(value, sort_keys=False, allow_unicode=True)
+
+
+def detail_view(details) -> Text:
+    """The detail node made readable: agent, extract layer, usage, then each turn."""
+    payload = details.detail if isinstance(details.detail, dict) else {"value": details.detail}
+    text = Text()
+    text.append(f"detail {details.detail_hash} ({details.detail_type or 'untyped'})\n", style="dim")
+    for key in ("agent", "protocol", "model", "extract", "corrections", "child", "childThread"):
+        if key in payload:
+            text.append(f"{key}: ", style="bold")
+            text.append(f"{payload[key]}\n")
+    usage = payload.get("usage")
+    if isinstance(usage, dict):
+        text.append("tokens: ", style="bold")
+        text.append(f"{usage.get('totalTokens', 0):,} ({usage.get('promptTokens', 0):,} prompt, {usage.get('completionTokens', 0):,} completion, {usage.get('requests', 0)} requests)\n")
+    for turn in payload.get("turns") or []:
+        if isinstance(turn, dict):
+            _turn(text, turn)
+    rest = {k: v for k, v in payload.items() if k != "turns"}
+    text.append("\n")
+    text.append(json.dumps(rest, indent=2, ensure_ascii=False), style="grey70")
+    return text
+
+
+def _turn(text: Text, turn: dict) -> None:
+    if turn.get("role") == "tool":
+        mark = "✓" if turn.get("ok") else "✗"
+        text.append(f"  {mark} {turn.get('name')}: ", style="green" if turn.get("ok") else "red")
+        text.append(f"{' '.join(str(turn.get('result', '')).split())[:200]}\n", style="dim")
+        return
+    for call in turn.get("toolCalls") or []:
+        text.append(f"→ {call.get('name')}({str(call.get('arguments'))[:160]})\n", style="yellow")
+    content = " ".join(str(turn.get("content") or "").split())
+    if content:
+        text.append(f"{turn.get('role')}: {content[:300]}\n")

@@ -1,0 +1,124 @@
+"""The list of threads (active and archived): status, workflow name, step count, age, and the
+`/` filter above it. Step counts need whole chains, so they are counted off the UI thread."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Input
+
+from uwf_core.api import Repo, ThreadInfo, UwfError, step_counts
+
+from ..formatting import STATUS_ICONS, STATUS_STYLES, age, short
+
+AGE_SECONDS = 5.0
+
+
+class ThreadList(Vertical):
+    def __init__(self, repo: Repo, on_filter: Callable[[], None], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.repo = repo
+        self.on_filter = on_filter  # the view reloads the list through the new filter
+        self.counts: dict[str, int] = {}  # head -> steps behind it (a head's count never changes)
+        self.updated: dict[str, int | None] = {}  # thread -> when its head was written (ms)
+        self.filter_text = ""
+        # Held, not queried: timers and worker callbacks may land while the tree is torn down.
+        self.table = DataTable(id="threads", cursor_type="row", zebra_stripes=True)
+        self.filter_box = Input(placeholder="filter threads (workflow, id, status)", id="thread-filter", classes="hidden")
+
+    def compose(self) -> ComposeResult:
+        yield self.filter_box
+        yield self.table
+
+    def on_mount(self) -> None:
+        columns = {label: self.table.add_column(label, width=width) for label, width in
+                   ((" ", 1), ("thread", 10), ("workflow", 14), ("status", 9), ("steps", 5), ("updated", 8))}
+        self.steps_column, self.updated_column = columns["steps"], columns["updated"]
+        self.set_interval(AGE_SECONDS, self.refresh_ages)  # "updated 2s ago" must not stay 2s
+
+    def fill(self, infos: list[ThreadInfo], statuses: dict[str, str], name_of, keep: str | None) -> None:
+        """Rows for the threads the filter lets through; the cursor stays on `keep` when it can."""
+        table = self.table
+        table.clear()
+        self.updated = {}
+        for info in infos:
+            status = statuses.get(info.thread, "")
+            name = name_of(info.workflow)
+            if self.filter_text and self.filter_text.lower() not in f"{info.thread} {name} {status}".lower():
+                continue
+            try:
+                updated = self.repo.nodes.get(info.head).timestamp
+            except UwfError:
+                updated = None
+            style = STATUS_STYLES.get(status, "")
+            self.updated[info.thread] = updated
+            table.add_row(
+                Text(STATUS_ICONS.get(status, "?"), style=style),
+                short(info.thread, 10),
+                name,
+                Text(status, style=style),
+                str(self.counts[info.head]) if info.head in self.counts else "…",
+                age(updated),
+                key=info.thread,
+            )
+        missing = [info for info in infos if info.head not in self.counts]
+        if missing:
+            self.count_steps(missing)
+        if keep and keep in table.rows:
+            table.move_cursor(row=table.get_row_index(keep))
+        elif table.row_count:
+            table.move_cursor(row=0)
+
+    def first_thread(self) -> str | None:
+        return str(self.table.coordinate_to_cell_key((0, 0)).row_key.value) if self.table.row_count else None
+
+    @work(thread=True, exclusive=True, group="counts", exit_on_error=False)
+    def count_steps(self, infos: list[ThreadInfo]) -> None:
+        counts = step_counts(self.repo, [info.head for info in infos])
+        self.counts.update(counts)
+        counted = [(info.thread, counts[info.head]) for info in infos if info.head in counts]
+        self.app.call_from_thread(self._show_counts, counted)
+
+    def _show_counts(self, counted: list[tuple[str, int]]) -> None:
+        for thread, count in counted:
+            if thread in self.table.rows:
+                self.table.update_cell(thread, self.steps_column, str(count))
+
+    def refresh_ages(self) -> None:
+        """Advance the "updated" column (ages grow with no change to the root)."""
+        for thread, updated in self.updated.items():
+            if thread in self.table.rows:
+                self.table.update_cell(thread, self.updated_column, age(updated))
+
+    # -- the filter ----------------------------------------------------------------------
+
+    @property
+    def filter_open(self) -> bool:
+        return bool(self.filter_text) or not self.filter_box.has_class("hidden")
+
+    def open_filter(self) -> None:
+        self.filter_box.remove_class("hidden")
+        self.filter_box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.filter_text = event.value.strip()
+        self.on_filter()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if not event.value.strip():
+            self.filter_box.add_class("hidden")
+        self.table.focus()
+
+    def clear_filter(self) -> None:
+        self.filter_box.value = ""
+        self.filter_box.add_class("hidden")
+        self.filter_text = ""
+        self.on_filter()
+        self.table.focus()
+
