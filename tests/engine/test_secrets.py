@@ -139,7 +139,31 @@ def test_secrets_replace_longest_first_and_skip_short_values():
     secrets = Secrets({"LONG": "abcdef-123456", "SHORT": "abcdef", "FLAG": "1"})
     assert secrets.redact("x abcdef-123456 y abcdef 1") == "x [redacted:LONG] y [redacted:SHORT] 1"
     assert secrets.redact({"a": ["abcdef"], "b": 3}) == {"a": ["[redacted:SHORT]"], "b": 3}
+    assert secrets.redact({"abcdef": 1}) == {"[redacted:SHORT]": 1}  # a key can be a field name too
     assert secrets.names == {"LONG", "SHORT"}
+
+
+def test_a_key_printed_as_a_field_name_is_redacted(uwf, root_dir):
+    """The role's schema allows extra fields: a key the agent uses as a field name is text it printed."""
+    script = 'printf -- "---\\nthesis: t\\nkeyPoints: [a]\\n$DEPLOY_TOKEN: 1\\n---\\nbody\\n"'
+    _config(root_dir, _agent("namer", script, "    secrets: [DEPLOY_TOKEN]\n"))
+    thread = _thread(uwf)
+    assert uwf("thread", "step", thread, "--agent", "namer").code == 0
+    output = uwf("thread", "steps", thread).json()[-1]["output"]
+    assert "[redacted:DEPLOY_TOKEN]" in output and OTHER_TOKEN not in json.dumps(output)
+    assert _leaks(root_dir) == []
+
+
+def test_cas_put_redacts_what_any_agent_writes(uwf, root_dir):
+    """A step-protocol agent in any language writes its nodes with `uwf cas put`: a key in them is
+    redacted there, with a warning, and the printed hash is the redacted node's."""
+    _config(root_dir, "")
+    put = uwf("cas", "put", "content", json.dumps(f"token {OTHER_TOKEN} in an answer"))
+    assert put.code == 0 and "redacted" in put.err
+    assert uwf("cas", "get", put.out.strip(), "--payload").json() == "token [redacted:DEPLOY_TOKEN] in an answer"
+    plain = uwf("cas", "put", "content", json.dumps("nothing secret"))
+    assert plain.code == 0 and plain.err == ""
+    assert _leaks(root_dir) == []
 
 
 def test_provider_keys_from_the_environment_are_secrets_too():

@@ -650,3 +650,13 @@ def test_a_runaway_condition_is_stopped_by_the_steps_timeout_and_the_head_stays(
     assert result.code == 1 and "Traceback" not in result.err
     assert "condition 'notApproved'" in result.err and "timeout" in result.err.lower(), result.err
     assert uwf("thread", "show", thread).json()["head"] == head
+
+
+def test_a_long_stderr_tail_starts_at_a_line():
+    from uwf_core.engine.process import _tail
+
+    text = "".join(f"line {n} says something\n" for n in range(500))
+    tail = _tail(text, 2000)
+    assert len(tail) <= 2000 and tail.startswith("line ") and text.endswith(tail)
+    assert _tail("short", 2000) == "short"
+    assert _tail("x" * 5000, 2000) == "x" * 2000  # no boundary at all: cut where it must

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from .common import command, group, repo_of
-from .output import emit_json, emit_text, error
+from .output import emit_json, emit_text, error, warn
 
 
 def register(groups, common) -> None:
@@ -62,8 +62,15 @@ def cmd_put(args) -> int:
         payload = json.loads(text, parse_constant=refuse_constant)
     except ValueError as exc:
         raise UwfError(f"the payload is not valid JSON: {exc}") from None
-    store = _store(args)
+    repo = repo_of(args)
+    store = repo.nodes
     store.ensure_builtins()
+    # Agents in any language write their nodes here: a key they echo is redacted like the text
+    # protocol's, so no secret becomes an immutable node, whoever wrote it.
+    redacted = repo.secrets.redact(payload)
+    if redacted != payload:
+        warn("a secret from .env in the payload was replaced by [redacted:NAME] before storing it")
+        payload = redacted
     aliases = {"meta": META_HASH, **BUILTIN_HASHES}
     try:
         type_hash = aliases.get(args.type) or store.resolve(args.type)

@@ -88,7 +88,7 @@ class Secrets:
         return frozenset(self.by_name)
 
     def redact(self, value: object) -> object:
-        """`value` with each secret replaced by [redacted:NAME], through dicts and lists."""
+        """`value` with each secret replaced by [redacted:NAME], through dicts (keys too) and lists."""
         if not self._ordered:
             return value
         if isinstance(value, str):
@@ -97,7 +97,7 @@ class Secrets:
                     value = value.replace(secret, f"[redacted:{name}]")
             return value
         if isinstance(value, dict):
-            return {key: self.redact(item) for key, item in value.items()}
+            return {self.redact(key): self.redact(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.redact(item) for item in value]
         return value

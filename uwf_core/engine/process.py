@@ -198,8 +198,20 @@ def _supervise(proc, timeout, on_output, cancel, started):
             pass
     selector.close()
     proc.wait()
-    tail = err_tail.decode("utf-8", "replace")[-STDERR_TAIL_CHARS:]
+    tail = _tail(err_tail.decode("utf-8", "replace"), STDERR_TAIL_CHARS)
     return b"".join(out_chunks).decode("utf-8", "replace"), tail, timed_out, cancelled
+
+
+def _tail(text: str, limit: int) -> str:
+    """The last `limit` characters, starting at a line (else a word) so no record begins mid-word."""
+    if len(text) <= limit:
+        return text
+    cut = text[-limit:]
+    for boundary in ("\n", " "):
+        at = cut.find(boundary)
+        if 0 <= at < limit // 2:
+            return cut[at + 1 :]
+    return cut
 
 
 def _emit(on_output, line: bytes) -> None:
