@@ -73,6 +73,8 @@ _EXPORTS = {
     "extract_fast": "engine.extract",
     "ExtractError": "engine.extract",
     "validation_errors": "store.schemas",
+    "fsck": "store.fsck:fsck_root",
+    "FsckReport": "store.fsck",
     "field_order": "store.schemas",
     # config
     "Config": "config.model",

@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Iterable
 
@@ -28,7 +29,8 @@ from uwf_core.api import Cancel, Repo, UwfError
 
 from .commands import Commands
 from .formatting import elapsed, spinner
-from .messages import AgentChecked, AgentOutput, HumanAnswerRequested, KillDone, StepDone
+from . import workers
+from .messages import AgentChecked, AgentOutput, FsckDone, HumanAnswerRequested, KillDone, StepDone
 from .runner import AgentRunner
 from .screens.modals import ConfirmScreen, HelpScreen
 from .widgets.cas_view import CasView
@@ -89,6 +91,9 @@ class UwfApp(App):
         self.commands = Commands(self)
         self._ticks = 0
         self._idle_title: str | None = None  # the sub-title to restore when no agent runs any more
+        self._damage: str | None = None
+        self._fsck_summary: str | None = None  # what fsck said of the damage shown
+        self._fsck_running = False
         self._signature: object = None
         self.sub_title = repo.location
 
@@ -254,13 +259,26 @@ class UwfApp(App):
         self.refresh_bindings()
 
     def show_damage(self, message: str) -> None:
-        """A damaged root is shown, not fatal: the banner stays until a reload reads cleanly."""
+        """A damaged root is shown, not fatal: the banner stays until a reload reads cleanly, and
+        says what `uwf cas fsck` finds (run once per damage, in a worker)."""
         banner = self.query_one("#damage", Static)
         first = banner.has_class("hidden")
-        banner.update(f"⚠ {message}\n  `uwf cas fsck` checks the whole root; the views show what can still be read.")
+        if message != self._damage and not self._fsck_running:
+            self._fsck_summary = None  # another damage: check again
+        self._damage = message
+        banner.update(f"⚠ {message}\n  {self._fsck_summary or '`uwf cas fsck` is checking the whole root…'} The views show what can still be read.")
         banner.remove_class("hidden")
         if first:
             self.notify(message, title="the root is damaged", severity="error", timeout=10)
+        if self._fsck_summary is None and not self._fsck_running:
+            self._fsck_running = True
+            self.run_worker(partial(workers.fsck, self.repo, self.post_message), thread=True, exit_on_error=False, group="fsck")
+
+    def on_fsck_done(self, message: FsckDone) -> None:
+        self._fsck_running = False
+        self._fsck_summary = message.summary
+        if not self.query_one("#damage", Static).has_class("hidden") and self._damage:
+            self.show_damage(self._damage)
 
     def clear_damage(self) -> None:
         self.query_one("#damage", Static).add_class("hidden")

@@ -58,3 +58,11 @@ class AgentChecked(Message):
     def __init__(self, result) -> None:
         super().__init__()
         self.result = result
+
+
+class FsckDone(Message):
+    """`uwf cas fsck` ran because the root looked damaged; `summary` says what it found."""
+
+    def __init__(self, summary: str) -> None:
+        super().__init__()
+        self.summary = summary

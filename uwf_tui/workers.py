@@ -10,7 +10,7 @@ from textual.message import Message
 
 from uwf_core.api import AgentCheck, Cancel, HumanRequest, Repo, StepOptions, UwfError, check_agent, kill_thread, perform_step, run_thread
 
-from .messages import AgentChecked, AgentOutput, HumanAnswerRequested, KillDone, StepDone
+from .messages import AgentChecked, AgentOutput, FsckDone, HumanAnswerRequested, KillDone, StepDone
 
 Post = Callable[[Message], object]
 
@@ -72,3 +72,21 @@ def check(repo: Repo, agent: str, post: Post) -> None:
     except UwfError as exc:  # the agent cannot even be resolved
         result = AgentCheck(agent, False, 0.0, error=exc.message)
     post(AgentChecked(result))
+
+
+def fsck(repo: Repo, post: Post) -> None:
+    """What `uwf cas fsck` says of a root that looked damaged (it reads every node: off the UI thread)."""
+    from uwf_core.api import fsck as check
+
+    try:
+        report = check(repo)
+    except UwfError as exc:
+        post(FsckDone(f"uwf cas fsck could not run: {exc.message}"))
+        return
+    errors = report.errors
+    if not errors:
+        post(FsckDone(f"uwf cas fsck: {report.checked:,} nodes checked, no errors"))
+        return
+    first = errors[0]
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    post(FsckDone(f"uwf cas fsck: {len(errors)} error{'s' if len(errors) > 1 else ''}: {first.target}: {first.message}{more}"))

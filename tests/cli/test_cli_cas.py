@@ -428,6 +428,22 @@ def test_fsck_names_a_thread_whose_head_or_chain_lost_a_node(uwf, root_dir):
     assert problems[f"archived thread {second} (killed)"].startswith(f"node {output}, reachable from ")
 
 
+def test_gc_deletes_nothing_while_a_head_is_missing(uwf, root_dir):
+    """The chain behind a lost head is what a repair needs: gc refuses rather than sweep it."""
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    agent = f"uwf-script --script {EXAMPLES / 'solve-issue.script.yaml'}"
+    thread = uwf("thread", "start", "solve-issue", "-p", "one").json()["thread"]
+    assert uwf("thread", "run", thread, "--agent", agent, "--max", "3").code == 0
+    head = uwf("thread", "show", thread).json()["head"]
+    before = uwf("cas", "walk", head).json()
+    (root_dir / "cas" / f"{head}.bin").unlink()
+    refused = uwf("cas", "gc", "--grace", "0")
+    assert refused.code == 1 and head in assert_one_line_error(refused) and "fsck" in refused.err
+    dry = uwf("cas", "gc", "--grace", "0", "--dry-run")
+    assert dry.code == 0 and dry.json()["missing"] == [head]
+    assert all(uwf("cas", "has", hash_).code == 0 for hash_ in before[1:])  # the rest of the chain is all there
+
+
 def test_fsck_warns_about_an_unindexed_node(uwf, root_dir, examples_root):
     shutil.rmtree(root_dir / "cas" / "_index")
     result = uwf("cas", "fsck")

@@ -34,6 +34,10 @@ NASTY_ANSWERS = [
     "x" * 9_000_000,
     "---\nplan: !!python/object:os.system ls\n---\n",
     "---\nplan: \ud800\n---\n",
+    '{"plan": Infinity}',
+    '{"plan": 1e999}',
+    "---\nplan: .inf\n---\n",
+    "---\nplan: 123456789012345678901234567890\n---\n",
 ]
 
 
@@ -65,6 +69,21 @@ def test_any_agent_output_gives_an_answer_or_an_extract_error(text):
         return
     assert isinstance(output, dict)
     encode(output)  # whatever is accepted can be stored
+
+
+@pytest.mark.parametrize("text", NASTY_ANSWERS[-4:], ids=["json-infinity", "json-1e999", "yaml-inf", "huge-int"])
+def test_numbers_json_cannot_carry_are_refused_at_extract_naming_the_field(text):
+    with pytest.raises(ExtractError) as refused:
+        parse_answer(text)
+    assert "'plan'" in refused.value.message
+
+
+def test_the_same_json_with_other_whitespace_hashes_the_same():
+    from uwf_core.store.cas import node_hash
+
+    compact = json.loads('{"name":"Alice","age":30,"tags":["a","b"]}')
+    spaced = json.loads(' {\n  "tags" : [ "a" ,\t"b" ],\n  "age" : 30.0 , "name":"Alice" }\n')
+    assert node_hash("7XX5H51CVD9H0", compact) == node_hash("7XX5H51CVD9H0", spaced)
 
 
 workflow_texts = st.one_of(
@@ -127,10 +146,74 @@ def test_a_step_whose_agent_answers_garbage_fails_cleanly_and_keeps_the_head(gar
 
     repo, thread, answer = garbage_agent
     answer.write_text(text, encoding="utf-8", errors="surrogatepass")
+    _fails_and_keeps_the_head(repo, thread)
+
+
+def _fails_and_keeps_the_head(repo, thread: str) -> str:
+    from uwf_core.engine.attempt import StepOptions
+    from uwf_core.engine.step import perform_step
+
     head = repo.threads.heads()[thread]
     with pytest.raises(UwfError) as failure:
         perform_step(repo, thread, StepOptions(timeout=60))
     assert len(failure.value.message) < 2000
     assert repo.threads.heads()[thread] == head
-    assert [record.status for record in repo.runs.read(thread)] == ["failed"]
+    assert [record.status for record in repo.runs.read(thread)][-1] == "failed"
     assert os.path.exists(repo.location)
+    return failure.value.message
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.one_of(st.binary(max_size=300), st.builds(lambda b: b"---\nplan: " + b + b"\n---\n", st.binary(max_size=60))))
+def test_random_bytes_from_an_agent_never_move_the_head_unless_they_are_an_answer(garbage_agent, data):
+    """Invalid UTF-8, NULs, anything: a clean failure that keeps the head, or a real step."""
+    from uwf_core.engine.attempt import StepOptions
+    from uwf_core.engine.step import perform_step
+
+    repo, thread, answer = garbage_agent
+    answer.write_bytes(data)
+    head = repo.threads.heads().get(thread)
+    if head is None:
+        return  # an earlier example finished the thread
+    try:
+        result = perform_step(repo, thread, StepOptions(timeout=60))
+    except UwfError as exc:
+        assert len(exc.message) < 2000 and repo.threads.heads().get(thread) == head
+        return
+    assert result.head != head and repo.nodes.get(result.head)  # accepted: a whole new step
+
+
+def test_an_agent_flooding_stdout_is_stopped_not_buffered(root, tmp_path):
+    from uwf_core.config.model import AgentConfig, Config
+    from uwf_core.engine import process
+    from uwf_core.thread.ops import start_thread
+    from uwf_core.workflow.ops import put_workflow
+
+    put_workflow(root, str(EXAMPLES / "analyze-topic.yaml"))
+    flood = AgentConfig("flood", "sh", ("-c", "cat >/dev/null; yes plan-plan-plan-plan"), "text")
+    root.save_config(Config(agents={"flood": flood}, default_agent="flood"))
+    thread = start_thread(root, "analyze-topic", "x").thread
+    limit = process.MAX_STDOUT_BYTES
+    process.MAX_STDOUT_BYTES = 2_000_000  # the same code path, reached in a moment
+    try:
+        message = _fails_and_keeps_the_head(root, thread)
+    finally:
+        process.MAX_STDOUT_BYTES = limit
+    assert "printed more than" in message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "name: x\nroles: " + "[" * 50_000 + "]" * 50_000 + "\n",
+        "name: x\n" + "".join("  " * i + f"k{i}:\n" for i in range(3000)),
+        "name: x\n" + "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}" if i else "lol"] * 9) + "]\n" for i in range(9)),
+    ],
+    ids=["flow-50000-deep", "block-3000-deep", "alias-bomb-9x9"],
+)
+def test_a_hostile_workflow_file_is_one_line_from_workflow_put(uwf, tmp_path, text):
+    path = tmp_path / "wf.yaml"
+    path.write_text(text)
+    result = uwf("workflow", "put", str(path), timeout=60)
+    assert result.code == 1 and result.err.startswith("uwf: error: ") and result.err.count("\n") == 1, result
+    assert "Traceback" not in result.err and len(result.err) < 1000

@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .attempt import StepError, StepOptions
-from .process import ProcessOutcome, run_process
+from .process import MAX_STDOUT_BYTES, ProcessOutcome, run_process
 from .resolve import ResolvedAgent
 
 if TYPE_CHECKING:
@@ -156,6 +156,11 @@ class AgentCall:
             raise StepError(f"agent '{label}' timed out after {self.timeout:g}s; its process group was killed{last}", "timeout", tail)
         if outcome.cancelled:
             raise StepError(f"agent '{label}' was cancelled; its process group was killed", "killed", tail)
+        if outcome.overflowed:
+            raise StepError(
+                f"agent '{label}' printed more than {MAX_STDOUT_BYTES // 1_000_000} MB on stdout (an answer is at most "
+                f"8,000,000 characters); its process group was killed", "failed", tail,
+            )
         if outcome.exit_code == 0:
             return  # a kill meanwhile is caught by the compare-and-set of the head
         if self.info.thread not in self.repo.threads.heads():

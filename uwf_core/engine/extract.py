@@ -35,7 +35,7 @@ def _json_object(text: str) -> dict | None:
     if not (stripped.startswith("{") and stripped.endswith("}")):
         return None
     try:
-        value = json.loads(stripped)
+        value = json.loads(stripped)  # NaN and Infinity parse to floats: _check_storable refuses them
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -58,6 +58,7 @@ def parse_answer(text: str) -> tuple[dict, str, str]:
         raise ExtractError(exc.message[:300]) from None
     obj = _json_object(text)
     if obj is not None:
+        _check_storable(obj)
         return obj, "", "json"
     if block is None:
         raise ExtractError("the answer has no frontmatter block (--- yaml ---) and is not a JSON object")
@@ -71,7 +72,30 @@ def parse_answer(text: str) -> tuple[dict, str, str]:
         raise ExtractError(f"the frontmatter is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
     if not isinstance(data, dict):
         raise ExtractError("the frontmatter is not a mapping of fields")
-    return _jsonable(data), block[1], "frontmatter"
+    output = _jsonable(data)
+    _check_storable(output)
+    return output, block[1], "frontmatter"
+
+
+INT_LIMIT = 2**64  # CBOR's integers; the reference stores no more either
+
+
+def _check_storable(output: dict) -> None:
+    """Refuse here what the store would refuse later (infinity, NaN, integers past 64 bits), so
+    the agent gets a correction naming the field instead of a failed step."""
+    import math
+
+    stack: list[tuple[str, object]] = [("", output)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise ExtractError(f"field '{path}' is {value}, which JSON cannot carry: give a finite number")
+        elif isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT < value < INT_LIMIT:
+            raise ExtractError(f"field '{path}' is an integer of {len(str(abs(value)))} digits, more than 64 bits hold")
 
 
 def _jsonable(value: object) -> object:

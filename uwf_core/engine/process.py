@@ -20,6 +20,9 @@ from typing import Callable
 from ..errors import UwfError
 
 STDERR_TAIL_CHARS = 2000
+# An answer is read whole before it is parsed: past this, the agent is stopped rather than
+# buffered (uwf reads at most 8,000,000 characters of an answer; UTF-8 takes up to 4 bytes each).
+MAX_STDOUT_BYTES = 32_000_000
 TERM_GRACE_SECONDS = 2.0
 
 
@@ -32,6 +35,7 @@ class ProcessOutcome:
     cancelled: bool
     duration_ms: int
     pid: int
+    overflowed: bool = False  # stdout passed MAX_STDOUT_BYTES: the group was killed, the answer dropped
 
 
 class Cancel:
@@ -127,7 +131,7 @@ def run_process(
     if stdin_text is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True).start()
     try:
-        stdout, stderr_tail, timed_out, cancelled = _supervise(proc, timeout, on_output, cancel, started)
+        stdout, stderr_tail, timed_out, cancelled, overflowed = _supervise(proc, timeout, on_output, cancel, started)
     finally:
         if proc.poll() is None:
             kill_group(proc.pid, proc)
@@ -140,6 +144,7 @@ def run_process(
         cancelled=cancelled,
         duration_ms=int((time.monotonic() - started) * 1000),
         pid=proc.pid,
+        overflowed=overflowed,
     )
 
 
@@ -156,9 +161,10 @@ def _supervise(proc, timeout, on_output, cancel, started):
     selector.register(proc.stdout, selectors.EVENT_READ, "out")
     selector.register(proc.stderr, selectors.EVENT_READ, "err")
     out_chunks: list[bytes] = []
+    out_bytes = 0
     err_tail = bytearray()
     partial = bytearray()
-    timed_out = cancelled = False
+    timed_out = cancelled = overflowed = False
     exited_at = None
     while selector.get_map():
         for key, _ in selector.select(timeout=0.1):
@@ -167,6 +173,13 @@ def _supervise(proc, timeout, on_output, cancel, started):
                 selector.unregister(key.fileobj)
                 continue
             if key.data == "out":
+                out_bytes += len(data)
+                if out_bytes > MAX_STDOUT_BYTES:
+                    if not overflowed:
+                        overflowed = True
+                        out_chunks.clear()
+                        kill_group(proc.pid, proc)
+                    continue  # drained, not kept, until the pipe closes
                 out_chunks.append(data)
             else:
                 err_tail += data
@@ -199,7 +212,7 @@ def _supervise(proc, timeout, on_output, cancel, started):
     selector.close()
     proc.wait()
     tail = _tail(err_tail.decode("utf-8", "replace"), STDERR_TAIL_CHARS)
-    return b"".join(out_chunks).decode("utf-8", "replace"), tail, timed_out, cancelled
+    return b"".join(out_chunks).decode("utf-8", "replace"), tail, timed_out, cancelled, overflowed
 
 
 def _tail(text: str, limit: int) -> str:

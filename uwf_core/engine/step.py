@@ -74,6 +74,9 @@ def _record_interrupted(repo: Repo, info: ThreadInfo, lease: StepLease) -> None:
 
 
 def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, options: StepOptions) -> StepResult:
+    # --timeout is one budget for the whole step: routing, the agent with its extraction and
+    # corrections, and the routing that says whether the thread is done.
+    deadline = time.monotonic() + options.timeout if options.timeout is not None else None
     context = context_of(repo, info.head)
     workflow = workflow_of(repo, context.start.workflow)
     decision = evaluate(workflow, context, options.timeout)
@@ -85,9 +88,10 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     )
     attempt.agent = resolved.label
     lease.update(role=decision.role, agent=resolved.label)
-    call = AgentCall(repo, info, workflow, context, decision, resolved, lease, options)
+    call = AgentCall(repo, info, workflow, context, decision, resolved, lease, options, deadline=deadline)
     new_head = run_protocol(call)
-    done = _next_is_end(repo, workflow, context, new_head, options.timeout)
+    left = max(0.001, deadline - time.monotonic()) if deadline is not None else None
+    done = _next_is_end(repo, workflow, context, new_head, left)
     try:
         repo.threads.compare_and_set(
             info.thread,

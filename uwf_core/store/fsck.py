@@ -59,6 +59,11 @@ def fsck(store: CasStore, backend: Backend | None = None) -> FsckReport:
     return report
 
 
+def fsck_root(repo) -> FsckReport:
+    """`uwf cas fsck` of an opened root: its nodes, index, threads and registry."""
+    return fsck(repo.nodes, repo.backend)
+
+
 def _check_roots(store: CasStore, backend: Backend) -> list[FsckProblem]:
     """Every node a thread or a registered workflow needs is there: walked from each head (through
     prev, start, resumes, outputs and details) and each registry version."""

@@ -91,6 +91,14 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
     report = GcReport(dry_run=dry_run)
     nodes = backend.nodes
     marked, report.missing = mark(store, gc_roots(backend))
+    if report.missing and not dry_run:
+        # A head that lost a node leaves the rest of its chain unreachable: sweeping now would
+        # delete what a repair (re-pointing the head, a fork) still needs.
+        raise UwfError(
+            f"gc deletes nothing while the root is damaged: {len(report.missing)} node{'s' if len(report.missing) > 1 else ''} "
+            f"that threads or workflows need {'are' if len(report.missing) > 1 else 'is'} missing ({', '.join(report.missing[:3])}"
+            f"{', ...' if len(report.missing) > 3 else ''}); `uwf cas fsck` names the threads, `--dry-run` shows what gc would delete"
+        )
     with backend.threads.exclusive():
         marked, _ = mark(store, gc_roots(backend), marked)  # heads that moved while we marked
         cutoff = min(time.time() - grace_seconds, _oldest_running_step(backend))
