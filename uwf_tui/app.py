@@ -272,7 +272,7 @@ class UwfApp(App):
             self.notify(message, title="the root is damaged", severity="error", timeout=10)
         if self._fsck_summary is None and not self._fsck_running:
             self._fsck_running = True
-            self.run_worker(partial(workers.fsck, self.repo, self.post_message), thread=True, exit_on_error=False, group="fsck")
+            self.run_worker(partial(workers.check_root, self.repo, self.post_message), thread=True, exit_on_error=False, group="fsck")
 
     def on_fsck_done(self, message: FsckDone) -> None:
         self._fsck_running = False

@@ -8,7 +8,7 @@ from typing import Callable
 
 from textual.message import Message
 
-from uwf_core.api import AgentCheck, Cancel, HumanRequest, Repo, StepOptions, UwfError, check_agent, kill_thread, perform_step, run_thread
+from uwf_core.api import AgentCheck, Cancel, HumanRequest, Repo, StepOptions, UwfError, check_agent, fsck, kill_thread, perform_step, run_thread
 
 from .messages import AgentChecked, AgentOutput, FsckDone, HumanAnswerRequested, KillDone, StepDone
 
@@ -74,12 +74,10 @@ def check(repo: Repo, agent: str, post: Post) -> None:
     post(AgentChecked(result))
 
 
-def fsck(repo: Repo, post: Post) -> None:
+def check_root(repo: Repo, post: Post) -> None:
     """What `uwf cas fsck` says of a root that looked damaged (it reads every node: off the UI thread)."""
-    from uwf_core.api import fsck as check
-
     try:
-        report = check(repo)
+        report = fsck(repo)
     except UwfError as exc:
         post(FsckDone(f"uwf cas fsck could not run: {exc.message}"))
         return
