@@ -87,11 +87,16 @@ def uwf(root_dir):
 
 
 def snapshot_tree(path: Path) -> dict[str, bytes]:
-    """Every file under `path` with its bytes, to assert that a failure changed nothing."""
+    """Every file under `path` with its bytes, to assert that a failure changed nothing; the node
+    file as the nodes it holds (its pages, WAL and shared memory change with any reader)."""
+    from node_file import DB_NAME, logical_dump
+
     result = {}
     for file in sorted(path.rglob("*")):
-        if file.is_file() and "locks" not in file.relative_to(path).parts:
-            result[str(file.relative_to(path))] = file.read_bytes()
+        relative = file.relative_to(path)
+        if file.is_file() and "locks" not in relative.parts and not file.name.startswith(DB_NAME):
+            result[str(relative)] = file.read_bytes()
+    result.update(logical_dump(path))
     return result
 
 

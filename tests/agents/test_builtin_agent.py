@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from node_file import hashes as stored_hashes
 from conftest import EXAMPLES
 from fake_openai import FakeOpenAI, reply
 
@@ -211,7 +212,7 @@ def test_builtin_runs_a_real_thread(uwf, llm_root, root_dir, workspace):
         path = root_dir / name
         assert path.exists(), name
         assert KEY not in path.read_text(), name
-    nodes = sorted(p.stem for p in (root_dir / "cas").glob("*.bin"))
+    nodes = stored_hashes(root_dir)
     assert head in nodes and payload is not None
     for node in nodes:
         got = uwf("cas", "get", node)
@@ -413,11 +414,11 @@ def test_three_failed_answers_fail_the_step(uwf, llm_root, root_dir):
     thread, head = start(uwf)
     for _ in range(3):
         srv.add(reply(NO_POINTS), reply(json.dumps({"keyPoints": ["only points"]})))
-    before = sorted(p.name for p in (root_dir / "cas").glob("*.bin"))
+    before = stored_hashes(root_dir)
     result = uwf("thread", "step", thread)
     line = assert_failed_cleanly(uwf, root_dir, result, thread, head, "'keyPoints' is a required property", "after 2 corrections")
     assert "LLM extract" in line and "'thesis' is a required property" in line
     assert len(srv.requests) == 6
     kinds = ["extract" if "response_format" in r["body"] else "agent" for r in srv.requests]
     assert kinds == ["agent", "extract"] * 3
-    assert sorted(p.name for p in (root_dir / "cas").glob("*.bin")) == before
+    assert stored_hashes(root_dir) == before

@@ -9,6 +9,8 @@ import time
 from collections import Counter
 
 import pytest
+from node_file import delete_node, node_bytes, set_node_bytes, set_touched, unpack
+from node_file import hashes as stored_hashes
 from conftest import EXAMPLES, snapshot_tree
 
 from uwf_core.encoding.cbor import decode_envelope
@@ -77,7 +79,7 @@ def test_put_with_a_schema_hash(uwf, root_dir):
     assert schema == "7XX5H51CVD9H0"
     node = _hash_line(uwf("cas", "put", schema, '{"name": "Alice", "age": 30}'))
     assert node == "ERARPP19YJT05"
-    assert (root_dir / "cas" / f"{node}.bin").is_file()
+    assert node_bytes(root_dir, node) is not None
     # a prefix of the schema hash, in lower case, works too
     assert _hash_line(uwf("cas", "put", schema[:6].lower(), '{"age": 30.0, "name": "Alice"}')) == node
 
@@ -297,7 +299,7 @@ def crowded(root_dir):
     store.ensure_builtins()
     for index in range(30):
         store.put(BUILTIN_HASHES["content"], f"node {index}")
-    counts = Counter(name[0] for name in os.listdir(root_dir / "cas") if name.endswith(".bin"))
+    counts = Counter(hash_[0] for hash_ in stored_hashes(root_dir))
     char, count = counts.most_common(1)[0]
     assert count >= 2
     return char, count
@@ -354,7 +356,7 @@ def test_fsck_clean(uwf, root_dir, examples_root):
     report = result.json()
     assert report["ok"] is True
     assert report["problems"] == []
-    assert report["checked"] == len(list((root_dir / "cas").glob("*.bin")))
+    assert report["checked"] == len(stored_hashes(root_dir))
     assert result.err == ""
 
 
@@ -364,20 +366,20 @@ def test_fsck_of_an_empty_root(uwf):
     assert result.json() == {"checked": 0, "ok": True, "problems": []}
 
 
-def _flip_payload_byte(path):
-    data = path.read_bytes()
+def _flip_payload_byte(root_dir, hash_):
+    data = node_bytes(root_dir, hash_)
     _, payload = decode_envelope(data)
     start = data.index(payload)
     # flip the low bit of a letter inside the payload: still CBOR, still UTF-8, wrong hash
     position = next(i for i in range(start + len(payload) - 1, start, -1) if chr(data[i]).isalpha() and chr(data[i] ^ 1).isalpha())
     corrupted = bytearray(data)
     corrupted[position] ^= 0x01
-    path.write_bytes(bytes(corrupted))
+    set_node_bytes(root_dir, hash_, bytes(corrupted))
 
 
 def test_fsck_finds_a_flipped_byte(uwf, root_dir, examples_root):
     victim = examples_root[0]
-    _flip_payload_byte(root_dir / "cas" / f"{victim}.bin")
+    _flip_payload_byte(root_dir, victim)
     result = uwf("cas", "fsck")
     assert result.code == 1
     report = result.json()
@@ -392,7 +394,7 @@ def test_fsck_finds_a_flipped_byte(uwf, root_dir, examples_root):
 
 def test_get_of_a_corrupt_node(uwf, root_dir, examples_root):
     victim = examples_root[1]
-    _flip_payload_byte(root_dir / "cas" / f"{victim}.bin")
+    _flip_payload_byte(root_dir, victim)
     message = assert_one_line_error(uwf("cas", "get", victim))
     assert f"node {victim} is corrupt" in message
     assert "is corrupt" in assert_one_line_error(uwf("workflow", "show", "analyze-topic"))
@@ -400,7 +402,7 @@ def test_get_of_a_corrupt_node(uwf, root_dir, examples_root):
 
 def test_fsck_finds_a_missing_reference(uwf, root_dir, examples_root):
     meta = uwf("workflow", "show", "solve-issue").json()["roles"]["planner"]["meta"]
-    (root_dir / "cas" / f"{meta}.bin").unlink()
+    delete_node(root_dir, meta)
     result = uwf("cas", "fsck")
     assert result.code == 1
     targets = {p["target"]: p["message"] for p in result.json()["problems"] if p["severity"] == "error"}
@@ -418,9 +420,9 @@ def test_fsck_names_a_thread_whose_head_or_chain_lost_a_node(uwf, root_dir):
         assert uwf("thread", "run", thread, "--agent", agent, "--max", "2").code == 0
     assert uwf("thread", "kill", second).code == 0  # archived heads are checked too
     head = uwf("thread", "show", first).json()["head"]
-    (root_dir / "cas" / f"{head}.bin").unlink()
+    delete_node(root_dir, head)
     output = uwf("cas", "get", uwf("thread", "show", second).json()["head"], "--payload").json()["output"]
-    (root_dir / "cas" / f"{output}.bin").unlink()
+    delete_node(root_dir, output)
     result = uwf("cas", "fsck")
     assert result.code == 1
     problems = {p["target"]: p["message"] for p in result.json()["problems"] if p["severity"] == "error"}
@@ -436,7 +438,7 @@ def test_gc_deletes_nothing_while_a_head_is_missing(uwf, root_dir):
     assert uwf("thread", "run", thread, "--agent", agent, "--max", "3").code == 0
     head = uwf("thread", "show", thread).json()["head"]
     before = uwf("cas", "walk", head).json()
-    (root_dir / "cas" / f"{head}.bin").unlink()
+    delete_node(root_dir, head)
     refused = uwf("cas", "gc", "--grace", "0")
     assert refused.code == 1 and head in assert_one_line_error(refused) and "fsck" in refused.err
     dry = uwf("cas", "gc", "--grace", "0", "--dry-run")
@@ -444,7 +446,8 @@ def test_gc_deletes_nothing_while_a_head_is_missing(uwf, root_dir):
     assert all(uwf("cas", "has", hash_).code == 0 for hash_ in before[1:])  # the rest of the chain is all there
 
 
-def test_fsck_warns_about_an_unindexed_node(uwf, root_dir, examples_root):
+def test_fsck_warns_about_an_unindexed_node_of_an_older_root(uwf, root_dir, examples_root):
+    unpack(root_dir)  # loose node files, as an older uwf wrote them
     shutil.rmtree(root_dir / "cas" / "_index")
     result = uwf("cas", "fsck")
     assert result.code == 0, result
@@ -456,7 +459,7 @@ def test_fsck_warns_about_an_unindexed_node(uwf, root_dir, examples_root):
 
 def test_fsck_of_a_node_with_garbage_bytes(uwf, root_dir, examples_root):
     victim = examples_root[2]
-    (root_dir / "cas" / f"{victim}.bin").write_bytes(b"\xa1\x80\x00")  # {[]: 0}
+    set_node_bytes(root_dir, victim, b"\xa1\x80\x00")  # {[]: 0}
     result = uwf("cas", "fsck")
     assert result.code == 1
     assert victim in assert_one_line_error(result)
@@ -465,12 +468,13 @@ def test_fsck_of_a_node_with_garbage_bytes(uwf, root_dir, examples_root):
 # -- reindex ---------------------------------------------------------------------------------------
 
 
-def test_reindex_restores_schema_list(uwf, root_dir, examples_root):
+def test_reindex_restores_schema_list_of_an_older_root(uwf, root_dir, examples_root):
     listed = uwf("cas", "schema", "list").json()
+    moved = unpack(root_dir)
     shutil.rmtree(root_dir / "cas" / "_index")
     result = uwf("cas", "reindex")
     assert result.code == 0, result
-    assert result.json() == {"indexed": len(list((root_dir / "cas").glob("*.bin")))}
+    assert result.json() == {"indexed": len(moved)}
     after = uwf("cas", "schema", "list").json()
     assert sorted(after, key=lambda item: item["hash"]) == sorted(listed, key=lambda item: item["hash"])
     assert uwf("cas", "fsck").json()["problems"] == []
@@ -480,7 +484,7 @@ def test_reindex_restores_schema_list(uwf, root_dir, examples_root):
 
 
 def _all_nodes(root_dir) -> set[str]:
-    return {path.name[:13] for path in (root_dir / "cas").glob("*.bin")}
+    return set(stored_hashes(root_dir))
 
 
 def _kept_by_registry(root_dir) -> set[str]:
@@ -498,8 +502,8 @@ def _kept_by_registry(root_dir) -> set[str]:
 
 def test_gc_dry_run_deletes_nothing(uwf, root_dir, examples_root):
     garbage = _put(uwf, "content", "unreferenced")
-    for path in (root_dir / "cas").glob("*.bin"):
-        os.utime(path, (1_000_000, 1_000_000))
+    for hash_ in stored_hashes(root_dir):
+        set_touched(root_dir, hash_, 1_000_000)
     before = snapshot_tree(root_dir)
     result = uwf("cas", "gc", "--dry-run", "--grace", "0")
     assert result.code == 0, result
@@ -559,8 +563,8 @@ def test_gc_grace_period_boundary(uwf, root_dir, examples_root):
     old = _put(uwf, "content", "two hours old")
     young = _put(uwf, "content", "ten minutes old")
     now = time.time()
-    os.utime(root_dir / "cas" / f"{old}.bin", (now - 7200, now - 7200))
-    os.utime(root_dir / "cas" / f"{young}.bin", (now - 600, now - 600))
+    set_touched(root_dir, old, now - 7200)
+    set_touched(root_dir, young, now - 600)
     report = uwf("cas", "gc").json()
     assert report["deleted"] == [old]
     assert report["keptYoung"] == [young]
@@ -570,7 +574,7 @@ def test_gc_grace_period_boundary(uwf, root_dir, examples_root):
 
 def test_gc_re_put_renews_a_node(uwf, root_dir, examples_root):
     node = _put(uwf, "content", "renewed")
-    os.utime(root_dir / "cas" / f"{node}.bin", (1_000_000, 1_000_000))
+    set_touched(root_dir, node, 1_000_000)
     assert _put(uwf, "content", "renewed") == node
     report = uwf("cas", "gc").json()
     assert node in report["keptYoung"]
@@ -604,7 +608,7 @@ def test_gc_with_a_damaged_registry_deletes_nothing(uwf, root_dir, examples_root
 
 def test_gc_keeps_what_young_nodes_reference(uwf, root_dir):
     old = _put_lib(root_dir, "content", "written long ago, referenced by a fresh node")
-    os.utime(root_dir / "cas" / f"{old}.bin", (1_000_000, 1_000_000))
+    set_touched(root_dir, old, 1_000_000)
     link = _put_lib(root_dir, "meta", {"type": "object", "properties": {"to": {"type": "string", "format": "cas_ref"}}})
     young = _put(uwf, link, {"to": old})
     report = uwf("cas", "gc").json()

@@ -6,6 +6,7 @@ import re
 
 import pytest
 from conftest import EXAMPLES, snapshot_tree
+from node_file import hashes as stored_hashes
 from workflow_texts import BASE, STATUS_BASE
 
 from uwf_core.encoding.ids import is_hash
@@ -54,7 +55,7 @@ def test_put_prints_name_and_hash(uwf, root_dir):
     assert set(data) == {"name", "hash"}
     assert data["name"] == "solve-issue"
     assert is_hash(data["hash"])
-    assert (root_dir / "cas" / f"{data['hash']}.bin").is_file()
+    assert data["hash"] in stored_hashes(root_dir)
     assert (root_dir / "registry.yaml").is_file()
     assert result.err == ""
 
@@ -68,12 +69,12 @@ def test_put_with_a_relative_path(uwf):
 def test_put_again_is_a_no_op(uwf, root_dir):
     first = _put(uwf, SOLVE)
     registry = (root_dir / "registry.yaml").read_bytes()
-    nodes = sorted(p.name for p in (root_dir / "cas").glob("*.bin"))
+    nodes = snapshot_tree(root_dir)
     again = uwf("workflow", "put", SOLVE)
     assert again.code == 0, again
     assert again.json() == first
     assert (root_dir / "registry.yaml").read_bytes() == registry
-    assert sorted(p.name for p in (root_dir / "cas").glob("*.bin")) == nodes
+    assert snapshot_tree(root_dir) == nodes
     assert "nothing changed" in again.err
     assert "Traceback" not in again.err
 

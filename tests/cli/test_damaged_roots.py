@@ -12,7 +12,10 @@ from conftest import EXAMPLES
 AGENT = f"uwf-script --script {EXAMPLES / 'solve-issue.script.yaml'}"
 
 DAMAGES = {
-    "node is a directory": "rm cas/{head}.bin && mkdir cas/{head}.bin",
+    "a loose node file is a directory": "mkdir cas/{head}.bin",
+    "the node file is garbage": "rm -f cas/nodes.sqlite-wal cas/nodes.sqlite-shm && printf 'not sqlite at all' > cas/nodes.sqlite",
+    "the node file is a directory": "rm -f cas/nodes.sqlite* && mkdir cas/nodes.sqlite",
+    "the head's node is gone": "python3 -c \"import sqlite3; sqlite3.connect('cas/nodes.sqlite').execute(\\\"delete from nodes where hash='{head}'\\\").connection.commit()\"",
     "threads.yaml is a directory": "rm threads.yaml && mkdir threads.yaml",
     "registry.yaml is a directory": "rm registry.yaml && mkdir registry.yaml",
     "config.yaml is a directory": "rm config.yaml && mkdir config.yaml",

@@ -67,6 +67,38 @@ def test_freshen_renews_age_and_says_whether_the_node_exists(backend):
     assert nodes.touched_at(HASH_B) is None
 
 
+def test_a_batch_commits_its_writes_together_or_not_at_all(backend):
+    nodes = backend.nodes
+    with nodes.batch():
+        nodes.write(HASH_A, HASH_C, b"a")
+        with nodes.batch():  # nested: one commit at the end of the outermost
+            nodes.write(HASH_B, HASH_C, b"b")
+        assert nodes.read(HASH_B) == b"b"  # this writer sees its own writes at once
+        seen_elsewhere = []
+        reader = threading.Thread(target=lambda: seen_elsewhere.append(nodes.exists(HASH_A)))
+        reader.start()
+        reader.join()
+        assert seen_elsewhere == [False]  # nobody else sees them before the commit
+    assert nodes.hashes() == [HASH_A, HASH_B]
+    with pytest.raises(RuntimeError):
+        with nodes.batch():
+            nodes.write(HASH_C, HASH_C, b"c")
+            raise RuntimeError("the step failed")
+    assert not nodes.exists(HASH_C)  # undone
+
+
+def test_touched_all_and_derived_data(backend):
+    nodes = backend.nodes
+    assert nodes.touched_all() == {} and nodes.derived("count:" + HASH_A) is None
+    nodes.write(HASH_A, HASH_C, b"a")
+    assert set(nodes.touched_all()) == {HASH_A}
+    nodes.put_derived("count:" + HASH_A, b"1")
+    nodes.put_derived("count:" + HASH_A, b"2")  # replaced, not added
+    assert nodes.derived("count:" + HASH_A) == b"2"
+    with nodes.index_lock():
+        assert nodes.pack() == 0  # nothing kept apart in a new root
+
+
 def test_delete_and_rebuild_the_index(backend):
     nodes = backend.nodes
     nodes.write(HASH_A, HASH_C, b"x")

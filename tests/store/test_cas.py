@@ -7,12 +7,14 @@ from collections import Counter
 
 import pytest
 from conftest import snapshot_tree
+from node_file import node_bytes, set_node_bytes, set_touched, touched, unpack
 
 from uwf_core.encoding.cbor import decode_envelope, encode
 from uwf_core.encoding.ids import is_hash
 from uwf_core.errors import AmbiguousError, CorruptError, NotFoundError, UwfError, ValidationError
 from uwf_core.store.builtin_schemas import BUILTIN, BUILTIN_HASHES, META_HASH, schema_hash
 from uwf_core.store.cas import CasStore, node_hash
+from uwf_core.repo import Repo
 from uwf_core.store.schemas import ALLOWED_KEYWORDS, META_SCHEMA, check_schema
 
 PERSON = {
@@ -70,15 +72,16 @@ def test_put_returns_the_node_hash_and_get_returns_the_node(store):
 
 def test_node_file_layout(store, root_dir):
     hash_ = _content(store, "hello")
-    path = _cas_dir(root_dir) / f"{hash_}.bin"
-    assert path.is_file()
-    envelope, payload_bytes = decode_envelope(path.read_bytes())
+    assert (_cas_dir(root_dir) / "nodes.sqlite").is_file()
+    assert not list(_cas_dir(root_dir).glob("*.bin"))  # no loose node files any more
+    data = node_bytes(root_dir, hash_)
+    envelope, payload_bytes = decode_envelope(data)
     assert set(envelope) == {"type", "payload", "timestamp"}
     assert envelope["type"] == BUILTIN_HASHES["content"]
     assert envelope["payload"] == "hello"
     assert payload_bytes == encode("hello")
-    # the file is the deterministic CBOR of the envelope
-    assert path.read_bytes() == encode(envelope)
+    # what is stored is the deterministic CBOR of the envelope
+    assert data == encode(envelope)
 
 
 def test_has(store):
@@ -268,26 +271,22 @@ def test_put_via_the_meta_type_is_put_schema(store):
 def test_same_payload_twice_gives_the_same_hash_and_keeps_the_first_write(store, root_dir):
     schema = store.put_schema(PERSON)
     first = store.put(schema, {"name": "Alice", "age": 30})
-    path = _cas_dir(root_dir) / f"{first}.bin"
-    data = path.read_bytes()
-    inode = path.stat().st_ino
+    data = node_bytes(root_dir, first)
     timestamp = store.get(first).timestamp
-    index = (_cas_dir(root_dir) / "_index" / schema).read_text()
+    members = store.of_type(schema)
     second = store.put(schema, {"age": 30.0, "name": "Alice"})  # same payload, other key order, integral float
     assert second == first == "ERARPP19YJT05"
-    assert path.read_bytes() == data
-    assert path.stat().st_ino == inode  # not replaced by a new file
-    assert store.get(first).timestamp == timestamp
-    assert (_cas_dir(root_dir) / "_index" / schema).read_text() == index  # indexed once
+    assert node_bytes(root_dir, first) == data
+    assert CasStore(store.nodes).get(first).timestamp == timestamp
+    assert store.of_type(schema) == members == [first]  # indexed once
 
 
-def test_re_put_renews_the_file_age_for_gc(store, root_dir):
+def test_re_put_renews_the_age_for_gc(store, root_dir):
     hash_ = _content(store, "old")
-    path = _cas_dir(root_dir) / f"{hash_}.bin"
-    os.utime(path, (1_000_000, 1_000_000))
+    set_touched(root_dir, hash_, 1_000_000)
     timestamp = store.get(hash_).timestamp
     assert _content(store, "old") == hash_
-    assert path.stat().st_mtime > 1_000_000
+    assert touched(root_dir, hash_) > 1_000_000
     assert store.get(hash_).timestamp == timestamp
 
 
@@ -301,20 +300,15 @@ def test_a_fresh_store_object_sees_the_same_nodes(root):
 # -- corruption --------------------------------------------------------------------------
 
 
-def _payload_offset(path) -> tuple[bytes, int]:
-    data = path.read_bytes()
+def test_flipped_payload_byte_is_corrupt(root, root_dir):
+    hash_ = _content(root.nodes, "The quick brown fox")
+    data = node_bytes(root_dir, hash_)
     _, payload_bytes = decode_envelope(data)
-    return data, data.index(payload_bytes)
-
-
-def test_flipped_payload_byte_is_corrupt(store, root_dir):
-    hash_ = _content(store, "The quick brown fox")
-    path = _cas_dir(root_dir) / f"{hash_}.bin"
-    data, start = _payload_offset(path)
-    position = data.index(b"quick", start)
+    position = data.index(b"quick", data.index(payload_bytes))
     corrupted = bytearray(data)
     corrupted[position] ^= 0x01  # 'q' -> 'p': still valid CBOR and UTF-8
-    path.write_bytes(bytes(corrupted))
+    set_node_bytes(root_dir, hash_, bytes(corrupted))
+    store = CasStore(root.backend.nodes)  # nothing cached: reads what is stored now
     with pytest.raises(CorruptError) as info:
         store.get(hash_)
     assert hash_ in str(info.value)
@@ -323,12 +317,11 @@ def test_flipped_payload_byte_is_corrupt(store, root_dir):
         store.refs(hash_)
 
 
-def test_structurally_broken_node_is_corrupt(store, root_dir):
-    hash_ = _content(store, "soon truncated")
-    path = _cas_dir(root_dir) / f"{hash_}.bin"
-    path.write_bytes(path.read_bytes()[:-3])
+def test_structurally_broken_node_is_corrupt(root, root_dir):
+    hash_ = _content(root.nodes, "soon truncated")
+    set_node_bytes(root_dir, hash_, node_bytes(root_dir, hash_)[:-3])
     with pytest.raises(CorruptError, match=hash_):
-        store.get(hash_)
+        CasStore(root.backend.nodes).get(hash_)
 
 
 @pytest.mark.parametrize(
@@ -340,28 +333,27 @@ def test_structurally_broken_node_is_corrupt(store, root_dir):
         {"type": "F1T74N293WADE", "payload": "x", "timestamp": 1, "extra": 1},
     ],
 )
-def test_envelope_of_the_wrong_shape_is_corrupt(store, root_dir, envelope):
-    hash_ = _content(store, "x")
-    (_cas_dir(root_dir) / f"{hash_}.bin").write_bytes(encode(envelope))
+def test_envelope_of_the_wrong_shape_is_corrupt(root, root_dir, envelope):
+    hash_ = _content(root.nodes, "x")
+    set_node_bytes(root_dir, hash_, encode(envelope))
     with pytest.raises(CorruptError, match="envelope"):
-        store.get(hash_)
+        CasStore(root.backend.nodes).get(hash_)
 
 
-def test_node_renamed_to_another_hash_is_corrupt(store, root_dir):
-    a = _content(store, "a")
-    b = _content(store, "b")
-    (_cas_dir(root_dir) / f"{b}.bin").write_bytes((_cas_dir(root_dir) / f"{a}.bin").read_bytes())
+def test_node_stored_under_another_hash_is_corrupt(root, root_dir):
+    a = _content(root.nodes, "a")
+    b = _content(root.nodes, "b")
+    set_node_bytes(root_dir, b, node_bytes(root_dir, a))
     with pytest.raises(CorruptError, match=f"hashes to {a}"):
-        store.get(b)
+        CasStore(root.backend.nodes).get(b)
 
 
-def test_timestamp_is_not_hashed(store, root_dir):
-    hash_ = _content(store, "stamp")
-    path = _cas_dir(root_dir) / f"{hash_}.bin"
-    envelope, _ = decode_envelope(path.read_bytes())
+def test_timestamp_is_not_hashed(root, root_dir):
+    hash_ = _content(root.nodes, "stamp")
+    envelope, _ = decode_envelope(node_bytes(root_dir, hash_))
     envelope["timestamp"] = 42
-    path.write_bytes(encode(envelope))
-    assert store.get(hash_).timestamp == 42
+    set_node_bytes(root_dir, hash_, encode(envelope))
+    assert CasStore(root.backend.nodes).get(hash_).timestamp == 42
 
 
 # -- refs and walk ------------------------------------------------------------------------
@@ -460,39 +452,61 @@ def test_of_type_lists_members_in_write_order(store, root_dir):
     hashes = [_content(store, f"member {i}") for i in range(5)]
     _content(store, "member 0")  # again: not listed twice
     assert store.of_type(BUILTIN_HASHES["content"]) == hashes
-    index_file = _cas_dir(root_dir) / "_index" / BUILTIN_HASHES["content"]
-    assert index_file.read_text().split() == hashes
     assert store.of_type("0000000000000") == []
 
 
-def test_of_type_skips_deleted_nodes(store, root_dir):
-    a, b = _content(store, "a"), _content(store, "b")
-    (_cas_dir(root_dir) / f"{a}.bin").unlink()
-    assert store.of_type(BUILTIN_HASHES["content"]) == [b]
+def test_of_type_skips_deleted_nodes(root, root_dir):
+    from node_file import delete_node
+
+    a, b = _content(root.nodes, "a"), _content(root.nodes, "b")
+    delete_node(root_dir, a)
+    assert CasStore(root.backend.nodes).of_type(BUILTIN_HASHES["content"]) == [b]
 
 
-def test_reindex_rebuilds_the_index(store, root_dir):
+# -- an older root: loose node files ---------------------------------------------------------
+
+
+def test_an_older_root_of_loose_files_reads_as_it_is_and_gc_packs_it(root, root_dir):
+    from uwf_core.store.gc import gc
+    from uwf_core.thread.ops import start_thread
+    from uwf_core.workflow.ops import put_workflow
+    from conftest import EXAMPLES
+
+    put_workflow(root, str(EXAMPLES / "analyze-topic.yaml"))
+    head = start_thread(root, "analyze-topic", "older").head
+    moved = unpack(root_dir)
+    assert head in moved and (_cas_dir(root_dir) / f"{head}.bin").is_file()
+    root = Repo.open(str(root_dir))  # as a new process opens the older root
+    older = root.nodes
+    assert older.get(head).payload["prompt"] == "older"
+    assert sorted(older.of_type(BUILTIN_HASHES["start-node"])) == [head]  # from the old _index files
+    assert sorted(older.all_hashes()) == sorted(moved)
+    new = _content(older, "written after")  # new nodes go to the node file beside the loose ones
+    assert node_bytes(root_dir, new) is not None and not (_cas_dir(root_dir) / f"{new}.bin").exists()
+    report = gc(older, root.backend, grace_seconds=3600)
+    assert report.packed == len(moved) and not list(_cas_dir(root_dir).glob("*.bin"))
+    assert not (_cas_dir(root_dir) / "_index").exists()
+    assert CasStore(Repo.open(str(root_dir)).backend.nodes).get(head).payload["prompt"] == "older"
+
+
+def test_reindex_rebuilds_the_old_index_of_loose_files(root, root_dir):
+    store = root.nodes
     store.ensure_builtins()
     hashes = sorted(_content(store, f"n{i}") for i in range(4))
-    expected_schemas = store.schemas()
-    total = len(store.all_hashes())
+    unpack(root_dir)
     import shutil
 
     shutil.rmtree(_cas_dir(root_dir) / "_index")
-    assert store.of_type(BUILTIN_HASHES["content"]) == []
-    assert store.reindex() == total
-    assert sorted(store.of_type(BUILTIN_HASHES["content"])) == hashes
-    assert sorted(store.schemas()) == sorted(expected_schemas)
-
-
-def test_reindex_drops_stale_entries_and_files(store, root_dir):
-    store.ensure_builtins()
-    keep, drop = _content(store, "keep"), _content(store, "drop")
-    (_cas_dir(root_dir) / f"{drop}.bin").unlink()
+    older = Repo.open(str(root_dir)).nodes
+    assert older.of_type(BUILTIN_HASHES["content"]) == []
+    total = len(older.all_hashes())
+    assert older.reindex() == total
+    assert sorted(older.of_type(BUILTIN_HASHES["content"])) == hashes
+    (_cas_dir(root_dir) / f"{hashes[0]}.bin").unlink()
     (_cas_dir(root_dir) / "_index" / "0000000000000").write_text("0000000000001\n")
-    store.reindex()
+    older.reindex()
     index = (_cas_dir(root_dir) / "_index" / BUILTIN_HASHES["content"]).read_text().split()
-    assert keep in index and drop not in index
+    assert hashes[1] in index and hashes[0] not in index
     assert not (_cas_dir(root_dir) / "_index" / "0000000000000").exists()
 
 

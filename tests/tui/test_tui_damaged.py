@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 from fixed_root import build_fixed_root
+from node_file import delete_node
 
 from uwf_core.api import Repo
 
@@ -22,14 +23,18 @@ def healthy(tmp_path_factory):
     return path, ids, fork_head
 
 
+# Damage inside the node file, done by hand as a broken disk or a careless hand would.
+SQL = "python3 -c \"import sqlite3; c = sqlite3.connect('cas/nodes.sqlite'); c.execute(\\\"{}\\\"); c.commit()\""
+
 DAMAGES = {
     "threads.yaml is garbage": "echo 'garbage: [' > threads.yaml",
     "registry.yaml is garbage": "echo 'workflows: [' > registry.yaml",
     "registry.yaml is not text": "printf '\\377\\376' > registry.yaml",
     "history.jsonl has a bad line": "echo '{{not json' >> history.jsonl && echo '{{}}' >> history.jsonl",
-    "a head is missing": "rm cas/{fork_head}.bin",
-    "a head is truncated": "head -c 10 cas/{fork_head}.bin > x && mv x cas/{fork_head}.bin",
-    "a head is a directory": "rm cas/{fork_head}.bin && mkdir cas/{fork_head}.bin",
+    "a head is missing": SQL.format("delete from nodes where hash = '{fork_head}'"),
+    "a head is truncated": SQL.format("update nodes set data = substr(data, 1, 10) where hash = '{fork_head}'"),
+    "a loose head file is a directory": "mkdir cas/{fork_head}.bin",
+    "the node file is garbage": "rm -f cas/nodes.sqlite-* && printf 'not sqlite' > cas/nodes.sqlite",
     "runs.jsonl is garbled": "printf '\\377\\376\\n{{{{\\n' >> runs.jsonl",
     "config.yaml is garbage": "echo 'agents: [' > config.yaml",
     "threads.yaml is a directory": "rm threads.yaml && mkdir threads.yaml",
@@ -76,7 +81,7 @@ def test_a_thread_whose_head_is_gone_is_listed_as_damaged(healthy, tmp_path, uwf
     base, ids, fork_head = healthy
     root = tmp_path / "damaged"
     shutil.copytree(base, root)
-    (root / "cas" / f"{fork_head}.bin").unlink()
+    delete_node(root, fork_head)
     listed = {item["thread"]: item for item in json.loads(uwf("--root", str(root), "thread", "list").out)}
     assert "problem" in listed[ids["fork"]] and fork_head in listed[ids["fork"]]["problem"]
     assert "problem" not in listed[ids["analyze"]]  # the others are listed as usual

@@ -27,7 +27,14 @@ def write_answer(
     instruction: str | None,
     started_ms: int,
 ) -> str:
-    """Store the step; `detail` holds what the protocol adds (extract method, corrections, usage...)."""
+    """Store the step; `detail` holds what the protocol adds (extract method, corrections, usage...).
+    Its nodes are one batch: durable together, with one commit, before anything names them."""
+    with store.nodes.batch():
+        return _write_answer(store, context=context, role=role, agent=agent, protocol=protocol, prompt=prompt, answer=answer,
+                             output=output, detail=detail, secrets=secrets, instruction=instruction, started_ms=started_ms)
+
+
+def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, answer, output, detail, secrets, instruction, started_ms) -> str:
     content = BUILTIN_HASHES["content"]
     record = {
         "agent": agent,

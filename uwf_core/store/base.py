@@ -34,9 +34,20 @@ class NodeStore(Protocol):
         """Members listed in the type index, in order of first write (not checked to exist)."""
     def touched_at(self, hash_: str) -> float | None:
         """When the node was last written or freshened (seconds since the epoch)."""
+    def touched_all(self) -> dict[str, float]:
+        """touched_at of every node at once (gc over many nodes)."""
     def delete(self, hash_: str) -> None: ...
     def rebuild_index(self, members: dict[str, list[str]]) -> None: ...
     def index_lock(self) -> ContextManager: ...
+    def batch(self) -> ContextManager:
+        """Writes inside are made durable together, once, when the outermost batch ends (a step's
+        nodes: one commit); an exception inside undoes them."""
+    def pack(self) -> int:
+        """Fold whatever the backend keeps apart (a file root's loose node files) into its main
+        store; returns how many nodes moved. Callers hold index_lock."""
+    def derived(self, key: str) -> bytes | None:
+        """Rebuildable data computed from nodes (a head's step count...); None when not kept."""
+    def put_derived(self, key: str, value: bytes) -> None: ...
     def strays(self) -> list[tuple[str, bool, float]]:
         """Entries that are not nodes: (name, is an interrupted write's temp file, mtime)."""
     def delete_stray(self, name: str) -> None: ...

@@ -53,15 +53,17 @@ def atomic_write(path: str, data: bytes, *, mode: int = 0o644, sync: bool = True
         raise UwfError(f"cannot write {path}: {exc.strerror}") from None
 
 
-def append_line(path: str, line: str) -> None:
-    """Append one line with a single write (callers hold the file's lock)."""
+def append_line(path: str, line: str, *, sync: bool = True) -> None:
+    """Append one line with a single write (callers hold the file's lock); `sync=False` for a log
+    whose last line may be lost in a power cut without losing anything else."""
     ensure_dir(os.path.dirname(path))
     data = (line.rstrip("\n") + "\n").encode("utf-8")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             os.write(fd, data)
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as exc:

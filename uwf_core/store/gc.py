@@ -33,10 +33,12 @@ class GcReport:
     young: list[str] = field(default_factory=list)
     temp_files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    packed: int = 0  # loose node files of an older root moved into the node file
 
     def to_dict(self) -> dict:
         return {
             "dryRun": self.dry_run,
+            "packed": self.packed,
             "reachable": self.reachable,
             "deleted" if not self.dry_run else "wouldDelete": self.deleted,
             "keptYoung": self.young,
@@ -90,6 +92,9 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
     """
     report = GcReport(dry_run=dry_run)
     nodes = backend.nodes
+    if not dry_run:
+        with nodes.index_lock():
+            report.packed = nodes.pack()
     marked, report.missing = mark(store, gc_roots(backend))
     if report.missing and not dry_run:
         # A head that lost a node leaves the rest of its chain unreachable: sweeping now would
@@ -102,10 +107,11 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
     with backend.threads.exclusive():
         marked, _ = mark(store, gc_roots(backend), marked)  # heads that moved while we marked
         cutoff = min(time.time() - grace_seconds, _oldest_running_step(backend))
-        hashes = nodes.hashes()
+        touched = nodes.touched_all()
+        hashes = sorted(touched)
         # A young node is a root too: what it references (an old output reused by a step
         # in progress, its schema) must outlive it, as git's prune keeps what recent objects reach.
-        young = {hash_ for hash_ in hashes if not _older(nodes.touched_at(hash_), cutoff)}
+        young = {hash_ for hash_, when in touched.items() if not _older(when, cutoff)}
         protected, _ = mark(store, [hash_ for hash_ in young if hash_ not in marked])
         report.reachable = len(marked)
         for name, is_temp, mtime in nodes.strays():
@@ -118,16 +124,17 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
                 report.temp_files.append(name)
                 if not dry_run:
                     backend.delete_temp_file(name)
-        for hash_ in hashes:
-            if hash_ in marked:
-                continue
-            if hash_ in young or hash_ in protected or not _older(nodes.touched_at(hash_), cutoff):
-                report.young.append(hash_)  # young, reached from a young node, or renewed during this gc
-                continue
-            report.deleted.append(hash_)
-            if not dry_run:
-                nodes.delete(hash_)
-                store.forget(hash_)
+        with nodes.batch():  # one commit for the whole sweep
+            for hash_ in hashes:
+                if hash_ in marked:
+                    continue
+                if hash_ in young or hash_ in protected or not _older(nodes.touched_at(hash_), cutoff):
+                    report.young.append(hash_)  # young, reached from a young node, or renewed during this gc
+                    continue
+                report.deleted.append(hash_)
+                if not dry_run:
+                    nodes.delete(hash_)
+                    store.forget(hash_)
     if report.deleted and not dry_run:
         store.reindex()
     return report

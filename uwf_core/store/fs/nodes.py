@@ -1,112 +1,114 @@
-"""Nodes as files: `cas/<HASH>.bin`, and the type index `cas/_index/<TYPEHASH>` (one member a line)."""
+"""The nodes of a directory root: `cas/nodes.sqlite` (node_db.py), plus the loose
+`cas/<HASH>.bin` files older roots hold (loose.py), read until `uwf cas gc` packs them.
+
+A loose file is looked at before the node file: packing writes the node file first and
+removes the loose file after, so a reader that misses the loose file finds the node."""
 
 from __future__ import annotations
 
 import os
 
-from ...encoding.ids import HASH_LEN, is_cas_ref, is_hash
+from ...encoding.ids import is_cas_ref
 from ...errors import UwfError
-from ..files import append_line, atomic_write, ensure_dir
+from .loose import INDEX_DIR, LooseNodes, is_node_file
+from .node_db import DB_FILES, NodeDb
 from .root import Root
-
-NODE_SUFFIX = ".bin"
 
 
 class FsNodeStore:
-    """One file per node. Nothing is read until asked for; a node's mtime is its age for gc."""
-
-    __slots__ = ("root", "location", "_prefix")
+    __slots__ = ("root", "location", "db", "loose")
 
     def __init__(self, root: Root) -> None:
         self.root = root
         self.location = root.cas_dir
-        self._prefix = root.cas_dir + os.sep
-
-    def path(self, hash_: str) -> str:
-        return self._prefix + hash_ + NODE_SUFFIX
-
-    def _index_path(self, type_hash: str) -> str:
-        return os.path.join(self.root.index_dir, type_hash)
+        self.db = NodeDb(root.cas_dir)
+        self.loose = LooseNodes(root.cas_dir)
 
     def read(self, hash_: str) -> bytes | None:
-        try:
-            with open(self.path(hash_), "rb") as handle:
-                return handle.read()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise UwfError(f"cannot read node {hash_} ({self.path(hash_)}): {exc.strerror}") from None
+        data = self.loose.read(hash_)
+        return data if data is not None else self.db.read(hash_)
 
     def write(self, hash_: str, type_hash: str, data: bytes) -> None:
-        ensure_dir(self.root.cas_dir)
-        atomic_write(self.path(hash_), data)
-        with self.index_lock():
-            append_line(self._index_path(type_hash), hash_)
+        self.db.write(hash_, type_hash, data)
+
+    def batch(self):
+        return self.db.batch()
 
     def exists(self, hash_: str) -> bool:
-        return is_cas_ref(hash_) and os.path.exists(self.path(hash_))
+        return is_cas_ref(hash_) and (self.loose.exists(hash_) or self.db.touched_at(hash_) is not None)
 
     def freshen(self, hash_: str) -> bool:
-        try:
-            os.utime(self.path(hash_))
-            return True
-        except FileNotFoundError:
-            return False
-        except OSError:
-            return os.path.exists(self.path(hash_))
-
-    def _names(self) -> list[str]:
-        try:
-            return os.listdir(self.root.cas_dir)
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise UwfError(f"cannot list the nodes in {self.root.cas_dir}: {exc.strerror}") from None
+        return self.loose.freshen(hash_) or self.db.freshen(hash_)
 
     def hashes(self) -> list[str]:
-        return sorted(name[:HASH_LEN] for name in self._names() if _is_node_file(name))
+        return sorted(set(self.db.hashes()) | set(self.loose.hashes()))
 
     def of_type(self, type_hash: str) -> list[str]:
-        try:
-            with open(self._index_path(type_hash), encoding="ascii") as handle:
-                return list(dict.fromkeys(handle.read().split()))
-        except FileNotFoundError:
-            return []
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UwfError(f"cannot read the type index {self._index_path(type_hash)}: {getattr(exc, 'strerror', None) or 'not text'} (`uwf cas reindex` rebuilds it)") from None
+        return list(dict.fromkeys([*self.loose.of_type(type_hash), *self.db.of_type(type_hash)]))
 
     def touched_at(self, hash_: str) -> float | None:
-        try:
-            return os.stat(self.path(hash_)).st_mtime
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise UwfError(f"cannot stat node {hash_}: {exc.strerror}") from None
+        touched = self.loose.touched_at(hash_)
+        return touched if touched is not None else self.db.touched_at(hash_)
+
+    def touched_all(self) -> dict[str, float]:
+        touched = dict(self.db.read_query("select hash, touched from nodes"))
+        for hash_ in self.loose.hashes():
+            when = self.loose.touched_at(hash_)
+            if when is not None:
+                touched[hash_] = when
+        return touched
 
     def delete(self, hash_: str) -> None:
-        try:
-            os.unlink(self.path(hash_))
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise UwfError(f"cannot delete node {hash_}: {exc.strerror}") from None
+        self.db.delete(hash_)
+        self.loose.delete(hash_)
+
+    def derived(self, key: str) -> bytes | None:
+        return self.db.derived(key)
+
+    def put_derived(self, key: str, value: bytes) -> None:
+        self.db.put_derived(key, value)
 
     def index_lock(self):
         return self.root.lock("cas-index")
 
     def rebuild_index(self, members: dict[str, list[str]]) -> None:
-        """Replace the index (callers hold index_lock, so a put meanwhile waits, never lost)."""
-        ensure_dir(self.root.index_dir)
-        for name in os.listdir(self.root.index_dir):
-            if name not in members and not name.startswith("."):
-                os.unlink(os.path.join(self.root.index_dir, name))
-        for type_hash, hashes in members.items():
-            atomic_write(self._index_path(type_hash), "".join(h + "\n" for h in hashes).encode("ascii"))
+        """The node file indexes itself (a type column); only loose nodes need the old index."""
+        loose = set(self.loose.hashes())
+        self.loose.rebuild_index({type_hash: [h for h in hashes if h in loose] for type_hash, hashes in members.items() if loose.intersection(hashes)})
+
+    def pack(self) -> int:
+        """Move loose nodes into the node file (callers hold index_lock); returns how many.
+        A loose file that is no node envelope stays where it is, for fsck to report."""
+        from ...encoding.cbor import decode_envelope
+        from ...errors import CorruptError
+
+        moved = []
+        with self.db.batch():
+            for hash_ in self.loose.hashes():
+                data = self.loose.read(hash_)
+                try:
+                    envelope, _ = decode_envelope(data or b"")
+                except CorruptError:
+                    continue
+                type_hash = envelope.get("type") if isinstance(envelope, dict) else None
+                if not is_cas_ref(type_hash):
+                    continue
+                self.db.write_query(
+                    "insert or ignore into nodes (hash, type, data, touched) values (?, ?, ?, ?)",
+                    (hash_, type_hash, data, self.loose.touched_at(hash_) or 0.0),
+                    f"cannot pack node {hash_}",
+                )
+                moved.append(hash_)
+        for hash_ in moved:
+            self.loose.delete(hash_)
+        if not self.loose.hashes():
+            self.loose.drop_index()
+        return len(moved)
 
     def strays(self) -> list[tuple[str, bool, float]]:
         found = []
-        for name in sorted(self._names()):
-            if name == "_index" or _is_node_file(name):
+        for name in sorted(self.loose.names()):
+            if name == INDEX_DIR or name in DB_FILES or is_node_file(name):
                 continue
             try:
                 mtime = os.stat(os.path.join(self.root.cas_dir, name)).st_mtime
@@ -116,11 +118,9 @@ class FsNodeStore:
         return found
 
     def delete_stray(self, name: str) -> None:
+        if os.sep in name or name in DB_FILES:
+            raise UwfError(f"{name!r} is not a stray file of {self.root.cas_dir}")
         try:
             os.unlink(os.path.join(self.root.cas_dir, name))
         except FileNotFoundError:
             pass
-
-
-def _is_node_file(name: str) -> bool:
-    return name.endswith(NODE_SUFFIX) and len(name) == HASH_LEN + len(NODE_SUFFIX) and is_hash(name[:HASH_LEN])

@@ -18,7 +18,9 @@ class FsRunLog:
 
     def append(self, record: RunRecord) -> None:
         with self.root.lock("runs"):
-            append_line(self.root.runs_file, record.to_json())
+            # Not fsynced: the head and the nodes are what must survive a power cut; a lost last
+            # attempt line costs nothing else (and readers skip a torn one).
+            append_line(self.root.runs_file, record.to_json(), sync=False)
 
     def read(self, thread: str | None = None) -> list[RunRecord]:
         """Attempts, oldest first; a torn last line (a crash mid-append) or a foreign line is skipped."""

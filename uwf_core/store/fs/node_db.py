@@ -1,0 +1,225 @@
+"""`cas/nodes.sqlite`: every node of a directory root in one SQLite file, plus derived data.
+
+One small file per node made the disk hold ~20x what the data weighs (the block size) and
+cost an fsync per node; in one SQLite file (WAL, synchronous=FULL) a step's nodes are one
+transaction and one fsync, and the disk holds about what they weigh (docs/benchmarks.md).
+The bytes stored are exactly the CBOR envelope the CAS hashes; SQLite only holds them.
+
+Tables: `nodes` (hash → type, bytes, when last written or freshened: gc's grace),
+`derived` (rebuildable data keyed by a node hash, e.g. a head's step count; dropping it
+loses nothing), `meta` (the schema version, for later migrations).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+
+from ...errors import CorruptError, UwfError
+
+DB_NAME = "nodes.sqlite"
+DB_FILES = (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal")
+SCHEMA_VERSION = 1
+BUSY_SECONDS = 30.0  # another process's write: wait this long before calling the store busy
+
+SCHEMA = """
+create table if not exists meta (key text primary key, value text not null);
+create table if not exists nodes (
+    seq integer primary key,
+    hash text not null unique,
+    type text not null,
+    data blob not null,
+    touched real not null
+);
+create index if not exists nodes_by_type on nodes (type, seq);
+create table if not exists derived (key text primary key, value blob not null);
+"""
+
+
+class NodeDb:
+    """One connection per thread (the TUI's workers read while a step writes), opened on first use.
+    Reads of a root with no node file yet find nothing and create nothing."""
+
+    def __init__(self, cas_dir: str) -> None:
+        self.path = os.path.join(cas_dir, DB_NAME)
+        self._local = threading.local()
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _connection(self, write: bool) -> sqlite3.Connection | None:
+        local = self._local
+        conn = getattr(local, "conn", None)
+        if conn is not None and (not write or local.writable):
+            return conn
+        if not write and not os.path.exists(self.path):
+            return None
+        if conn is not None:
+            conn.close()
+        local.conn, local.writable = self._open(write)
+        local.depth = 0
+        return local.conn
+
+    def _open(self, write: bool) -> tuple[sqlite3.Connection, bool]:
+        try:
+            if write:
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)
+            conn.execute("pragma synchronous=FULL")  # a head is never durable before its nodes
+            if not self._is_set_up(conn):
+                self._set_up(conn)
+            return conn, True
+        except (sqlite3.Error, OSError) as exc:
+            if write or not _read_only(exc):
+                raise _error(exc, f"cannot open the node store {self.path}") from None
+        # A read-only root (or a full disk): nothing can be written beside the node file, so it is
+        # read as it stands, without the WAL's shared-memory file (what a clean close left).
+        try:
+            conn = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True, isolation_level=None)
+            self._check_version(conn)
+            return conn, False
+        except _NotSetUp:
+            raise UwfError(f"the node store {self.path} was never set up and the root is read-only") from None
+        except sqlite3.Error as exc:
+            raise _error(exc, f"cannot open the node store {self.path}") from None
+
+    def _is_set_up(self, conn: sqlite3.Connection) -> bool:
+        try:
+            self._check_version(conn)
+            return True
+        except _NotSetUp:
+            return False
+
+    def _check_version(self, conn: sqlite3.Connection) -> None:
+        try:
+            row = conn.execute("select value from meta where key = 'version'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                raise _NotSetUp() from None
+            raise
+        if row is None:
+            raise _NotSetUp()
+        if int(row[0]) > SCHEMA_VERSION:
+            raise UwfError(f"the node store {self.path} is version {row[0]}, newer than this uwf reads ({SCHEMA_VERSION}): upgrade uwf")
+
+    def _set_up(self, conn: sqlite3.Connection) -> None:
+        conn.execute("pragma journal_mode=WAL")  # readers never wait for a writer
+        conn.executescript(SCHEMA)
+        conn.execute("insert or ignore into meta (key, value) values ('version', ?)", (str(SCHEMA_VERSION),))
+
+    @contextmanager
+    def batch(self):
+        """Writes inside are one transaction: committed (one fsync) when the outermost batch ends,
+        rolled back if it raises. Reads in this thread see them at once; others after the commit."""
+        conn = self._connection(write=True)
+        local = self._local
+        if local.depth == 0:
+            self._run(conn, "begin immediate", (), "cannot write the node store")
+        local.depth += 1
+        try:
+            yield
+        except BaseException:
+            local.depth -= 1
+            if local.depth == 0:
+                conn.execute("rollback")
+            raise
+        local.depth -= 1
+        if local.depth == 0:
+            self._run(conn, "commit", (), "cannot write the node store")
+
+    def _run(self, conn: sqlite3.Connection, sql: str, args: tuple, doing: str) -> sqlite3.Cursor:
+        try:
+            return conn.execute(sql, args)
+        except sqlite3.Error as exc:
+            raise _error(exc, doing) from None
+
+    def read_query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        conn = self._connection(write=False)
+        if conn is None:
+            return []
+        return self._run(conn, sql, args, f"cannot read the node store {self.path}").fetchall()
+
+    def write_query(self, sql: str, args: tuple = (), doing: str = "cannot write the node store") -> int:
+        conn = self._connection(write=True)
+        return self._run(conn, sql, args, f"{doing} ({self.path})").rowcount
+
+    def write_many(self, sql: str, rows: list[tuple], doing: str = "cannot write the node store") -> None:
+        conn = self._connection(write=True)
+        try:
+            conn.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            raise _error(exc, f"{doing} ({self.path})") from None
+
+    # -- nodes ---------------------------------------------------------------------------
+
+    def read(self, hash_: str) -> bytes | None:
+        rows = self.read_query("select data from nodes where hash = ?", (hash_,))
+        return bytes(rows[0][0]) if rows else None
+
+    def write(self, hash_: str, type_hash: str, data: bytes) -> None:
+        self.write_query(
+            "insert or ignore into nodes (hash, type, data, touched) values (?, ?, ?, ?)",
+            (hash_, type_hash, data, time.time()),
+            f"cannot write node {hash_}",
+        )
+
+    def touched_at(self, hash_: str) -> float | None:
+        rows = self.read_query("select touched from nodes where hash = ?", (hash_,))
+        return rows[0][0] if rows else None
+
+    def freshen(self, hash_: str) -> bool:
+        """True when the node is here; its age restarts (unless it was touched this second:
+        gc keeps anything touched after a running step began, so a write saved is safe)."""
+        touched = self.touched_at(hash_)
+        if touched is None:
+            return False
+        now = time.time()
+        if touched < now - 1:
+            self.write_query("update nodes set touched = ? where hash = ?", (now, hash_), f"cannot write node {hash_}")
+        return True
+
+    def hashes(self) -> list[str]:
+        return [row[0] for row in self.read_query("select hash from nodes")]
+
+    def of_type(self, type_hash: str) -> list[str]:
+        return [row[0] for row in self.read_query("select hash from nodes where type = ? order by seq", (type_hash,))]
+
+    def delete(self, hash_: str) -> None:
+        self.write_query("delete from nodes where hash = ?", (hash_,), f"cannot delete node {hash_}")
+
+    # -- derived data --------------------------------------------------------------------
+
+    def derived(self, key: str) -> bytes | None:
+        rows = self.read_query("select value from derived where key = ?", (key,))
+        return bytes(rows[0][0]) if rows else None
+
+    def put_derived(self, key: str, value: bytes) -> None:
+        self.write_query("insert or replace into derived (key, value) values (?, ?)", (key, value), "cannot write derived data")
+
+
+class _NotSetUp(Exception):
+    pass
+
+
+def _read_only(exc: BaseException) -> bool:
+    """Opening for reading failed because nothing can be written beside the node file (a read-only
+    or full disk: a WAL reader needs its -shm file)."""
+    text = str(exc).lower()
+    return any(word in text for word in ("readonly", "read-only", "unable to open", "disk i/o")) or isinstance(exc, PermissionError)
+
+
+def _error(exc: BaseException, doing: str) -> UwfError:
+    """One line for what SQLite (or the OS under it) said."""
+    text = str(exc)
+    lowered = text.lower()
+    if "disk is full" in lowered or "disk i/o" in lowered and "space" in lowered:
+        return UwfError(f"{doing}: No space left on device")
+    if "readonly" in lowered or "read-only" in lowered:
+        return UwfError(f"{doing}: Read-only file system or no permission to write")
+    if "locked" in lowered or "busy" in lowered:
+        return UwfError(f"{doing}: another process held the node store for {BUSY_SECONDS:g}s (is a gc or a copy running?)")
+    if "not a database" in lowered or "malformed" in lowered:
+        return CorruptError(f"{doing}: the file is damaged ({text}); `uwf cas fsck` checks what can still be read")
+    return UwfError(f"{doing}: {getattr(exc, 'strerror', None) or text}")
