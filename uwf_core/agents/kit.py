@@ -58,7 +58,7 @@ class AgentContext:
 
     def count_of_role(self) -> int:
         """How many times this role has already run in the thread (resumed history included)."""
-        return sum(1 for step in self.context.steps if step.role == self.role.name)
+        return self.context.role_count(self.role.name)
 
 
 @dataclass(frozen=True)

@@ -85,8 +85,8 @@ def history_section(context: ThreadContext, quota: int = HISTORY_QUOTA_CHARS) ->
     """Earlier steps, newest kept when the quota is reached."""
     kept: list[str] = []
     used = 0
-    for number in range(len(context.steps), 0, -1):
-        step = context.steps[number - 1]
+    total = len(context.steps)
+    for number, step in zip(range(total, 0, -1), reversed(context.steps)):  # newest first: reads no further back than kept
         output = json.dumps(step.output, indent=2, ensure_ascii=False)
         block = f"### Step {number}: {step.role} (agent: {step.agent})\n\n```json\n{output}\n```"
         if used + len(block) > quota and kept:
@@ -94,7 +94,7 @@ def history_section(context: ThreadContext, quota: int = HISTORY_QUOTA_CHARS) ->
         kept.append(block)
         used += len(block)
     kept.reverse()
-    omitted = len(context.steps) - len(kept)
+    omitted = total - len(kept)
     if omitted:
         kept.insert(0, f"({omitted} earlier step{'s' if omitted > 1 else ''} omitted; `uwf thread read` shows them)")
     return "\n\n".join(kept) if kept else "(no steps yet: you are the first)"

@@ -15,8 +15,8 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import ConflictError, UwfError
-from ..thread.context import context_of
-from ..thread.model import StepContext, StepNode, ThreadContext
+from ..thread.context import context_of, step_context
+from ..thread.model import StepNode, ThreadContext
 from ..thread.moderator import REASON_DONE, REASON_MAX_STEPS, Decision, evaluate
 from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_info
 from ..workflow.ops import workflow_of
@@ -140,9 +140,7 @@ def _next_is_end(repo: Repo, workflow: Workflow, context: ThreadContext, new_hea
     A routing error here does not undo the step; the next step reports it.
     """
     step = StepNode.from_payload(repo.nodes.get(new_head).payload)
-    added = StepContext(new_head, step.role, step.output, step.detail, step.agent, step.start,
-                        step.instruction, step.started_at, step.completed_at, load_output=repo.nodes.payload)
-    extended = ThreadContext(new_head, context.start_hash, context.start, [*context.steps, added], context.since_start + 1)
+    extended = context.extended(step_context(repo.nodes, new_head, step))
     repo.remember_context(extended)
     try:
         decision = evaluate(workflow, extended, time_limit)

@@ -9,7 +9,7 @@ from ..errors import UwfError
 from ..store.builtin_schemas import BUILTIN_HASHES
 from ..store.cas import CasStore
 from ..workflow.ops import workflow_of
-from .context import read_start, read_step
+from .nodes import read_start, read_step
 from .ops import ThreadInfo
 
 if TYPE_CHECKING:
@@ -120,13 +120,14 @@ def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
 
 
 def step_counts(repo: Repo, heads: list[str]) -> dict[str, int]:
-    """Steps behind each head (resumed history included), for lists of threads."""
-    from .context import context_of
+    """Steps behind each head (resumed history included), for lists of threads: from the chain
+    index, so a 10,000-step thread costs what a short one does."""
+    from .chain_index import chain_record
 
     counts = {}
     for head in heads:
         try:
-            counts[head] = len(context_of(repo, head).steps)
+            counts[head] = chain_record(repo.nodes, head).count
         except UwfError:
             continue
     return counts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
@@ -108,20 +109,84 @@ class StepContext:
         return {"role": self.role, "output": self.output, "detail": self.detail, "agent": self.agent}
 
 
+class LazySteps(Sequence):
+    """A chain's steps, oldest first, read newest-first only as far as they are asked for.
+
+    `len()` is known without reading (the chain index counts it); `steps[-k]`, `reversed()` and
+    `steps[-k:]` read the k newest; iterating or `steps[0]` reads the whole chain. `older(hash)`
+    gives a step's context and the hash of the step before it (None at the beginning)."""
+
+    def __init__(self, count: int, newest: str | None, older: Callable[[str], tuple[StepContext, str | None]], tail: list[StepContext] | None = None) -> None:
+        self._count = count
+        self._next = newest  # the next older step not read yet
+        self._older = older
+        self._tail: list[StepContext] = list(tail or [])  # newest last
+        self._tail.reverse()  # kept newest first while reading backwards
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _read_back(self, wanted: int) -> None:
+        while len(self._tail) < wanted and self._next is not None:
+            step, self._next = self._older(self._next)
+            self._tail.append(step)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, stride = index.indices(self._count)
+            if stride != 1:
+                return [self[i] for i in range(start, stop, stride)]
+            self._read_back(self._count - start)
+            return [self._tail[self._count - 1 - i] for i in range(start, stop)]
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError("step index out of range")
+        back = self._count - index
+        self._read_back(back)
+        if len(self._tail) < back:
+            raise IndexError(f"the chain holds {len(self._tail)} steps, fewer than its index says ({self._count})")
+        return self._tail[back - 1]
+
+    def __reversed__(self):
+        offset = 0
+        while True:
+            self._read_back(offset + 1)
+            if offset >= len(self._tail):
+                return
+            yield self._tail[offset]
+            offset += 1
+
+    def __iter__(self):
+        self._read_back(self._count)
+        return iter(self._tail[::-1])
+
+    def extended(self, step: StepContext) -> LazySteps:
+        """These steps and one more (what the next step's context holds), sharing what was read."""
+        longer = LazySteps(self._count + 1, self._next, self._older)
+        longer._tail = [step, *self._tail]
+        return longer
+
+
 @dataclass(frozen=True)
 class ThreadContext:
-    """What the chain from a head says: the current StartNode, and every step oldest first.
+    """What the chain from a head says: the current StartNode, and its steps oldest first.
 
     `steps` includes steps of resumed runs; `since_start` counts only those
     taken after the current StartNode (the moderator routes from $START
-    when it is zero).
+    when it is zero). Built from the chain index, it reads steps only as far back
+    as they are used; built from a list (tests, read models) it is that list.
     """
 
     head: str
     start_hash: str
     start: StartNode
-    steps: list[StepContext] = field(default_factory=list)
+    steps: Sequence[StepContext] = field(default_factory=list)
     since_start: int = 0
+    first_of_role: dict[str, str] | None = None  # role -> its first step's hash (None: look in steps)
+    last_of_role: dict[str, str] | None = None
+    role_counts: dict[str, int] | None = None
+    load_step: Callable[[str], StepContext] | None = field(default=None, compare=False, repr=False)
 
     @property
     def last_step(self) -> StepContext | None:
@@ -131,6 +196,37 @@ class ThreadContext:
     def head_is_start(self) -> bool:
         return self.head == self.start_hash
 
-    def to_json(self) -> dict:
-        """The JSONata input: {start, steps} as design.md section 7 describes."""
-        return {"start": self.start.to_payload(), "steps": [step.to_json() for step in self.steps]}
+    def role_count(self, role: str) -> int:
+        if self.role_counts is not None:
+            return self.role_counts.get(role, 0)
+        return sum(1 for step in self.steps if step.role == role)
+
+    def first_step(self, role: str) -> StepContext | None:
+        if self.first_of_role is not None and self.load_step is not None:
+            found = self.first_of_role.get(role)
+            return self.load_step(found) if found else None
+        return next((step for step in self.steps if step.role == role), None)
+
+    def last_step_of(self, role: str) -> StepContext | None:
+        if self.last_of_role is not None and self.load_step is not None:
+            found = self.last_of_role.get(role)
+            return self.load_step(found) if found else None
+        return next((step for step in reversed(self.steps) if step.role == role), None)
+
+    def to_json(self, newest: int | None = None) -> dict:
+        """The JSONata input: {start, steps} as design.md section 7 describes; with `newest`, only
+        that many of the newest steps (for a condition that looks no further back)."""
+        steps = self.steps if newest is None or newest >= len(self.steps) else self.steps[len(self.steps) - newest :]
+        return {"start": self.start.to_payload(), "steps": [step.to_json() for step in steps]}
+
+    def extended(self, step: StepContext) -> ThreadContext:
+        """The context of the head that `step` (just written after this head) becomes."""
+        steps = self.steps.extended(step) if isinstance(self.steps, LazySteps) else [*self.steps, step]
+        known = self.role_counts is not None and self.first_of_role is not None and self.last_of_role is not None
+        return ThreadContext(
+            step.hash, self.start_hash, self.start, steps, self.since_start + 1,
+            first_of_role=({step.role: step.hash, **self.first_of_role} if known else None),
+            last_of_role=({**self.last_of_role, step.role: step.hash} if known else None),
+            role_counts=({**self.role_counts, step.role: self.role_counts.get(step.role, 0) + 1} if known else None),
+            load_step=self.load_step,
+        )

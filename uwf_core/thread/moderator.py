@@ -88,20 +88,22 @@ def _decision(role: str, prompt: str | None, context: ThreadContext, key: str, l
 
 def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes: Routes, time_limit: float | None) -> Decision:
     from ..workflow.jsonata_expr import evaluate as evaluate_expression
-    from ..workflow.jsonata_expr import truthy
+    from ..workflow.jsonata_expr import steps_window, truthy
 
     seen: list[str] = []
-    data = None
+    data: dict[int | None, dict] = {}  # by window: a condition sees only as many steps as it can name
+    functions = {"first": _step_json(context.first_step), "last": _step_json(context.last_step_of)}
     for transition in routes.transitions or ():
         if transition.condition is None:
             return _decision(transition.role, transition.prompt, context, key)
         condition = workflow.conditions.get(transition.condition)
         if condition is None:
             raise ModeratorError(f"'{key}' routes on unknown condition '{transition.condition}'")
-        if data is None:
-            data = context.to_json()
         try:
-            value = evaluate_expression(condition.expression, data, time_limit)
+            window = steps_window(condition.expression)
+            if window not in data:
+                data[window] = context.to_json(window)
+            value = evaluate_expression(condition.expression, data[window], time_limit, functions)
         except UwfError as exc:
             raise ModeratorError(
                 f"condition '{transition.condition}' ({condition.expression}) failed after '{key}': {exc.message}"
@@ -113,6 +115,16 @@ def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes
         f"no route from '{key}': no transition matched ({', '.join(seen) or 'no transitions'}); "
         f"last output: {_short(_template_data(context), 200)}"
     )
+
+
+def _step_json(find):
+    """$first / $last for JSONata: a role's step as {role, output, detail, agent}, or undefined."""
+
+    def step(role: object) -> object:
+        found = find(role) if isinstance(role, str) else None
+        return found.to_json() if found is not None else None
+
+    return step
 
 
 def _by_status(workflow: Workflow, context: ThreadContext, key: str, routes: Routes) -> Decision:

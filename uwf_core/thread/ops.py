@@ -15,7 +15,8 @@ from ..errors import NotFoundError, UwfError
 from ..store.builtin_schemas import BUILTIN_HASHES
 from ..store.cas import CasStore
 from ..workflow.ops import resolve_workflow_hash, workflow_of
-from .context import context_of, read_step, start_of, thread_node
+from .context import context_of
+from .nodes import read_step, start_of, thread_node
 from .model import StartNode, StepContext
 from .write import write_step
 

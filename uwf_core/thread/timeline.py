@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from ..errors import UwfError
 from ..store.cas import CasStore
 from ..store.records import RunRecord
-from .context import START_TYPE, context_of, start_of, thread_node
+from .context import context_of
+from .nodes import START_TYPE, start_of, thread_node
 from .model import StepContext, ThreadContext
 from .ops import ThreadInfo, list_threads, thread_info
 

@@ -9,7 +9,8 @@ from ..encoding.ids import is_cas_ref
 from ..errors import UwfError
 from ..store.builtin_schemas import BUILTIN_HASHES
 from ..store.cas import CasStore
-from .context import STEP_TYPE
+from .chain_index import remember_step
+from .nodes import STEP_TYPE
 from .model import StepNode, ThreadContext
 
 
@@ -37,7 +38,9 @@ def write_step(
     detail = {**detail, "startedAt": started_ms or now, "completedAt": now}
     detail_hash = store.put(BUILTIN_HASHES["detail"], detail, what="detail")
     step = StepNode(start, prev, role, output_hash, detail_hash, agent, instruction, started_ms or now, now)
-    return store.put(STEP_TYPE, step.to_payload(), what="StepNode")
+    step_hash = store.put(STEP_TYPE, step.to_payload(), what="StepNode")
+    remember_step(store, step_hash, prev or start, role)  # its chain record: the next step reads no history
+    return step_hash
 
 
 def next_step_links(context: ThreadContext) -> tuple[str, str | None]:

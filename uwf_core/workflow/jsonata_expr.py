@@ -50,15 +50,17 @@ TIME_LIMIT_SECONDS = 5.0
 MAX_DEPTH = 500
 
 
-def evaluate(expression: str, context: object, time_limit: float | None = None) -> object:
+def evaluate(expression: str, context: object, time_limit: float | None = None, functions: dict | None = None) -> object:
     """The expression's value against a thread context's JSON ({start, steps}), stopped after
     `time_limit` seconds (default TIME_LIMIT_SECONDS); a runtime failure raises UwfError with
-    JSONata's message."""
+    JSONata's message. `functions` gives $first and $last (role -> step JSON); without them they
+    look through the steps in `context`."""
     compiled = _compile(expression)
     steps = context.get("steps") if isinstance(context, dict) else None
     steps = steps if isinstance(steps, list) else []
-    compiled.register_lambda("first", lambda role: _step_of(steps, role))
-    compiled.register_lambda("last", lambda role: _step_of(reversed(steps), role))
+    functions = functions or {}
+    compiled.register_lambda("first", functions.get("first") or (lambda role: _step_of(steps, role)))
+    compiled.register_lambda("last", functions.get("last") or (lambda role: _step_of(reversed(steps), role)))
     limit = TIME_LIMIT_SECONDS if time_limit is None else min(time_limit, TIME_LIMIT_SECONDS)
     compiled.environment.set_runtime_bounds(max(1, int(limit * 1000)), MAX_DEPTH)  # the clock starts now
     try:
@@ -71,6 +73,59 @@ def evaluate(expression: str, context: object, time_limit: float | None = None) 
 
 def _step_of(steps, role: object) -> object:
     return next((step for step in steps if isinstance(step, dict) and step.get("role") == role), None)
+
+
+def steps_window(expression: str) -> int | None:
+    """How many of the newest steps the expression can see, when that is bounded: every use of
+    `steps` is `steps[-k]` with a literal k (and nothing reaches the steps another way: `$`,
+    `$$`, wildcards, parents). None when it may need them all (`$count(steps)`, `steps[0]`,
+    `steps[role='x']`...). Conditions like `steps[-1].output.approved` then cost the same at
+    10,000 steps as at ten. The expression must compile."""
+    cache = _local.__dict__.setdefault("windows", {})
+    if expression not in cache:
+        cache[expression] = _window(_compile(expression).ast)
+    return cache[expression]
+
+
+def _window(root: object) -> int | None:
+    newest = 0
+    stack = [(root, None)]
+    seen: set[int] = set()
+    while stack:
+        node, parent = stack.pop()
+        if isinstance(node, (list, tuple)):
+            stack.extend((item, parent) for item in node)
+            continue
+        if not hasattr(node, "type") or id(node) in seen:
+            continue
+        seen.add(id(node))
+        kind, value = node.type, getattr(node, "value", None)
+        if kind in ("wildcard", "descendant", "parent") or (kind == "variable" and value in ("", "$")):
+            return None  # reaches the data without naming `steps`
+        if kind == "name" and value == "steps":
+            back = _negative_index(node, parent)
+            if back is None:
+                return None
+            newest = max(newest, back)
+        for child in vars(node).values():
+            if isinstance(child, (list, tuple)) or hasattr(child, "type"):
+                stack.append((child, node))
+    return newest
+
+
+def _negative_index(name: object, parent: object) -> int | None:
+    """k when `name` (a `steps` name node) is the head of a path and filtered by exactly `[-k]`."""
+    path_steps = getattr(parent, "steps", None) if getattr(parent, "type", None) == "path" else None
+    if not path_steps or path_steps[0] is not name or getattr(name, "predicate", None):
+        return None
+    stages = getattr(name, "stages", None) or []
+    if len(stages) != 1 or getattr(stages[0], "type", None) != "filter":
+        return None
+    index = getattr(stages[0], "expr", None)
+    value = getattr(index, "value", None)
+    if getattr(index, "type", None) != "number" or not isinstance(value, (int, float)) or value >= 0 or value != int(value):
+        return None
+    return -int(value)
 
 
 def unknown_functions(expression: str) -> list[tuple[str, str | None]]:

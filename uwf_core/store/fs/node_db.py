@@ -156,7 +156,7 @@ class NodeDb:
 
     def read(self, hash_: str) -> bytes | None:
         rows = self.read_query("select data from nodes where hash = ?", (hash_,))
-        return bytes(rows[0][0]) if rows else None
+        return _blob(rows[0][0]) if rows else None
 
     def write(self, hash_: str, type_hash: str, data: bytes) -> None:
         self.write_query(
@@ -193,10 +193,18 @@ class NodeDb:
 
     def derived(self, key: str) -> bytes | None:
         rows = self.read_query("select value from derived where key = ?", (key,))
-        return bytes(rows[0][0]) if rows else None
+        return _blob(rows[0][0]) if rows else None
 
     def put_derived(self, key: str, value: bytes) -> None:
         self.write_query("insert or replace into derived (key, value) values (?, ?)", (key, value), "cannot write derived data")
+
+
+def _blob(value: object) -> bytes:
+    """A stored value as bytes, whatever a damaged row holds (text, a number): verification or
+    decoding then says what is wrong with it."""
+    if isinstance(value, (bytes, memoryview)):
+        return bytes(value)
+    return str(value).encode("utf-8", "surrogateescape")
 
 
 class _NotSetUp(Exception):

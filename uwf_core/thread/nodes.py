@@ -1,0 +1,40 @@
+"""Reading a thread's nodes by kind: StartNode, StepNode, or either (a head)."""
+
+from __future__ import annotations
+
+from ..errors import UwfError
+from ..store.builtin_schemas import BUILTIN_HASHES
+from ..store.cas import CasStore, Node
+from .model import StartNode, StepNode
+
+START_TYPE = BUILTIN_HASHES["start-node"]
+STEP_TYPE = BUILTIN_HASHES["step-node"]
+
+
+def read_start(store: CasStore, hash_: str) -> StartNode:
+    node = store.get(hash_)
+    if node.type != START_TYPE:
+        raise UwfError(f"{hash_} is not a StartNode")
+    return StartNode.from_payload(node.payload)
+
+
+def read_step(store: CasStore, hash_: str) -> StepNode:
+    node = store.get(hash_)
+    if node.type != STEP_TYPE:
+        raise UwfError(f"{hash_} is not a StepNode")
+    return StepNode.from_payload(node.payload)
+
+
+def thread_node(store: CasStore, hash_: str) -> Node:
+    """A node that can be a thread's head: a StartNode or a StepNode."""
+    node = store.get(hash_)
+    if node.type not in (START_TYPE, STEP_TYPE):
+        raise UwfError(f"{hash_} is neither a StartNode nor a StepNode")
+    return node
+
+
+def start_of(store: CasStore, head: str) -> tuple[str, StartNode]:
+    """The StartNode a head belongs to, without walking the chain."""
+    node = thread_node(store, head)
+    start_hash = head if node.type == START_TYPE else node.payload["start"]
+    return start_hash, read_start(store, start_hash)
