@@ -51,10 +51,15 @@ class AgentContext:
         return self.context.start.workspace or os.getcwd()
 
     @cached_property
-    def prompt(self) -> str:
-        from ..engine.prompt import build_prompt
+    def prompt_parts(self):
+        """The prompt in the parts it is stored by (see engine/prompt.Prompt)."""
+        from ..engine.prompt import build_prompt_parts
 
-        return build_prompt(self.workflow, self.role, self.schema, self.context, self.instruction)
+        return build_prompt_parts(self.workflow, self.role, self.schema, self.context, self.instruction)
+
+    @cached_property
+    def prompt(self) -> str:
+        return self.prompt_parts.text
 
     def count_of_role(self) -> int:
         """How many times this role has already run in the thread (resumed history included)."""
@@ -134,7 +139,7 @@ def complete_step(
         role=ctx.role,
         agent=agent_label,
         protocol="step",
-        prompt=ctx.prompt,
+        prompt=ctx.prompt_parts,
         answer=outcome.text,
         output=outcome.extracted.output,
         detail=detail,

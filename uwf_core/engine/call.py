@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..thread.moderator import Decision
     from ..thread.ops import ThreadInfo
     from ..workflow.model import Role, Workflow
+    from .prompt import Prompt
 
 
 def agent_env(repo: Repo, resolved: ResolvedAgent) -> dict[str, str]:
@@ -89,10 +90,15 @@ class AgentCall:
         return self.repo.nodes.schema(self.role.meta)
 
     @cached_property
-    def prompt(self) -> str:
-        from .prompt import build_prompt
+    def prompt_parts(self) -> Prompt:
+        """The prompt in the parts it is stored by (write_answer shares them between steps)."""
+        from .prompt import build_prompt_parts
 
-        return build_prompt(self.workflow, self.role, self.schema, self.context, self.decision.instruction)
+        return build_prompt_parts(self.workflow, self.role, self.schema, self.context, self.decision.instruction)
+
+    @cached_property
+    def prompt(self) -> str:
+        return self.prompt_parts.text
 
     @cached_property
     def env(self) -> dict[str, str]:

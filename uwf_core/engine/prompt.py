@@ -5,12 +5,14 @@ history, and a scope line."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from ..encoding.simple_yaml import dump_block
 from ..thread.model import ThreadContext
 from ..workflow.model import Role, Workflow
 
 HISTORY_QUOTA_CHARS = 20000
+HISTORY_STEPS = 40  # the newest steps a prompt shows at most (`uwf thread read` shows them all)
 SCOPE_LINE = (
     "Focus exclusively on YOUR role's deliverable ({role}). Do not perform the work of other roles; "
     "they run after you, with your output in their history."
@@ -81,12 +83,32 @@ def output_format_instruction(schema: dict) -> str:
     return "\n".join(lines)
 
 
-def history_section(context: ThreadContext, quota: int = HISTORY_QUOTA_CHARS) -> str:
-    """Earlier steps, newest kept when the quota is reached."""
+@dataclass(frozen=True)
+class Prompt:
+    """The prompt an agent gets, in the parts it is stored by: `before` (format, role, task: the
+    same for every step of a role with the same task), `lead` (the omitted-steps note, or the
+    no-steps note), one block per earlier step shown (each the same in every later prompt), and
+    `after` (the scope line)."""
+
+    before: str
+    lead: str
+    blocks: tuple[str, ...]
+    after: str
+
+    @property
+    def text(self) -> str:
+        return self.before + self.lead + "\n\n".join(self.blocks) + self.after
+
+
+def history_blocks(context: ThreadContext, quota: int = HISTORY_QUOTA_CHARS, limit: int = HISTORY_STEPS) -> tuple[str, list[str]]:
+    """(lead, blocks): the newest steps that fit the quota and the step limit, oldest first, read
+    newest first so no older step is read than is shown."""
     kept: list[str] = []
     used = 0
     total = len(context.steps)
-    for number, step in zip(range(total, 0, -1), reversed(context.steps)):  # newest first: reads no further back than kept
+    for number, step in zip(range(total, 0, -1), reversed(context.steps)):
+        if len(kept) >= limit:
+            break
         output = json.dumps(step.output, indent=2, ensure_ascii=False)
         block = f"### Step {number}: {step.role} (agent: {step.agent})\n\n```json\n{output}\n```"
         if used + len(block) > quota and kept:
@@ -94,13 +116,24 @@ def history_section(context: ThreadContext, quota: int = HISTORY_QUOTA_CHARS) ->
         kept.append(block)
         used += len(block)
     kept.reverse()
+    if not kept:
+        return "(no steps yet: you are the first)", []
     omitted = total - len(kept)
-    if omitted:
-        kept.insert(0, f"({omitted} earlier step{'s' if omitted > 1 else ''} omitted; `uwf thread read` shows them)")
-    return "\n\n".join(kept) if kept else "(no steps yet: you are the first)"
+    lead = f"({omitted} earlier step{'s' if omitted > 1 else ''} omitted; `uwf thread read` shows them)\n\n" if omitted else ""
+    return lead, kept
+
+
+def history_section(context: ThreadContext, quota: int = HISTORY_QUOTA_CHARS) -> str:
+    """Earlier steps, newest kept when the quota or the step limit is reached."""
+    lead, blocks = history_blocks(context, quota)
+    return lead + "\n\n".join(blocks)
 
 
 def build_prompt(workflow: Workflow, role: Role, schema: dict, context: ThreadContext, instruction: str | None) -> str:
+    return build_prompt_parts(workflow, role, schema, context, instruction).text
+
+
+def build_prompt_parts(workflow: Workflow, role: Role, schema: dict, context: ThreadContext, instruction: str | None) -> Prompt:
     sections = [output_format_instruction(schema), f"# Role: {role.name}", f"## Goal\n\n{role.goal.strip()}"]
     if role.capabilities:
         sections.append("## Capabilities\n\n" + "\n".join(f"- {c}" for c in role.capabilities))
@@ -110,6 +143,7 @@ def build_prompt(workflow: Workflow, role: Role, schema: dict, context: ThreadCo
     if instruction:
         task += f"\n\n{instruction.strip()}"
     sections.append(f"## Task\n\n{task}")
-    sections.append(f"## History\n\n{history_section(context)}")
-    sections.append(SCOPE_LINE.format(role=role.name))
-    return f"Workflow: {workflow.name}" + (f" — {workflow.description}" if workflow.description else "") + "\n\n" + "\n\n".join(sections) + "\n"
+    sections.append("## History\n\n")
+    header = f"Workflow: {workflow.name}" + (f" — {workflow.description}" if workflow.description else "") + "\n\n"
+    lead, blocks = history_blocks(context)
+    return Prompt(header + "\n\n".join(sections), lead, tuple(blocks), "\n\n" + SCOPE_LINE.format(role=role.name) + "\n")

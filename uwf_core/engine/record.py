@@ -5,11 +5,12 @@ the way in, so a key an agent echoed never reaches an immutable node."""
 from __future__ import annotations
 
 from ..config.env import Secrets
-from ..store.builtin_schemas import BUILTIN_HASHES
+from ..store.builtin_schemas import BUILTIN_HASHES, PROMPT, PROMPT_HASH
 from ..store.cas import CasStore
 from ..thread.model import ThreadContext
 from ..thread.write import next_step_links, write_step
 from ..workflow.model import Role
+from .prompt import Prompt
 
 
 def write_answer(
@@ -19,7 +20,7 @@ def write_answer(
     role: Role,
     agent: str,
     protocol: str,
-    prompt: str,
+    prompt: Prompt | str,
     answer: str,
     output: object,
     detail: dict,
@@ -39,7 +40,7 @@ def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, an
     record = {
         "agent": agent,
         "protocol": protocol,
-        "prompt": store.put(content, secrets.redact(prompt)),
+        "prompt": store_prompt(store, prompt, secrets),
         "content": store.put(content, secrets.redact(answer)),
         **secrets.redact(detail),
     }
@@ -56,3 +57,19 @@ def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, an
         instruction=instruction,
         started_ms=started_ms,
     )
+
+
+def store_prompt(store: CasStore, prompt: Prompt | str, secrets: Secrets) -> str:
+    """The prompt as sent, redacted: in parts (each history block and the text before the history
+    are content nodes every later prompt shares), or as one content node when it came as text."""
+    content = BUILTIN_HASHES["content"]
+    if isinstance(prompt, str):
+        return store.put(content, secrets.redact(prompt))
+    if not store.has(PROMPT_HASH):
+        store.put_schema(PROMPT)
+    return store.put(PROMPT_HASH, {
+        "before": store.put(content, secrets.redact(prompt.before)),
+        "lead": secrets.redact(prompt.lead),
+        "blocks": [store.put(content, secrets.redact(block)) for block in prompt.blocks],
+        "after": secrets.redact(prompt.after),
+    }, what="prompt")

@@ -159,3 +159,20 @@ def _workflow_with_locations() -> dict:
 # registered when first needed. A node's type is part of its hash: both stay readable forever.
 WORKFLOW_WITH_LOCATIONS = _workflow_with_locations()
 WORKFLOW_TYPES = frozenset({BUILTIN_HASHES["workflow"], schema_hash(WORKFLOW_WITH_LOCATIONS)})
+
+
+# A text agent's prompt as it was sent, stored so that what repeats from step to step is stored
+# once: the text before the history (the same for every step of a role with the same task), each
+# history block (one per earlier step, the same in every later prompt), and the few characters
+# between. The exact text is `before + lead + "\n\n".join(blocks) + after`. Registered when
+# first needed, like the location workflow schema; a prompt stored as one content node (older
+# roots, agents of other languages) reads the same.
+PROMPT = {
+    "title": "prompt",
+    "description": "A prompt as sent, its repeated parts stored once: before + lead + blocks joined by blank lines + after",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["before", "lead", "blocks", "after"],
+    "properties": {"before": CAS_REF, "lead": STRING, "blocks": {"type": "array", "items": CAS_REF}, "after": STRING},
+}
+PROMPT_HASH = schema_hash(PROMPT)

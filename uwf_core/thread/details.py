@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import UwfError
-from ..store.builtin_schemas import BUILTIN_HASHES
+from ..store.builtin_schemas import BUILTIN_HASHES, PROMPT_HASH
 from ..store.cas import CasStore
 from ..workflow.ops import workflow_of
 from .nodes import read_start, read_step
@@ -78,10 +78,15 @@ def ordered_output(output: object, schema: dict | None) -> object:
 
 
 def _text_node(store: CasStore, hash_: object) -> str | None:
+    """A content node's text, or a prompt node's text as it was sent (its parts joined)."""
     if not isinstance(hash_, str) or not store.has(hash_):
         return None
-    payload = store.payload(hash_)
-    return payload if isinstance(payload, str) else None
+    node = store.get(hash_)
+    if node.type == PROMPT_HASH and isinstance(node.payload, dict):
+        parts = node.payload
+        blocks = [_text_node(store, block) or "" for block in parts.get("blocks") or []]
+        return (_text_node(store, parts.get("before")) or "") + str(parts.get("lead", "")) + "\n\n".join(blocks) + str(parts.get("after", ""))
+    return node.payload if isinstance(node.payload, str) else None
 
 
 def _title(store: CasStore, type_hash: str) -> str | None:

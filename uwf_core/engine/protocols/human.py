@@ -36,7 +36,7 @@ def run(call: AgentCall) -> str:
         role=role,
         agent="human",
         protocol="human",
-        prompt=call.prompt,
+        prompt=call.prompt_parts,
         answer=answer,
         output=extracted.output,
         detail={"extract": extracted.method},

@@ -62,7 +62,7 @@ def run(call: AgentCall) -> str:
         role=call.role,
         agent=call.resolved.label,
         protocol="text",
-        prompt=prompt,
+        prompt=call.prompt_parts,
         answer=result.text,
         output=result.extracted.output,
         detail=detail,
