@@ -14,9 +14,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
+
+from ..encoding.records import field, record
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..errors import UwfError
 from ..repo import Repo
@@ -25,8 +27,11 @@ from ..thread.context import context_of
 from ..thread.model import ThreadContext
 from ..workflow.model import Role, Workflow
 
+if TYPE_CHECKING:
+    from typing import Callable
 
-@dataclass
+
+@record
 class AgentContext:
     """Everything an agent needs to do one role's work."""
 
@@ -66,7 +71,7 @@ class AgentContext:
         return self.context.role_count(self.role.name)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AgentAnswer:
     """What `run` returns: the raw answer text, anything to keep in the detail node
     (turns, tool calls, usage...), and a session handed back to `continue_`."""
@@ -76,8 +81,9 @@ class AgentAnswer:
     session: object = None
 
 
-RunFunction = Callable[[AgentContext], "AgentAnswer | str"]
-ContinueFunction = Callable[[AgentContext, object, str], "AgentAnswer | str"]
+if TYPE_CHECKING:
+    RunFunction = Callable[[AgentContext], "AgentAnswer | str"]
+    ContinueFunction = Callable[[AgentContext, object, str], "AgentAnswer | str"]
 
 
 def load_agent_context(repo: Repo, thread: str, role_name: str, options: dict | None = None) -> AgentContext:
@@ -149,6 +155,14 @@ def complete_step(
     )
 
 
+def _llm_fallback(repo: Repo):
+    """The LLM extractor (None when no extract model is configured); built only if the fast path fails."""
+    from ..config.env import env_with_secrets
+    from ..engine.extract_llm import fallback_for
+
+    return fallback_for(repo.config, env_with_secrets(repo.env_values), secrets=repo.secrets)
+
+
 def run_agent(
     name: str,
     run: RunFunction,
@@ -173,13 +187,9 @@ def run_agent(
         repo = Repo.open()  # .env stays on the Repo: a child agent (uwf-subflow's) must not inherit it
         ctx = load_agent_context(repo, args.thread, args.role, vars(args))
         answer = _answer(run(ctx))
-        fallback = None
-        if llm_fallback:
-            from ..engine.extract_llm import fallback_for
+        from ..engine.extract import lazy_fallback
 
-            from ..config.env import env_with_secrets
-
-            fallback = fallback_for(repo.config, env_with_secrets(repo.env_values), secrets=repo.secrets)
+        fallback = lazy_fallback(lambda: _llm_fallback(repo)) if llm_fallback else None
         step = complete_step(ctx, answer, agent_label=_agent_label(name), started_ms=started, continue_=continue_, fallback=fallback)
     except UwfError as exc:
         sys.stderr.write(f"{name}: error: {' '.join(exc.message.split())}\n")

@@ -4,7 +4,6 @@ line names is built (argparse costs milliseconds per subparser, on every step)."
 from __future__ import annotations
 
 import argparse
-
 from importlib import import_module
 
 from ..version import __version__

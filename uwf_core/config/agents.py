@@ -4,8 +4,7 @@ caller saves the result."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
+from ..encoding.records import record, replace
 from ..errors import UsageError, UwfError
 from .model import PROTOCOLS, AgentConfig, Config, is_env_name
 from .presets import PRESETS
@@ -20,7 +19,7 @@ BUILT_IN = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AgentEntry:
     """One agent as `uwf agent list` shows it."""
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
+from ..encoding.records import field, record, replace
 from ..encoding.simple_yaml import YamlSyntaxError, dumps, loads
 from ..errors import UwfError
 
@@ -15,7 +14,7 @@ class ConfigError(UwfError):
     """config.yaml or .env is malformed."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProviderConfig:
     name: str
     base_url: str
@@ -28,7 +27,7 @@ class ProviderConfig:
         return data
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelConfig:
     alias: str
     provider: str
@@ -38,7 +37,7 @@ class ModelConfig:
         return {"provider": self.provider, "name": self.name}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AgentConfig:
     name: str
     command: str
@@ -59,7 +58,7 @@ class AgentConfig:
         return data
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Config:
     providers: dict[str, ProviderConfig] = field(default_factory=dict)
     models: dict[str, ModelConfig] = field(default_factory=dict)

@@ -8,9 +8,9 @@ be agents too). The result must validate against the role's schema.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from ..encoding.frontmatter import split_frontmatter
+from ..encoding.records import record
 from ..errors import UwfError
 
 
@@ -23,7 +23,7 @@ class ExtractError(UwfError):
         self.usage = None  # tokens an LLM spent on a failed extract, when one was asked
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Extracted:
     output: dict
     body: str
@@ -43,7 +43,12 @@ def _json_object(text: str) -> dict | None:
 
 def parse_answer(text: str) -> tuple[dict, str, str]:
     """(output, body, method) or ExtractError saying why nothing could be read."""
-    from ..encoding.limits import StructureError, check_json_text, check_size, check_yaml_text
+    from ..encoding.limits import (
+        StructureError,
+        check_json_text,
+        check_size,
+        check_yaml_text,
+    )
 
     if not text.strip():
         raise ExtractError("the agent's answer is empty")
@@ -125,12 +130,34 @@ def extract_fast(text: str, schema: dict, *, cache_key: str | None = None) -> Ex
 MAX_CORRECTIONS = 2
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ExtractOutcome:
     extracted: Extracted
     text: str  # the answer that succeeded
     corrections: int
     usage: object | None = None  # llm.Usage of the fallback calls, if any
+
+
+def lazy_fallback(build):
+    """The LLM fallback, built by `build()` (None when no extract model is configured) only when
+    the fast path has failed: its HTTP client costs an import on every step otherwise."""
+    built: list = []
+
+    def fallback(text: str, schema: dict):
+        if not built:
+            built.append(build())
+        if built[0] is None:
+            raise NoFallback()
+        return built[0](text, schema)
+
+    return fallback
+
+
+class NoFallback(UwfError):
+    """No extract model is configured: the fallback layer is skipped without a note."""
+
+    def __init__(self) -> None:
+        super().__init__("no extract model is configured")
 
 
 def correction_message(error: ExtractError, schema: dict) -> str:
@@ -167,6 +194,8 @@ def extract_with_corrections(
                 extracted, used = fallback(text, schema)
                 usage = used if usage is None else usage + used
                 return ExtractOutcome(extracted, text, corrections, usage)
+            except NoFallback:
+                fallback = None
             except UwfError as exc:
                 notes.append(f"LLM extract: {exc.message}")
                 spent = getattr(exc, "usage", None)

@@ -5,8 +5,8 @@ history, and a scope line."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
+from ..encoding.records import record
 from ..encoding.simple_yaml import dump_block
 from ..thread.model import ThreadContext
 from ..workflow.model import Role, Workflow
@@ -83,7 +83,7 @@ def output_format_instruction(schema: dict) -> str:
     return "\n".join(lines)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Prompt:
     """The prompt an agent gets, in the parts it is stored by: `before` (format, role, task: the
     same for every step of a role with the same task), `lead` (the omitted-steps note, or the

@@ -5,9 +5,9 @@ command line (step protocol)."""
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
 
 from ..config.model import AgentConfig, Config
+from ..encoding.records import field, record
 from ..errors import UwfError
 
 HUMAN = "human"
@@ -18,7 +18,7 @@ NO_AGENT_HELP = (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ResolvedAgent:
     label: str  # what the StepNode records as `agent`
     argv: tuple[str, ...]  # command and fixed args (the step protocol appends thread and role)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 
 from ..config.model import Config
+from ..encoding.records import field, record
 from ..errors import UwfError
 from .usage import Usage
 
@@ -27,7 +27,7 @@ class LlmError(UwfError):
     """The model endpoint could not be used."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ResolvedModel:
     alias: str
     provider: str
@@ -76,7 +76,7 @@ def resolve_model(config: Config, alias: str | None, env: dict[str, str] | None 
     return ResolvedModel(alias, provider.name, provider.base_url, model.name, provider.api_key_env, key)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ChatResponse:
     message: dict  # the assistant message: role, content, maybe tool_calls
     usage: Usage

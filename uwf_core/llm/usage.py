@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..encoding.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0

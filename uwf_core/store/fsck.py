@@ -3,8 +3,9 @@ thread's head (active or archived) and every registered workflow version is whol
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from ..encoding.records import field, record
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..errors import UwfError
 from .builtin_schemas import META_HASH
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from .base import Backend
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FsckProblem:
     target: str
     message: str
@@ -24,7 +25,7 @@ class FsckProblem:
         return {"target": self.target, "severity": self.severity, "message": self.message}
 
 
-@dataclass
+@record
 class FsckReport:
     checked: int = 0
     problems: list[FsckProblem] = field(default_factory=list)

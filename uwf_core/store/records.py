@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+
+from ..encoding.records import asdict, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ArchivedThread:
     """One line of the archive: a thread that ended (done, killed, max-steps)."""
 
@@ -20,7 +21,7 @@ class ArchivedThread:
         return {"thread": self.thread, "workflow": self.workflow, "head": self.head, "reason": self.reason, "completedAt": self.completed_at}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunRecord:
     """One step attempt (ok, failed, timeout or killed)."""
 
@@ -67,7 +68,7 @@ class RunRecord:
         )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunningStep:
     """What a held step lock says about the step in progress."""
 

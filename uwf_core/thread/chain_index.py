@@ -11,8 +11,8 @@ back to the nearest known record and kept. Dropping them all loses nothing.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
+from ..encoding.records import field, record
 from ..errors import CorruptError, UwfError
 from ..store.cas import CasStore
 from .nodes import START_TYPE, STEP_TYPE, thread_node
@@ -20,7 +20,7 @@ from .nodes import START_TYPE, STEP_TYPE, thread_node
 KEY = "chain1:"  # the version is in the key: a changed shape is simply rebuilt
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ChainRecord:
     count: int  # steps behind the head, those of resumed runs included
     since_start: int  # steps after the current StartNode

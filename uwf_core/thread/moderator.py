@@ -8,8 +8,8 @@ condition or template is actually evaluated.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
+from ..encoding.records import record
 from ..errors import UwfError
 from ..workflow.model import END, START, STATUS_FIELD, Routes, Workflow
 from .model import ThreadContext
@@ -22,7 +22,7 @@ class ModeratorError(UwfError):
     """No route matched, a condition failed at runtime, or a status is missing."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Decision:
     role: str  # a role name, or END
     instruction: str | None = None

@@ -10,8 +10,8 @@ from ..errors import UwfError
 from ..store.builtin_schemas import BUILTIN_HASHES
 from ..store.cas import CasStore
 from .chain_index import remember_step
-from .nodes import STEP_TYPE
 from .model import StepNode, ThreadContext
+from .nodes import STEP_TYPE
 
 
 class InvalidStepError(UwfError):

@@ -54,7 +54,17 @@ def evaluate(expression: str, context: object, time_limit: float | None = None, 
     """The expression's value against a thread context's JSON ({start, steps}), stopped after
     `time_limit` seconds (default TIME_LIMIT_SECONDS); a runtime failure raises UwfError with
     JSONata's message. `functions` gives $first and $last (role -> step JSON); without them they
-    look through the steps in `context`."""
+    look through the steps in `context`. Conditions in simple_condition's subset are evaluated
+    without importing jsonata-python, with its exact result."""
+    simple = _simple(expression)
+    if simple is not None:
+        from .simple_condition import UNDEFINED, Unsupported
+
+        try:
+            value = simple(context, functions)
+            return None if value is UNDEFINED else value
+        except Unsupported:
+            pass  # JSONata does something the subset does not: let it decide
     compiled = _compile(expression)
     steps = context.get("steps") if isinstance(context, dict) else None
     steps = steps if isinstance(steps, list) else []
@@ -83,7 +93,18 @@ def steps_window(expression: str) -> int | None:
     10,000 steps as at ten. The expression must compile."""
     cache = _local.__dict__.setdefault("windows", {})
     if expression not in cache:
-        cache[expression] = _window(_compile(expression).ast)
+        simple = _simple(expression)
+        cache[expression] = simple.window if simple is not None else _window(_compile(expression).ast)
+    return cache[expression]
+
+
+def _simple(expression: str):
+    """The expression compiled by simple_condition, or None when it is outside the subset."""
+    cache = _local.__dict__.setdefault("simple", {})
+    if expression not in cache:
+        from .simple_condition import compile_condition
+
+        cache[expression] = compile_condition(expression)
     return cache[expression]
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import difflib
 from collections import deque
-from dataclasses import dataclass, field
 
+from ..encoding.records import field, record
 from ..errors import UwfError, WorkflowError
 from ..store.schemas import check_schema
 from .model import (
@@ -36,7 +36,7 @@ REQUIRED_ROLE_FIELDS = ("description", "goal", "procedure", "output", "meta")
 START_STATUSES = ("new", "resume")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Problem:
     path: tuple
     message: str
@@ -49,7 +49,7 @@ class Problem:
         return f"{where}: {dotted + ': ' if dotted else ''}{self.message}"
 
 
-@dataclass
+@record
 class Draft:
     """A parsed workflow before storage: role metas are raw schemas, not yet hashes."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..encoding.records import field, record
 
 START = "$START"
 END = "$END"
@@ -10,7 +10,7 @@ STATUS_FIELD = "$status"
 DEFAULT_MAX_STEPS = 100
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Role:
     name: str
     description: str
@@ -31,14 +31,14 @@ class Role:
         }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Condition:
     name: str
     description: str
     expression: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Transition:
     """One entry of a transition list: taken when `condition` is null or true."""
 
@@ -53,7 +53,7 @@ class Transition:
         return data
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """One entry of a status map: taken when the last output's `$status` is `status`."""
 
@@ -71,7 +71,7 @@ class Target:
         return data
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Routes:
     """A graph key's outgoing edges: exactly one of the two forms is set."""
 
@@ -93,7 +93,7 @@ class Routes:
         return [transition.to_payload() for transition in self.transitions or ()]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Workflow:
     name: str
     description: str

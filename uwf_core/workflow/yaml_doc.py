@@ -6,14 +6,14 @@ Line numbers make put-time errors point at the file (`solve.yaml:14: ...`).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
+from ..encoding.records import record
 from ..errors import WorkflowError
 
 Path = tuple  # keys and list indices from the document root
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class YamlDocument:
     file: str
     text: str

@@ -11,9 +11,9 @@ are never recorded.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 
 from ...config.env import Secrets, env_with_secrets
+from ...encoding.records import field, record
 from ...errors import UwfError
 from ...llm.client import ChatClient, model_alias_for, resolve_model
 from ...llm.usage import Usage
@@ -43,7 +43,7 @@ def _configure(parser) -> None:
     parser.add_argument("--command-timeout", type=float, default=120.0, metavar="S", help="run_command's default timeout")
 
 
-@dataclass
+@record
 class Session:
     """One conversation: kept across corrections so `continue_` resumes it."""
 

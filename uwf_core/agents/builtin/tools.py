@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+
+from ...encoding.records import record
 
 MAX_READ_CHARS = 60_000
 MAX_RESULT_CHARS = 20_000
@@ -28,7 +29,7 @@ class ToolError(Exception):
     """A refusal or failure the model should read and recover from."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ToolSettings:
     workspace: str
     allow_run_command: bool = False

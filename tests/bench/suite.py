@@ -1,0 +1,397 @@
+"""uwf's benchmark suite: every figure of docs/benchmarks.md in one run, side by side with
+LangGraph where LangGraph does the same thing, as medians and ratios measured in this run
+(the machine is shared and noisy: ratios measured together are what can be compared).
+
+    .venv/bin/python scripts/bench.py            # everything (~10 minutes on 2 cores)
+    .venv/bin/python scripts/bench.py --quick    # smaller sizes and fewer runs (~2 minutes)
+
+The LangGraph rows need `pip install -e '.[bench]'`; without it they say so and the uwf rows
+still run. Both sides run the same three-role loop (planner -> developer -> reviewer, back to
+developer while the reviewer does not approve) with no-op work: uwf's agent is a shell line
+that prints the role's answer (text protocol) or a kit agent that writes its own nodes (step
+protocol); LangGraph's nodes are Python functions, checkpointed in SQLite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "tests" / "bench"
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(REPO))
+
+from common import compile_sources  # noqa: E402
+
+WORKFLOW = """
+name: bench-loop
+description: planner, then developer and reviewer until approved (never, here)
+maxSteps: 1000000
+roles:
+  planner: {description: plans, goal: Plan., procedure: Plan., output: A plan.,
+            meta: {type: object, properties: {plan: {type: string}}, required: [plan]}}
+  developer: {description: builds, goal: Build., procedure: Build., output: A summary.,
+              meta: {type: object, properties: {summary: {type: string}}, required: [summary]}}
+  reviewer: {description: reviews, goal: Review., procedure: Review., output: A verdict.,
+             meta: {type: object, properties: {approved: {type: boolean}}, required: [approved]}}
+conditions:
+  notApproved: {description: the reviewer said no, expression: "steps[-1].output.approved = false"}
+graph:
+  $START: [{role: planner, condition: null}]
+  planner: [{role: developer, condition: null}]
+  developer: [{role: reviewer, condition: null}]
+  reviewer: [{role: developer, condition: notApproved}, {role: $END, condition: null}]
+"""
+OUTPUTS = {"planner": {"plan": "p"}, "developer": {"summary": "s"}, "reviewer": {"approved": False}}
+TEXT_AGENT = (
+    "cat >/dev/null; case \"$UWF_ROLE\" in planner) echo '{\"plan\":\"p\"}';; "
+    "developer) echo '{\"summary\":\"s\"}';; *) echo '{\"approved\":false}';; esac"
+)
+STEP_AGENT = """
+import sys
+from uwf_core.agent_kit import AgentAnswer, run_agent
+ANSWERS = {"planner": '{"plan": "p"}', "developer": '{"summary": "s"}', "reviewer": '{"approved": false}'}
+sys.exit(run_agent("noop-step", lambda ctx: AgentAnswer(ANSWERS[ctx.role.name]), llm_fallback=False))
+"""
+
+
+def role_at(index: int) -> str:
+    return "planner" if index == 0 else ("developer" if index % 2 == 1 else "reviewer")
+
+
+# -- measuring ---------------------------------------------------------------------------------
+
+
+def run_timed(argv: list[str], env: dict | None = None) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:4])}... failed: {done.stderr.strip()[-500:]}")
+    return elapsed
+
+
+@dataclass
+class Row:
+    what: str
+    ours: float | None  # seconds (or bytes, for sizes)
+    theirs: float | None = None
+    against: str = "LangGraph"
+    goal: str = ""
+    unit: str = "s"
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        return self.ours / self.theirs if self.ours is not None and self.theirs else None
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        print(f"  {row.what}: {_fmt(row.ours, row.unit)}" + (f" vs {_fmt(row.theirs, row.unit)} ({row.ratio:.2f}x)" if row.ratio else ""), flush=True)
+
+    def table(self) -> str:
+        lines = ["| what | uwf | other | ratio | goal |", "|---|---|---|---|---|"]
+        for row in self.rows:
+            other = f"{_fmt(row.theirs, row.unit)} ({row.against})" if row.theirs is not None else (row.note or "—")
+            ratio = f"**{row.ratio:.3f}x**" if row.ratio is not None else "—"
+            lines.append(f"| {row.what} | {_fmt(row.ours, row.unit)} | {other} | {ratio} | {row.goal} |")
+        return "\n".join(lines)
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "—"
+    if unit == "B":
+        return f"{value / 1e6:,.2f} MB"
+    if unit == "MB":
+        return f"{value:,.0f} MB"
+    if unit == "/s":
+        return f"{value:,.0f}/s"
+    if unit == "x":
+        return f"{value:.2f}x"
+    return f"{value * 1000:,.1f} ms" if value < 10 else f"{value:,.1f} s"
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+# -- the two sides -----------------------------------------------------------------------------
+
+
+class Uwf:
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.bin = Path(sys.executable).parent
+        self.workflow = work / "bench-loop.yaml"
+        self.workflow.write_text(WORKFLOW)
+        self.step_agent = work / "noop_step_agent.py"
+        self.step_agent.write_text(STEP_AGENT)
+
+    def cli(self, *args: str) -> list[str]:
+        return [str(self.bin / "uwf"), *args]
+
+    def root(self, name: str, length: int, *, agent: str = "text") -> tuple[str, str]:
+        """A root with the bench workflow and a thread `length` steps deep; (root, thread)."""
+        from uwf_core.api import Config, Repo, load_workflow, put_workflow, start_thread
+        from uwf_core.config.model import AgentConfig
+        from uwf_core.thread.write import write_step
+
+        root = str(self.work / name)
+        repo = Repo.open(root)
+        put_workflow(repo, str(self.workflow))
+        agents = {
+            "text": AgentConfig("text", "sh", ("-c", TEXT_AGENT), "text"),
+            "step": AgentConfig("step", sys.executable, (str(self.step_agent),), "step"),
+        }
+        repo.save_config(Config(agents=agents, default_agent=agent))
+        info = start_thread(repo, "bench-loop", "benchmark")
+        roles = load_workflow(repo, "bench-loop").roles
+        head, prev = info.head, None
+        with repo.nodes.nodes.batch():
+            for index in range(length):
+                role = role_at(index)
+                head = write_step(repo.nodes, start=info.head, prev=prev, role=role, meta=roles[role].meta,
+                                  output=OUTPUTS[role], agent="bench", detail={"bench": index})
+                prev = head
+        if head != info.head:
+            repo.threads.compare_and_set(info.thread, info.head, head)
+        return root, info.thread
+
+    def disk_bytes(self, root: str) -> int:
+        return sum(path.stat().st_size for path in Path(root).rglob("*") if path.is_file())
+
+
+class LangGraph:
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.script = str(BENCH / "langgraph_side.py")
+        try:
+            import langgraph  # noqa: F401
+            from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: F401
+
+            self.missing = None
+        except ImportError:
+            self.missing = "not installed: pip install -e '.[bench]'"
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run([sys.executable, self.script, *args], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"langgraph {args[0]} failed: {done.stderr.strip()[-800:]}")
+        return done.stdout
+
+    def db(self, name: str, length: int) -> str:
+        path = str(self.work / f"{name}.sqlite")
+        if length:
+            self.run("build", path, "t", str(length))
+        return path
+
+    def step_argv(self, db: str) -> list[str]:
+        return [sys.executable, self.script, "step", db, "t"]
+
+
+# -- the sections ------------------------------------------------------------------------------
+
+
+def startup(report: Report, uwf: Uwf, runs: int) -> None:
+    print("start-up", flush=True)
+    root, thread = uwf.root("startup", 3)
+    env = dict(os.environ, UWF_STORAGE_ROOT=root)
+    commands = {"python": [sys.executable, "-c", "pass"], "version": uwf.cli("--version"), "show": uwf.cli("thread", "show", thread)}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, argv in commands.items():
+            times[name].append(run_timed(argv, env))
+    base = median(times["python"])
+    report.add(Row("`uwf --version`", median(times["version"]), base, "`python -c pass`", "≤ 1.3x"))
+    report.add(Row("`uwf thread show`", median(times["show"]), base, "`python -c pass`", "≤ 2x"))
+    paint = [_first_paint(root) for _ in range(max(3, runs // 10))]
+    report.add(Row("`uwf-tui` first paint", median(paint), base, "`python -c pass`"))
+
+
+def _first_paint(root: str) -> float:
+    from tui import FIRST_PAINT
+
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", FIRST_PAINT, root], check=True, capture_output=True, text=True)
+    return time.perf_counter() - started
+
+
+def cli_steps(report: Report, uwf: Uwf, lang: LangGraph, lengths: list[int], runs: int) -> dict[tuple[str, int], float]:
+    """One step in a fresh process, at each chain length, both sides interleaved."""
+    print("a step in a fresh process", flush=True)
+    roots = {(agent, n): uwf.root(f"cli-{agent}-{n}", n, agent=agent) for agent in ("text", "step") for n in lengths}
+    dbs = {n: lang.db(f"lg-{n}", n) for n in lengths} if not lang.missing else {}
+    times: dict[tuple[str, int], list[float]] = {}
+    for _ in range(runs):
+        for n in lengths:
+            for agent in ("text", "step"):
+                root, thread = roots[(agent, n)]
+                times.setdefault((agent, n), []).append(run_timed(uwf.cli("--root", root, "thread", "step", thread)))
+            if dbs:
+                times.setdefault(("langgraph", n), []).append(run_timed(lang.step_argv(dbs[n])))
+    medians = {key: median(values) for key, values in times.items()}
+    for n in lengths:
+        theirs = medians.get(("langgraph", n))
+        for agent, label in (("text", "no-op text agent"), ("step", "no-op step agent")):
+            report.add(Row(f"CLI step, {label}, chain length {n:,}", medians[(agent, n)], theirs, note=lang.missing or "",
+                           goal="≤ 0.10x" if agent == "text" else ""))
+    for agent in ("text", "step"):
+        flat = medians[(agent, lengths[-1])] / medians[(agent, lengths[0])]
+        report.add(Row(f"CLI step ({agent}) at {lengths[-1]:,} / at {lengths[0]}", flat, None, goal="≤ 1.1", unit="x", note="same run"))
+    return medians
+
+
+def in_process(report: Report, uwf: Uwf, lang: LangGraph, lengths: list[int], runs: int) -> None:
+    """A step through the core API (no interpreter start, no imports) vs LangGraph's `invoke`."""
+    print("a step in one process", flush=True)
+    from uwf_core.api import Repo, StepOptions, perform_step
+
+    for n in lengths:
+        root, thread = uwf.root(f"inproc-{n}", n)
+        perform_step(Repo.open(root), thread, StepOptions())  # warm: imports, JSONata compile
+        ours = []
+        for _ in range(runs):
+            repo = Repo.open(root)  # a new Repo each time: nothing cached, as in a new process
+            started = time.perf_counter()
+            perform_step(repo, thread, StepOptions())
+            ours.append(time.perf_counter() - started)
+        theirs = None
+        if not lang.missing:
+            db = lang.db(f"inproc-{n}", n)
+            theirs = float(lang.run("grow", db, "t", str(runs)).strip()) / runs
+        report.add(Row(f"in-process step, chain length {n:,}", median(ours), theirs, note=lang.missing or "", goal="≤ 1.0x"))
+
+
+def disk(report: Report, uwf: Uwf, lang: LangGraph, steps: int) -> None:
+    print(f"bytes on disk after {steps:,} steps", flush=True)
+    from uwf_core.api import Repo, StepOptions, run_thread
+
+    root, thread = uwf.root("disk", 0)
+    run_thread(Repo.open(root), thread, StepOptions(), max_steps=steps)
+    theirs = None
+    if not lang.missing:
+        db = str(uwf.work / "disk-langgraph.sqlite")
+        lang.run("grow", db, "t", str(steps))
+        theirs = Path(db).stat().st_size
+    report.add(Row(f"bytes on disk after {steps:,} steps (text protocol, prompts kept)", uwf.disk_bytes(root), theirs,
+                   note=lang.missing or "", goal="≤ 0.05x", unit="B"))
+
+
+def fork(report: Report, uwf: Uwf, lang: LangGraph, at: int, more: int) -> None:
+    print(f"fork at step {at:,} and {more} more steps", flush=True)
+    from uwf_core.api import Repo, context_of
+
+    root, thread = uwf.root("fork", at + 5)
+    repo = Repo.open(root)
+    step_hash = context_of(repo, repo.threads.heads()[thread]).steps[at - 1].hash
+    started = time.perf_counter()
+    forked = json.loads(subprocess.run(uwf.cli("--root", root, "thread", "fork", step_hash), capture_output=True, text=True, check=True).stdout)["thread"]
+    for _ in range(more):
+        run_timed(uwf.cli("--root", root, "thread", "step", forked))
+    ours = time.perf_counter() - started
+    theirs = None
+    if not lang.missing:
+        db = str(uwf.work / "fork-langgraph.sqlite")
+        lang.run("grow", db, "t", str(at + 5))  # the history a fork searches is real checkpoints
+        started = time.perf_counter()
+        lang.run("fork", db, "t", str(at), "f")
+        for _ in range(more):
+            run_timed([sys.executable, lang.script, "step", db, "f"])
+        theirs = time.perf_counter() - started
+    report.add(Row(f"fork at step {at:,} + {more} steps (fresh processes)", ours, theirs, note=lang.missing or "", goal="≤ 0.2x"))
+
+
+def cas(report: Report, uwf: Uwf, nodes: int, walk_length: int) -> None:
+    print(f"the CAS: puts, gets, walk of {walk_length:,}, fsck and gc of {nodes:,} nodes", flush=True)
+    from uwf_core.api import Repo
+    from uwf_core.store.builtin_schemas import BUILTIN_HASHES
+
+    root = str(uwf.work / "cas")
+    repo = Repo.open(root)
+    repo.nodes.ensure_builtins()
+    content = BUILTIN_HASHES["content"]
+    count = 2000
+    started = time.perf_counter()
+    hashes = [repo.nodes.put(content, f"node number {i} " + "x" * 100) for i in range(count)]
+    report.add(Row("CAS put (one durable write each)", count / (time.perf_counter() - started), unit="/s", note="uwf only"))
+    fresh = Repo.open(root)
+    started = time.perf_counter()
+    for hash_ in hashes:
+        fresh.nodes.get(hash_)
+    report.add(Row("CAS get (read and verified, not cached)", count / (time.perf_counter() - started), unit="/s", note="uwf only"))
+    with repo.nodes.nodes.batch():
+        for i in range(nodes - count):
+            repo.nodes.put(content, f"bulk {i}")
+    walk_root, walk_thread = uwf.root("walk", walk_length // 3)
+    head = Repo.open(walk_root).threads.heads()[walk_thread]
+    report.add(Row(f"`uwf cas walk` of a {walk_length // 3:,}-step thread (~{walk_length:,} nodes)", run_timed(uwf.cli("--root", walk_root, "cas", "walk", head)), note="uwf only"))
+    report.add(Row(f"`uwf cas fsck` of {nodes:,} nodes", run_timed(uwf.cli("--root", root, "cas", "fsck")), note="uwf only"))
+    report.add(Row(f"`uwf cas gc --grace 0` of {nodes:,} nodes (all garbage)", run_timed(uwf.cli("--root", root, "cas", "gc", "--grace", "0")), note="uwf only"))
+
+
+def tui(report: Report, uwf: Uwf, length: int) -> None:
+    print(f"the TUI opens a {length:,}-step thread", flush=True)
+    root, thread = uwf.root("tui", length)
+    probe = (
+        "import asyncio, sys; sys.path.insert(0, sys.argv[3]); from tui import open_thread; "
+        "print(*asyncio.run(open_thread(sys.argv[1], sys.argv[2])))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, root, thread, str(BENCH)], capture_output=True, text=True, check=True).stdout
+    elapsed, blocked, rss = (float(x) for x in out.split()[-3:])
+    report.add(Row(f"TUI opens a {length:,}-step thread (newest step on screen)", elapsed, goal="< 1 s", note=f"UI blocked ≤ {blocked * 1000:.0f} ms at a time"))
+    report.add(Row(f"TUI peak memory with that thread open", rss, unit="MB", note="uwf only"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/benchmarks.md)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs, for a first look")
+    parser.add_argument("--only", choices=["startup", "cli", "inproc", "disk", "fork", "cas", "tui"], action="append")
+    args = parser.parse_args(argv)
+    compile_sources()
+    quick = args.quick
+    only = set(args.only or ["startup", "cli", "inproc", "disk", "fork", "cas", "tui"])
+    work = Path(tempfile.mkdtemp(prefix="uwf-bench-"))
+    report = Report()
+    uwf, lang = Uwf(work), LangGraph(work)
+    print(f"LangGraph: {lang.missing or 'installed'}; python -c pass, uwf and LangGraph measured in turn", flush=True)
+    try:
+        if "startup" in only:
+            startup(report, uwf, 10 if quick else 40)
+        if "cli" in only:
+            cli_steps(report, uwf, lang, [1, 100, 1000] if quick else [1, 100, 1000, 10000], 3 if quick else 7)
+        if "inproc" in only:
+            in_process(report, uwf, lang, [1, 1000], 10 if quick else 30)
+        if "disk" in only:
+            disk(report, uwf, lang, 300 if quick else 2000)
+        if "fork" in only:
+            fork(report, uwf, lang, 100 if quick else 1000, 10)
+        if "cas" in only:
+            cas(report, uwf, 10_000 if quick else 100_000, 3000 if quick else 10_000)
+        if "tui" in only:
+            tui(report, uwf, 1000 if quick else 10_000)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, Python {sys.version.split()[0]}; medians; ratio = uwf / other")
+    print(report.table())
+
+
+if __name__ == "__main__":
+    main()
