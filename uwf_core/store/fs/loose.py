@@ -70,6 +70,16 @@ class LooseNodes:
         except OSError as exc:
             raise UwfError(f"cannot list the nodes in {self.cas_dir}: {exc.strerror}") from None
 
+    def any(self) -> bool:
+        """Whether one loose node file is there (stops at the first: a packed cas/ holds ~3 entries)."""
+        try:
+            with os.scandir(self.cas_dir) as entries:
+                return any(is_node_file(entry.name) for entry in entries)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise UwfError(f"cannot list the nodes in {self.cas_dir}: {exc.strerror}") from None
+
     def hashes(self) -> list[str]:
         return sorted(name[:HASH_LEN] for name in self.names() if is_node_file(name))
 

@@ -16,16 +16,25 @@ from .root import Root
 
 
 class FsNodeStore:
-    __slots__ = ("root", "location", "db", "loose")
+    __slots__ = ("root", "location", "db", "loose", "_has_loose")
 
     def __init__(self, root: Root) -> None:
         self.root = root
         self.location = root.cas_dir
         self.db = NodeDb(root.cas_dir)
         self.loose = LooseNodes(root.cas_dir)
+        self._has_loose: bool | None = None
+
+    @property
+    def has_loose(self) -> bool:
+        """Whether this root still holds loose node files (looked at once: nothing writes new ones,
+        so a root without them saves a failed open per node read)."""
+        if self._has_loose is None:
+            self._has_loose = self.loose.any()
+        return self._has_loose
 
     def read(self, hash_: str) -> bytes | None:
-        data = self.loose.read(hash_)
+        data = self.loose.read(hash_) if self.has_loose else None
         return data if data is not None else self.db.read(hash_)
 
     def write(self, hash_: str, type_hash: str, data: bytes) -> None:
@@ -35,10 +44,10 @@ class FsNodeStore:
         return self.db.batch()
 
     def exists(self, hash_: str) -> bool:
-        return is_cas_ref(hash_) and (self.loose.exists(hash_) or self.db.touched_at(hash_) is not None)
+        return is_cas_ref(hash_) and ((self.has_loose and self.loose.exists(hash_)) or self.db.touched_at(hash_) is not None)
 
     def freshen(self, hash_: str) -> bool:
-        return self.loose.freshen(hash_) or self.db.freshen(hash_)
+        return (self.has_loose and self.loose.freshen(hash_)) or self.db.freshen(hash_)
 
     def hashes(self) -> list[str]:
         return sorted(set(self.db.hashes()) | set(self.loose.hashes()))
@@ -47,7 +56,7 @@ class FsNodeStore:
         return list(dict.fromkeys([*self.loose.of_type(type_hash), *self.db.of_type(type_hash)]))
 
     def touched_at(self, hash_: str) -> float | None:
-        touched = self.loose.touched_at(hash_)
+        touched = self.loose.touched_at(hash_) if self.has_loose else None
         return touched if touched is not None else self.db.touched_at(hash_)
 
     def touched_all(self) -> dict[str, float]:
