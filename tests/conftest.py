@@ -51,6 +51,36 @@ def store(root):
     return root.nodes
 
 
+# -- a real PostgreSQL, for the PostgreSQL root ----------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A private cluster for the whole session; the tests that need it skip when PostgreSQL or
+    psycopg is missing (`.ci/run` installs both)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install -e '.[postgres]')")
+    from pg_cluster import Cluster, binaries
+
+    if binaries() is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    cluster = Cluster().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster, request) -> str:
+    """A new, empty database of its own for one test."""
+    import re
+    import uuid
+
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40] + "_" + uuid.uuid4().hex[:8]
+    return pg_cluster.create_database(name)
+
+
 class CliResult:
     def __init__(self, completed: subprocess.CompletedProcess) -> None:
         self.code = completed.returncode

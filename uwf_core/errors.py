@@ -52,3 +52,8 @@ class ConflictError(StateFileError):
 
 class UsageError(UwfError):
     """A value a command line cannot take (the CLI exits 2, as for argparse's own refusals)."""
+
+
+class StoreUnavailableError(UwfError):
+    """The root cannot be reached right now (a database restarting, a network gone): trying again
+    later may work, so a worker waits instead of giving the thread up."""

@@ -26,12 +26,18 @@ def _fs_backend(tmp_path):
     return FsBackend(str(tmp_path / "root"))
 
 
-BACKENDS = {"fs": _fs_backend}
+def _pg_backend(request, tmp_path):
+    from uwf_core.store.open import open_backend
+
+    return open_backend(request.getfixturevalue("pg_url"))
+
+
+BACKENDS = {"fs": lambda request, tmp_path: _fs_backend(tmp_path), "pg": _pg_backend}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request, tmp_path):
-    return BACKENDS[request.param](tmp_path)
+    return BACKENDS[request.param](request, tmp_path)
 
 
 # -- nodes -------------------------------------------------------------------------------
@@ -285,3 +291,39 @@ def test_exclusive_holds_every_head_still(backend):
         assert backend.threads.heads() == {THREAD_1: HASH_A}
     mover.join(5)
     assert moved.is_set() and backend.threads.heads() == {THREAD_1: HASH_B}
+
+
+# -- the work queue and waiting for changes -------------------------------------------------
+
+
+def test_the_queue_hands_each_thread_to_one_worker_at_a_time(backend):
+    queue = backend.queue
+    assert queue.enqueue(THREAD_1) is True and queue.enqueue(THREAD_2) is True
+    assert queue.enqueue(THREAD_1) is False  # already queued
+    assert [entry.thread for entry in queue.entries()] == [THREAD_1, THREAD_2]
+    first = queue.claim("worker-a")
+    assert first is not None and first.thread == THREAD_1
+    assert {entry.thread: entry.worker for entry in queue.entries()} == {THREAD_1: "worker-a", THREAD_2: None}
+    second = queue.claim("worker-b")  # the oldest one nobody holds
+    assert second is not None and second.thread == THREAD_2
+    assert queue.claim("worker-c") is None  # both held
+    first.release()
+    again = queue.claim("worker-c")
+    assert again is not None and again.thread == THREAD_1
+    again.release()
+    second.release()
+    queue.dequeue(THREAD_1)
+    assert [entry.thread for entry in queue.entries()] == [THREAD_2]
+
+
+def test_waiting_for_a_change_returns_when_one_happens(backend):
+    token = backend.change_token()
+    assert backend.wait_for_change("not the token", 5) == token  # already different: at once
+    changer = threading.Timer(0.3, lambda: backend.queue.enqueue(THREAD_1))
+    changer.start()
+    import time
+
+    started = time.monotonic()
+    changed = backend.wait_for_change(token, 10)
+    changer.join()
+    assert changed != token and time.monotonic() - started < 5

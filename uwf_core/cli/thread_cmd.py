@@ -22,6 +22,7 @@ def register(groups, common) -> None:
     run = command(sub, common, "run", cmd_run, "step until done, a failure, or --max N steps")
     _agent_options(run)
     run.add_argument("--max", "--max-steps", type=positive_int, metavar="N", help="stop after N steps")
+    run.add_argument("--detach", action="store_true", help="queue the thread for `uwf worker` processes and return at once")
     show = command(sub, common, "show", cmd_show, "{workflow, thread, head, done}")
     show.add_argument("thread")
     listing = command(sub, common, "list", cmd_list, "active threads, newest first")
@@ -100,6 +101,8 @@ def cmd_run(args) -> int:
 
     if args.max is not None and args.max < 1:
         raise UwfError("--max must be at least 1")
+    if args.detach:
+        return _detach(args)
 
     def progress(result) -> None:
         if result.role:
@@ -110,6 +113,22 @@ def cmd_run(args) -> int:
     repo = repo_of(args)
     result = run_thread(repo, args.thread, _step_options(args, repo), max_steps=args.max, on_step=progress)
     emit_json(result.to_json())
+    return 0
+
+
+def _detach(args) -> int:
+    from ..engine.worker import queue_thread
+    from ..errors import UsageError
+    from ..thread.ops import resolve_thread_id
+
+    if args.agent or args.timeout or args.max:
+        raise UsageError("--detach queues the thread as it is: --agent, --timeout and --max apply to a run here (set them in config.yaml for workers)")
+    repo = repo_of(args)
+    thread = resolve_thread_id(repo, args.thread)
+    queued = queue_thread(repo, thread)
+    emit_json({"thread": thread, "queued": True})
+    if not queued:
+        note(f"thread {thread} was already queued")
     return 0
 
 
@@ -134,8 +153,14 @@ def cmd_list(args) -> int:
 
     repo = repo_of(args)
     items = []
+    queued = {entry.thread: entry for entry in repo.backend.queue.entries()}
     for info in list_threads(repo, include_archived=args.all):
         item = {"thread": info.thread, "workflow": info.workflow, "head": info.head}
+        entry = queued.get(info.thread)
+        if entry is not None:
+            item["queued"] = True
+            if entry.worker:
+                item["worker"] = entry.worker  # the worker stepping it now
         try:
             item["name"] = workflow_of(repo, info.workflow).name  # the hash stays for scripts; the name is for people
         except UwfError:

@@ -21,9 +21,14 @@ def encode_u64(value: int) -> str:
 
 def xxh64_hash(data: bytes) -> str:
     """The project's hash of a byte string: XXH64, seed 0, Crockford-encoded."""
+    return encode_u64(xxh64_digest(data))
+
+
+def xxh64_digest(data: bytes) -> int:
+    """XXH64, seed 0, as an unsigned 64-bit integer."""
     import xxhash
 
-    return encode_u64(xxhash.xxh64_intdigest(data))
+    return xxhash.xxh64_intdigest(data)
 
 
 def is_hash(text: object) -> bool:

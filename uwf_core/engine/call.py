@@ -13,6 +13,7 @@ from ..encoding.records import field, record
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
+from ..errors import UwfError
 from .attempt import StepError, StepOptions
 from .process import MAX_STDOUT_BYTES, ProcessOutcome, run_process
 from .resolve import ResolvedAgent
@@ -151,7 +152,7 @@ class AgentCall:
             timeout=self.time_left(),
             on_output=on_output,
             on_start=lambda pid: self.lease.update(pgid=pid),
-            cancel=self.options.cancel,
+            cancel=KillWatch(self.repo, self.info.thread, self.options.cancel),
         )
         self._check(outcome)
         return outcome
@@ -163,6 +164,8 @@ class AgentCall:
             last = f"; its last stderr: {excerpt_end(tail, 200)}" if tail else ""
             raise StepError(f"agent '{label}' timed out after {self.timeout:g}s; its process group was killed{last}", "timeout", tail)
         if outcome.cancelled:
+            if self.info.thread not in self.repo.threads.heads():
+                raise StepError(f"thread {self.info.thread} was killed while agent '{label}' ran; its process group was stopped", "killed", tail)
             raise StepError(f"agent '{label}' was cancelled; its process group was killed", "killed", tail)
         if outcome.overflowed:
             raise StepError(
@@ -180,6 +183,32 @@ class AgentCall:
             out = self.secrets.text(outcome.stdout.strip())
             suffix = f"; no stderr; stdout: {excerpt_end(out, 300)}" if out else "; it printed nothing"
         raise StepError(f"agent '{label}' {how}{suffix}", "failed", tail)
+
+
+class KillWatch:
+    """The step's cancel flag, set also when the thread is archived (killed) meanwhile: `uwf thread
+    kill` on another host cannot signal this agent's process group, so the step looks itself,
+    every few seconds, and stops its agent."""
+
+    EVERY_SECONDS = 2.0
+
+    def __init__(self, repo: Repo, thread: str, cancel) -> None:
+        self.repo = repo
+        self.thread = thread
+        self.cancel = cancel
+        self.next_look = time.monotonic() + self.EVERY_SECONDS
+        self.killed = False
+
+    def is_set(self) -> bool:
+        if self.cancel is not None and self.cancel.is_set():
+            return True
+        if not self.killed and time.monotonic() >= self.next_look:
+            self.next_look = time.monotonic() + self.EVERY_SECONDS
+            try:
+                self.killed = self.thread not in self.repo.threads.heads()
+            except UwfError:
+                pass  # a damaged index is the compare-and-set's to report
+        return self.killed
 
 
 def excerpt_end(text: str, limit: int) -> str:

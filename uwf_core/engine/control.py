@@ -19,6 +19,7 @@ def kill_thread(repo: Repo, thread: str) -> ThreadInfo:
     info = active_thread(repo, thread)
     head = repo.threads.archive(info.thread, info.workflow, "killed")
     running = repo.locks.running(info.thread)
-    if running is not None and running.pgid:
+    if running is not None and running.pgid and running.here:
         kill_group(running.pgid, grace=KILL_GRACE_SECONDS)
+    # On another host, the step's own watch sees the thread archived and stops its agent there.
     return ThreadInfo(info.thread, info.workflow, head, False, "killed")

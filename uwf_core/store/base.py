@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ContextManager, Hashable, Protocol
 
 if TYPE_CHECKING:
-    from .records import ArchivedThread, RunningStep, RunRecord
+    from .records import ArchivedThread, QueuedThread, RunningStep, RunRecord
     from .registry_model import RegistryEntry
 
 # -- the parts a backend provides ------------------------------------------------------
@@ -70,6 +70,8 @@ class ThreadIndex(Protocol):
         """Hold every head still (gc's sweep); compare_and_set and archive wait meanwhile."""
     def history(self) -> list[ArchivedThread]: ...
     def last_archived(self, thread: str) -> ArchivedThread | None: ...
+    def restore_archived(self, record: ArchivedThread) -> None:
+        """Append an archive record as it is (`uwf root copy`)."""
 
 
 class Registry(Protocol):
@@ -78,6 +80,8 @@ class Registry(Protocol):
     def entries(self) -> dict[str, RegistryEntry]: ...
     def register(self, name: str, hash_: str, source: str | None) -> bool: ...
     def rollback(self, name: str, hash_prefix: str | None = None) -> RegistryEntry: ...
+    def restore(self, entry: RegistryEntry) -> None:
+        """Set a name's entry as it is, versions and times included (`uwf root copy`)."""
 
 
 class RunLog(Protocol):
@@ -101,6 +105,29 @@ class StepLocks(Protocol):
     def running(self, thread: str) -> RunningStep | None: ...
 
 
+class Claim(Protocol):
+    """A worker's hold on a queued thread, from `claim()` until `release()` (or the end of a `with`).
+    Held by the worker's process (a lock that dies with it), so a worker that dies loses it."""
+
+    thread: str
+
+    def release(self) -> None: ...
+    def __enter__(self) -> Claim: ...
+    def __exit__(self, *exc_info) -> None: ...
+
+
+class WorkQueue(Protocol):
+    """Threads queued for `uwf worker` processes (`uwf thread run --detach`)."""
+
+    def enqueue(self, thread: str) -> bool:
+        """Queue a thread (False when it already was)."""
+    def dequeue(self, thread: str) -> None: ...
+    def entries(self) -> list[QueuedThread]:
+        """Queued threads, oldest first, each with the worker holding it (if one is alive)."""
+    def claim(self, worker: str, skip: set[str] | None = None) -> Claim | None:
+        """Hold the oldest queued thread no live worker holds (not in `skip`); None when none."""
+
+
 class TextFile(Protocol):
     """A small mutable text (config.yaml), replaced whole."""
 
@@ -119,12 +146,17 @@ class Backend(Protocol):
     registry: Registry
     runs: RunLog
     locks: StepLocks
+    queue: WorkQueue
     config: TextFile
     env_path: str  # this host's .env: secrets never live in shared storage
     scratch_dir: str  # this host's temp space (prompt files)
 
     def change_token(self) -> Hashable:
-        """Changes whenever threads, runs, the registry or a step lock change (for live views)."""
+        """Changes whenever threads, runs, the registry, a step lock or the queue change (for live views)."""
+
+    def wait_for_change(self, token: Hashable, timeout: float) -> Hashable:
+        """The change token once it differs from `token`, or after `timeout` seconds (a worker
+        waiting for work, a view waiting to refresh: notified where the backend can, polled otherwise)."""
 
     def temp_files(self) -> list[tuple[str, float]]:
         """Leftovers of interrupted rewrites of the state files: (name, mtime). gc removes old ones."""

@@ -1,5 +1,5 @@
-"""Open a root by its location: a directory path today; anything with a scheme is refused by name,
-never taken for a relative directory called `postgresql:`."""
+"""Open a root by its location: a directory path, or a `postgresql://` URL (psycopg is imported
+only then); any other scheme is refused by name, never taken for a relative directory."""
 
 from __future__ import annotations
 
@@ -24,7 +24,21 @@ def open_backend(location: str | None = None) -> Backend:
     text = root_location(location)
     scheme, sep, _ = text.partition(":")
     if sep and scheme.isalpha() and len(scheme) > 1 and (text[len(scheme) + 1 :].startswith("//") or scheme.startswith("postgres")):
-        raise UwfError(f"root {text!r}: '{scheme}' roots are not supported by this uwf (a root is a directory path)")
+        if scheme.lower() in ("postgresql", "postgres"):
+            return _postgres(text)
+        raise UwfError(f"root {text!r}: '{scheme}' roots are not supported (a root is a directory or a postgresql:// URL)")
     from .fs.backend import FsBackend
 
     return FsBackend(text)
+
+
+def _postgres(url: str) -> Backend:
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise UwfError("a postgresql:// root needs the PostgreSQL client: pip install 'uwf[postgres]'") from None
+    from .pg.backend import PgBackend
+
+    backend = PgBackend(url)
+    backend.check()  # unreachable or refused: one clear line now, not a traceback later
+    return backend

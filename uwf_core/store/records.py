@@ -77,9 +77,30 @@ class RunningStep:
     role: str | None
     agent: str | None
     started_at: int | None
+    host: str | None = None  # where it runs (a PostgreSQL root is stepped from many hosts)
 
     def describe(self) -> str:
-        what = f"pid {self.pid}"
+        what = f"pid {self.pid}" + (f" on {self.host}" if self.host and self.host != this_host() else "")
         if self.role:
             what += f" (role {self.role}, agent {self.agent})"
         return what
+
+    @property
+    def here(self) -> bool:
+        """Whether its process group can be signalled from this host."""
+        return self.host is None or self.host == this_host()
+
+
+@record(frozen=True)
+class QueuedThread:
+    """A thread waiting for (or being stepped by) a `uwf worker`."""
+
+    thread: str
+    queued_at: int  # ms
+    worker: str | None = None  # the worker holding it now, if one does
+
+
+def this_host() -> str:
+    import socket
+
+    return socket.gethostname()

@@ -64,6 +64,23 @@ class FsBackend:
 
         return FsStepLocks(self.root)
 
+    @cached_property
+    def queue(self):
+        from .queue import FsWorkQueue
+
+        return FsWorkQueue(self.root)
+
+    def wait_for_change(self, token, timeout: float):
+        """Polled: a directory root has no one to notify it (twice a second is enough for a view or a worker)."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            current = self.change_token()
+            if current != token or time.monotonic() >= deadline:
+                return current
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+
     def temp_files(self) -> list[tuple[str, float]]:
         """`.<file>.<pid>.<random>.tmp` beside threads.yaml, registry.yaml, config.yaml (a SIGKILL mid-rewrite)."""
         found = []
@@ -89,9 +106,10 @@ class FsBackend:
 
     def change_token(self) -> tuple:
         """The state files' and step locks' (size, mtime): equal tokens mean nothing to reload."""
-        paths = [self.root.threads_file, self.root.history_file, self.root.runs_file, self.root.registry_file, self.root.config_file]
+        paths = [self.root.threads_file, self.root.history_file, self.root.runs_file, self.root.registry_file, self.root.config_file,
+                 self.root.join("queue.yaml")]
         try:
-            paths += sorted(os.path.join(self.root.locks_dir, name) for name in os.listdir(self.root.locks_dir) if name.startswith("thread-"))
+            paths += sorted(os.path.join(self.root.locks_dir, name) for name in os.listdir(self.root.locks_dir) if name.startswith(("thread-", "claim-")))
         except OSError:
             pass
         token = []

@@ -14,7 +14,7 @@ import os
 import time
 
 from ...errors import LockedError
-from ..records import RunningStep
+from ..records import RunningStep, this_host
 from .root import Root
 
 
@@ -25,7 +25,7 @@ def _parse(text: str) -> RunningStep | None:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
         return None
-    return RunningStep(data["pid"], data.get("pgid"), data.get("role"), data.get("agent"), data.get("startedAt"))
+    return RunningStep(data["pid"], data.get("pgid"), data.get("role"), data.get("agent"), data.get("startedAt"), data.get("host"))
 
 
 class FsStepLease:
@@ -45,7 +45,7 @@ class FsStepLease:
             who = holder.describe() if holder else "another process"
             raise LockedError(f"thread {self.thread} is already being stepped by {who}") from None
         self.interrupted = _parse(self.lock.stale_info)
-        self.update(pid=os.getpid(), startedAt=int(time.time() * 1000))
+        self.update(pid=os.getpid(), startedAt=int(time.time() * 1000), host=this_host())
         return self
 
     def update(self, **fields) -> None:

@@ -84,6 +84,12 @@ class FsRegistry:
             save_registry(self.root, entries)
             return True
 
+    def restore(self, entry: RegistryEntry) -> None:
+        with self.root.lock("registry"):
+            entries = load_registry(self.root)
+            entries[entry.name] = entry
+            save_registry(self.root, entries)
+
     def rollback(self, name: str, hash_prefix: str | None = None) -> RegistryEntry:
         """Make a history version current again (default: the newest); the current one goes to history."""
         with self.root.lock("registry"):

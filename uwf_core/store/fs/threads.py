@@ -92,6 +92,10 @@ class FsThreadIndex:
         # twice (active wins), never lost.
         append_line(self.root.history_file, json.dumps(record.to_json(), ensure_ascii=False))
 
+    def restore_archived(self, record: ArchivedThread) -> None:
+        with self.root.lock("index"):
+            append_line(self.root.history_file, json.dumps(record.to_json(), ensure_ascii=False))
+
     def history(self) -> list[ArchivedThread]:
         """Archived threads, oldest first. A torn last line (a crash mid-append) is skipped."""
         text = read_text(self.root.history_file)

@@ -1,0 +1,181 @@
+"""`uwf worker` on a directory root and on a real PostgreSQL root: many workers and threads, a
+worker SIGKILLed or SIGTERMed mid-step, a step typed by hand racing a worker, the database
+restarted under a worker. Real `uwf` processes throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import EXAMPLES, REPO, _uwf_command
+
+SCRIPT_AGENT = f"script=uwf-script --script-dir {EXAMPLES}"
+SOLVE_ROLES = ["planner", "developer", "reviewer", "developer", "reviewer"]
+ANSWERS = {
+    "planner": {"plan": "p", "steps": ["s"]},
+    "developer": {"filesChanged": ["a.py"], "summary": "s"},
+}
+
+
+def _slow_agent(seconds: float) -> list[str]:
+    """A text agent that takes `seconds` and answers solve-issue's roles (the reviewer approves the
+    second time, as examples/solve-issue.script.yaml does): `uwf agent add` arguments."""
+    planner, developer = json.dumps(ANSWERS["planner"]), json.dumps(ANSWERS["developer"])
+    script = (
+        f"prompt=$(cat); sleep {seconds}; case \"$UWF_ROLE\" in planner) echo '{planner}';; developer) echo '{developer}';; "
+        "*) if echo \"$prompt\" | grep -q '### Step 4:'; then echo '{\"approved\": true, \"comments\": \"ok\"}'; "
+        "else echo '{\"approved\": false, \"comments\": \"again\"}'; fi;; esac"
+    )
+    return ["slow", "--protocol", "text", "--", "sh", "-c", script]
+
+
+@pytest.fixture(params=["dir", "postgresql"])
+def place(request, root_dir):
+    """(location, run): a root of each kind and a `uwf` runner bound to it."""
+    location = str(root_dir) if request.param == "dir" else request.getfixturevalue("pg_url")
+    env = dict(os.environ, UWF_STORAGE_ROOT=location, UWF_ENV_FILE=str(root_dir / "host.env"))
+
+    def run(*args: str, timeout: float = 120):
+        done = subprocess.run([*_uwf_command(), *args], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=timeout)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    def spawn(*args: str):
+        return subprocess.Popen([*_uwf_command(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO))
+
+    run.spawn = spawn
+    run.location = location
+    assert run("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).returncode == 0
+    return run
+
+
+def _use_agent(run, agent) -> None:
+    """`agent`: "name=command" (a step-protocol agent) or `uwf agent add` arguments."""
+    if isinstance(agent, str):
+        done = run("setup", "--agent", agent, "--default-agent", agent.split("=")[0])
+    else:
+        added = run("agent", "add", *agent)
+        assert added.returncode == 0, added.stderr
+        done = run("setup", "--default-agent", agent[0])
+    assert done.returncode == 0, done.stderr
+
+
+def _start(run, agent, count: int) -> list[str]:
+    _use_agent(run, agent)
+    threads = []
+    for i in range(count):
+        started = run("thread", "start", "solve-issue", "-p", f"task {i}")
+        threads.append(json.loads(started.stdout)["thread"])
+        queued = run("thread", "run", threads[-1], "--detach")
+        assert queued.returncode == 0 and json.loads(queued.stdout) == {"thread": threads[-1], "queued": True}
+    return threads
+
+
+def _all_done(run, threads: list[str]) -> None:
+    archived = {item["thread"]: item for item in json.loads(run("thread", "list", "--all").stdout)}
+    for thread in threads:
+        assert archived[thread].get("reason") == "done", archived[thread]
+        steps = json.loads(run("thread", "steps", thread).stdout)
+        assert [step["role"] for step in steps] == SOLVE_ROLES
+    fsck = run("cas", "fsck")
+    assert fsck.returncode == 0 and json.loads(fsck.stdout)["ok"], fsck.stdout
+
+
+def _wait_for(predicate, timeout: float = 60, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_many_workers_step_many_threads_each_exactly_once(place):
+    threads = _start(place, SCRIPT_AGENT, 10)
+    workers = [place.spawn("worker", "--once", "--concurrency", "2", "--name", f"w{i}") for i in range(3)]
+    logs = [worker.communicate(timeout=240) for worker in workers]
+    assert all(worker.returncode == 0 for worker in workers), logs
+    _all_done(place, threads)
+    oks = [r for t in threads for r in json.loads(place("thread", "runs", t).stdout) if r["status"] == "ok"]
+    assert len(oks) == 10 * len(SOLVE_ROLES)  # no step taken twice
+    assert json.loads(place("thread", "list").stdout) == []  # nothing left queued or active
+
+
+def test_a_worker_killed_mid_step_loses_its_claim_and_another_goes_on(place):
+    threads = _start(place, _slow_agent(1.5), 2)
+    first = place.spawn("worker", "--concurrency", "2", "--name", "doomed")
+    _wait_for(lambda: sum(1 for item in json.loads(place("thread", "list").stdout) if item.get("worker") == "doomed") == 2, what="doomed to hold both")
+    time.sleep(1.0)  # mid-step
+    os.kill(first.pid, signal.SIGKILL)
+    first.communicate(timeout=30)
+    _wait_for(lambda: not any(item.get("worker") for item in json.loads(place("thread", "list").stdout)), timeout=40, what="the claims to go")
+    second = place.spawn("worker", "--once", "--concurrency", "2", "--name", "heir")
+    out, err = second.communicate(timeout=240)
+    assert second.returncode == 0 and "failed" not in err, err
+    _all_done(place, threads)
+    runs = [r for t in threads for r in json.loads(place("thread", "runs", t).stdout)]
+    assert any(r["status"] == "killed" and "died during this step" in (r.get("error") or "") for r in runs), runs
+
+
+def test_sigterm_cancels_the_step_keeps_the_thread_queued_and_exits_0(place):
+    [thread] = _start(place, _slow_agent(3), 1)
+    head = json.loads(place("thread", "show", thread).stdout)["head"]
+    worker = place.spawn("worker", "--name", "polite")
+    _wait_for(lambda: any(item.get("worker") == "polite" for item in json.loads(place("thread", "list").stdout)), what="a claim")
+    time.sleep(1.0)
+    worker.send_signal(signal.SIGTERM)
+    out, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err
+    listed = {item["thread"]: item for item in json.loads(place("thread", "list").stdout)}
+    assert listed[thread].get("queued") is True and "worker" not in listed[thread]
+    assert listed[thread]["head"] == head  # the cancelled step moved nothing
+    assert [r["status"] for r in json.loads(place("thread", "runs", thread).stdout)] == ["killed"]
+
+
+def test_a_step_typed_by_hand_and_a_worker_never_both_step(place):
+    [thread] = _start(place, _slow_agent(0.5), 1)
+    worker = place.spawn("worker", "--once", "--name", "busy")
+    collided = 0
+    while worker.poll() is None:
+        manual = place("thread", "step", thread)
+        collided += manual.returncode != 0 and "already being stepped" in manual.stderr
+        time.sleep(0.1)
+    assert worker.returncode == 0, worker.communicate()[1]
+    steps = json.loads(place("thread", "steps", thread).stdout)
+    assert [step["role"] for step in steps] == SOLVE_ROLES  # each step once, whoever took it
+    assert collided >= 1
+
+
+def test_the_database_restarted_under_a_worker(pg_cluster, pg_url, root_dir):
+    env = dict(os.environ, UWF_STORAGE_ROOT=pg_url, UWF_ENV_FILE=str(root_dir / "host.env"))
+
+    def run(*args):
+        return subprocess.run([*_uwf_command(), *args], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=120)
+
+    assert run("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).returncode == 0
+    _use_agent(run, _slow_agent(0.3))
+    threads = [json.loads(run("thread", "start", "solve-issue", "-p", f"t{i}").stdout)["thread"] for i in range(3)]
+    for thread in threads:
+        assert run("thread", "run", thread, "--detach").returncode == 0
+    worker = subprocess.Popen([*_uwf_command(), "worker", "--name", "survivor"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO))
+    time.sleep(1.5)
+    pg_cluster.restart()  # immediate: every session is cut, mid-step
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        listed = run("thread", "list", "--all")
+        if listed.returncode == 0 and all(item.get("reason") == "done" for item in json.loads(listed.stdout) if item["thread"] in threads):
+            break
+        time.sleep(1)
+    worker.send_signal(signal.SIGTERM)
+    out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0 and "Traceback" not in err, err
+    assert "waiting" in err or "cannot" in err  # it said what happened, in one line each
+    for thread in threads:
+        steps = json.loads(run("thread", "steps", thread).stdout)
+        assert [step["role"] for step in steps] == SOLVE_ROLES
+    assert json.loads(run("cas", "fsck").stdout)["ok"]

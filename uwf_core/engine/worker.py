@@ -1,0 +1,174 @@
+"""`uwf worker`: step queued threads to their end, on any host that opens the same root.
+
+A worker claims the oldest queued thread no live worker holds (`backend.queue.claim`: a lock held
+by the worker's process, so a worker that dies — SIGKILL, host lost — loses it and another goes
+on from the head), steps it with the one step engine until it is done, fails, needs a person or
+reaches maxSteps, then takes the next. Each step still takes the thread's step lock, so a worker
+and a `uwf thread step` typed by hand never both step one thread. No database transaction is
+open while an agent runs: the claim and the step lock are session locks, not transactions.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ..encoding.records import record
+from ..errors import LockedError, StoreUnavailableError, UwfError
+from .attempt import StepOptions
+from .process import Cancel
+from .step import perform_step
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from ..repo import Repo
+
+IDLE_WAIT_SECONDS = 5.0  # how long an idle worker waits for a change before it looks again
+UNAVAILABLE_RETRY_SECONDS = 2.0  # the root cannot be reached: look again after this
+BUSY_RETRY_SECONDS = 1.0  # a claimed thread someone steps by hand: try again after this
+
+
+@record(frozen=True)
+class WorkerEvent:
+    """One line of the worker's log: a step done or failed, or a thread taken or left."""
+
+    thread: str
+    what: str  # "step", "failed", "done", "left" (stopped before its end, still queued), "gave-up"
+    role: str | None = None
+    agent: str | None = None
+    seconds: float = 0.0
+    detail: str = ""
+
+    def line(self) -> str:
+        parts = [self.thread, self.what]
+        if self.role:
+            parts.append(f"{self.role} ({self.agent})")
+        if self.seconds:
+            parts.append(f"{self.seconds:.1f}s")
+        if self.detail:
+            parts.append(self.detail)
+        return " ".join(parts)
+
+
+class Worker:
+    """`lanes` threads of work in one process, each stepping one claimed thread at a time."""
+
+    def __init__(self, repo: Repo, name: str, *, lanes: int = 1, once: bool = False, on_event: Callable[[WorkerEvent], None] | None = None) -> None:
+        self.repo = repo
+        self.name = name
+        self.lanes = lanes
+        self.once = once
+        self.on_event = on_event or (lambda event: None)
+        self.stopping = threading.Event()
+        self.cancels: dict[str, Cancel] = {}  # thread -> the cancel of the step running on it
+        self.busy = 0
+        self.lock = threading.Lock()
+        self.held: set[str] = set()  # threads this process holds (a claim is per process)
+
+    def run(self) -> None:
+        """Until `stop()` (or, with `once`, until nothing is left to claim and no lane is busy)."""
+        workers = [threading.Thread(target=self._lane, name=f"{self.name}-{i}", daemon=True) for i in range(self.lanes)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            while worker.is_alive():
+                worker.join(0.5)  # with a timeout, so SIGTERM's handler runs in the main thread meanwhile
+
+    def stop(self) -> None:
+        """Stop claiming; cancel the steps running (recorded as killed, heads unchanged, the threads
+        left queued for another worker)."""
+        self.stopping.set()
+        with self.lock:
+            for cancel in self.cancels.values():
+                cancel.set()
+
+    def _lane(self) -> None:
+        token = None
+        while not self.stopping.is_set():
+            try:
+                with self.lock:
+                    claim = self.repo.backend.queue.claim(self.name, skip=self.held)
+                    if claim is not None:
+                        self.held.add(claim.thread)
+                        self.busy += 1
+                if claim is None:
+                    with self.lock:
+                        idle = self.busy == 0
+                    if self.once and idle:
+                        return
+                    token = self.repo.backend.wait_for_change(token, 0.5 if self.once else IDLE_WAIT_SECONDS)
+                    continue
+            except StoreUnavailableError as exc:
+                self.on_event(WorkerEvent("-", "waiting", detail=f"{exc.message}; trying again in {UNAVAILABLE_RETRY_SECONDS:g}s"))
+                self.stopping.wait(UNAVAILABLE_RETRY_SECONDS)
+                continue
+            try:
+                with claim:
+                    self._work(claim.thread)
+            except StoreUnavailableError as exc:
+                self.on_event(WorkerEvent(claim.thread, "waiting", detail=exc.message))
+            except Exception as exc:  # a bug: say so and keep the lane alive (the thread stays queued)
+                self.on_event(WorkerEvent(claim.thread, "failed", detail=f"internal error: {type(exc).__name__}: {exc}"))
+            finally:
+                with self.lock:
+                    self.held.discard(claim.thread)
+                    self.busy -= 1
+
+    def _work(self, thread: str) -> None:
+        """Step `thread` to its end; dequeue it unless this worker was stopped first."""
+        while not self.stopping.is_set():
+            cancel = Cancel()
+            with self.lock:
+                self.cancels[thread] = cancel
+            started = time.monotonic()
+            try:
+                result = perform_step(self.repo, thread, StepOptions(cancel=cancel))
+            except LockedError as exc:  # stepped by hand right now: wait for it
+                self.on_event(WorkerEvent(thread, "busy", detail=exc.message))
+                self.stopping.wait(BUSY_RETRY_SECONDS)
+                continue
+            except StoreUnavailableError as exc:  # the root is away (a database restarting): not the thread's fault
+                self.on_event(WorkerEvent(thread, "waiting", seconds=time.monotonic() - started, detail=f"{exc.message}; trying again"))
+                self.stopping.wait(UNAVAILABLE_RETRY_SECONDS)
+                continue
+            except UwfError as exc:
+                if self.stopping.is_set():
+                    self.on_event(WorkerEvent(thread, "left", seconds=time.monotonic() - started, detail="stopped: the step was cancelled, the thread stays queued"))
+                    return
+                ended = self.repo.threads.last_archived(thread) if thread not in self.repo.threads.heads() else None
+                what = f"ended ({ended.reason})" if ended is not None and ended.reason != "killed" else "failed"
+                self.on_event(WorkerEvent(thread, what, seconds=time.monotonic() - started, detail=exc.message))
+                self._dequeue(thread)
+                return
+            finally:
+                with self.lock:
+                    self.cancels.pop(thread, None)
+            seconds = time.monotonic() - started
+            if result.role:
+                self.on_event(WorkerEvent(thread, "step", result.role, result.agent, seconds))
+            if result.done:
+                self.on_event(WorkerEvent(thread, "done", detail=f"reason {result.reason}"))
+                self._dequeue(thread)
+                return
+        self.on_event(WorkerEvent(thread, "left", detail="stopped between steps; the thread stays queued"))
+
+
+    def _dequeue(self, thread: str) -> None:
+        while True:
+            try:
+                self.repo.backend.queue.dequeue(thread)
+                return
+            except StoreUnavailableError as exc:
+                self.on_event(WorkerEvent(thread, "waiting", detail=f"{exc.message}; trying again"))
+                if self.stopping.wait(UNAVAILABLE_RETRY_SECONDS):
+                    return
+
+
+def queue_thread(repo: Repo, thread: str) -> bool:
+    """`uwf thread run --detach`: queue an active thread for workers (False: it already was)."""
+    from ..thread.ops import active_thread, resolve_thread_id
+
+    return repo.backend.queue.enqueue(active_thread(repo, resolve_thread_id(repo, thread)).thread)

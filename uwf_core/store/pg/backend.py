@@ -1,0 +1,96 @@
+"""A root that is a PostgreSQL database: the parts of store/base.py's Backend over one Database.
+Secrets and scratch files stay on each host: `.env` is `$UWF_ENV_FILE`, else `~/.uwf/.env`."""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+
+from .db import CHANGES_CHANNEL, Database, display
+
+
+class PgBackend:
+    def __init__(self, url: str) -> None:
+        self.db = Database(url)
+        self.location = url  # what agents get in UWF_STORAGE_ROOT to open it again
+        self.env_path = os.environ.get("UWF_ENV_FILE") or os.path.join(os.path.expanduser("~"), ".uwf", ".env")
+        self.scratch_dir = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"uwf-{os.getuid()}")
+
+    def __repr__(self) -> str:
+        return f"PgBackend({display(self.location)})"
+
+    def check(self) -> None:
+        """Connect once (creating or migrating the schema): an unreachable URL is one clear error."""
+        self.db.conn()
+
+    @cached_property
+    def nodes(self):
+        from .nodes import PgNodeStore
+
+        return PgNodeStore(self.db)
+
+    @cached_property
+    def threads(self):
+        from .state import PgThreadIndex
+
+        return PgThreadIndex(self.db)
+
+    @cached_property
+    def registry(self):
+        from .state import PgRegistry
+
+        return PgRegistry(self.db)
+
+    @cached_property
+    def runs(self):
+        from .state import PgRunLog
+
+        return PgRunLog(self.db)
+
+    @cached_property
+    def config(self):
+        from .state import PgConfig
+
+        return PgConfig(self.db)
+
+    @cached_property
+    def locks(self):
+        from .locks import PgStepLocks
+
+        return PgStepLocks(self.db)
+
+    @cached_property
+    def queue(self):
+        from .locks import PgWorkQueue
+
+        return PgWorkQueue(self.db)
+
+    def change_token(self):
+        return self.db.query("select value from uwf_meta where key = 'changes'")[0][0]
+
+    def wait_for_change(self, token, timeout: float):
+        """LISTEN on the change channel (every change notifies it), with the counter as the truth:
+        a notification missed between two waits is seen in the counter."""
+        current = self.change_token()
+        if current != token:
+            return current
+        conn = self._listener()
+        with self.db.errors("listen to"):
+            for _ in conn.notifies(timeout=timeout, stop_after=1):
+                break
+        return self.change_token()
+
+    def _listener(self):
+        listener = getattr(self, "_listening", None)
+        if listener is None or listener.closed or listener.broken:
+            listener = self._listening = self.db.connect()
+            listener.execute(f"listen {CHANGES_CHANNEL}")
+        return listener
+
+    def temp_files(self) -> list[tuple[str, float]]:
+        return []  # nothing is rewritten through temp files here
+
+    def delete_temp_file(self, name: str) -> None:
+        from ...errors import UwfError
+
+        raise UwfError(f"{name!r} is not a temp file of a PostgreSQL root")
