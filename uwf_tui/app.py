@@ -425,11 +425,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _unusable_root(location: str) -> str | None:
-    """What makes a root impossible to open at all (a damaged one still opens, showing the damage)."""
-    if os.path.exists(location) and not os.path.isdir(location):
+    """What makes a root impossible to open at all: not a directory, unreadable, or (when it does
+    not exist yet) impossible to create. A damaged root still opens, showing the damage."""
+    if os.path.isdir(location):
+        return None if os.access(location, os.R_OK | os.X_OK) else f"the root {location} cannot be read (permission denied)"
+    if os.path.exists(location):
         return f"the root {location} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)"
-    if os.path.isdir(location) and not os.access(location, os.R_OK | os.X_OK):
-        return f"the root {location} cannot be read (permission denied)"
+    parent = os.path.dirname(location.rstrip(os.sep)) or os.sep
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"the root {location} cannot be created: {parent} is a file, not a directory"
+    return _creatable(location, parent)
+
+
+def _creatable(location: str, parent: str) -> str | None:
+    """A missing root opens empty, to be created by the first write: check now that it can be
+    (os.access is not enough: root passes it on /proc), with a directory made and removed at once."""
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".uwf-tui-probe-", dir=parent))
+    except OSError as exc:
+        return f"the root {location} cannot be created in {parent}: {exc.strerror or exc}"
     return None
 
 

@@ -607,6 +607,27 @@ def test_uwf_tui_refuses_a_root_that_is_a_file_in_one_line(tmp_path):
     assert done.stderr.strip().splitlines() == [f"uwf-tui: error: the root {file} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)"]
 
 
+@pytest.mark.parametrize(
+    ("root", "said"),
+    [
+        ("/etc/passwd/sub", "the root /etc/passwd/sub cannot be created: /etc/passwd is a file, not a directory"),
+        ("/proc/newroot", "the root /proc/newroot cannot be created in /proc: "),
+    ],
+)
+def test_uwf_tui_refuses_a_root_it_cannot_create_in_one_line(root, said):
+    """A path under a file, or where no directory can be made, is a start-up error, not a
+    damage banner or an empty root."""
+    import subprocess
+
+    top = "/" + root.split("/")[1]
+    if not os.path.exists(top):
+        pytest.skip(f"no {top} here")
+    done = subprocess.run([sys.executable, "-m", "uwf_tui.app", "--root", root], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"uwf-tui: error: {said}"), line
+
+
 def test_enter_opens_a_node_in_the_cas_tree(fixed):
     root, ids = fixed
 
