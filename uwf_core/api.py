@@ -52,6 +52,7 @@ _EXPORTS = {
     "STATUS_RUNNING": "thread.details",
     "STATUS_WAITING": "thread.details",
     "STATUS_FAILED": "thread.details",
+    "STATUS_CANCELLED": "thread.details",
     "STATUS_DAMAGED": "thread.details",
     "Timeline": "thread.timeline",
     "Branch": "thread.timeline",

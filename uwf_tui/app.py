@@ -52,6 +52,9 @@ HELP = [
     ("Anywhere", [("?", "this help"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
 ]
 THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
+# Textual's own palette commands worth keeping, retitled; the rest (Keys, Maximize, its
+# quit-at-once) are noise here or bypass our own quit, which asks while agents run.
+TEXTUAL_COMMANDS = {"Theme": "Change the colour theme", "Screenshot": "Save a screenshot of the screen (SVG, in the current directory)"}
 
 
 class UwfApp(App):
@@ -78,8 +81,8 @@ class UwfApp(App):
         Binding("h", "pane(-1)", "Pane left", show=False, id="pane-left"),
         Binding("l", "pane(1)", "Pane right", show=False, id="pane-right"),
         Binding("escape", "back", "Back", show=False, id="back"),
-        Binding("question_mark", "help", "Help", id="help", tooltip="every key, grouped by view"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="leave (asks first while agents run)"),
+        Binding("question_mark", "help", "Help", id="help", tooltip="show every key, grouped by view"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="quit uwf-tui (asks first while agents run)"),
     ]
     running_count: reactive[int] = reactive(0, bindings=True)
 
@@ -315,7 +318,7 @@ class UwfApp(App):
             self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")
             self.notify(message.error, title=title, severity="error", timeout=8)
         elif message.summary == "cancelled":
-            said = "cancelled: the agent was stopped; the head did not move"
+            said = "cancelled; the head did not move (s steps again)"
             self.threads_view.log_line(message.thread, f"■ {said}", "yellow")
             self.notify(said, title=title, severity="warning")
         else:
@@ -385,15 +388,17 @@ class UwfApp(App):
         self.commands.agent_checked(message)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Textual's own commands, then each of ours titled by what it does (a binding
-        without a tooltip is plain movement, not a command)."""
-        yield from super().get_system_commands(screen)
+        """Each of our commands titled by what it does (a binding without a tooltip is plain
+        movement, not a command), then the few of Textual's own a user wants."""
         for binding in self.BINDINGS:
-            if binding.tooltip and binding.action != "quit":
+            if binding.tooltip:
                 title = binding.tooltip[0].upper() + binding.tooltip[1:]
                 key = self.get_key_display(binding)
-                yield SystemCommand(title, f"key: {key}", lambda action=binding.action: self.run_action(action))
+                yield SystemCommand(title, f"key: {key}", partial(self.run_action, binding.action))
         yield SystemCommand("Test an agent", "send a tiny prompt through an agent, as `uwf agent test` does", self.action_test_agent)
+        for command in super().get_system_commands(screen):
+            if command.title in TEXTUAL_COMMANDS:
+                yield SystemCommand(TEXTUAL_COMMANDS[command.title], command.help, command.callback)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,11 +5,19 @@ from __future__ import annotations
 import json
 import time
 
-STATUS_ICONS = {"running": "▶", "waiting": "·", "failed": "✗", "done": "✓", "killed": "☠", "max-steps": "⧗", "damaged": "!"}
+STATUS_ICONS = {
+    "running": "▶", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "damaged": "!",
+}
 STATUS_STYLES = {
-    "running": "bold green", "waiting": "white", "failed": "bold red", "done": "cyan", "killed": "magenta",
+    "running": "bold green", "waiting": "white", "failed": "bold red", "cancelled": "yellow", "done": "cyan", "killed": "magenta",
     "max-steps": "yellow", "damaged": "bold white on red",
 }
+
+
+def attempt_mark(status: str) -> tuple[str, str]:
+    """How a timeline shows an attempt that did not move the head: a stopped one (runs.jsonl's
+    `killed`: cancelled, a form declined) is not a failure."""
+    return ("■", "yellow") if status == "killed" else ("✗", "bold red")
 
 
 def age(ms: int | None, now: float | None = None) -> str:

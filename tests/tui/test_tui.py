@@ -359,11 +359,15 @@ def test_x_cancels_the_running_agent(fixed, tmp_path):
             if ids["analyze"] not in app.running:
                 break
             await pilot.pause(0.25)
-        return log_text(app), ids["analyze"] in app.running
+        await settle(app, pilot)
+        table = app.query_one("#timeline")
+        attempt = next(str(table.get_row(key)[1]) for key in table.rows if key.value.startswith("attempt:"))
+        return log_text(app), ids["analyze"] in app.running, app.threads_view.statuses[ids["analyze"]], attempt
 
-    log, still_running = run_app(root, script)
+    log, still_running, status, attempt = run_app(root, script)
     assert not still_running
-    assert "cancelled" in log
+    assert "cancelled" in log and "✗" not in log
+    assert status == "cancelled" and attempt.startswith("■")  # a cancel is not a failure
     assert thread_info(root, ids["analyze"]).active  # head unchanged, thread still there
     assert root.runs.read(ids["analyze"])[-1].status == "killed"
 
@@ -459,9 +463,10 @@ def test_command_palette_offers_the_actions(fixed):
     root, _ = fixed
 
     async def script(app, pilot):
-        return [command.title for command in app.get_system_commands(app.screen)]
+        return [(command.title, command.help) for command in app.get_system_commands(app.screen)]
 
-    titles = run_app(root, script)
+    commands = run_app(root, script)
+    titles = [title for title, _ in commands]
     for title in (
         "Run one step of the selected thread",
         "Step the selected thread until it is done",
@@ -470,11 +475,19 @@ def test_command_palette_offers_the_actions(fixed):
         "Start a thread: pick a workflow, type a prompt",
         "Stop the agent running for the selected thread",
         "Open any node by its hash or a prefix",
-        "Every key, grouped by view",
+        "Show every key, grouped by view",
+        "Show the Workflows view",
+        "Filter the list of the current view",
+        "Quit uwf-tui (asks first while agents run)",  # ours, which asks; not Textual's quit-at-once
         "Test an agent",
+        "Change the colour theme",  # Textual's own that a user wants
     ):
-        assert title in titles
-    assert not any(title in ("Down", "Up", "Pane left", "Back") for title in titles)
+        assert title in titles, title
+    # no movement keys, no Textual noise, no raw key names as titles; each title once
+    for noise in ("Down", "Up", "Pane left", "Back", "Keys", "Maximize", "Minimize", "Quit", "Theme"):
+        assert noise not in titles, noise
+    assert not any("as soon as possible" in (help or "") for _, help in commands)
+    assert len(titles) == len(set(titles)) and all(title[0].isupper() and " " in title for title in titles)
 
 
 def test_q_quits(fixed):
@@ -588,11 +601,13 @@ def test_the_human_form_refuses_the_untouched_template(fixed):
         error = str(app.screen.query_one("#error").render())
         await pilot.press("escape")
         await settle(app, pilot, 0.5)
-        return still, error, log_text(app)
+        await settle(app, pilot)
+        return still, error, log_text(app), app.threads_view.statuses[ids["analyze"]]
 
-    still, error, log = run_app(root, script)
+    still, error, log, status = run_app(root, script)
     assert still == "EditorScreen" and "still the template" in error
-    assert "cancelled" in log  # escape cancels; the step is not called a failure
+    assert "cancelled" in log and "✗" not in log  # escape cancels; the step is not called a failure
+    assert status == "cancelled"
     assert not thread_info(root, ids["analyze"]).done
 
 

@@ -14,7 +14,7 @@ from textual.widgets import DataTable
 
 from uwf_core.api import RunningStep, Timeline
 
-from ..formatting import clock, elapsed, short, spinner, summary, took
+from ..formatting import attempt_mark, clock, elapsed, short, spinner, summary, took
 
 BATCH = 100  # rows added between two yields to the event loop
 WINDOW = 500  # the newest steps shown at first; the `more:` row above them shows more on Enter
@@ -66,13 +66,14 @@ class TimelineTable(DataTable):
     def _add_extras(self, timeline: Timeline, after: str) -> None:
         for index, attempt in enumerate(timeline.attempts.get(after, [])):
             error = attempt.error or attempt.status
+            mark, style = attempt_mark(attempt.status)
             self.add_row(
                 "",
-                Text(f"✗ {attempt.role or ''}", style="bold red"),
+                Text(f"{mark} {attempt.role or ''}", style=style),
                 attempt.agent or "",
                 clock(attempt.completedAt),
                 took(attempt.startedAt, attempt.completedAt),
-                Text(f"{attempt.status}: {error}"[:120], style="red"),
+                Text(f"{attempt.status}: {error}"[:120], style=style.removeprefix("bold ")),
                 key=f"attempt:{after}:{index}",
             )
         for branch in timeline.branches.get(after, []):
