@@ -37,7 +37,11 @@ def clock(ms: int | None) -> str:
 def took(start: int | None, end: int | None) -> str:
     if not start or not end:
         return ""
-    seconds = max(0, end - start) / 1000
+    return duration(end - start)
+
+
+def duration(ms: int) -> str:
+    seconds = max(0, ms) / 1000
     return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES  # noqa: E402
 from fixed_root import build_fixed_root  # noqa: E402
 
 from uwf_core.api import Repo  # noqa: E402
@@ -143,6 +144,39 @@ def test_keys_in_a_burst_act_on_what_is_selected_when_each_is_pressed(fixed):
     assert above == ids["analyze"]
     assert thread_info(root, ids["analyze"]).head != heads["analyze"]  # the thread moved to was stepped
     assert thread_info(root, ids["triage"]).head == heads["triage"]  # not the one selected before
+
+
+def test_a_finished_step_took_what_uwf_timed_and_started_means_the_start_on_every_row(fixed, tmp_path):
+    """A step-protocol agent behind a slow wrapper: its StepNode's own times are the kit's inner
+    call (about 0s); the timeline shows the attempt's duration from runs.jsonl."""
+    from uwf_tui.formatting import clock
+
+    root, ids = fixed
+    wrapper = tmp_path / "slow-wrapper.sh"
+    wrapper.write_text(f'#!/bin/sh\nsleep 1.5\nexec uwf-script --script-dir "{EXAMPLES}" "$@"\n')
+    wrapper.chmod(0o755)
+    config = Path(root.location, "config.yaml")
+    config.write_text(config.read_text().replace('defaultAgent: "script"', f'defaultAgent: "{wrapper}"'))
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        await settle(app, pilot, 1.0)
+        for _ in range(40):
+            if ids["analyze"] not in app.running:
+                break
+            await pilot.pause(0.25)
+        await settle(app, pilot)
+        table = app.query_one("#timeline")
+        labels = [str(column.label) for column in table.ordered_columns]
+        (key,) = [key.value for key in table.rows if key.value.startswith("step:")]
+        return labels, [str(cell) for cell in table.get_row(key)]
+
+    labels, row = run_app(root, script)
+    (run,) = [record for record in root.runs.read(ids["analyze"]) if record.ok]
+    assert labels[3:5] == ["started", "took"]
+    assert row[3] == clock(run.startedAt)  # the start, as on the running row and attempt rows
+    assert float(row[4].rstrip("s")) >= 1.5, row
 
 
 def test_r_runs_until_done(fixed):

@@ -33,6 +33,9 @@ class Timeline:
     info: ThreadInfo
     context: ThreadContext
     attempts: dict[str, list[RunRecord]] = field(default_factory=dict)  # head hash -> failed attempts from it
+    # step hash -> the attempt that wrote it: its times are uwf's, around the whole agent run
+    # (a StepNode's own startedAt/completedAt are whatever the agent wrote, a kit's inner call)
+    step_runs: dict[str, RunRecord] = field(default_factory=dict)
     branches: dict[str, list[Branch]] = field(default_factory=dict)  # step (or start) hash -> branches
 
     @property
@@ -46,12 +49,26 @@ def thread_timeline(repo: Repo, thread: str, *, with_branches: bool = True, othe
     context = context_of(repo, info.head)
     timeline = Timeline(info, context)
     for record in repo.runs.read(info.thread):
-        if not record.ok and record.head:
+        if record.ok and record.step:
+            timeline.step_runs[record.step] = record
+        elif not record.ok and record.head:
             timeline.attempts.setdefault(record.head, []).append(record)
+    _inherited_runs(repo, timeline)
     if with_branches:
         candidates = others if others is not None else list_threads(repo, include_archived=True)
         timeline.branches = _branches(repo.nodes, info, context, candidates)
     return timeline
+
+
+def _inherited_runs(repo: Repo, timeline: Timeline) -> None:
+    """A fork's steps before the fork were run as another thread's: find their attempts in the
+    whole runs.jsonl, read only when some step has no run of this thread."""
+    missing = {step.hash for step in timeline.steps} - timeline.step_runs.keys()
+    if not missing:
+        return
+    for record in repo.runs.read():
+        if record.ok and record.step in missing:
+            timeline.step_runs[record.step] = record
 
 
 def _branches(store: CasStore, info: ThreadInfo, context: ThreadContext, others: list[ThreadInfo]) -> dict[str, list[Branch]]:
