@@ -95,6 +95,20 @@ def test_startup_lists_threads_and_shows_the_timeline(fixed):
     assert f"branch:{ids['fork']}" in keys  # the fork hangs off the step it left
 
 
+def test_the_start_row_names_its_workflow(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        table = app.query_one("#timeline")
+        table.move_cursor(row=0)
+        await settle(app, pilot)
+        return app.query_one("#step-output").content.code
+
+    workflow = thread_info(root, ids["analyze"]).workflow
+    assert f"workflow: analyze-topic ({workflow})" in run_app(root, script)
+
+
 def test_failed_attempts_appear_in_the_timeline(fixed):
     root, ids = fixed
 

@@ -38,8 +38,10 @@ class StepPane(TabbedContent):
             detail_view(details),
         )
 
-    def show_start(self, start) -> None:
-        self.show(Syntax(yaml_text(start.to_payload()), "yaml", word_wrap=True), start.prompt)
+    def show_start(self, start, workflow_name: str) -> None:
+        """The StartNode, its workflow named (a hash alone says nothing), the hash beside it."""
+        payload = {**start.to_payload(), "workflow": f"{workflow_name} ({start.workflow})"}
+        self.show(Syntax(yaml_text(payload), "yaml", word_wrap=True), start.prompt)
 
     def show_attempt(self, attempt) -> None:
         self.show(attempt_view(attempt), attempt.stderr or "(no stderr recorded)")

@@ -253,7 +253,8 @@ class ThreadsView(Horizontal):
             step = next((s for s in timeline.steps if s.hash == rest), None) if timeline else None
             pane.show_step(details, step_body(self.repo.nodes, step) if step is not None else "")
         elif kind == "start" and timeline is not None:
-            pane.show_start(timeline.context.start)
+            start = timeline.context.start
+            pane.show_start(start, self._workflow_name(start.workflow))
         elif kind == "attempt" and timeline is not None:
             head, _, index = rest.rpartition(":")
             pane.show_attempt(timeline.attempts.get(head, [])[int(index)])
