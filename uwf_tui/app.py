@@ -34,21 +34,21 @@ from .messages import AgentChecked, AgentOutput, FsckDone, HumanAnswerRequested,
 from .runner import AgentRunner
 from .screens.modals import ConfirmScreen, HelpScreen
 from .widgets.cas_view import CasView
-from .widgets.panes import move_focus
+from .widgets.panes import move_focus, switch_tab
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
-VIEWS = ["workflows", "threads", "cas"]
 NARROW_COLUMNS = 110
 SHORT_ROWS = 34
 HELP = [
-    ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS"), ("tab", "next view")]),
+    ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS")]),
     ("Threads", [("s", "step"), ("r", "run to the end"), ("x", "cancel its agent"), ("K", "kill (asks)"), ("n", "new thread"),
                  ("f", "fork the step"), ("e", "edit its output and fork")]),
     ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
     ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
     ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
-    ("Moving", [("j/k", "down/up or scroll"), ("h/l", "pane left/right"), ("/", "filter this view's list")]),
+    ("Moving", [("j/k", "down/up or scroll"), ("h/l tab", "pane left/right"), ("[ ]", "tabs (Output…, Graph…)"),
+                ("/", "filter this view's list")]),
     ("Anywhere", [("?", "this help"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
 ]
 THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
@@ -66,7 +66,14 @@ class UwfApp(App):
         Binding("1", "view('workflows')", "Workflows", show=False, id="view-workflows", tooltip="show the Workflows view"),
         Binding("2", "view('threads')", "Threads", show=False, id="view-threads", tooltip="show the Threads view"),
         Binding("3", "view('cas')", "CAS", show=False, id="view-cas", tooltip="show the CAS view"),
-        Binding("tab", "next_view", "Next view", show=False, priority=True, id="next-view"),
+        # Tab moves between the panes of the view (the views are on 1 2 3), or between a dialog's
+        # fields; priority, or the focused widget (a text area, a table) would take it.
+        Binding("tab", "focus_pane(1)", "Next pane", show=False, priority=True, id="next-pane"),
+        Binding("shift+tab", "focus_pane(-1)", "Previous pane", show=False, priority=True, id="previous-pane"),
+        Binding("left_square_bracket", "switch_tab(-1)", "Tabs", show=False, id="previous-tab",
+                tooltip="show the previous tab of the view's detail pane"),
+        Binding("right_square_bracket", "switch_tab(1)", "Tabs", key_display="[ ]", id="next-tab",
+                tooltip="show the next tab of the view's detail pane (Output, Body, … or Graph, Roles, YAML)"),
         Binding("s", "step", "Step", id="step", tooltip="run one step of the selected thread"),
         Binding("r", "run", "Run", id="run", tooltip="step the selected thread until it is done"),
         Binding("x", "cancel", "Cancel", id="cancel", tooltip="stop the agent running for the selected thread"),
@@ -74,6 +81,12 @@ class UwfApp(App):
         Binding("e", "edit", "Edit", id="edit", tooltip="edit the selected step's output and fork from it"),
         Binding("K", "kill", "Kill", id="kill", tooltip="kill the selected thread (asks first)"),
         Binding("n", "new_thread", "New", id="new-thread", tooltip="start a thread: pick a workflow, type a prompt"),
+        # Twins, kept out of the footer: where the key above is hidden (check_action False) the
+        # twin takes the key, so `n` still works in the threads view and `s` on a finished thread
+        # says why it does nothing.
+        Binding("n", "new_thread('unlisted')", "New", show=False, id="new-thread-unlisted"),
+        Binding("s", "why_not('step')", "Step", show=False, id="step-unavailable"),
+        Binding("r", "why_not('run')", "Run", show=False, id="run-unavailable"),
         Binding("slash", "filter", "Filter", show=False, id="filter", tooltip="filter the list of the current view"),
         Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
@@ -110,7 +123,7 @@ class UwfApp(App):
                 yield ThreadsView(self.repo, id="threads-view")
             with TabPane("3 CAS", id="pane-cas"):
                 yield CasView(self.repo, id="cas-view")
-        yield Footer()
+        yield Footer(compact=True)  # every key that applies fits at 80 columns
 
     async def action_quit(self) -> None:
         """Leave; with agents running, ask first (No by default), then stop them: their
@@ -167,12 +180,19 @@ class UwfApp(App):
         focus = {"workflows": "#workflows", "threads": "#threads", "cas": "#cas-tree"}[name]
         self.query_one(focus).focus()
 
-    def action_next_view(self) -> None:
+    def action_focus_pane(self, delta: int) -> None:
+        """Tab / shift+tab: the next or previous pane of the view, round; in a dialog, its fields."""
         if isinstance(self.screen, ModalScreen):
-            self.screen.focus_next()  # Tab is a priority key of the app: in a dialog it moves between fields
+            (self.screen.focus_next if delta > 0 else self.screen.focus_previous)()
             return
-        index = VIEWS.index(self.current_view)
-        self.action_view(VIEWS[(index + 1) % len(VIEWS)])
+        move_focus(self.view_widget.panes(), self.focused, delta, wrap=True)
+
+    def action_switch_tab(self, delta: int) -> None:
+        """[ and ]: the previous or next tab of the view's tabbed pane; the focus follows when it
+        was in the tab being left, so j/k scroll what is shown."""
+        tabs = self.view_widget.tabs()
+        if tabs is not None:
+            switch_tab(tabs, self.focused, delta)
 
     @property
     def view_widget(self):
@@ -201,27 +221,49 @@ class UwfApp(App):
         self.view_widget.back()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """False hides a key from the footer (and ignores it) where it cannot apply, so the
+        footer shows the few keys that matter here."""
         if isinstance(self.screen, ModalScreen):
-            return action in ("quit", "help", "next_view")  # Tab moves between a dialog's fields
-        # False hides a key from the footer (and ignores it) where it cannot apply, so the
-        # footer shows the few keys that matter here.
+            return action == "focus_pane"  # Tab moves between a dialog's fields; the dialog has its own keys
+        if action == "switch_tab":
+            return self.view_widget.tabs() is not None
+        if action == "new_thread" and not parameters:
+            # In the footer where starting a thread is the next thing to do; `n` works everywhere.
+            return self.current_view != "threads" or not self.threads_view.infos
+        if action == "why_not":
+            return self.current_view == "threads" and self.threads_view.current_thread() is not None
         if action in THREAD_ACTIONS:
-            if self.current_view != "threads":
-                return False
-            thread = self.threads_view.current_thread()
-            info = self.threads_view.infos.get(thread or "")
-            if info is None:
-                return False
-            running = thread in self.running
-            if action in ("step", "run"):
-                return not running and info.active
-            if action == "cancel":
-                return running or self.repo.locks.running(thread) is not None
-            if action == "kill":
-                return info.active
-            if action in ("fork", "edit"):
-                return self.threads_view.selected_step_hash() is not None
+            return self._thread_action_applies(action)
         return True
+
+    def _thread_action_applies(self, action: str) -> bool:
+        thread = self.threads_view.current_thread() if self.current_view == "threads" else None
+        info = self.threads_view.infos.get(thread or "")
+        if thread is None or info is None:
+            return False
+        running = thread in self.running
+        if action in ("step", "run"):
+            return not running and info.active
+        if action == "cancel":
+            return running or self.repo.locks.running(thread) is not None
+        if action == "kill":
+            return info.active
+        return self.threads_view.selected_step_hash() is not None  # fork, edit
+
+    def action_why_not(self, action: str) -> None:
+        """s or r where they cannot act: say why, rather than nothing."""
+        thread = self.threads_view.current_thread()
+        info = self.threads_view.infos.get(thread or "")
+        if thread is None or info is None:
+            return
+        if thread in self.running:
+            self.notify(f"thread {thread[:10]} is already running here (x cancels it)", severity="warning")
+        elif not info.active:
+            ended = {"done": "is done", "killed": "was killed", "max-steps": "stopped at its maxSteps"}.get(info.reason or "done", f"ended ({info.reason})")
+            self.notify(
+                f"thread {thread[:10]} {ended}: nothing is left to {action}. f forks a new thread from the step under the cursor",
+                severity="warning",
+            )
 
     # -- live refresh --------------------------------------------------------------------
 
@@ -367,7 +409,7 @@ class UwfApp(App):
         self._signature = None
         self.poll_state()
 
-    def action_new_thread(self) -> None:
+    def action_new_thread(self, _twin: str = "") -> None:
         workflows = self.query_one(WorkflowsView)
         self.commands.new_thread(workflows.names(), workflows.selected)
 

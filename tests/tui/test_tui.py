@@ -193,6 +193,22 @@ def test_a_finished_step_took_what_uwf_timed_and_started_means_the_start_on_ever
     assert float(row[4].rstrip("s")) >= 1.5, row
 
 
+def test_s_on_a_finished_thread_says_why_it_does_nothing(fixed):
+    root, ids = fixed
+    done = next(info.thread for info in list_threads(root, include_archived=True) if not info.active)
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, done)
+        footer_offers_step = "s" in app.screen.active_bindings and app.screen.active_bindings["s"].binding.show
+        await pilot.press("s")
+        await pilot.pause(0.2)
+        return footer_offers_step, [n.message for n in app._notifications], app.running
+
+    offered, notes, running = run_app(root, script)
+    assert not offered and not running  # no fake offer in the footer, nothing started
+    assert any("is done: nothing is left to step" in note and "f forks" in note for note in notes), notes
+
+
 def test_r_runs_until_done(fixed):
     root, ids = fixed
 
@@ -382,6 +398,12 @@ def test_a_refused_new_thread_keeps_the_dialog_and_what_was_typed(fixed, tmp_pat
         await pilot.press("tab")  # Tab leaves the prompt instead of typing into it
         await pilot.pause(0.1)
         tabbed = app.focused is not dialog.query_one("#prompt") and "\t" not in dialog.query_one("#prompt").text
+        await pilot.press("shift+tab")  # and shift+tab comes back to it
+        await pilot.pause(0.1)
+        tabbed = tabbed and app.focused is dialog.query_one("#prompt")
+        await pilot.press("shift+tab")
+        await pilot.pause(0.1)
+        tabbed = tabbed and app.focused is dialog.query_one("#workflow")
         dialog.query_one("#workspace").value = str(tmp_path)
         await pilot.press("ctrl+s")
         await settle(app, pilot)
@@ -475,18 +497,61 @@ def test_cas_tree_expands_references_lazily(fixed):
     assert children == root.nodes.refs(thread_info(root, ids["solve"]).head)
 
 
-def test_numbers_and_tab_switch_views(fixed):
+def test_numbers_switch_views(fixed):
     root, _ = fixed
 
     async def script(app, pilot):
         seen = []
-        for key in ("1", "2", "3", "tab", "tab"):
+        for key in ("1", "2", "3", "2"):
             await pilot.press(key)
             await pilot.pause(0.1)
             seen.append(app.current_view)
         return seen
 
-    assert run_app(root, script) == ["workflows", "threads", "cas", "workflows", "threads"]
+    assert run_app(root, script) == ["workflows", "threads", "cas", "threads"]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_tab_moves_between_panes_and_brackets_switch_tabs(fixed, size):
+    """Tab and shift+tab go round the view's panes (list, timeline, step, log); [ and ] show the
+    step's other tabs and, in the workflows view, the graph, roles and YAML, the focus following
+    when it was in the tab. The footer offers [ ] only in views with tabs."""
+    from textual.widgets._footer import FooterKey
+
+    root, ids = fixed
+
+    def where(app) -> str:
+        node = app.focused
+        while node is not None and not (node.id or "").startswith(("tab-", "threads", "timeline", "log", "workflows")):
+            node = node.parent
+        return node.id if node is not None else "?"
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        panes = []
+        for key in ("tab", "tab", "tab", "tab", "shift+tab"):
+            await pilot.press(key)
+            panes.append(where(app))
+        await pilot.press("shift+tab")  # from the log back to the step's Output tab
+        tabs = []
+        for key in ("right_square_bracket", "right_square_bracket", "left_square_bracket", "left_square_bracket", "left_square_bracket"):
+            await pilot.press(key)
+            tabs.append((app.query_one("#step-tabs").active, where(app)))
+        footers = {}
+        for view in ("2", "1", "3"):
+            await pilot.press(view)
+            await pilot.pause(0.2)
+            footers[view] = [key.key for key in app.screen.query(FooterKey)]
+        await pilot.press("1", "enter", "right_square_bracket", "right_square_bracket")
+        await pilot.pause(0.1)
+        return panes, tabs, footers, app.query_one("#workflow-tabs").active, where(app)
+
+    panes, tabs, footers, workflow_tab, focus = run_app(root, script, size=size)
+    assert panes == ["timeline", "tab-output", "log", "threads", "log"]
+    assert tabs == [("tab-body", "tab-body"), ("tab-prompt", "tab-prompt"), ("tab-body", "tab-body"), ("tab-output", "tab-output"), ("tab-detail", "tab-detail")]
+    assert "right_square_bracket" in footers["2"] and "right_square_bracket" in footers["1"]
+    assert "right_square_bracket" not in footers["3"]
+    assert workflow_tab == "tab-yaml" and focus == "tab-yaml"
 
 
 def test_question_mark_opens_help_and_escape_closes_it(fixed):
@@ -503,7 +568,7 @@ def test_question_mark_opens_help_and_escape_closes_it(fixed):
 
     opened, text, after = run_app(root, script)
     assert opened == "HelpScreen" and after == "Screen"
-    for key in ("s step", "r run", "f fork", "K kill", "n new", "x cancel", "/ filter", "g go to", "e edit", "q quit", "enter", "esc", "h/l"):
+    for key in ("s step", "r run", "f fork", "K kill", "n new", "x cancel", "/ filter", "g go to", "e edit", "q quit", "enter", "esc", "h/l tab", "[ ] tabs"):
         assert key in text, key
 
 

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, OptionList, Select, Static, TextArea
+from textual.widgets import Button, Footer, Input, Label, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
 
 
@@ -24,6 +24,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self.yes = yes
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog"):
             yield Static(self.question, classes="question")
             with Horizontal(classes="buttons"):
@@ -54,6 +55,7 @@ class NewThreadScreen(ModalScreen[object]):
         self.start = start
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog wide"):
             yield Label("New thread", classes="title")
             yield Select([(name, name) for name in self.workflows], value=self.selected or self.workflows[0], allow_blank=False, id="workflow")
@@ -101,6 +103,7 @@ class ChoiceScreen(ModalScreen["str | None"]):
         self.choices = choices  # (label, value)
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="title")
             yield OptionList(*(Option(label, id=value) for label, value in self.choices), id="choices")
@@ -124,6 +127,7 @@ class TextInputScreen(ModalScreen["str | None"]):
         self.value = value
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="title")
             yield Input(value=self.value, placeholder=self.placeholder, id="value")
@@ -145,6 +149,7 @@ class HelpScreen(ModalScreen[None]):
         self.groups = groups  # (group, [(key, what it does)])
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         from rich.text import Text
 
         text = Text()
@@ -159,10 +164,11 @@ class HelpScreen(ModalScreen[None]):
                     text.append("\n" + " " * 10)
                     width = 10
                 elif index:
-                    text.append(" · ", style="dim")
+                    text.append("· ", style="dim")  # after the previous item's trailing space
                     width += 3
-                text.append(key, style="bold yellow")
-                text.append(f" {what}")
+                # No segment starts with a space: SVG viewers drop a leading one (the screenshots).
+                text.append(f"{key} ", style="bold yellow")
+                text.append(f"{what} ")
                 width += len(item)
         with Vertical(classes="dialog help"):
             yield Static(text, id="help-text")
@@ -186,6 +192,7 @@ class EditorScreen(ModalScreen["str | None"]):
         self.language = language
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog editor"):
             yield Label(self.title_text + "   (ctrl+s save, esc cancel)", classes="title")
             if self.context_text:

@@ -49,6 +49,9 @@ class CasView(Horizontal):
     def panes(self) -> list:
         return [self.query_one("#cas-tree", Tree), self.query_one("#cas-node-scroll", VerticalScroll)]
 
+    def tabs(self) -> None:
+        return None  # one node, no tabs
+
     def back(self) -> bool:
         panes = self.panes()
         box = self.query_one("#cas-filter", Input)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.containers import ScrollableContainer
 from textual.widget import Widget
-from textual.widgets import TabbedContent
+from textual.widgets import TabbedContent, TabPane
 
 
 def active_scroll(tabs: TabbedContent) -> Widget:
@@ -26,11 +26,29 @@ def pane_index(panes: list[Widget], focused: Widget | None) -> int | None:
     return None
 
 
-def move_focus(panes: list[Widget], focused: Widget | None, delta: int) -> bool:
-    """Focus the pane `delta` steps from the focused one (clamped); False when nothing moved."""
+def move_focus(panes: list[Widget], focused: Widget | None, delta: int, *, wrap: bool = False) -> bool:
+    """Focus the pane `delta` steps from the focused one (clamped: h/l; round with `wrap`: Tab);
+    False when nothing moved."""
     index = pane_index(panes, focused)
-    target = 0 if index is None else max(0, min(len(panes) - 1, index + delta))
+    if index is None:
+        target = 0
+    elif wrap:
+        target = (index + delta) % len(panes)
+    else:
+        target = max(0, min(len(panes) - 1, index + delta))
     if index == target:
         return False
     panes[target].focus()
     return True
+
+
+def switch_tab(tabs: TabbedContent, focused: Widget | None, delta: int) -> None:
+    """Show the tab `delta` away from the active one (round); a focus inside the old tab moves
+    into the new one."""
+    ids = [pane.id for pane in tabs.query(TabPane) if pane.id]
+    if not ids or tabs.active not in ids:
+        return
+    inside = focused is not None and pane_index([active_scroll(tabs)], focused) is not None
+    tabs.active = ids[(ids.index(tabs.active) + delta) % len(ids)]
+    if inside:
+        active_scroll(tabs).focus()

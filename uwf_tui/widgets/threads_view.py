@@ -131,7 +131,10 @@ class ThreadsView(Horizontal):
     # -- keyboard navigation: Enter goes in, Esc comes back out ---------------------------
 
     def panes(self) -> list:
-        return [self.thread_table, self.timeline_table, self.step_pane.scroll]
+        return [self.thread_table, self.timeline_table, self.step_pane.scroll, self.query_one("#log", RichLog)]
+
+    def tabs(self) -> StepPane:
+        return self.step_pane
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter: a thread opens its timeline; a step or attempt its detail; a fork row its thread."""
@@ -158,9 +161,9 @@ class ThreadsView(Horizontal):
     def back(self) -> bool:
         """Esc: from the step back to the timeline, from there to the list, then clear the filter.
         False when there was nothing to go back from."""
-        step = self.step_pane.scroll
+        step, log = self.step_pane.scroll, self.query_one("#log", RichLog)
         focused = self.app.focused
-        if focused is not None and (focused is step or step in focused.ancestors):
+        if focused is not None and (focused is log or focused is step or step in focused.ancestors):
             self.timeline_table.focus()
         elif focused is self.timeline_table:
             self.thread_table.focus()

@@ -46,7 +46,10 @@ class WorkflowsView(Horizontal):
         self.reload()
 
     def panes(self) -> list:
-        return [self.query_one("#workflows", DataTable), active_scroll(self.query_one("#workflow-tabs", TabbedContent))]
+        return [self.query_one("#workflows", DataTable), active_scroll(self.tabs())]
+
+    def tabs(self) -> TabbedContent:
+        return self.query_one("#workflow-tabs", TabbedContent)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a workflow: into its graph (or whichever tab is open), to scroll it."""
