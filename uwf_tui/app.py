@@ -28,7 +28,7 @@ from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, Ta
 from uwf_core.api import Cancel, Repo, UwfError
 
 from .commands import Commands
-from .formatting import elapsed, spinner
+from .formatting import brief, elapsed, spinner
 from . import workers
 from .messages import AgentChecked, AgentOutput, FsckDone, HumanAnswerRequested, KillDone, StepDone
 from .runner import AgentRunner
@@ -124,6 +124,21 @@ class UwfApp(App):
             with TabPane("3 CAS", id="pane-cas"):
                 yield CasView(self.repo, id="cas-view")
         yield Footer(compact=True)  # every key that applies fits at 80 columns
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None, markup: bool = False) -> None:
+        """Every message goes whole to the log of the Threads view; its toast is one brief line,
+        which covers little at 80x24. Never markup: messages quote paths and `[redacted:…]`."""
+        self.note(message, title, severity)
+        super().notify(brief(message), title=title, severity=severity, timeout=timeout or (6 if severity == "error" else 3), markup=False)
+
+    def toast(self, message: str, *, severity="information") -> None:
+        """A brief toast for what the log already says (a step's outcome)."""
+        super().notify(brief(message), severity=severity, timeout=4 if severity == "error" else 2, markup=False)
+
+    def note(self, message: str, title: str = "", severity: str = "information") -> None:
+        if self.query(ThreadsView):  # not while the app is closing
+            style = {"error": "bold red", "warning": "yellow"}.get(severity, "")
+            self.threads_view.log_note(f"{title}: {message}" if title else message, style)
 
     async def action_quit(self) -> None:
         """Leave; with agents running, ask first (No by default), then stop them: their
@@ -260,10 +275,7 @@ class UwfApp(App):
             self.notify(f"thread {thread[:10]} is already running here (x cancels it)", severity="warning")
         elif not info.active:
             ended = {"done": "is done", "killed": "was killed", "max-steps": "stopped at its maxSteps"}.get(info.reason or "done", f"ended ({info.reason})")
-            self.notify(
-                f"thread {thread[:10]} {ended}: nothing is left to {action}. f forks a new thread from the step under the cursor",
-                severity="warning",
-            )
+            self.notify(f"{thread[:10]} {ended}: nothing to {action}; f forks from a step", severity="warning")
 
     # -- live refresh --------------------------------------------------------------------
 
@@ -353,19 +365,18 @@ class UwfApp(App):
         self.threads_view.log_line(message.thread, message.line)
 
     def on_step_done(self, message: StepDone) -> None:
+        """The log says what happened, whole; a brief toast too, for the log may be off screen."""
         self.runner.finished(message.thread)
         self.running_count = len(self.runner)
-        title = f"thread {message.thread[:10]}"
         if message.error:
             self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")
-            self.notify(message.error, title=title, severity="error", timeout=8)
+            self.toast(f"step failed: {message.error}", severity="error")
         elif message.summary == "cancelled":
-            said = "cancelled; the head did not move (s steps again)"
-            self.threads_view.log_line(message.thread, f"■ {said}", "yellow")
-            self.notify(said, title=title, severity="warning")
+            self.threads_view.log_line(message.thread, "■ cancelled; the head did not move (s steps again)", "yellow")
+            self.toast("step cancelled", severity="warning")
         else:
             self.threads_view.log_line(message.thread, f"■ {message.summary}", "bold green")
-            self.notify(message.summary, title=title, timeout=3)  # the log keeps it
+            self.toast(message.summary)
         self._force_refresh()
 
     def action_cancel(self) -> None:

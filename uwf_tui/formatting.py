@@ -80,3 +80,17 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 def spinner(tick: int) -> str:
     return SPINNER[tick % len(SPINNER)]
+
+
+TOAST_CHARS = 56  # one line of a toast at 80 columns
+CUT = "… (see log)"
+
+
+def brief(message: str, limit: int = TOAST_CHARS) -> str:
+    """A message cut to one short line for a toast, at a word where it can (the log keeps it whole)."""
+    line = " ".join(message.split())
+    if len(line) <= limit:
+        return line
+    room = limit - len(CUT)
+    cut = line.rfind(" ", 0, room + 1)
+    return line[: cut if cut > room // 2 else room].rstrip(" ,;:") + CUT

@@ -27,13 +27,13 @@ def fixed(tmp_path, monkeypatch):
     return Repo.open(str(path)), ids
 
 
-def run_app(root: Repo, script, size=SIZE):
-    """Run `script(app, pilot)` inside the app and return what it returns."""
+def run_app(root: Repo, script, size=SIZE, toasts: bool = False):
+    """Run `script(app, pilot)` inside the app and return what it returns (`toasts`: draw them)."""
     from uwf_tui.app import UwfApp
 
     async def main():
         app = UwfApp(root, poll_seconds=0.2)
-        async with app.run_test(size=size) as pilot:
+        async with app.run_test(size=size, notifications=toasts) as pilot:
             await pilot.pause(0.3)
             return await script(app, pilot)
 
@@ -202,11 +202,11 @@ def test_s_on_a_finished_thread_says_why_it_does_nothing(fixed):
         footer_offers_step = "s" in app.screen.active_bindings and app.screen.active_bindings["s"].binding.show
         await pilot.press("s")
         await pilot.pause(0.2)
-        return footer_offers_step, [n.message for n in app._notifications], app.running
+        return footer_offers_step, [n.message for n in app._notifications], log_text(app), app.running
 
-    offered, notes, running = run_app(root, script)
+    offered, notes, log, running = run_app(root, script)
     assert not offered and not running  # no fake offer in the footer, nothing started
-    assert any("is done: nothing is left to step" in note and "f forks" in note for note in notes), notes
+    assert f"{done[:10]} is done: nothing to step; f forks from a step" in notes, notes
 
 
 def test_r_runs_until_done(fixed):
@@ -625,12 +625,49 @@ def test_an_agent_crash_is_a_notification_not_a_crash(fixed):
         await settle(app, pilot, 1.0)
         notes = [n.message for n in app._notifications]
         await pilot.press("2")
-        return notes, app.threads_view.statuses.get(ids["analyze"]), app.is_running
+        return notes, log_text(app), app.threads_view.statuses.get(ids["analyze"]), app.is_running
 
-    notes, status, running = run_app(root, script)
+    notes, log, status, running = run_app(root, script)
     assert running
-    assert any("exited with code 1" in note for note in notes)
+    assert any(note.startswith("step failed: agent 'false' exited") and len(note) <= 56 for note in notes), notes  # brief
+    assert "agent 'false' exited with code 1" in log  # whole in the log
     assert status == "failed"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_a_long_error_is_one_toast_line_above_the_log_and_wraps_in_a_dialog(fixed, tmp_path, size):
+    """Toasts cover neither the thread list nor the timeline, and say a long error in one line
+    (the log has it whole); a long error in a dialog wraps inside it, not cut at its edge."""
+    from textual.widgets._toast import Toast
+
+    root, ids = fixed
+    config = Path(root.location, "config.yaml")
+    config.write_text(config.read_text().replace('defaultAgent: "script"', 'defaultAgent: "false"'))
+    workspace = str(tmp_path / ("a-rather-long-directory-name-" * 4) / "that-does-not-exist")
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        for _ in range(30):
+            await pilot.pause(0.1)
+            if app.screen.query(Toast):
+                break
+        toasts = [toast.region for toast in app.screen.query(Toast)]
+        covered = [app.query_one(name).region for name in ("#thread-list-pane", "#timeline")]
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        app.screen.query_one("#prompt").text = "x"
+        app.screen.query_one("#workspace").value = workspace
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.3)
+        error, dialog = app.screen.query_one("#error"), app.screen.query_one(".dialog")
+        return toasts, covered, error.region, dialog.region, str(error.render())
+
+    toasts, covered, error, dialog, said = run_app(root, script, size=size, toasts=True)
+    assert toasts and all(toast.height == 1 for toast in toasts)
+    assert not any(toast.overlaps(region) for toast in toasts for region in covered)
+    assert "is not a directory" in said and error.height >= 2  # wrapped, so the end is there
+    assert dialog.contains_region(error)
 
 
 def test_no_route_error_is_shown(fixed):
@@ -877,12 +914,12 @@ def test_the_palette_tests_an_agent_and_reports_the_result(fixed, tmp_path):
             await pilot.pause(0.1)
             if any("failed" in (n.title or "") for n in app._notifications):
                 break
-        return labels, [(n.title, n.message) for n in app._notifications]
+        return labels, [(n.title, n.message) for n in app._notifications], " ".join(log_text(app).split())
 
-    labels, notes = run_app(root, script)
+    labels, notes, log = run_app(root, script)
     assert any(label.startswith("script") for label in labels) and not any(label.startswith("human") for label in labels)
-    failed = [message for title, message in notes if title == "agent 'broken' failed"]
-    assert failed and "exited with code 3" in failed[0] and "stderr: cannot reach the model" in failed[0]
+    assert [title for title, _ in notes if title == "agent 'broken' failed"]
+    assert "agent 'broken' failed:" in log and "exited with code 3" in log and "stderr: cannot reach the model" in log
     assert snapshot_tree(Path(root.location)) == before
 
 

@@ -62,7 +62,7 @@ class NewThreadScreen(ModalScreen[object]):
             yield Label("Prompt (ctrl+s to start):")
             yield TextArea(id="prompt", tab_behavior="focus")  # Tab moves on, as in every other field
             yield Input(placeholder="workspace directory (optional)", id="workspace")
-            yield Label("", id="error", classes="error")
+            yield Static("", id="error", classes="error")  # wraps: errors can be long
             with Horizontal(classes="buttons"):
                 yield Button("Start", variant="primary", id="start")
                 yield Button("Cancel", id="cancel")
@@ -79,12 +79,12 @@ class NewThreadScreen(ModalScreen[object]):
     def action_submit(self) -> None:
         prompt = self.query_one("#prompt", TextArea).text.strip()
         if not prompt:
-            self.query_one("#error", Label).update("The prompt is empty.")
+            self.query_one("#error", Static).update("The prompt is empty.")
             return
         workspace = self.query_one("#workspace", Input).value.strip() or None
         outcome = self.start(str(self.query_one("#workflow", Select).value), prompt, workspace)
         if isinstance(outcome, str):
-            self.query_one("#error", Label).update(outcome)
+            self.query_one("#error", Static).update(outcome)
             return
         self.dismiss(outcome)
 
@@ -199,7 +199,7 @@ class EditorScreen(ModalScreen["str | None"]):
                 with VerticalScroll(classes="context"):
                     yield Static(self.context_text)
             yield TextArea.code_editor(self.text, language=self.language, id="text") if self.language else TextArea(self.text, id="text")
-            yield Label("", id="error", classes="error")
+            yield Static("", id="error", classes="error")  # wraps: errors can be long
             with Horizontal(classes="buttons"):
                 yield Button("Save", variant="primary", id="save")
                 yield Button("Cancel", id="cancel")
@@ -217,7 +217,7 @@ class EditorScreen(ModalScreen["str | None"]):
         text = self.query_one("#text", TextArea).text
         problem = self.validate(text)
         if problem:
-            self.query_one("#error", Label).update(problem)
+            self.query_one("#error", Static).update(problem)
             return
         self.dismiss(text)
 

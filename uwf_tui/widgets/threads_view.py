@@ -52,7 +52,7 @@ class ThreadsView(Horizontal):
             yield RichLog(id="log", max_lines=2000, wrap=True, markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#log", RichLog).border_title = "agent log"
+        self.query_one("#log", RichLog).border_title = "log: agents' stderr, and every message whole"
         self.reload()
 
     # -- the thread list -------------------------------------------------------------
@@ -293,3 +293,7 @@ class ThreadsView(Horizontal):
 
     def log_line(self, thread: str, line: str, style: str = "") -> None:
         self.query_one("#log", RichLog).write(Text.assemble((short(thread, 10) + " ", "dim"), (line, style)))
+
+    def log_note(self, line: str, style: str = "") -> None:
+        """What the app said (its toasts are brief): kept whole in the log."""
+        self.query_one("#log", RichLog).write(Text.assemble(("uwf".ljust(11), "dim"), (line, style)))
