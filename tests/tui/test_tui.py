@@ -209,6 +209,33 @@ def test_s_on_a_finished_thread_says_why_it_does_nothing(fixed):
     assert f"{done[:10]} is done: nothing to step; f forks from a step" in notes, notes
 
 
+def test_s_j_s_in_one_burst_steps_two_threads(fixed):
+    """Each `s` steps the thread under the cursor when it is pressed: the burst steps the first
+    thread, moves, and steps the second, though the first is still running when `j` comes."""
+    from textual import events
+
+    root, ids = fixed
+    heads = {name: thread_info(root, ids[name]).head for name in ("analyze", "triage")}
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        table = app.query_one("#threads")
+        below = str(table.coordinate_to_cell_key((table.get_row_index(ids["analyze"]) + 1, 0)).row_key.value)
+        for key in ("s", "j", "s"):  # queued before any is handled: no pause between them
+            app.post_message(events.Key(key, key))
+        await settle(app, pilot, 1.0)
+        for _ in range(40):
+            if not app.running:
+                break
+            await pilot.pause(0.25)
+        return below
+
+    below = run_app(root, script)
+    assert below == ids["triage"]
+    assert thread_info(root, ids["analyze"]).head != heads["analyze"]
+    assert thread_info(root, ids["triage"]).head != heads["triage"]
+
+
 def test_r_runs_until_done(fixed):
     root, ids = fixed
 
@@ -313,6 +340,26 @@ def test_the_kill_dialog_defaults_to_no(fixed):
     shown, after = run_app(root, script)
     assert shown == "ConfirmScreen" and after != "ConfirmScreen"
     assert thread_info(root, ids["fork"]).active
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_the_kill_dialog_says_it_all_and_only_what_is_true(fixed, size):
+    """The question is whole inside the dialog at 80x24, and no running agent is claimed when
+    none runs."""
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["fork"])
+        await pilot.press("K")
+        await pilot.pause(0.3)
+        question, dialog = app.screen.query_one(".question"), app.screen.query_one(".dialog")
+        buttons = [button.region for button in app.screen.query("Button")]
+        return str(question.render()), question.region, dialog.region, buttons
+
+    text, question, dialog, buttons = run_app(root, script, size=size)
+    assert text == f"Kill thread {ids['fork']}? It is archived and it takes no more steps (its steps can still be forked)."
+    assert dialog.contains_region(question) and question.height >= len(text) // question.width + 1
+    assert all(dialog.contains_region(button) for button in buttons) and dialog.bottom <= size[1]
 
 
 def test_quitting_with_an_agent_running_asks_first_and_no_is_the_default(fixed, tmp_path):
@@ -888,6 +935,35 @@ def test_views_stay_current_cas_tree_follows_new_threads_and_ages_advance(fixed,
     head, first, later, heads = run_app(root, script)
     assert head in heads  # the CAS tree shows the new thread without a restart
     assert first.endswith("s ago") and later.endswith("s ago") and later != first
+
+
+def test_views_follow_a_head_moved_by_the_cli(fixed):
+    """`uwf thread step` in another terminal: the list's step count, the timeline and the CAS
+    tree's head follow without a restart."""
+    import subprocess
+
+    root, ids = fixed
+    thread = ids["analyze"]
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, thread)
+        env = dict(os.environ, UWF_STORAGE_ROOT=root.location)
+        uwf = os.path.join(os.path.dirname(sys.executable), "uwf")
+        moved = json.loads(subprocess.run([uwf, "thread", "step", thread], env=env, capture_output=True, text=True, check=True).stdout)
+        table = app.query_one("#timeline")
+        for _ in range(30):
+            await pilot.pause(0.2)
+            if any(key.value.startswith("step:") for key in table.rows):
+                break
+        await settle(app, pilot)
+        steps = [key.value for key in table.rows if key.value.startswith("step:")]
+        count = str(app.query_one("#threads").get_row(thread)[4])
+        heads = [child.data for child in app.query_one("#cas-tree").root.children[0].children]
+        return moved["head"], steps, count, heads
+
+    head, steps, count, heads = run_app(root, script)
+    assert steps == [f"step:{head}"] and count == "1"
+    assert head in heads
 
 
 def test_the_palette_tests_an_agent_and_reports_the_result(fixed, tmp_path):
