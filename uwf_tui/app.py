@@ -23,7 +23,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane, Tree
+from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane, TextArea, Tree
 
 from uwf_core.api import Cancel, Repo, UwfError
 
@@ -47,8 +47,8 @@ HELP = [
     ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
     ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
     ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
-    ("Moving", [("j/k", "down/up or scroll"), ("h/l tab", "pane left/right"), ("[ ]", "tabs (Output…, Graph…)"),
-                ("/", "filter this view's list")]),
+    ("Moving", [("j/k", "down/up or scroll"), ("home/end", "first/last"), ("h/l tab", "pane left/right"),
+                ("[ ]", "tabs (Output…, Graph…)"), ("/", "filter this view's list")]),
     ("Anywhere", [("?", "this help"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
 ]
 THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
@@ -91,6 +91,9 @@ class UwfApp(App):
         Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("k", "cursor_up", "Up", show=False, id="up"),
+        # priority: a row table's own home/end scroll sideways; here they go to the first/last row
+        Binding("home", "edge(-1)", "First", show=False, priority=True, id="first"),
+        Binding("end", "edge(1)", "Last", show=False, priority=True, id="last"),
         Binding("h", "pane(-1)", "Pane left", show=False, id="pane-left"),
         Binding("l", "pane(1)", "Pane right", show=False, id="pane-right"),
         Binding("escape", "back", "Back", show=False, id="back"),
@@ -218,14 +221,25 @@ class UwfApp(App):
         if isinstance(widget, (DataTable, Tree)):
             widget.action_cursor_down()
         elif widget is not None and widget.allow_vertical_scroll:
-            widget.scroll_down(animate=False)
+            # immediate: a deferred scroll starts from the old target, so a burst of j scrolled once
+            widget.scroll_down(animate=False, immediate=True)
 
     def action_cursor_up(self) -> None:
         widget = self.focused
         if isinstance(widget, (DataTable, Tree)):
             widget.action_cursor_up()
         elif widget is not None and widget.allow_vertical_scroll:
-            widget.scroll_up(animate=False)
+            widget.scroll_up(animate=False, immediate=True)
+
+    def action_edge(self, end: int) -> None:
+        """Home/End: the first or last row of a list or tree, the top or bottom of a text pane."""
+        widget = self.focused
+        if isinstance(widget, DataTable):
+            widget.move_cursor(row=widget.row_count - 1 if end > 0 else 0)
+        elif isinstance(widget, Tree):
+            widget.cursor_line = widget.last_line if end > 0 else 0
+        elif widget is not None:
+            (widget.scroll_end if end > 0 else widget.scroll_home)(animate=False, immediate=True)
 
     def action_pane(self, delta: int) -> None:
         """h/l: the pane left or right of the focused one, within the current view."""
@@ -240,6 +254,8 @@ class UwfApp(App):
         footer shows the few keys that matter here."""
         if isinstance(self.screen, ModalScreen):
             return action == "focus_pane"  # Tab moves between a dialog's fields; the dialog has its own keys
+        if action == "edge":
+            return not isinstance(self.focused, (Input, TextArea))  # there home/end move the text cursor
         if action == "switch_tab":
             return self.view_widget.tabs() is not None
         if action == "new_thread" and not parameters:

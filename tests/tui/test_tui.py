@@ -1162,6 +1162,56 @@ def test_the_graph_scrolls_sideways_and_colours_each_edge_with_its_label(fixed):
     assert graph_width > view_width and max_scroll > 0
 
 
+def test_home_and_end_go_to_the_first_and_last_row(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        table = app.query_one("#threads")
+        seen = []
+        await pilot.press("end")
+        seen.append(table.cursor_row == table.row_count - 1)
+        await pilot.press("home")
+        seen.append(table.cursor_row == 0)
+        await pilot.press("3", "end")
+        tree = app.query_one("#cas-tree")
+        seen.append(tree.cursor_line == tree.last_line)
+        await pilot.press("home")
+        seen.append(tree.cursor_line == 0)
+        await pilot.press("2", "slash", *"solve", "home")  # in the filter box, home is the text's
+        box = app.query_one("#thread-filter")
+        seen.append(box.cursor_position == 0 and box.value == "solve")
+        return seen
+
+    assert run_app(root, script) == [True] * 5
+
+
+def test_each_j_of_a_burst_scrolls_the_graph(fixed):
+    from textual import events
+
+    root, _ = fixed
+
+    async def script(app, pilot):
+        await pilot.press("1")
+        table = app.query_one("#workflows")
+        table.move_cursor(row=table.get_row_index("triage-bug"))
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        scroll = app.query_one("#graph-scroll")
+        for _ in range(5):
+            app.post_message(events.Key("j", "j"))
+        await pilot.pause(0.3)
+        down = scroll.scroll_y
+        for _ in range(2):
+            app.post_message(events.Key("k", "k"))
+        await pilot.pause(0.3)
+        return app.focused is scroll, down, scroll.scroll_y
+
+    focused, down, up = run_app(root, script, size=(80, 24))
+    assert focused and down == 5 and up == 3
+
+
 @pytest.mark.parametrize(("view", "table", "needle"), [("1", "#workflows", "triage"), ("3", "#cas-tree", "triage")])
 def test_slash_filters_the_list_of_the_current_view(fixed, view, table, needle):
     root, ids = fixed
