@@ -39,6 +39,7 @@ _EXPORTS = {
     "fork_with_output": "thread.ops",
     "resume_thread": "thread.ops",
     "resolve_thread_id": "thread.ops",
+    "ulid_timestamp_ms": "encoding.ids",  # when a thread was created (its id is a ULID)
     "context_of": "thread.context",
     "ThreadContext": "thread.model",
     "StepContext": "thread.model",

@@ -109,6 +109,47 @@ def test_the_start_row_names_its_workflow(fixed):
     assert f"workflow: analyze-topic ({workflow})" in run_app(root, script)
 
 
+def screen_text(app) -> str:
+    """What the screen shows, as plain text (from the SVG export)."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot())).replace("\xa0", " ")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_the_thread_list_shows_each_prompts_first_words(fixed, size):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        table = app.query_one("#threads")
+        return {thread: str(table.get_row(thread)[-1]) for thread in (ids["triage"], ids["analyze"])}, screen_text(app)
+
+    prompts, screen = run_app(root, script, size=size)
+    assert prompts[ids["triage"]].startswith("Bug report: the app crashes")
+    assert "Bug report: the" in screen and "Why content-add" in screen  # on screen, not scrolled off
+
+
+def test_a_fresh_fork_is_as_young_as_the_fork(fixed):
+    """A fork's head is an old step; its row's age is the fork's, not that step's."""
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        timeline = app.query_one("#timeline")
+        timeline.move_cursor(row=timeline.get_row_index(f"step:{ids['solve_steps'][0]}"))
+        await pilot.pause(0.2)
+        await pilot.press("f")
+        await settle(app, pilot)
+        table = app.query_one("#threads")
+        fork = app.threads_view.selected_thread
+        return str(table.get_row(fork)[5]), str(table.get_row(ids["solve"])[5])
+
+    fork_age, parent_age = run_app(root, script)
+    assert fork_age.endswith("s ago") and parent_age.endswith("d ago")
+
+
 def test_failed_attempts_appear_in_the_timeline(fixed):
     root, ids = fixed
 
@@ -926,9 +967,9 @@ def test_views_stay_current_cas_tree_follows_new_threads_and_ages_advance(fixed,
                 break
         await settle(app, pilot)
         table = app.query_one("#threads")
-        first = str(table.get_row(info.thread)[-1])
+        first = str(table.get_row(info.thread)[5])  # "updated"
         await pilot.pause(1.6)
-        later = str(table.get_row(info.thread)[-1])
+        later = str(table.get_row(info.thread)[5])
         heads = [child.data for child in app.query_one("#cas-tree").root.children[0].children]
         return info.head, first, later, heads
 
