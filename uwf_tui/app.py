@@ -279,7 +279,9 @@ class UwfApp(App):
             return running or self.repo.locks.running(thread) is not None
         if action == "kill":
             return info.active
-        return self.threads_view.selected_step_hash() is not None  # fork, edit
+        if action == "edit":
+            return self.threads_view.selected_output_step() is not None  # a start has no output to edit
+        return self.threads_view.selected_step_hash() is not None  # fork
 
     def action_why_not(self, action: str) -> None:
         """s or r where they cannot act: say why, rather than nothing."""

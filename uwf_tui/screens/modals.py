@@ -153,8 +153,8 @@ class HelpScreen(ModalScreen[None]):
         from rich.text import Text
 
         text = Text()
-        text.append("uwf-tui keys", style="bold")
-        text.append("   (esc closes)\n", style="dim")
+        text.append("uwf-tui keys   ", style="bold")
+        text.append("(esc closes)\n", style="dim")
         for group, keys in self.groups:
             text.append(f"\n{group:<10}", style="bold cyan")
             width = 10
