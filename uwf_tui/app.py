@@ -66,10 +66,6 @@ class UwfApp(App):
         Binding("1", "view('workflows')", "Workflows", show=False, id="view-workflows", tooltip="show the Workflows view"),
         Binding("2", "view('threads')", "Threads", show=False, id="view-threads", tooltip="show the Threads view"),
         Binding("3", "view('cas')", "CAS", show=False, id="view-cas", tooltip="show the CAS view"),
-        # Tab moves between the panes of the view (the views are on 1 2 3), or between a dialog's
-        # fields; priority, or the focused widget (a text area, a table) would take it.
-        Binding("tab", "focus_pane(1)", "Next pane", show=False, priority=True, id="next-pane"),
-        Binding("shift+tab", "focus_pane(-1)", "Previous pane", show=False, priority=True, id="previous-pane"),
         Binding("left_square_bracket", "switch_tab(-1)", "Tabs", show=False, id="previous-tab",
                 tooltip="show the previous tab of the view's detail pane"),
         Binding("right_square_bracket", "switch_tab(1)", "Tabs", key_display="[ ]", id="next-tab",
@@ -91,7 +87,8 @@ class UwfApp(App):
         Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("k", "cursor_up", "Up", show=False, id="up"),
-        # priority: a row table's own home/end scroll sideways; here they go to the first/last row
+        # priority: a tree's own home/end scroll without moving its cursor; here they go to the
+        # first/last row (a row table's are its own: RowTable)
         Binding("home", "edge(-1)", "First", show=False, priority=True, id="first"),
         Binding("end", "edge(1)", "Last", show=False, priority=True, id="last"),
         Binding("h", "pane(-1)", "Pane left", show=False, id="pane-left"),
@@ -199,10 +196,8 @@ class UwfApp(App):
         self.query_one(focus).focus()
 
     def action_focus_pane(self, delta: int) -> None:
-        """Tab / shift+tab: the next or previous pane of the view, round; in a dialog, its fields."""
-        if isinstance(self.screen, ModalScreen):
-            (self.screen.focus_next if delta > 0 else self.screen.focus_previous)()
-            return
+        """Tab / shift+tab (bound by each view, so they come in order with the other keys): the
+        next or previous pane of the view, round. In a dialog they are the screen's: its fields."""
         move_focus(self.view_widget.panes(), self.focused, delta, wrap=True)
 
     def action_switch_tab(self, delta: int) -> None:
@@ -253,7 +248,8 @@ class UwfApp(App):
         """False hides a key from the footer (and ignores it) where it cannot apply, so the
         footer shows the few keys that matter here."""
         if isinstance(self.screen, ModalScreen):
-            return action == "focus_pane"  # Tab moves between a dialog's fields; the dialog has its own keys
+            # The dialog has its own keys; of the app's only moving between its fields applies.
+            return action in ("focus_next", "focus_previous")
         if action == "edge":
             return not isinstance(self.focused, (Input, TextArea))  # there home/end move the text cursor
         if action == "switch_tab":

@@ -1072,6 +1072,21 @@ def test_enter_goes_in_and_escape_comes_back_out(fixed):
     assert run_app(root, script) == ["timeline", "tab-output", "timeline", "threads", "tab-output", "threads"]
 
 
+def test_enter_k_enter_in_one_burst_opens_the_step_above(fixed):
+    from textual import events
+
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        for key in ("enter", "k", "enter"):  # queued before any is handled
+            app.post_message(events.Key(key, "\r" if key == "enter" else key))
+        await settle(app, pilot)
+        return app.focused.parent.id, app.threads_view.selected_step
+
+    assert run_app(root, script) == ("tab-output", f"step:{ids['solve_steps'][-2]}")
+
+
 def test_enter_on_a_fork_row_opens_the_fork(fixed):
     root, ids = fixed
 
@@ -1227,7 +1242,7 @@ def test_home_and_end_go_to_the_first_and_last_row(fixed):
     assert run_app(root, script) == [True] * 5
 
 
-def test_each_j_of_a_burst_scrolls_the_graph(fixed):
+def test_each_key_of_a_burst_acts_enter_then_j_scrolls_the_graph(fixed):
     from textual import events
 
     root, _ = fixed
@@ -1237,11 +1252,9 @@ def test_each_j_of_a_burst_scrolls_the_graph(fixed):
         table = app.query_one("#workflows")
         table.move_cursor(row=table.get_row_index("triage-bug"))
         await pilot.pause(0.3)
-        await pilot.press("enter")
-        await pilot.pause(0.2)
         scroll = app.query_one("#graph-scroll")
-        for _ in range(5):
-            app.post_message(events.Key("j", "j"))
+        for key in ("enter", "j", "j", "j", "j", "j"):  # one burst: the j's act in the graph Enter opened
+            app.post_message(events.Key(key, "\r" if key == "enter" else key))
         await pilot.pause(0.3)
         down = scroll.scroll_y
         for _ in range(2):

@@ -46,7 +46,13 @@ class NewThreadScreen(ModalScreen[object]):
     workspace)` returns the new thread, or an error message: then the dialog stays open with
     everything typed kept and the message under the fields."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "submit", "Start")]
+    # priority: the prompt's text area would keep shift+tab (Tab it lets go, with tab_behavior="focus")
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "submit", "Start"),
+        Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
+    ]
 
     def __init__(self, workflows: list[str], selected: str | None, start: Callable[[str, str, "str | None"], object]) -> None:
         super().__init__()

@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
+from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.widget import Widget
-from textual.widgets import TabbedContent, TabPane
+from textual.widgets import DataTable, TabbedContent, TabPane
+
+# Each view binds Tab itself (not the app with priority), so Tab keeps its place among the keys
+# of a burst: a priority key is handled before the keys queued ahead of it.
+PANE_KEYS = [
+    Binding("tab", "app.focus_pane(1)", "Next pane", show=False),
+    Binding("shift+tab", "app.focus_pane(-1)", "Previous pane", show=False),
+]
+
+
+class RowTable(DataTable):
+    """A row table whose Enter acts at once, calling its view's enter_row(): DataTable's own
+    posts a message, which the keys queued behind Enter (`enter j j`) would overtake."""
+
+    def action_select_cursor(self) -> None:
+        view = next((node for node in self.ancestors if hasattr(node, "enter_row")), None)
+        if view is None:
+            super().action_select_cursor()
+        else:
+            view.enter_row(self)
+
+
+def focus_now(widget: Widget) -> None:
+    """Focus at once: Widget.focus() waits behind the queued events, so in a burst (`enter j j`)
+    the keys after it would still act on the old focus."""
+    widget.screen.set_focus(widget)
 
 
 def active_scroll(tabs: TabbedContent) -> Widget:
@@ -38,7 +64,7 @@ def move_focus(panes: list[Widget], focused: Widget | None, delta: int, *, wrap:
         target = max(0, min(len(panes) - 1, index + delta))
     if index == target:
         return False
-    panes[target].focus()
+    focus_now(panes[target])
     return True
 
 
@@ -51,4 +77,4 @@ def switch_tab(tabs: TabbedContent, focused: Widget | None, delta: int) -> None:
     inside = focused is not None and pane_index([active_scroll(tabs)], focused) is not None
     tabs.active = ids[(ids.index(tabs.active) + delta) % len(ids)]
     if inside:
-        active_scroll(tabs).focus()
+        focus_now(active_scroll(tabs))

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Input
 from uwf_core.api import Repo, ThreadInfo, UwfError, context_of, ulid_timestamp_ms
 
 from ..formatting import STATUS_ICONS, STATUS_STYLES, age, short
+from .panes import RowTable, focus_now
 
 AGE_SECONDS = 5.0
 
@@ -29,7 +30,7 @@ class ThreadList(Vertical):
         self.updated: dict[str, int | None] = {}  # thread -> when its head was written (ms)
         self.filter_text = ""
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
-        self.table = DataTable(id="threads", cursor_type="row", zebra_stripes=True)
+        self.table = RowTable(id="threads", cursor_type="row", zebra_stripes=True)
         self.filter_box = Input(placeholder="filter threads (workflow, id, status)", id="thread-filter", classes="hidden")
 
     def compose(self) -> ComposeResult:
@@ -121,7 +122,7 @@ class ThreadList(Vertical):
 
     def open_filter(self) -> None:
         self.filter_box.remove_class("hidden")
-        self.filter_box.focus()
+        focus_now(self.filter_box)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
@@ -132,12 +133,12 @@ class ThreadList(Vertical):
         event.stop()
         if not event.value.strip():
             self.filter_box.add_class("hidden")
-        self.table.focus()
+        focus_now(self.table)
 
     def clear_filter(self) -> None:
         self.filter_box.value = ""
         self.filter_box.add_class("hidden")
         self.filter_text = ""
         self.on_filter()
-        self.table.focus()
+        focus_now(self.table)
 

@@ -17,10 +17,13 @@ from . import timeline as timeline_rows
 from .step_pane import StepPane
 from .thread_list import ThreadList
 from .timeline import TimelineTable, row_at_cursor
+from .panes import PANE_KEYS, focus_now
 
 
 class ThreadsView(Horizontal):
     """Owns no agent: stepping is the app's; this view shows what the core says."""
+
+    BINDINGS = PANE_KEYS
 
     def __init__(self, repo: Repo, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -137,14 +140,17 @@ class ThreadsView(Horizontal):
         return self.step_pane
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """A click on the cursor's row: what Enter does (Enter itself calls enter_row() at once)."""
+        self.enter_row(event.data_table)
+
+    def enter_row(self, table: DataTable) -> None:
         """Enter: a thread opens its timeline; a step or attempt its detail; a fork row its thread."""
-        key = str(event.row_key.value) if event.row_key is not None and event.row_key.value is not None else ""
-        if event.data_table is self.thread_table:
-            self.timeline_table.focus()
+        if table is self.thread_table:
+            focus_now(self.timeline_table)
             return
-        if event.data_table is not self.timeline_table:
+        if table is not self.timeline_table:
             return
-        kind, _, rest = key.partition(":")
+        kind, _, rest = (row_at_cursor(table) or "").partition(":")
         if kind == "branch":
             self.open_thread(rest)
         elif kind == "more" and self.timeline is not None:
@@ -156,7 +162,7 @@ class ThreadsView(Horizontal):
         elif kind in ("step", "start", "attempt", "running"):
             if kind in ("attempt", "start"):
                 self.step_pane.active = "tab-output"
-            self.step_pane.scroll.focus()
+            focus_now(self.step_pane.scroll)
 
     def back(self) -> bool:
         """Esc: from the step back to the timeline, from there to the list, then clear the filter.
@@ -164,9 +170,9 @@ class ThreadsView(Horizontal):
         step, log = self.step_pane.scroll, self.query_one("#log", RichLog)
         focused = self.app.focused
         if focused is not None and (focused is log or focused is step or step in focused.ancestors):
-            self.timeline_table.focus()
+            focus_now(self.timeline_table)
         elif focused is self.timeline_table:
-            self.thread_table.focus()
+            focus_now(self.thread_table)
         elif self.thread_list.filter_open:
             self.thread_list.clear_filter()
         else:
@@ -185,7 +191,7 @@ class ThreadsView(Horizontal):
             return
         self.thread_table.move_cursor(row=self.thread_table.get_row_index(thread))
         self.select_thread(thread)
-        self.timeline_table.focus()
+        focus_now(self.timeline_table)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None or event.row_key.value is None:

@@ -17,12 +17,13 @@ from textual.widgets import DataTable
 from uwf_core.api import RunningStep, StepContext, Timeline
 
 from ..formatting import attempt_mark, clock, duration, elapsed, short, spinner, summary, took
+from .panes import RowTable
 
 BATCH = 100  # rows added between two yields to the event loop
 WINDOW = 500  # the newest steps shown at first; the `more:` row above them shows more on Enter
 
 
-class TimelineTable(DataTable):
+class TimelineTable(RowTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(id="timeline", cursor_type="row", **kwargs)
         self.running_since: int | None = None  # ms: when the running step began
