@@ -34,7 +34,7 @@ from .messages import AgentChecked, AgentOutput, FsckDone, HumanAnswerRequested,
 from .runner import AgentRunner
 from .screens.modals import ConfirmScreen, HelpScreen
 from .widgets.cas_view import CasView
-from .widgets.panes import move_focus, switch_tab
+from .widgets.panes import focus_now, move_focus, switch_tab
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
@@ -193,7 +193,7 @@ class UwfApp(App):
     def action_view(self, name: str) -> None:
         self.query_one("#views", TabbedContent).active = f"pane-{name}"
         focus = {"workflows": "#workflows", "threads": "#threads", "cas": "#cas-tree"}[name]
-        self.query_one(focus).focus()
+        focus_now(self.query_one(focus))  # at once: the keys after `1` act in the view it opens
 
     def action_focus_pane(self, delta: int) -> None:
         """Tab / shift+tab (bound by each view, so they come in order with the other keys): the

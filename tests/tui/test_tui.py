@@ -749,9 +749,11 @@ def test_a_long_error_is_one_toast_line_above_the_log_and_wraps_in_a_dialog(fixe
         await pilot.press("ctrl+s")
         await pilot.pause(0.3)
         error, dialog = app.screen.query_one("#error"), app.screen.query_one(".dialog")
-        return toasts, covered, error.region, dialog.region, str(error.render())
+        buttons = [button.region for button in app.screen.query("Button")]
+        return toasts, covered, error.region, dialog.region, str(error.render()), buttons
 
-    toasts, covered, error, dialog, said = run_app(root, script, size=size, toasts=True)
+    toasts, covered, error, dialog, said, buttons = run_app(root, script, size=size, toasts=True)
+    assert all(dialog.contains_region(button) for button in buttons), (dialog, buttons, error)  # the buttons are on screen
     assert toasts and all(toast.height == 1 for toast in toasts)
     assert not any(toast.overlaps(region) for toast in toasts for region in covered)
     assert "is not a directory" in said and error.height >= 2  # wrapped, so the end is there
