@@ -23,7 +23,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane, TextArea, Tree
+from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane, Tree
 
 from uwf_core.api import Cancel, Repo, UwfError
 
@@ -87,10 +87,6 @@ class UwfApp(App):
         Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("k", "cursor_up", "Up", show=False, id="up"),
-        # priority: a tree's own home/end scroll without moving its cursor; here they go to the
-        # first/last row (a row table's are its own: RowTable)
-        Binding("home", "edge(-1)", "First", show=False, priority=True, id="first"),
-        Binding("end", "edge(1)", "Last", show=False, priority=True, id="last"),
         Binding("h", "pane(-1)", "Pane left", show=False, id="pane-left"),
         Binding("l", "pane(1)", "Pane right", show=False, id="pane-right"),
         Binding("escape", "back", "Back", show=False, id="back"),
@@ -215,26 +211,15 @@ class UwfApp(App):
         widget = self.focused
         if isinstance(widget, (DataTable, Tree)):
             widget.action_cursor_down()
-        elif widget is not None and widget.allow_vertical_scroll:
-            # immediate: a deferred scroll starts from the old target, so a burst of j scrolled once
-            widget.scroll_down(animate=False, immediate=True)
+        elif widget is not None:
+            scroll_by(widget, 1)
 
     def action_cursor_up(self) -> None:
         widget = self.focused
         if isinstance(widget, (DataTable, Tree)):
             widget.action_cursor_up()
-        elif widget is not None and widget.allow_vertical_scroll:
-            widget.scroll_up(animate=False, immediate=True)
-
-    def action_edge(self, end: int) -> None:
-        """Home/End: the first or last row of a list or tree, the top or bottom of a text pane."""
-        widget = self.focused
-        if isinstance(widget, DataTable):
-            widget.move_cursor(row=widget.row_count - 1 if end > 0 else 0)
-        elif isinstance(widget, Tree):
-            widget.cursor_line = widget.last_line if end > 0 else 0
         elif widget is not None:
-            (widget.scroll_end if end > 0 else widget.scroll_home)(animate=False, immediate=True)
+            scroll_by(widget, -1)
 
     def action_pane(self, delta: int) -> None:
         """h/l: the pane left or right of the focused one, within the current view."""
@@ -250,8 +235,6 @@ class UwfApp(App):
         if isinstance(self.screen, ModalScreen):
             # The dialog has its own keys; of the app's only moving between its fields applies.
             return action in ("focus_next", "focus_previous")
-        if action == "edge":
-            return not isinstance(self.focused, (Input, TextArea))  # there home/end move the text cursor
         if action == "switch_tab":
             return self.view_widget.tabs() is not None
         if action == "new_thread" and not parameters:
@@ -466,6 +449,17 @@ class UwfApp(App):
         for command in super().get_system_commands(screen):
             if command.title in TEXTUAL_COMMANDS:
                 yield SystemCommand(TEXTUAL_COMMANDS[command.title], command.help, command.callback)
+
+
+def scroll_by(widget, lines: int) -> None:
+    """j/k in a text pane. After the next layout, so content shown by the keys before it (Enter
+    on a workflow) can be scrolled; immediate, so each j of a burst starts from the last one's
+    target (a deferred scroll starts from the old one, and a burst scrolled once)."""
+    def scroll() -> None:
+        if widget.allow_vertical_scroll:
+            widget.scroll_to(y=widget.scroll_target_y + lines, animate=False, immediate=True)
+
+    widget.call_after_refresh(scroll)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1247,17 +1247,19 @@ def test_home_and_end_go_to_the_first_and_last_row(fixed):
 def test_each_key_of_a_burst_acts_enter_then_j_scrolls_the_graph(fixed):
     from textual import events
 
+    from uwf_tui.widgets.workflows_view import WorkflowsView
+
     root, _ = fixed
 
     async def script(app, pilot):
-        await pilot.press("1")
-        table = app.query_one("#workflows")
-        table.move_cursor(row=table.get_row_index("triage-bug"))
-        await pilot.pause(0.3)
+        await settle(app, pilot)
         scroll = app.query_one("#graph-scroll")
-        for key in ("enter", "j", "j", "j", "j", "j"):  # one burst: the j's act in the graph Enter opened
+        # One burst from the threads view: to the workflows, the last one (triage-bug), into its
+        # graph, five lines down; each key acts where the keys before it left the focus.
+        for key in ("1", "end", "enter", "j", "j", "j", "j", "j"):
             app.post_message(events.Key(key, "\r" if key == "enter" else key))
-        await pilot.pause(0.3)
+        await pilot.pause(0.5)
+        assert app.query_one(WorkflowsView).selected == "triage-bug"
         down = scroll.scroll_y
         for _ in range(2):
             app.post_message(events.Key("k", "k"))

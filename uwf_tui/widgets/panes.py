@@ -17,7 +17,14 @@ PANE_KEYS = [
 
 class RowTable(DataTable):
     """A row table whose Enter acts at once, calling its view's enter_row(): DataTable's own
-    posts a message, which the keys queued behind Enter (`enter j j`) would overtake."""
+    posts a message, which the keys queued behind Enter (`enter j j`) would overtake. Home and
+    End go to the first and last row (a DataTable's scroll sideways), as a Tree's do."""
+
+    def action_scroll_home(self) -> None:
+        self.move_cursor(row=0)
+
+    def action_scroll_end(self) -> None:
+        self.move_cursor(row=self.row_count - 1)
 
     def action_select_cursor(self) -> None:
         view = next((node for node in self.ancestors if hasattr(node, "enter_row")), None)

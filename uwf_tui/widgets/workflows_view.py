@@ -16,6 +16,7 @@ from uwf_core.api import Repo, UwfError, Workflow, field_order, list_workflows, 
 from ..formatting import short
 from .graph_layout import render_graph_rich
 from .panes import PANE_KEYS, RowTable, active_scroll, focus_now
+from .timeline import row_at_cursor
 
 
 class WorkflowsView(Horizontal):
@@ -58,8 +59,12 @@ class WorkflowsView(Horizontal):
         self.enter_row(event.data_table)
 
     def enter_row(self, table: DataTable) -> None:
-        """Enter on a workflow: into its graph (or whichever tab is open), to scroll it."""
+        """Enter on a workflow: into its graph (or whichever tab is open), to scroll it. The
+        workflow under the cursor is shown first: its highlight event may still be queued."""
         if table.id == "workflows":
+            name = row_at_cursor(table)
+            if name and name != self.selected:
+                self.show(name)
             focus_now(self.panes()[1])
 
     def back(self) -> bool:
