@@ -39,6 +39,7 @@ _EXPORTS = {
     "fork_with_output": "thread.ops",
     "resume_thread": "thread.ops",
     "resolve_thread_id": "thread.ops",
+    "ulid_timestamp_ms": "encoding.ids",  # when a thread was created (its id is a ULID)
     "context_of": "thread.context",
     "ThreadContext": "thread.model",
     "StepContext": "thread.model",
@@ -52,6 +53,7 @@ _EXPORTS = {
     "STATUS_RUNNING": "thread.details",
     "STATUS_WAITING": "thread.details",
     "STATUS_FAILED": "thread.details",
+    "STATUS_CANCELLED": "thread.details",
     "STATUS_DAMAGED": "thread.details",
     "Timeline": "thread.timeline",
     "Branch": "thread.timeline",

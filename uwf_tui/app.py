@@ -28,30 +28,33 @@ from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, Ta
 from uwf_core.api import Cancel, Repo, UwfError
 
 from .commands import Commands
-from .formatting import elapsed, spinner
+from .formatting import brief, elapsed, spinner
 from . import workers
 from .messages import AgentChecked, AgentOutput, FsckDone, HumanAnswerRequested, KillDone, StepDone
 from .runner import AgentRunner
 from .screens.modals import ConfirmScreen, HelpScreen
 from .widgets.cas_view import CasView
-from .widgets.panes import move_focus
+from .widgets.panes import focus_now, move_focus, switch_tab
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
-VIEWS = ["workflows", "threads", "cas"]
 NARROW_COLUMNS = 110
 SHORT_ROWS = 34
 HELP = [
-    ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS"), ("tab", "next view")]),
+    ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS")]),
     ("Threads", [("s", "step"), ("r", "run to the end"), ("x", "cancel its agent"), ("K", "kill (asks)"), ("n", "new thread"),
                  ("f", "fork the step"), ("e", "edit its output and fork")]),
     ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
     ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
     ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
-    ("Moving", [("j/k", "down/up or scroll"), ("h/l", "pane left/right"), ("/", "filter this view's list")]),
+    ("Moving", [("j/k", "down/up or scroll"), ("home/end", "first/last"), ("h/l tab", "pane left/right"),
+                ("[ ]", "tabs (Output…, Graph…)"), ("/", "filter this view's list")]),
     ("Anywhere", [("?", "this help"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
 ]
 THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
+# Textual's own palette commands worth keeping, retitled; the rest (Keys, Maximize, its
+# quit-at-once) are noise here or bypass our own quit, which asks while agents run.
+TEXTUAL_COMMANDS = {"Theme": "Change the colour theme", "Screenshot": "Save a screenshot of the screen (SVG, in the current directory)"}
 
 
 class UwfApp(App):
@@ -63,7 +66,10 @@ class UwfApp(App):
         Binding("1", "view('workflows')", "Workflows", show=False, id="view-workflows", tooltip="show the Workflows view"),
         Binding("2", "view('threads')", "Threads", show=False, id="view-threads", tooltip="show the Threads view"),
         Binding("3", "view('cas')", "CAS", show=False, id="view-cas", tooltip="show the CAS view"),
-        Binding("tab", "next_view", "Next view", show=False, priority=True, id="next-view"),
+        Binding("left_square_bracket", "switch_tab(-1)", "Tabs", show=False, id="previous-tab",
+                tooltip="show the previous tab of the view's detail pane"),
+        Binding("right_square_bracket", "switch_tab(1)", "Tabs", key_display="[ ]", id="next-tab",
+                tooltip="show the next tab of the view's detail pane (Output, Body, … or Graph, Roles, YAML)"),
         Binding("s", "step", "Step", id="step", tooltip="run one step of the selected thread"),
         Binding("r", "run", "Run", id="run", tooltip="step the selected thread until it is done"),
         Binding("x", "cancel", "Cancel", id="cancel", tooltip="stop the agent running for the selected thread"),
@@ -71,6 +77,12 @@ class UwfApp(App):
         Binding("e", "edit", "Edit", id="edit", tooltip="edit the selected step's output and fork from it"),
         Binding("K", "kill", "Kill", id="kill", tooltip="kill the selected thread (asks first)"),
         Binding("n", "new_thread", "New", id="new-thread", tooltip="start a thread: pick a workflow, type a prompt"),
+        # Twins, kept out of the footer: where the key above is hidden (check_action False) the
+        # twin takes the key, so `n` still works in the threads view and `s` on a finished thread
+        # says why it does nothing.
+        Binding("n", "new_thread('unlisted')", "New", show=False, id="new-thread-unlisted"),
+        Binding("s", "why_not('step')", "Step", show=False, id="step-unavailable"),
+        Binding("r", "why_not('run')", "Run", show=False, id="run-unavailable"),
         Binding("slash", "filter", "Filter", show=False, id="filter", tooltip="filter the list of the current view"),
         Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
@@ -78,8 +90,8 @@ class UwfApp(App):
         Binding("h", "pane(-1)", "Pane left", show=False, id="pane-left"),
         Binding("l", "pane(1)", "Pane right", show=False, id="pane-right"),
         Binding("escape", "back", "Back", show=False, id="back"),
-        Binding("question_mark", "help", "Help", id="help", tooltip="every key, grouped by view"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="leave (asks first while agents run)"),
+        Binding("question_mark", "help", "Help", id="help", tooltip="show every key, grouped by view"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="quit uwf-tui (asks first while agents run)"),
     ]
     running_count: reactive[int] = reactive(0, bindings=True)
 
@@ -107,7 +119,22 @@ class UwfApp(App):
                 yield ThreadsView(self.repo, id="threads-view")
             with TabPane("3 CAS", id="pane-cas"):
                 yield CasView(self.repo, id="cas-view")
-        yield Footer()
+        yield Footer(compact=True)  # every key that applies fits at 80 columns
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None, markup: bool = False) -> None:
+        """Every message goes whole to the log of the Threads view; its toast is one brief line,
+        which covers little at 80x24. Never markup: messages quote paths and `[redacted:…]`."""
+        self.note(message, title, severity)
+        super().notify(brief(message), title=title, severity=severity, timeout=timeout or (6 if severity == "error" else 3), markup=False)
+
+    def toast(self, message: str, *, severity="information") -> None:
+        """A brief toast for what the log already says (a step's outcome)."""
+        super().notify(brief(message), severity=severity, timeout=4 if severity == "error" else 2, markup=False)
+
+    def note(self, message: str, title: str = "", severity: str = "information") -> None:
+        if self.query(ThreadsView):  # not while the app is closing
+            style = {"error": "bold red", "warning": "yellow"}.get(severity, "")
+            self.threads_view.log_note(f"{title}: {message}" if title else message, style)
 
     async def action_quit(self) -> None:
         """Leave; with agents running, ask first (No by default), then stop them: their
@@ -162,14 +189,19 @@ class UwfApp(App):
     def action_view(self, name: str) -> None:
         self.query_one("#views", TabbedContent).active = f"pane-{name}"
         focus = {"workflows": "#workflows", "threads": "#threads", "cas": "#cas-tree"}[name]
-        self.query_one(focus).focus()
+        focus_now(self.query_one(focus))  # at once: the keys after `1` act in the view it opens
 
-    def action_next_view(self) -> None:
-        if isinstance(self.screen, ModalScreen):
-            self.screen.focus_next()  # Tab is a priority key of the app: in a dialog it moves between fields
-            return
-        index = VIEWS.index(self.current_view)
-        self.action_view(VIEWS[(index + 1) % len(VIEWS)])
+    def action_focus_pane(self, delta: int) -> None:
+        """Tab / shift+tab (bound by each view, so they come in order with the other keys): the
+        next or previous pane of the view, round. In a dialog they are the screen's: its fields."""
+        move_focus(self.view_widget.panes(), self.focused, delta, wrap=True)
+
+    def action_switch_tab(self, delta: int) -> None:
+        """[ and ]: the previous or next tab of the view's tabbed pane; the focus follows when it
+        was in the tab being left, so j/k scroll what is shown."""
+        tabs = self.view_widget.tabs()
+        if tabs is not None:
+            switch_tab(tabs, self.focused, delta)
 
     @property
     def view_widget(self):
@@ -179,15 +211,15 @@ class UwfApp(App):
         widget = self.focused
         if isinstance(widget, (DataTable, Tree)):
             widget.action_cursor_down()
-        elif widget is not None and widget.allow_vertical_scroll:
-            widget.scroll_down(animate=False)
+        elif widget is not None:
+            scroll_by(widget, 1)
 
     def action_cursor_up(self) -> None:
         widget = self.focused
         if isinstance(widget, (DataTable, Tree)):
             widget.action_cursor_up()
-        elif widget is not None and widget.allow_vertical_scroll:
-            widget.scroll_up(animate=False)
+        elif widget is not None:
+            scroll_by(widget, -1)
 
     def action_pane(self, delta: int) -> None:
         """h/l: the pane left or right of the focused one, within the current view."""
@@ -198,27 +230,49 @@ class UwfApp(App):
         self.view_widget.back()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """False hides a key from the footer (and ignores it) where it cannot apply, so the
+        footer shows the few keys that matter here."""
         if isinstance(self.screen, ModalScreen):
-            return action in ("quit", "help", "next_view")  # Tab moves between a dialog's fields
-        # False hides a key from the footer (and ignores it) where it cannot apply, so the
-        # footer shows the few keys that matter here.
+            # The dialog has its own keys; of the app's only moving between its fields applies.
+            return action in ("focus_next", "focus_previous")
+        if action == "switch_tab":
+            return self.view_widget.tabs() is not None
+        if action == "new_thread" and not parameters:
+            # In the footer where starting a thread is the next thing to do; `n` works everywhere.
+            return self.current_view != "threads" or not self.threads_view.infos
+        if action == "why_not":
+            return self.current_view == "threads" and self.threads_view.current_thread() is not None
         if action in THREAD_ACTIONS:
-            if self.current_view != "threads":
-                return False
-            thread = self.threads_view.current_thread()
-            info = self.threads_view.infos.get(thread or "")
-            if info is None:
-                return False
-            running = thread in self.running
-            if action in ("step", "run"):
-                return not running and info.active
-            if action == "cancel":
-                return running or self.repo.locks.running(thread) is not None
-            if action == "kill":
-                return info.active
-            if action in ("fork", "edit"):
-                return self.threads_view.selected_step_hash() is not None
+            return self._thread_action_applies(action)
         return True
+
+    def _thread_action_applies(self, action: str) -> bool:
+        thread = self.threads_view.current_thread() if self.current_view == "threads" else None
+        info = self.threads_view.infos.get(thread or "")
+        if thread is None or info is None:
+            return False
+        running = thread in self.running
+        if action in ("step", "run"):
+            return not running and info.active
+        if action == "cancel":
+            return running or self.repo.locks.running(thread) is not None
+        if action == "kill":
+            return info.active
+        if action == "edit":
+            return self.threads_view.selected_output_step() is not None  # a start has no output to edit
+        return self.threads_view.selected_step_hash() is not None  # fork
+
+    def action_why_not(self, action: str) -> None:
+        """s or r where they cannot act: say why, rather than nothing."""
+        thread = self.threads_view.current_thread()
+        info = self.threads_view.infos.get(thread or "")
+        if thread is None or info is None:
+            return
+        if thread in self.running:
+            self.notify(f"thread {thread[:10]} is already running here (x cancels it)", severity="warning")
+        elif not info.active:
+            ended = {"done": "is done", "killed": "was killed", "max-steps": "stopped at its maxSteps"}.get(info.reason or "done", f"ended ({info.reason})")
+            self.notify(f"{thread[:10]} {ended}: nothing to {action}; f forks from a step", severity="warning")
 
     # -- live refresh --------------------------------------------------------------------
 
@@ -308,19 +362,18 @@ class UwfApp(App):
         self.threads_view.log_line(message.thread, message.line)
 
     def on_step_done(self, message: StepDone) -> None:
+        """The log says what happened, whole; a brief toast too, for the log may be off screen."""
         self.runner.finished(message.thread)
         self.running_count = len(self.runner)
-        title = f"thread {message.thread[:10]}"
         if message.error:
             self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")
-            self.notify(message.error, title=title, severity="error", timeout=8)
+            self.toast(f"step failed: {message.error}", severity="error")
         elif message.summary == "cancelled":
-            said = "cancelled: the agent was stopped; the head did not move"
-            self.threads_view.log_line(message.thread, f"■ {said}", "yellow")
-            self.notify(said, title=title, severity="warning")
+            self.threads_view.log_line(message.thread, "■ cancelled; the head did not move (s steps again)", "yellow")
+            self.toast("step cancelled", severity="warning")
         else:
             self.threads_view.log_line(message.thread, f"■ {message.summary}", "bold green")
-            self.notify(message.summary, title=title, timeout=3)  # the log keeps it
+            self.toast(message.summary)
         self._force_refresh()
 
     def action_cancel(self) -> None:
@@ -364,7 +417,7 @@ class UwfApp(App):
         self._signature = None
         self.poll_state()
 
-    def action_new_thread(self) -> None:
+    def action_new_thread(self, _twin: str = "") -> None:
         workflows = self.query_one(WorkflowsView)
         self.commands.new_thread(workflows.names(), workflows.selected)
 
@@ -385,15 +438,28 @@ class UwfApp(App):
         self.commands.agent_checked(message)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Textual's own commands, then each of ours titled by what it does (a binding
-        without a tooltip is plain movement, not a command)."""
-        yield from super().get_system_commands(screen)
+        """Each of our commands titled by what it does (a binding without a tooltip is plain
+        movement, not a command), then the few of Textual's own a user wants."""
         for binding in self.BINDINGS:
-            if binding.tooltip and binding.action != "quit":
+            if binding.tooltip:
                 title = binding.tooltip[0].upper() + binding.tooltip[1:]
                 key = self.get_key_display(binding)
-                yield SystemCommand(title, f"key: {key}", lambda action=binding.action: self.run_action(action))
+                yield SystemCommand(title, f"key: {key}", partial(self.run_action, binding.action))
         yield SystemCommand("Test an agent", "send a tiny prompt through an agent, as `uwf agent test` does", self.action_test_agent)
+        for command in super().get_system_commands(screen):
+            if command.title in TEXTUAL_COMMANDS:
+                yield SystemCommand(TEXTUAL_COMMANDS[command.title], command.help, command.callback)
+
+
+def scroll_by(widget, lines: int) -> None:
+    """j/k in a text pane. After the next layout, so content shown by the keys before it (Enter
+    on a workflow) can be scrolled; immediate, so each j of a burst starts from the last one's
+    target (a deferred scroll starts from the old one, and a burst scrolled once)."""
+    def scroll() -> None:
+        if widget.allow_vertical_scroll:
+            widget.scroll_to(y=widget.scroll_target_y + lines, animate=False, immediate=True)
+
+    widget.call_after_refresh(scroll)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -425,11 +491,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _unusable_root(location: str) -> str | None:
-    """What makes a root impossible to open at all (a damaged one still opens, showing the damage)."""
-    if os.path.exists(location) and not os.path.isdir(location):
+    """What makes a root impossible to open at all: not a directory, unreadable, or (when it does
+    not exist yet) impossible to create. A damaged root still opens, showing the damage."""
+    if os.path.isdir(location):
+        return None if os.access(location, os.R_OK | os.X_OK) else f"the root {location} cannot be read (permission denied)"
+    if os.path.exists(location):
         return f"the root {location} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)"
-    if os.path.isdir(location) and not os.access(location, os.R_OK | os.X_OK):
-        return f"the root {location} cannot be read (permission denied)"
+    parent = os.path.dirname(location.rstrip(os.sep)) or os.sep
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"the root {location} cannot be created: {parent} is a file, not a directory"
+    return _creatable(location, parent)
+
+
+def _creatable(location: str, parent: str) -> str | None:
+    """A missing root opens empty, to be created by the first write: check now that it can be
+    (os.access is not enough: root passes it on /proc), with a directory made and removed at once."""
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".uwf-tui-probe-", dir=parent))
+    except OSError as exc:
+        return f"the root {location} cannot be created in {parent}: {exc.strerror or exc}"
     return None
 
 

@@ -81,7 +81,9 @@ class Commands:
                 app.runner.cancel(thread)
                 app.run_worker(partial(workers.kill, app.repo, thread, app.post_message), thread=True, exit_on_error=False, group="kill")
 
-        app.push_screen(ConfirmScreen(f"Kill thread {thread}? It is archived and its running agent is stopped."), confirmed)
+        running = thread in app.runner or app.repo.locks.running(thread) is not None
+        then = "its running agent is stopped" if running else "it takes no more steps (its steps can still be forked)"
+        app.push_screen(ConfirmScreen(f"Kill thread {thread}? It is archived and {then}."), confirmed)
 
     def new_thread(self, names: list[str], selected: str | None) -> None:
         from uwf_core.api import start_thread

@@ -5,11 +5,19 @@ from __future__ import annotations
 import json
 import time
 
-STATUS_ICONS = {"running": "▶", "waiting": "·", "failed": "✗", "done": "✓", "killed": "☠", "max-steps": "⧗", "damaged": "!"}
+STATUS_ICONS = {
+    "running": "▶", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "damaged": "!",
+}
 STATUS_STYLES = {
-    "running": "bold green", "waiting": "white", "failed": "bold red", "done": "cyan", "killed": "magenta",
+    "running": "bold green", "waiting": "white", "failed": "bold red", "cancelled": "yellow", "done": "cyan", "killed": "magenta",
     "max-steps": "yellow", "damaged": "bold white on red",
 }
+
+
+def attempt_mark(status: str) -> tuple[str, str]:
+    """How a timeline shows an attempt that did not move the head: a stopped one (runs.jsonl's
+    `killed`: cancelled, a form declined) is not a failure."""
+    return ("■", "yellow") if status == "killed" else ("✗", "bold red")
 
 
 def age(ms: int | None, now: float | None = None) -> str:
@@ -29,7 +37,11 @@ def clock(ms: int | None) -> str:
 def took(start: int | None, end: int | None) -> str:
     if not start or not end:
         return ""
-    seconds = max(0, end - start) / 1000
+    return duration(end - start)
+
+
+def duration(ms: int) -> str:
+    seconds = max(0, ms) / 1000
     return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 
@@ -68,3 +80,17 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 def spinner(tick: int) -> str:
     return SPINNER[tick % len(SPINNER)]
+
+
+TOAST_CHARS = 56  # one line of a toast at 80 columns
+CUT = "… (see log)"
+
+
+def brief(message: str, limit: int = TOAST_CHARS) -> str:
+    """A message cut to one short line for a toast, at a word where it can (the log keeps it whole)."""
+    line = " ".join(message.split())
+    if len(line) <= limit:
+        return line
+    room = limit - len(CUT)
+    cut = line.rfind(" ", 0, room + 1)
+    return line[: cut if cut > room // 2 else room].rstrip(" ,;:") + CUT

@@ -25,14 +25,19 @@ def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending
         if result.role:
             post(AgentOutput(thread, f"✓ {result.role} ({result.agent}) → {result.head}"))
 
+    declined = False  # the person closed the form: a cancel, like x
+
     def human(request: HumanRequest) -> str | None:
+        nonlocal declined
         answer: Future = Future()
         pending[thread] = answer  # a cancel or quitting resolves it with None
         post(HumanAnswerRequested(thread, request, answer))
         try:
-            return None if cancel.is_set() else answer.result()
+            text = None if cancel.is_set() else answer.result()
         finally:
             pending.pop(thread, None)
+        declined = text is None
+        return text
 
     options = StepOptions(on_output=on_output, cancel=cancel, human=human)
     try:
@@ -42,7 +47,7 @@ def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending
             result = perform_step(repo, thread, options)
             on_step(result)
     except UwfError as exc:
-        cancelled = getattr(exc, "status", None) == "killed" and cancel.is_set()
+        cancelled = getattr(exc, "status", None) == "killed" and (cancel.is_set() or declined)
         post(StepDone(thread, "cancelled" if cancelled else "failed", None if cancelled else exc.message))
         return
     except Exception as exc:  # a bug: report it in the UI rather than kill the app

@@ -209,9 +209,12 @@ def _setup_on_a_terminal(root_dir, answers: list[str]) -> str:
             if not chunk:
                 break
             transcript += chunk
-            if pending and transcript.rstrip().endswith((b":", b"]:")):
+            # A question ends with ": " and nothing after it (the echo of an answer ends a line).
+            if pending and transcript.endswith(b": "):
                 os.write(fd, pending.pop(0).encode() + b"\r")
-    os.waitpid(pid, 0)
+    if os.waitpid(pid, os.WNOHANG) == (0, 0):  # still asking: out of answers; don't hang the suite
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
     return transcript.decode("utf-8", "replace")
 
 
@@ -228,6 +231,33 @@ def test_interactive_setup_skipped_entirely_writes_no_provider(root_dir):
     transcript = _setup_on_a_terminal(root_dir, ["", ""])
     assert "Base URL" not in transcript and "Default agent" not in transcript
     assert "\nproviders:" not in (root_dir / "config.yaml").read_text()
+
+
+def test_interactive_setup_with_a_key_and_a_model_takes_the_offered_builtin_agent(root_dir):
+    """Enter on the offered default (uwf-builtin, usable without a config entry) writes the key
+    and the config; it used to fail at the end and lose the key."""
+    transcript = _setup_on_a_terminal(root_dir, ["openrouter", "", "sk-typed-once", "anthropic/claude-sonnet-4", "", ""])
+    assert "Default agent (uwf-builtin; \"none\" skips) [uwf-builtin]" in transcript
+    assert "error" not in transcript
+    assert 'defaultAgent: "uwf-builtin"' in (root_dir / "config.yaml").read_text()
+    assert "OPENROUTER_API_KEY=sk-typed-once" in (root_dir / ".env").read_text()
+
+
+def test_interactive_setup_asks_again_after_a_typo_instead_of_aborting(root_dir):
+    answers = ["local", "not-a-url", "http://127.0.0.1:9/v1", "sk-x", "", "claud", "claude, llm", "lm", "llm"]
+    transcript = _setup_on_a_terminal(root_dir, answers)
+    assert "'not-a-url' is not an http(s) URL; try again" in transcript
+    assert "unknown agent preset 'claud'" in transcript
+    assert "'lm' is not an agent here" in transcript
+    config = (root_dir / "config.yaml").read_text()
+    assert 'defaultAgent: "llm"' in config and "claude:" in config and "127.0.0.1:9" in config
+    assert "LOCAL_API_KEY=sk-x" in (root_dir / ".env").read_text()
+
+
+def test_interactive_setup_with_a_provider_and_no_model_still_asks_for_the_default_agent(root_dir):
+    transcript = _setup_on_a_terminal(root_dir, ["local", "", "", "", "", "uwf-script"])
+    assert "Default agent (\"none\" skips; uwf-builtin needs a model)" in transcript
+    assert 'defaultAgent: "uwf-script"' in (root_dir / "config.yaml").read_text()
 
 
 def test_the_demo_scripted_agent_passes_its_check(uwf):

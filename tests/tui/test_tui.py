@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES  # noqa: E402
 from fixed_root import build_fixed_root  # noqa: E402
 
 from uwf_core.api import Repo  # noqa: E402
@@ -26,13 +27,13 @@ def fixed(tmp_path, monkeypatch):
     return Repo.open(str(path)), ids
 
 
-def run_app(root: Repo, script, size=SIZE):
-    """Run `script(app, pilot)` inside the app and return what it returns."""
+def run_app(root: Repo, script, size=SIZE, toasts: bool = False):
+    """Run `script(app, pilot)` inside the app and return what it returns (`toasts`: draw them)."""
     from uwf_tui.app import UwfApp
 
     async def main():
         app = UwfApp(root, poll_seconds=0.2)
-        async with app.run_test(size=size) as pilot:
+        async with app.run_test(size=size, notifications=toasts) as pilot:
             await pilot.pause(0.3)
             return await script(app, pilot)
 
@@ -94,6 +95,61 @@ def test_startup_lists_threads_and_shows_the_timeline(fixed):
     assert f"branch:{ids['fork']}" in keys  # the fork hangs off the step it left
 
 
+def test_the_start_row_names_its_workflow(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        table = app.query_one("#timeline")
+        table.move_cursor(row=0)
+        await settle(app, pilot)
+        return app.query_one("#step-output").content.code
+
+    workflow = thread_info(root, ids["analyze"]).workflow
+    assert f"workflow: analyze-topic ({workflow})" in run_app(root, script)
+
+
+def screen_text(app) -> str:
+    """What the screen shows, as plain text (from the SVG export)."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot())).replace("\xa0", " ")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_the_thread_list_shows_each_prompts_first_words(fixed, size):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        table = app.query_one("#threads")
+        return {thread: str(table.get_row(thread)[-1]) for thread in (ids["triage"], ids["analyze"])}, screen_text(app)
+
+    prompts, screen = run_app(root, script, size=size)
+    assert prompts[ids["triage"]].startswith("Bug report: the app crashes")
+    assert "Bug report: the" in screen and "Why content-add" in screen  # on screen, not scrolled off
+
+
+def test_a_fresh_fork_is_as_young_as_the_fork(fixed):
+    """A fork's head is an old step; its row's age is the fork's, not that step's."""
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        timeline = app.query_one("#timeline")
+        timeline.move_cursor(row=timeline.get_row_index(f"step:{ids['solve_steps'][0]}"))
+        await pilot.pause(0.2)
+        await pilot.press("f")
+        await settle(app, pilot)
+        table = app.query_one("#threads")
+        fork = app.threads_view.selected_thread
+        return str(table.get_row(fork)[5]), str(table.get_row(ids["solve"])[5])
+
+    fork_age, parent_age = run_app(root, script)
+    assert fork_age.endswith("s ago") and parent_age.endswith("d ago")
+
+
 def test_failed_attempts_appear_in_the_timeline(fixed):
     root, ids = fixed
 
@@ -143,6 +199,82 @@ def test_keys_in_a_burst_act_on_what_is_selected_when_each_is_pressed(fixed):
     assert above == ids["analyze"]
     assert thread_info(root, ids["analyze"]).head != heads["analyze"]  # the thread moved to was stepped
     assert thread_info(root, ids["triage"]).head == heads["triage"]  # not the one selected before
+
+
+def test_a_finished_step_took_what_uwf_timed_and_started_means_the_start_on_every_row(fixed, tmp_path):
+    """A step-protocol agent behind a slow wrapper: its StepNode's own times are the kit's inner
+    call (about 0s); the timeline shows the attempt's duration from runs.jsonl."""
+    from uwf_tui.formatting import clock
+
+    root, ids = fixed
+    wrapper = tmp_path / "slow-wrapper.sh"
+    wrapper.write_text(f'#!/bin/sh\nsleep 1.5\nexec uwf-script --script-dir "{EXAMPLES}" "$@"\n')
+    wrapper.chmod(0o755)
+    config = Path(root.location, "config.yaml")
+    config.write_text(config.read_text().replace('defaultAgent: "script"', f'defaultAgent: "{wrapper}"'))
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        await settle(app, pilot, 1.0)
+        for _ in range(40):
+            if ids["analyze"] not in app.running:
+                break
+            await pilot.pause(0.25)
+        await settle(app, pilot)
+        table = app.query_one("#timeline")
+        labels = [str(column.label) for column in table.ordered_columns]
+        (key,) = [key.value for key in table.rows if key.value.startswith("step:")]
+        return labels, [str(cell) for cell in table.get_row(key)]
+
+    labels, row = run_app(root, script)
+    (run,) = [record for record in root.runs.read(ids["analyze"]) if record.ok]
+    assert labels[3:5] == ["started", "took"]
+    assert row[3] == clock(run.startedAt)  # the start, as on the running row and attempt rows
+    assert float(row[4].rstrip("s")) >= 1.5, row
+
+
+def test_s_on_a_finished_thread_says_why_it_does_nothing(fixed):
+    root, ids = fixed
+    done = next(info.thread for info in list_threads(root, include_archived=True) if not info.active)
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, done)
+        footer_offers_step = "s" in app.screen.active_bindings and app.screen.active_bindings["s"].binding.show
+        await pilot.press("s")
+        await pilot.pause(0.2)
+        return footer_offers_step, [n.message for n in app._notifications], log_text(app), app.running
+
+    offered, notes, log, running = run_app(root, script)
+    assert not offered and not running  # no fake offer in the footer, nothing started
+    assert f"{done[:10]} is done: nothing to step; f forks from a step" in notes, notes
+
+
+def test_s_j_s_in_one_burst_steps_two_threads(fixed):
+    """Each `s` steps the thread under the cursor when it is pressed: the burst steps the first
+    thread, moves, and steps the second, though the first is still running when `j` comes."""
+    from textual import events
+
+    root, ids = fixed
+    heads = {name: thread_info(root, ids[name]).head for name in ("analyze", "triage")}
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        table = app.query_one("#threads")
+        below = str(table.coordinate_to_cell_key((table.get_row_index(ids["analyze"]) + 1, 0)).row_key.value)
+        for key in ("s", "j", "s"):  # queued before any is handled: no pause between them
+            app.post_message(events.Key(key, key))
+        await settle(app, pilot, 1.0)
+        for _ in range(40):
+            if not app.running:
+                break
+            await pilot.pause(0.25)
+        return below
+
+    below = run_app(root, script)
+    assert below == ids["triage"]
+    assert thread_info(root, ids["analyze"]).head != heads["analyze"]
+    assert thread_info(root, ids["triage"]).head != heads["triage"]
 
 
 def test_r_runs_until_done(fixed):
@@ -251,6 +383,26 @@ def test_the_kill_dialog_defaults_to_no(fixed):
     assert thread_info(root, ids["fork"]).active
 
 
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_the_kill_dialog_says_it_all_and_only_what_is_true(fixed, size):
+    """The question is whole inside the dialog at 80x24, and no running agent is claimed when
+    none runs."""
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["fork"])
+        await pilot.press("K")
+        await pilot.pause(0.3)
+        question, dialog = app.screen.query_one(".question"), app.screen.query_one(".dialog")
+        buttons = [button.region for button in app.screen.query("Button")]
+        return str(question.render()), question.region, dialog.region, buttons
+
+    text, question, dialog, buttons = run_app(root, script, size=size)
+    assert text == f"Kill thread {ids['fork']}? It is archived and it takes no more steps (its steps can still be forked)."
+    assert dialog.contains_region(question) and question.height >= len(text) // question.width + 1
+    assert all(dialog.contains_region(button) for button in buttons) and dialog.bottom <= size[1]
+
+
 def test_quitting_with_an_agent_running_asks_first_and_no_is_the_default(fixed, tmp_path):
     root, ids = fixed
     _slow_default_agent(root, tmp_path, "tui-quit-marker")
@@ -334,6 +486,12 @@ def test_a_refused_new_thread_keeps_the_dialog_and_what_was_typed(fixed, tmp_pat
         await pilot.press("tab")  # Tab leaves the prompt instead of typing into it
         await pilot.pause(0.1)
         tabbed = app.focused is not dialog.query_one("#prompt") and "\t" not in dialog.query_one("#prompt").text
+        await pilot.press("shift+tab")  # and shift+tab comes back to it
+        await pilot.pause(0.1)
+        tabbed = tabbed and app.focused is dialog.query_one("#prompt")
+        await pilot.press("shift+tab")
+        await pilot.pause(0.1)
+        tabbed = tabbed and app.focused is dialog.query_one("#workflow")
         dialog.query_one("#workspace").value = str(tmp_path)
         await pilot.press("ctrl+s")
         await settle(app, pilot)
@@ -359,11 +517,15 @@ def test_x_cancels_the_running_agent(fixed, tmp_path):
             if ids["analyze"] not in app.running:
                 break
             await pilot.pause(0.25)
-        return log_text(app), ids["analyze"] in app.running
+        await settle(app, pilot)
+        table = app.query_one("#timeline")
+        attempt = next(str(table.get_row(key)[1]) for key in table.rows if key.value.startswith("attempt:"))
+        return log_text(app), ids["analyze"] in app.running, app.threads_view.statuses[ids["analyze"]], attempt
 
-    log, still_running = run_app(root, script)
+    log, still_running, status, attempt = run_app(root, script)
     assert not still_running
-    assert "cancelled" in log
+    assert "cancelled" in log and "✗" not in log
+    assert status == "cancelled" and attempt.startswith("■")  # a cancel is not a failure
     assert thread_info(root, ids["analyze"]).active  # head unchanged, thread still there
     assert root.runs.read(ids["analyze"])[-1].status == "killed"
 
@@ -423,18 +585,61 @@ def test_cas_tree_expands_references_lazily(fixed):
     assert children == root.nodes.refs(thread_info(root, ids["solve"]).head)
 
 
-def test_numbers_and_tab_switch_views(fixed):
+def test_numbers_switch_views(fixed):
     root, _ = fixed
 
     async def script(app, pilot):
         seen = []
-        for key in ("1", "2", "3", "tab", "tab"):
+        for key in ("1", "2", "3", "2"):
             await pilot.press(key)
             await pilot.pause(0.1)
             seen.append(app.current_view)
         return seen
 
-    assert run_app(root, script) == ["workflows", "threads", "cas", "workflows", "threads"]
+    assert run_app(root, script) == ["workflows", "threads", "cas", "threads"]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_tab_moves_between_panes_and_brackets_switch_tabs(fixed, size):
+    """Tab and shift+tab go round the view's panes (list, timeline, step, log); [ and ] show the
+    step's other tabs and, in the workflows view, the graph, roles and YAML, the focus following
+    when it was in the tab. The footer offers [ ] only in views with tabs."""
+    from textual.widgets._footer import FooterKey
+
+    root, ids = fixed
+
+    def where(app) -> str:
+        node = app.focused
+        while node is not None and not (node.id or "").startswith(("tab-", "threads", "timeline", "log", "workflows")):
+            node = node.parent
+        return node.id if node is not None else "?"
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        panes = []
+        for key in ("tab", "tab", "tab", "tab", "shift+tab"):
+            await pilot.press(key)
+            panes.append(where(app))
+        await pilot.press("shift+tab")  # from the log back to the step's Output tab
+        tabs = []
+        for key in ("right_square_bracket", "right_square_bracket", "left_square_bracket", "left_square_bracket", "left_square_bracket"):
+            await pilot.press(key)
+            tabs.append((app.query_one("#step-tabs").active, where(app)))
+        footers = {}
+        for view in ("2", "1", "3"):
+            await pilot.press(view)
+            await pilot.pause(0.2)
+            footers[view] = [key.key for key in app.screen.query(FooterKey)]
+        await pilot.press("1", "enter", "right_square_bracket", "right_square_bracket")
+        await pilot.pause(0.1)
+        return panes, tabs, footers, app.query_one("#workflow-tabs").active, where(app)
+
+    panes, tabs, footers, workflow_tab, focus = run_app(root, script, size=size)
+    assert panes == ["timeline", "tab-output", "log", "threads", "log"]
+    assert tabs == [("tab-body", "tab-body"), ("tab-prompt", "tab-prompt"), ("tab-body", "tab-body"), ("tab-output", "tab-output"), ("tab-detail", "tab-detail")]
+    assert "right_square_bracket" in footers["2"] and "right_square_bracket" in footers["1"]
+    assert "right_square_bracket" not in footers["3"]
+    assert workflow_tab == "tab-yaml" and focus == "tab-yaml"
 
 
 def test_question_mark_opens_help_and_escape_closes_it(fixed):
@@ -451,7 +656,7 @@ def test_question_mark_opens_help_and_escape_closes_it(fixed):
 
     opened, text, after = run_app(root, script)
     assert opened == "HelpScreen" and after == "Screen"
-    for key in ("s step", "r run", "f fork", "K kill", "n new", "x cancel", "/ filter", "g go to", "e edit", "q quit", "enter", "esc", "h/l"):
+    for key in ("s step", "r run", "f fork", "K kill", "n new", "x cancel", "/ filter", "g go to", "e edit", "q quit", "enter", "esc", "h/l tab", "[ ] tabs"):
         assert key in text, key
 
 
@@ -459,9 +664,10 @@ def test_command_palette_offers_the_actions(fixed):
     root, _ = fixed
 
     async def script(app, pilot):
-        return [command.title for command in app.get_system_commands(app.screen)]
+        return [(command.title, command.help) for command in app.get_system_commands(app.screen)]
 
-    titles = run_app(root, script)
+    commands = run_app(root, script)
+    titles = [title for title, _ in commands]
     for title in (
         "Run one step of the selected thread",
         "Step the selected thread until it is done",
@@ -470,11 +676,19 @@ def test_command_palette_offers_the_actions(fixed):
         "Start a thread: pick a workflow, type a prompt",
         "Stop the agent running for the selected thread",
         "Open any node by its hash or a prefix",
-        "Every key, grouped by view",
+        "Show every key, grouped by view",
+        "Show the Workflows view",
+        "Filter the list of the current view",
+        "Quit uwf-tui (asks first while agents run)",  # ours, which asks; not Textual's quit-at-once
         "Test an agent",
+        "Change the colour theme",  # Textual's own that a user wants
     ):
-        assert title in titles
-    assert not any(title in ("Down", "Up", "Pane left", "Back") for title in titles)
+        assert title in titles, title
+    # no movement keys, no Textual noise, no raw key names as titles; each title once
+    for noise in ("Down", "Up", "Pane left", "Back", "Keys", "Maximize", "Minimize", "Quit", "Theme"):
+        assert noise not in titles, noise
+    assert not any("as soon as possible" in (help or "") for _, help in commands)
+    assert len(titles) == len(set(titles)) and all(title[0].isupper() and " " in title for title in titles)
 
 
 def test_q_quits(fixed):
@@ -499,12 +713,51 @@ def test_an_agent_crash_is_a_notification_not_a_crash(fixed):
         await settle(app, pilot, 1.0)
         notes = [n.message for n in app._notifications]
         await pilot.press("2")
-        return notes, app.threads_view.statuses.get(ids["analyze"]), app.is_running
+        return notes, log_text(app), app.threads_view.statuses.get(ids["analyze"]), app.is_running
 
-    notes, status, running = run_app(root, script)
+    notes, log, status, running = run_app(root, script)
     assert running
-    assert any("exited with code 1" in note for note in notes)
+    assert any(note.startswith("step failed: agent 'false' exited") and len(note) <= 56 for note in notes), notes  # brief
+    assert "agent 'false' exited with code 1" in log  # whole in the log
     assert status == "failed"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_a_long_error_is_one_toast_line_above_the_log_and_wraps_in_a_dialog(fixed, tmp_path, size):
+    """Toasts cover neither the thread list nor the timeline, and say a long error in one line
+    (the log has it whole); a long error in a dialog wraps inside it, not cut at its edge."""
+    from textual.widgets._toast import Toast
+
+    root, ids = fixed
+    config = Path(root.location, "config.yaml")
+    config.write_text(config.read_text().replace('defaultAgent: "script"', 'defaultAgent: "false"'))
+    workspace = str(tmp_path / ("a-rather-long-directory-name-" * 4) / "that-does-not-exist")
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        for _ in range(30):
+            await pilot.pause(0.1)
+            if app.screen.query(Toast):
+                break
+        toasts = [toast.region for toast in app.screen.query(Toast)]
+        covered = [app.query_one(name).region for name in ("#thread-list-pane", "#timeline")]
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        app.screen.query_one("#prompt").text = "x"
+        app.screen.query_one("#workspace").value = workspace
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.3)
+        error, dialog = app.screen.query_one("#error"), app.screen.query_one(".dialog")
+        buttons = [button.region for button in app.screen.query("Button")]
+        return toasts, covered, error.region, dialog.region, str(error.render()), buttons
+
+    toasts, covered, error, dialog, said, buttons = run_app(root, script, size=size, toasts=True)
+    assert all(dialog.contains_region(button) for button in buttons), (dialog, buttons, error)  # the buttons are on screen
+    assert toasts and all(toast.height == 1 for toast in toasts)
+    assert not any(toast.overlaps(region) for toast in toasts for region in covered)
+    assert "is not a directory" in said and error.height >= 2  # wrapped, so the end is there
+    assert dialog.contains_region(error)
 
 
 def test_no_route_error_is_shown(fixed):
@@ -588,11 +841,13 @@ def test_the_human_form_refuses_the_untouched_template(fixed):
         error = str(app.screen.query_one("#error").render())
         await pilot.press("escape")
         await settle(app, pilot, 0.5)
-        return still, error, log_text(app)
+        await settle(app, pilot)
+        return still, error, log_text(app), app.threads_view.statuses[ids["analyze"]]
 
-    still, error, log = run_app(root, script)
+    still, error, log, status = run_app(root, script)
     assert still == "EditorScreen" and "still the template" in error
-    assert "cancelled" in log  # escape cancels; the step is not called a failure
+    assert "cancelled" in log and "✗" not in log  # escape cancels; the step is not called a failure
+    assert status == "cancelled"
     assert not thread_info(root, ids["analyze"]).done
 
 
@@ -605,6 +860,27 @@ def test_uwf_tui_refuses_a_root_that_is_a_file_in_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "uwf_tui.app", "--root", str(file)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [f"uwf-tui: error: the root {file} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)"]
+
+
+@pytest.mark.parametrize(
+    ("root", "said"),
+    [
+        ("/etc/passwd/sub", "the root /etc/passwd/sub cannot be created: /etc/passwd is a file, not a directory"),
+        ("/proc/newroot", "the root /proc/newroot cannot be created in /proc: "),
+    ],
+)
+def test_uwf_tui_refuses_a_root_it_cannot_create_in_one_line(root, said):
+    """A path under a file, or where no directory can be made, is a start-up error, not a
+    damage banner or an empty root."""
+    import subprocess
+
+    top = "/" + root.split("/")[1]
+    if not os.path.exists(top):
+        pytest.skip(f"no {top} here")
+    done = subprocess.run([sys.executable, "-m", "uwf_tui.app", "--root", root], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"uwf-tui: error: {said}"), line
 
 
 def test_enter_opens_a_node_in_the_cas_tree(fixed):
@@ -693,15 +969,44 @@ def test_views_stay_current_cas_tree_follows_new_threads_and_ages_advance(fixed,
                 break
         await settle(app, pilot)
         table = app.query_one("#threads")
-        first = str(table.get_row(info.thread)[-1])
+        first = str(table.get_row(info.thread)[5])  # "updated"
         await pilot.pause(1.6)
-        later = str(table.get_row(info.thread)[-1])
+        later = str(table.get_row(info.thread)[5])
         heads = [child.data for child in app.query_one("#cas-tree").root.children[0].children]
         return info.head, first, later, heads
 
     head, first, later, heads = run_app(root, script)
     assert head in heads  # the CAS tree shows the new thread without a restart
     assert first.endswith("s ago") and later.endswith("s ago") and later != first
+
+
+def test_views_follow_a_head_moved_by_the_cli(fixed):
+    """`uwf thread step` in another terminal: the list's step count, the timeline and the CAS
+    tree's head follow without a restart."""
+    import subprocess
+
+    root, ids = fixed
+    thread = ids["analyze"]
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, thread)
+        env = dict(os.environ, UWF_STORAGE_ROOT=root.location)
+        uwf = os.path.join(os.path.dirname(sys.executable), "uwf")
+        moved = json.loads(subprocess.run([uwf, "thread", "step", thread], env=env, capture_output=True, text=True, check=True).stdout)
+        table = app.query_one("#timeline")
+        for _ in range(30):
+            await pilot.pause(0.2)
+            if any(key.value.startswith("step:") for key in table.rows):
+                break
+        await settle(app, pilot)
+        steps = [key.value for key in table.rows if key.value.startswith("step:")]
+        count = str(app.query_one("#threads").get_row(thread)[4])
+        heads = [child.data for child in app.query_one("#cas-tree").root.children[0].children]
+        return moved["head"], steps, count, heads
+
+    head, steps, count, heads = run_app(root, script)
+    assert steps == [f"step:{head}"] and count == "1"
+    assert head in heads
 
 
 def test_the_palette_tests_an_agent_and_reports_the_result(fixed, tmp_path):
@@ -728,12 +1033,12 @@ def test_the_palette_tests_an_agent_and_reports_the_result(fixed, tmp_path):
             await pilot.pause(0.1)
             if any("failed" in (n.title or "") for n in app._notifications):
                 break
-        return labels, [(n.title, n.message) for n in app._notifications]
+        return labels, [(n.title, n.message) for n in app._notifications], " ".join(log_text(app).split())
 
-    labels, notes = run_app(root, script)
+    labels, notes, log = run_app(root, script)
     assert any(label.startswith("script") for label in labels) and not any(label.startswith("human") for label in labels)
-    failed = [message for title, message in notes if title == "agent 'broken' failed"]
-    assert failed and "exited with code 3" in failed[0] and "stderr: cannot reach the model" in failed[0]
+    assert [title for title, _ in notes if title == "agent 'broken' failed"]
+    assert "agent 'broken' failed:" in log and "exited with code 3" in log and "stderr: cannot reach the model" in log
     assert snapshot_tree(Path(root.location)) == before
 
 
@@ -767,6 +1072,21 @@ def test_enter_goes_in_and_escape_comes_back_out(fixed):
         return seen
 
     assert run_app(root, script) == ["timeline", "tab-output", "timeline", "threads", "tab-output", "threads"]
+
+
+def test_enter_k_enter_in_one_burst_opens_the_step_above(fixed):
+    from textual import events
+
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        for key in ("enter", "k", "enter"):  # queued before any is handled
+            app.post_message(events.Key(key, "\r" if key == "enter" else key))
+        await settle(app, pilot)
+        return app.focused.parent.id, app.threads_view.selected_step
+
+    assert run_app(root, script) == ("tab-output", f"step:{ids['solve_steps'][-2]}")
 
 
 def test_enter_on_a_fork_row_opens_the_fork(fixed):
@@ -898,6 +1218,56 @@ def test_the_graph_scrolls_sideways_and_colours_each_edge_with_its_label(fixed):
 
     view_width, graph_width, max_scroll = run_app(root, script, size=(60, 24))
     assert graph_width > view_width and max_scroll > 0
+
+
+def test_home_and_end_go_to_the_first_and_last_row(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        table = app.query_one("#threads")
+        seen = []
+        await pilot.press("end")
+        seen.append(table.cursor_row == table.row_count - 1)
+        await pilot.press("home")
+        seen.append(table.cursor_row == 0)
+        await pilot.press("3", "end")
+        tree = app.query_one("#cas-tree")
+        seen.append(tree.cursor_line == tree.last_line)
+        await pilot.press("home")
+        seen.append(tree.cursor_line == 0)
+        await pilot.press("2", "slash", *"solve", "home")  # in the filter box, home is the text's
+        box = app.query_one("#thread-filter")
+        seen.append(box.cursor_position == 0 and box.value == "solve")
+        return seen
+
+    assert run_app(root, script) == [True] * 5
+
+
+def test_each_key_of_a_burst_acts_enter_then_j_scrolls_the_graph(fixed):
+    from textual import events
+
+    from uwf_tui.widgets.workflows_view import WorkflowsView
+
+    root, _ = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        scroll = app.query_one("#graph-scroll")
+        # One burst from the threads view: to the workflows, the last one (triage-bug), into its
+        # graph, five lines down; each key acts where the keys before it left the focus.
+        for key in ("1", "end", "enter", "j", "j", "j", "j", "j"):
+            app.post_message(events.Key(key, "\r" if key == "enter" else key))
+        await pilot.pause(0.5)
+        assert app.query_one(WorkflowsView).selected == "triage-bug"
+        down = scroll.scroll_y
+        for _ in range(2):
+            app.post_message(events.Key("k", "k"))
+        await pilot.pause(0.3)
+        return app.focused is scroll, down, scroll.scroll_y
+
+    focused, down, up = run_app(root, script, size=(80, 24))
+    assert focused and down == 5 and up == 3
 
 
 @pytest.mark.parametrize(("view", "table", "needle"), [("1", "#workflows", "triage"), ("3", "#cas-tree", "triage")])

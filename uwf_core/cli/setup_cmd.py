@@ -47,42 +47,82 @@ def cmd_setup(args) -> int:
         default_agent=args.default_agent,
     )
     flags = [v for k, v in vars(request).items() if v]
+    repo = repo_of(args)
     if not flags:
         if not sys.stdin.isatty():
             raise UwfError("uwf setup needs flags when not run on a terminal (see `uwf setup --help`)")
         try:
-            request = _ask(request)
+            request = _ask(request, repo.config)
         except EOFError:
             raise UwfError("setup cancelled (end of input); nothing was written") from None
-    repo = repo_of(args)
     config = apply_setup(repo, request)
     note(f"wrote {repo.backend.config.location}" + (f" and {repo.env_path}" if request.api_key else ""))
     emit_json(config.to_dict())
     return 0
 
 
-def _ask(request):
-    """The questions, each skippable with a blank answer; nothing is written until all are answered."""
+def _ask(request, config):
+    """The questions, each skippable with a blank answer. An answer that cannot be used is
+    asked again, saying why, so nothing typed is lost to an error at the end; nothing is
+    written until every answer is in."""
     import getpass
 
     from ..config.presets import PRESETS
 
-    def ask(question: str, default: str = "") -> str:
+    def ask(question: str, default: str = "", check=None) -> str:
         shown = f" [{default}]" if default else ""
-        answer = input(f"{question}{shown}: ").strip()
-        return answer or default
+        while True:
+            answer = input(f"{question}{shown}: ").strip() or default
+            problem = check(answer) if check and answer else None
+            if problem is None:
+                return answer
+            note(f"{problem}; try again (blank skips)")
 
     note("every question can be skipped with a blank answer; nothing is written until the end")
     request.provider = ask("LLM provider name, for uwf-builtin and the extract fallback (blank: skip the LLM setup)") or None
     if request.provider:
-        request.base_url = ask("Base URL (OpenAI-compatible)", "https://openrouter.ai/api/v1")
+        request.base_url = ask("Base URL (OpenAI-compatible)", "https://openrouter.ai/api/v1", _url_problem)
         request.api_key = getpass.getpass("API key (stored in .env, mode 0600; not shown; blank: add it later): ").strip() or None
         if request.api_key is None:
             note(f"no key stored: put it in .env later with `uwf setup --provider {request.provider} --api-key KEY`")
         request.model = ask("Model name at the provider (blank: none yet)") or None
-    presets = ask(f"Agent CLIs to add ({', '.join(PRESETS)}; comma-separated, blank for none)")
-    request.presets = [name.strip() for name in presets.split(",") if name.strip()]
-    choices = [*request.presets, *(["uwf-builtin"] if request.model else [])]
-    if choices:
-        request.default_agent = ask(f"Default agent ({', '.join(choices)}; blank for none)", choices[0]) or None
+
+    def unknown_presets(answer: str) -> str | None:
+        unknown = [name for name in _names(answer) if name not in PRESETS]
+        return f"unknown agent preset {', '.join(map(repr, unknown))} (presets: {', '.join(PRESETS)})" if unknown else None
+
+    presets = ask(f"Agent CLIs to add ({', '.join(PRESETS)}; comma-separated, blank for none)", check=unknown_presets)
+    request.presets = _names(presets)
+    request.default_agent = _ask_default_agent(ask, request, config)
     return request
+
+
+def _ask_default_agent(ask, request, config) -> str | None:
+    """Offer the agents this setup makes usable; the suggestion in brackets is what Enter takes,
+    and "none" leaves defaultAgent as it is."""
+    from ..config.setup import usable_agents
+
+    has_model = bool(request.model or config.default_model)
+    offered = list(dict.fromkeys([*request.presets, *config.agents, *(["uwf-builtin"] if has_model else [])]))
+    if not offered and not request.provider:
+        return None  # nothing to choose from: the LLM part was skipped and no agent was added
+    known = set(usable_agents(config.agents)) | set(request.presets)
+    suggestion = config.default_agent or (offered[0] if offered else "")
+
+    def unknown(answer: str) -> str | None:
+        if answer == "none" or answer in known:
+            return None
+        return f"'{answer}' is not an agent here (configured or just added: {', '.join(offered) or 'none'}; built-in: {', '.join(sorted(known - set(offered)))})"
+
+    choices = f"{', '.join(offered)}; " if offered else ""
+    hint = "" if has_model else "; uwf-builtin needs a model"
+    answer = ask(f"Default agent ({choices}\"none\" skips{hint})", suggestion, unknown)
+    return None if answer in ("", "none") else answer
+
+
+def _names(answer: str) -> list[str]:
+    return [name.strip() for name in answer.split(",") if name.strip()]
+
+
+def _url_problem(url: str) -> str | None:
+    return None if url.startswith(("http://", "https://")) else f"'{url}' is not an http(s) URL"

@@ -10,6 +10,7 @@ from ..encoding.records import field, record, replace
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..errors import UwfError
+from .agents import BUILT_IN
 from .model import AgentConfig, Config, ModelConfig, ProviderConfig
 from .presets import PRESETS
 
@@ -45,8 +46,11 @@ def merge_setup(config: Config, request: SetupRequest) -> tuple[Config, dict[str
     models, default_model, model_overrides = _merge_models(config, providers, provider, request)
     agents = _merge_agents(dict(config.agents), request)
     default_agent = request.default_agent or config.default_agent
-    if request.default_agent and request.default_agent not in agents:
-        raise UwfError(f"--default-agent '{request.default_agent}' is not a configured agent ({', '.join(agents) or 'none yet'})")
+    if request.default_agent and request.default_agent not in usable_agents(agents):
+        raise UwfError(
+            f"--default-agent '{request.default_agent}' is neither a configured agent ({', '.join(agents) or 'none yet'}) "
+            f"nor a built-in one ({', '.join(BUILT_IN)})"
+        )
     new = replace(
         config,
         providers=providers,
@@ -58,6 +62,11 @@ def merge_setup(config: Config, request: SetupRequest) -> tuple[Config, dict[str
     )
     secrets = {providers[provider].api_key_env: request.api_key} if request.api_key else {}
     return new, secrets
+
+
+def usable_agents(agents: dict[str, AgentConfig]) -> list[str]:
+    """What defaultAgent may name: a configured alias, or a command uwf ships (usable without an entry)."""
+    return [*agents, *(name for name in BUILT_IN if name not in agents)]
 
 
 def _merge_provider(providers: dict[str, ProviderConfig], request: SetupRequest) -> str | None:

@@ -100,12 +100,14 @@ def _title(store: CasStore, type_hash: str) -> str | None:
 STATUS_RUNNING = "running"
 STATUS_WAITING = "waiting"
 STATUS_FAILED = "failed"
+STATUS_CANCELLED = "cancelled"  # the last attempt was stopped (cancelled, a form declined, Ctrl-C): nothing failed
 STATUS_DAMAGED = "damaged"  # the head cannot be read
 
 
 def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
-    """running / waiting / failed for active threads (failed: the last attempt from the
-    current head failed), the archive reason (done / killed / max-steps) for the others."""
+    """running / waiting / failed / cancelled for active threads (failed: the last attempt from
+    the current head failed or timed out; cancelled: it was stopped, runs.jsonl's `killed`), the
+    archive reason (done / killed / max-steps) for the others."""
     last_run: dict[str, RunRecord] = {}
     if any(info.active for info in infos):
         for record in repo.runs.read():
@@ -119,10 +121,15 @@ def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
         elif repo.locks.running(info.thread) is not None:
             statuses[info.thread] = STATUS_RUNNING
         else:
-            record = last_run.get(info.thread)
-            failed = record is not None and not record.ok and record.head == info.head
-            statuses[info.thread] = STATUS_FAILED if failed else STATUS_WAITING
+            statuses[info.thread] = _waiting_status(last_run.get(info.thread), info.head)
     return statuses
+
+
+def _waiting_status(record: RunRecord | None, head: str) -> str:
+    """What an active thread nobody steps now is waiting after: its last attempt from this head."""
+    if record is None or record.ok or record.head != head:
+        return STATUS_WAITING
+    return STATUS_CANCELLED if record.status == "killed" else STATUS_FAILED
 
 
 def step_counts(repo: Repo, heads: list[str]) -> dict[str, int]:

@@ -4,9 +4,6 @@ the step they started from, and the threads that branch off it (forks)."""
 from __future__ import annotations
 
 from ..encoding.records import field, record
-
-TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
-
 from ..errors import UwfError
 from ..store.cas import CasStore
 from ..store.records import RunRecord
@@ -14,6 +11,8 @@ from .context import context_of
 from .model import StepContext, ThreadContext
 from .nodes import START_TYPE, start_of, thread_node
 from .ops import ThreadInfo, list_threads, thread_info
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
     from ..repo import Repo
@@ -35,6 +34,9 @@ class Timeline:
     info: ThreadInfo
     context: ThreadContext
     attempts: dict[str, list[RunRecord]] = field(default_factory=dict)  # head hash -> failed attempts from it
+    # step hash -> the attempt that wrote it: its times are uwf's, around the whole agent run
+    # (a StepNode's own startedAt/completedAt are whatever the agent wrote, a kit's inner call)
+    step_runs: dict[str, RunRecord] = field(default_factory=dict)
     branches: dict[str, list[Branch]] = field(default_factory=dict)  # step (or start) hash -> branches
 
     @property
@@ -48,12 +50,26 @@ def thread_timeline(repo: Repo, thread: str, *, with_branches: bool = True, othe
     context = context_of(repo, info.head)
     timeline = Timeline(info, context)
     for attempt in repo.runs.read(info.thread):
-        if not attempt.ok and attempt.head:
+        if attempt.ok and attempt.step:
+            timeline.step_runs[attempt.step] = attempt
+        elif not attempt.ok and attempt.head:
             timeline.attempts.setdefault(attempt.head, []).append(attempt)
+    _inherited_runs(repo, timeline)
     if with_branches:
         candidates = others if others is not None else list_threads(repo, include_archived=True)
         timeline.branches = _branches(repo.nodes, info, context, candidates)
     return timeline
+
+
+def _inherited_runs(repo: Repo, timeline: Timeline) -> None:
+    """A fork's steps before the fork were run as another thread's: find their attempts in the
+    whole runs.jsonl, read only when some step has no run of this thread."""
+    missing = {step.hash for step in timeline.steps} - timeline.step_runs.keys()
+    if not missing:
+        return
+    for attempt in repo.runs.read():
+        if attempt.ok and attempt.step in missing:
+            timeline.step_runs[attempt.step] = attempt
 
 
 def _branches(store: CasStore, info: ThreadInfo, context: ThreadContext, others: list[ThreadInfo]) -> dict[str, list[Branch]]:

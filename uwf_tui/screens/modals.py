@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, OptionList, Select, Static, TextArea
+from textual.widgets import Button, Footer, Input, Label, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
 
 
@@ -24,6 +24,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self.yes = yes
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog"):
             yield Static(self.question, classes="question")
             with Horizontal(classes="buttons"):
@@ -45,7 +46,13 @@ class NewThreadScreen(ModalScreen[object]):
     workspace)` returns the new thread, or an error message: then the dialog stays open with
     everything typed kept and the message under the fields."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "submit", "Start")]
+    # priority: the prompt's text area would keep shift+tab (Tab it lets go, with tab_behavior="focus")
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "submit", "Start"),
+        Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
+    ]
 
     def __init__(self, workflows: list[str], selected: str | None, start: Callable[[str, str, "str | None"], object]) -> None:
         super().__init__()
@@ -54,13 +61,14 @@ class NewThreadScreen(ModalScreen[object]):
         self.start = start
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog wide"):
             yield Label("New thread", classes="title")
             yield Select([(name, name) for name in self.workflows], value=self.selected or self.workflows[0], allow_blank=False, id="workflow")
             yield Label("Prompt (ctrl+s to start):")
             yield TextArea(id="prompt", tab_behavior="focus")  # Tab moves on, as in every other field
             yield Input(placeholder="workspace directory (optional)", id="workspace")
-            yield Label("", id="error", classes="error")
+            yield Static("", id="error", classes="error")  # wraps: errors can be long
             with Horizontal(classes="buttons"):
                 yield Button("Start", variant="primary", id="start")
                 yield Button("Cancel", id="cancel")
@@ -77,12 +85,12 @@ class NewThreadScreen(ModalScreen[object]):
     def action_submit(self) -> None:
         prompt = self.query_one("#prompt", TextArea).text.strip()
         if not prompt:
-            self.query_one("#error", Label).update("The prompt is empty.")
+            self.query_one("#error", Static).update("The prompt is empty.")
             return
         workspace = self.query_one("#workspace", Input).value.strip() or None
         outcome = self.start(str(self.query_one("#workflow", Select).value), prompt, workspace)
         if isinstance(outcome, str):
-            self.query_one("#error", Label).update(outcome)
+            self.query_one("#error", Static).update(outcome)
             return
         self.dismiss(outcome)
 
@@ -101,6 +109,7 @@ class ChoiceScreen(ModalScreen["str | None"]):
         self.choices = choices  # (label, value)
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="title")
             yield OptionList(*(Option(label, id=value) for label, value in self.choices), id="choices")
@@ -124,6 +133,7 @@ class TextInputScreen(ModalScreen["str | None"]):
         self.value = value
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="title")
             yield Input(value=self.value, placeholder=self.placeholder, id="value")
@@ -145,11 +155,12 @@ class HelpScreen(ModalScreen[None]):
         self.groups = groups  # (group, [(key, what it does)])
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         from rich.text import Text
 
         text = Text()
-        text.append("uwf-tui keys", style="bold")
-        text.append("   (esc closes)\n", style="dim")
+        text.append("uwf-tui keys   ", style="bold")
+        text.append("(esc closes)\n", style="dim")
         for group, keys in self.groups:
             text.append(f"\n{group:<10}", style="bold cyan")
             width = 10
@@ -159,10 +170,11 @@ class HelpScreen(ModalScreen[None]):
                     text.append("\n" + " " * 10)
                     width = 10
                 elif index:
-                    text.append(" · ", style="dim")
+                    text.append("· ", style="dim")  # after the previous item's trailing space
                     width += 3
-                text.append(key, style="bold yellow")
-                text.append(f" {what}")
+                # No segment starts with a space: SVG viewers drop a leading one (the screenshots).
+                text.append(f"{key} ", style="bold yellow")
+                text.append(f"{what} ")
                 width += len(item)
         with Vertical(classes="dialog help"):
             yield Static(text, id="help-text")
@@ -186,13 +198,14 @@ class EditorScreen(ModalScreen["str | None"]):
         self.language = language
 
     def compose(self) -> ComposeResult:
+        yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog editor"):
             yield Label(self.title_text + "   (ctrl+s save, esc cancel)", classes="title")
             if self.context_text:
                 with VerticalScroll(classes="context"):
                     yield Static(self.context_text)
             yield TextArea.code_editor(self.text, language=self.language, id="text") if self.language else TextArea(self.text, id="text")
-            yield Label("", id="error", classes="error")
+            yield Static("", id="error", classes="error")  # wraps: errors can be long
             with Horizontal(classes="buttons"):
                 yield Button("Save", variant="primary", id="save")
                 yield Button("Cancel", id="cancel")
@@ -210,7 +223,7 @@ class EditorScreen(ModalScreen["str | None"]):
         text = self.query_one("#text", TextArea).text
         problem = self.validate(text)
         if problem:
-            self.query_one("#error", Label).update(problem)
+            self.query_one("#error", Static).update(problem)
             return
         self.dismiss(text)
 

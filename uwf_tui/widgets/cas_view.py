@@ -16,6 +16,7 @@ from textual.widgets import Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from uwf_core.api import Repo, UwfError, list_threads, list_workflows
+from .panes import PANE_KEYS, focus_now
 
 BATCH = 200
 MAX_THREADS = 100
@@ -24,7 +25,7 @@ LOADING = "loading…"
 
 class CasView(Horizontal):
     # Shown in the footer only here; the app's `g` works in every view.
-    BINDINGS = [Binding("g", "app.goto_hash", "Go to hash")]
+    BINDINGS = [Binding("g", "app.goto_hash", "Go to hash"), *PANE_KEYS]
 
     def __init__(self, repo: Repo, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -49,17 +50,20 @@ class CasView(Horizontal):
     def panes(self) -> list:
         return [self.query_one("#cas-tree", Tree), self.query_one("#cas-node-scroll", VerticalScroll)]
 
+    def tabs(self) -> None:
+        return None  # one node, no tabs
+
     def back(self) -> bool:
         panes = self.panes()
         box = self.query_one("#cas-filter", Input)
         if self.app.focused is panes[1]:
-            panes[0].focus()
+            focus_now(panes[0])
         elif self.filter_text or not box.has_class("hidden"):
             box.value = ""
             box.add_class("hidden")
             self.filter_text = ""
             self.refresh_roots()
-            panes[0].focus()
+            focus_now(panes[0])
         else:
             return False
         return True
@@ -67,7 +71,7 @@ class CasView(Horizontal):
     def toggle_filter(self) -> None:
         box = self.query_one("#cas-filter", Input)
         box.remove_class("hidden")
-        box.focus()
+        focus_now(box)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "cas-filter":
@@ -78,7 +82,7 @@ class CasView(Horizontal):
         if event.input.id == "cas-filter":
             if not event.value.strip():
                 event.input.add_class("hidden")
-            self.query_one("#cas-tree", Tree).focus()
+            focus_now(self.query_one("#cas-tree", Tree))
 
     def reload(self) -> None:
         tree = self.query_one("#cas-tree", Tree)

@@ -2,9 +2,42 @@
 
 from __future__ import annotations
 
+from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.widget import Widget
-from textual.widgets import TabbedContent
+from textual.widgets import DataTable, TabbedContent, TabPane
+
+# Each view binds Tab itself (not the app with priority), so Tab keeps its place among the keys
+# of a burst: a priority key is handled before the keys queued ahead of it.
+PANE_KEYS = [
+    Binding("tab", "app.focus_pane(1)", "Next pane", show=False),
+    Binding("shift+tab", "app.focus_pane(-1)", "Previous pane", show=False),
+]
+
+
+class RowTable(DataTable):
+    """A row table whose Enter acts at once, calling its view's enter_row(): DataTable's own
+    posts a message, which the keys queued behind Enter (`enter j j`) would overtake. Home and
+    End go to the first and last row (a DataTable's scroll sideways), as a Tree's do."""
+
+    def action_scroll_home(self) -> None:
+        self.move_cursor(row=0)
+
+    def action_scroll_end(self) -> None:
+        self.move_cursor(row=self.row_count - 1)
+
+    def action_select_cursor(self) -> None:
+        view = next((node for node in self.ancestors if hasattr(node, "enter_row")), None)
+        if view is None:
+            super().action_select_cursor()
+        else:
+            view.enter_row(self)
+
+
+def focus_now(widget: Widget) -> None:
+    """Focus at once: Widget.focus() waits behind the queued events, so in a burst (`enter j j`)
+    the keys after it would still act on the old focus."""
+    widget.screen.set_focus(widget)
 
 
 def active_scroll(tabs: TabbedContent) -> Widget:
@@ -26,11 +59,29 @@ def pane_index(panes: list[Widget], focused: Widget | None) -> int | None:
     return None
 
 
-def move_focus(panes: list[Widget], focused: Widget | None, delta: int) -> bool:
-    """Focus the pane `delta` steps from the focused one (clamped); False when nothing moved."""
+def move_focus(panes: list[Widget], focused: Widget | None, delta: int, *, wrap: bool = False) -> bool:
+    """Focus the pane `delta` steps from the focused one (clamped: h/l; round with `wrap`: Tab);
+    False when nothing moved."""
     index = pane_index(panes, focused)
-    target = 0 if index is None else max(0, min(len(panes) - 1, index + delta))
+    if index is None:
+        target = 0
+    elif wrap:
+        target = (index + delta) % len(panes)
+    else:
+        target = max(0, min(len(panes) - 1, index + delta))
     if index == target:
         return False
-    panes[target].focus()
+    focus_now(panes[target])
     return True
+
+
+def switch_tab(tabs: TabbedContent, focused: Widget | None, delta: int) -> None:
+    """Show the tab `delta` away from the active one (round); a focus inside the old tab moves
+    into the new one."""
+    ids = [pane.id for pane in tabs.query(TabPane) if pane.id]
+    if not ids or tabs.active not in ids:
+        return
+    inside = focused is not None and pane_index([active_scroll(tabs)], focused) is not None
+    tabs.active = ids[(ids.index(tabs.active) + delta) % len(ids)]
+    if inside:
+        focus_now(active_scroll(tabs))

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
-from ..formatting import STATUS_STYLES, clock, took, when
+from ..formatting import attempt_mark, clock, took, when
 from .panes import active_scroll
 
 
@@ -38,8 +38,10 @@ class StepPane(TabbedContent):
             detail_view(details),
         )
 
-    def show_start(self, start) -> None:
-        self.show(Syntax(yaml_text(start.to_payload()), "yaml", word_wrap=True), start.prompt)
+    def show_start(self, start, workflow_name: str) -> None:
+        """The StartNode, its workflow named (a hash alone says nothing), the hash beside it."""
+        payload = {**start.to_payload(), "workflow": f"{workflow_name} ({start.workflow})"}
+        self.show(Syntax(yaml_text(payload), "yaml", word_wrap=True), start.prompt)
 
     def show_attempt(self, attempt) -> None:
         self.show(attempt_view(attempt), attempt.stderr or "(no stderr recorded)")
@@ -48,8 +50,8 @@ class StepPane(TabbedContent):
 def attempt_view(attempt) -> Text:
     """A failed attempt from runs.jsonl as a person reads it: what, when, how long, why."""
     text = Text()
-    style = STATUS_STYLES.get("killed" if attempt.status == "killed" else "failed", "")
-    text.append(f"✗ {attempt.status}", style=style)
+    mark, style = attempt_mark(attempt.status)
+    text.append(f"{mark} {attempt.status}", style=style)
     text.append(f"   {when(attempt.startedAt)} → {clock(attempt.completedAt)} ({took(attempt.startedAt, attempt.completedAt) or '—'})\n\n")
     for label, value in (("role", attempt.role), ("agent", attempt.agent), ("head", f"{attempt.head} (it did not move)")):
         text.append(f"{label:<7}", style="bold")

@@ -17,10 +17,13 @@ from . import timeline as timeline_rows
 from .step_pane import StepPane
 from .thread_list import ThreadList
 from .timeline import TimelineTable, row_at_cursor
+from .panes import PANE_KEYS, focus_now
 
 
 class ThreadsView(Horizontal):
     """Owns no agent: stepping is the app's; this view shows what the core says."""
+
+    BINDINGS = PANE_KEYS
 
     def __init__(self, repo: Repo, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -52,7 +55,7 @@ class ThreadsView(Horizontal):
             yield RichLog(id="log", max_lines=2000, wrap=True, markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#log", RichLog).border_title = "agent log"
+        self.query_one("#log", RichLog).border_title = "log: agents' stderr, and every message whole"
         self.reload()
 
     # -- the thread list -------------------------------------------------------------
@@ -131,17 +134,23 @@ class ThreadsView(Horizontal):
     # -- keyboard navigation: Enter goes in, Esc comes back out ---------------------------
 
     def panes(self) -> list:
-        return [self.thread_table, self.timeline_table, self.step_pane.scroll]
+        return [self.thread_table, self.timeline_table, self.step_pane.scroll, self.query_one("#log", RichLog)]
+
+    def tabs(self) -> StepPane:
+        return self.step_pane
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """A click on the cursor's row: what Enter does (Enter itself calls enter_row() at once)."""
+        self.enter_row(event.data_table)
+
+    def enter_row(self, table: DataTable) -> None:
         """Enter: a thread opens its timeline; a step or attempt its detail; a fork row its thread."""
-        key = str(event.row_key.value) if event.row_key is not None and event.row_key.value is not None else ""
-        if event.data_table is self.thread_table:
-            self.timeline_table.focus()
+        if table is self.thread_table:
+            focus_now(self.timeline_table)
             return
-        if event.data_table is not self.timeline_table:
+        if table is not self.timeline_table:
             return
-        kind, _, rest = key.partition(":")
+        kind, _, rest = (row_at_cursor(table) or "").partition(":")
         if kind == "branch":
             self.open_thread(rest)
         elif kind == "more" and self.timeline is not None:
@@ -153,17 +162,17 @@ class ThreadsView(Horizontal):
         elif kind in ("step", "start", "attempt", "running"):
             if kind in ("attempt", "start"):
                 self.step_pane.active = "tab-output"
-            self.step_pane.scroll.focus()
+            focus_now(self.step_pane.scroll)
 
     def back(self) -> bool:
         """Esc: from the step back to the timeline, from there to the list, then clear the filter.
         False when there was nothing to go back from."""
-        step = self.step_pane.scroll
+        step, log = self.step_pane.scroll, self.query_one("#log", RichLog)
         focused = self.app.focused
-        if focused is not None and (focused is step or step in focused.ancestors):
-            self.timeline_table.focus()
+        if focused is not None and (focused is log or focused is step or step in focused.ancestors):
+            focus_now(self.timeline_table)
         elif focused is self.timeline_table:
-            self.thread_table.focus()
+            focus_now(self.thread_table)
         elif self.thread_list.filter_open:
             self.thread_list.clear_filter()
         else:
@@ -182,7 +191,7 @@ class ThreadsView(Horizontal):
             return
         self.thread_table.move_cursor(row=self.thread_table.get_row_index(thread))
         self.select_thread(thread)
-        self.timeline_table.focus()
+        focus_now(self.timeline_table)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None or event.row_key.value is None:
@@ -253,7 +262,8 @@ class ThreadsView(Horizontal):
             step = next((s for s in timeline.steps if s.hash == rest), None) if timeline else None
             pane.show_step(details, step_body(self.repo.nodes, step) if step is not None else "")
         elif kind == "start" and timeline is not None:
-            pane.show_start(timeline.context.start)
+            start = timeline.context.start
+            pane.show_start(start, self._workflow_name(start.workflow))
         elif kind == "attempt" and timeline is not None:
             head, _, index = rest.rpartition(":")
             pane.show_attempt(timeline.attempts.get(head, [])[int(index)])
@@ -289,3 +299,7 @@ class ThreadsView(Horizontal):
 
     def log_line(self, thread: str, line: str, style: str = "") -> None:
         self.query_one("#log", RichLog).write(Text.assemble((short(thread, 10) + " ", "dim"), (line, style)))
+
+    def log_note(self, line: str, style: str = "") -> None:
+        """What the app said (its toasts are brief): kept whole in the log."""
+        self.query_one("#log", RichLog).write(Text.assemble(("uwf".ljust(11), "dim"), (line, style)))

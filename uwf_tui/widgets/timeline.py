@@ -1,5 +1,7 @@
-"""One thread's timeline as table rows: the prompt, each step (role, agent, when, how long, a
-summary), failed attempts and forks after the step they came from, and the step running now.
+"""One thread's timeline as table rows: the prompt, each step (role, agent, when it started, how
+long, a summary), failed attempts and forks after the step they came from, and the step running
+now. "started" and "took" mean the same on every row: uwf's own clock around the attempt
+(runs.jsonl), falling back to the StepNode's times for a step with no run on record (a fork's).
 
 Row keys say what a row is: `start:HASH`, `step:HASH`, `attempt:HEAD:N`, `branch:THREAD`,
 `more:` (earlier steps not shown yet) and `running:`."""
@@ -12,15 +14,16 @@ import time
 from rich.text import Text
 from textual.widgets import DataTable
 
-from uwf_core.api import RunningStep, Timeline
+from uwf_core.api import RunningStep, StepContext, Timeline
 
-from ..formatting import clock, elapsed, short, spinner, summary, took
+from ..formatting import attempt_mark, clock, duration, elapsed, short, spinner, summary, took
+from .panes import RowTable
 
 BATCH = 100  # rows added between two yields to the event loop
 WINDOW = 500  # the newest steps shown at first; the `more:` row above them shows more on Enter
 
 
-class TimelineTable(DataTable):
+class TimelineTable(RowTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(id="timeline", cursor_type="row", **kwargs)
         self.running_since: int | None = None  # ms: when the running step began
@@ -28,7 +31,7 @@ class TimelineTable(DataTable):
     def on_mount(self) -> None:
         self.columns_by_label = {
             label: self.add_column(label, width=width)
-            for label, width in (("#", 3), ("role", 12), ("agent", 12), ("when", 8), ("took", 6), ("output", 64))
+            for label, width in (("#", 3), ("role", 12), ("agent", 12), ("started", 8), ("took", 6), ("output", 64))
         }
 
     async def fill(self, timeline: Timeline, window: int, running: RunningStep | None, running_here: bool, still_wanted) -> str | None:
@@ -50,12 +53,13 @@ class TimelineTable(DataTable):
                 await asyncio.sleep(0)
                 if not still_wanted():
                     return None
+            started, spent = step_times(timeline, step)
             self.add_row(
                 str(number),
                 Text(step.role, style="bold cyan"),
                 Text(step.agent, style="green" if step.agent != "human" else "bold yellow"),
-                clock(step.completed_at),
-                took(step.started_at, step.completed_at),
+                clock(started),
+                spent,
                 summary(step.output, 64),
                 key=f"step:{step.hash}",
             )
@@ -66,13 +70,14 @@ class TimelineTable(DataTable):
     def _add_extras(self, timeline: Timeline, after: str) -> None:
         for index, attempt in enumerate(timeline.attempts.get(after, [])):
             error = attempt.error or attempt.status
+            mark, style = attempt_mark(attempt.status)
             self.add_row(
                 "",
-                Text(f"✗ {attempt.role or ''}", style="bold red"),
+                Text(f"{mark} {attempt.role or ''}", style=style),
                 attempt.agent or "",
-                clock(attempt.completedAt),
-                took(attempt.startedAt, attempt.completedAt),
-                Text(f"{attempt.status}: {error}"[:120], style="red"),
+                clock(attempt.startedAt),
+                duration(attempt.durationMs),
+                Text(f"{attempt.status}: {error}"[:120], style=style.removeprefix("bold ")),
                 key=f"attempt:{after}:{index}",
             )
         for branch in timeline.branches.get(after, []):
@@ -108,6 +113,15 @@ class TimelineTable(DataTable):
 
     def key_at_cursor(self) -> str | None:
         return row_at_cursor(self)
+
+
+def step_times(timeline: Timeline, step: StepContext) -> tuple[int | None, str]:
+    """When a step started and how long it took, by uwf's clock when runs.jsonl has its attempt:
+    a step-protocol agent's StepNode times are its own inner call's (0.0s for a slow wrapper)."""
+    run = timeline.step_runs.get(step.hash)
+    if run is not None:
+        return run.startedAt, duration(run.durationMs)
+    return step.started_at, took(step.started_at, step.completed_at)
 
 
 def row_at_cursor(table: DataTable) -> str | None:

@@ -15,10 +15,13 @@ from uwf_core.api import Repo, UwfError, Workflow, field_order, list_workflows, 
 
 from ..formatting import short
 from .graph_layout import render_graph_rich
-from .panes import active_scroll
+from .panes import PANE_KEYS, RowTable, active_scroll, focus_now
+from .timeline import row_at_cursor
 
 
 class WorkflowsView(Horizontal):
+    BINDINGS = PANE_KEYS
+
     def __init__(self, repo: Repo, **kwargs) -> None:
         super().__init__(**kwargs)
         self.repo = repo
@@ -30,7 +33,7 @@ class WorkflowsView(Horizontal):
     def compose(self) -> ComposeResult:
         with Vertical(id="workflow-list-pane"):
             yield Input(placeholder="filter workflows (name, hash)", id="workflow-filter", classes="hidden")
-            yield DataTable(id="workflows", cursor_type="row", zebra_stripes=True)
+            yield RowTable(id="workflows", cursor_type="row", zebra_stripes=True)
         with TabbedContent(id="workflow-tabs"):
             with TabPane("Graph", id="tab-graph"):
                 yield ScrollableContainer(Static("", id="graph"), id="graph-scroll")  # scrolls sideways too: never clipped
@@ -46,24 +49,35 @@ class WorkflowsView(Horizontal):
         self.reload()
 
     def panes(self) -> list:
-        return [self.query_one("#workflows", DataTable), active_scroll(self.query_one("#workflow-tabs", TabbedContent))]
+        return [self.query_one("#workflows", DataTable), active_scroll(self.tabs())]
+
+    def tabs(self) -> TabbedContent:
+        return self.query_one("#workflow-tabs", TabbedContent)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        """Enter on a workflow: into its graph (or whichever tab is open), to scroll it."""
-        if event.data_table.id == "workflows":
-            self.panes()[1].focus()
+        """A click on the cursor's row: what Enter does (Enter itself calls enter_row() at once)."""
+        self.enter_row(event.data_table)
+
+    def enter_row(self, table: DataTable) -> None:
+        """Enter on a workflow: into its graph (or whichever tab is open), to scroll it. The
+        workflow under the cursor is shown first: its highlight event may still be queued."""
+        if table.id == "workflows":
+            name = row_at_cursor(table)
+            if name and name != self.selected:
+                self.show(name)
+            focus_now(self.panes()[1])
 
     def back(self) -> bool:
         panes = self.panes()
         box = self.query_one("#workflow-filter", Input)
         if self.app.focused is not None and self.app.focused not in (panes[0], box):
-            panes[0].focus()
+            focus_now(panes[0])
         elif self.filter_text or not box.has_class("hidden"):
             box.value = ""
             box.add_class("hidden")
             self.filter_text = ""
             self.reload()
-            panes[0].focus()
+            focus_now(panes[0])
         else:
             return False
         return True
@@ -71,7 +85,7 @@ class WorkflowsView(Horizontal):
     def toggle_filter(self) -> None:
         box = self.query_one("#workflow-filter", Input)
         box.remove_class("hidden")
-        box.focus()
+        focus_now(box)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "workflow-filter":
@@ -82,7 +96,7 @@ class WorkflowsView(Horizontal):
         if event.input.id == "workflow-filter":
             if not event.value.strip():
                 event.input.add_class("hidden")
-            self.query_one("#workflows", DataTable).focus()
+            focus_now(self.query_one("#workflows", DataTable))
 
     def names(self) -> list[str]:
         try:
