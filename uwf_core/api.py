@@ -13,6 +13,7 @@ from importlib import import_module
 _EXPORTS = {
     # an opened root and errors
     "Repo": "repo",
+    "display_location": "store.open",
     "UwfError": "errors",
     "NotFoundError": "errors",
     # workflows
@@ -55,6 +56,10 @@ _EXPORTS = {
     "STATUS_FAILED": "thread.details",
     "STATUS_CANCELLED": "thread.details",
     "STATUS_DAMAGED": "thread.details",
+    "STATUS_QUEUED": "thread.details",
+    "queue_thread": "engine.worker",
+    "Worker": "engine.worker",
+    "copy_root": "store.copy",
     "Timeline": "thread.timeline",
     "Branch": "thread.timeline",
     "thread_timeline": "thread.timeline",

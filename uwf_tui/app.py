@@ -23,14 +23,30 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane, Tree
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Header,
+    Static,
+    TabbedContent,
+    TabPane,
+    Tree,
+)
+from textual.worker import get_current_worker
 
-from uwf_core.api import Cancel, Repo, UwfError
+from uwf_core.api import Cancel, Repo, UwfError, display_location
 
+from . import workers
 from .commands import Commands
 from .formatting import brief, elapsed, spinner
-from . import workers
-from .messages import AgentChecked, AgentOutput, FsckDone, HumanAnswerRequested, KillDone, StepDone
+from .messages import (
+    AgentChecked,
+    AgentOutput,
+    FsckDone,
+    HumanAnswerRequested,
+    KillDone,
+    StepDone,
+)
 from .runner import AgentRunner
 from .screens.modals import ConfirmScreen, HelpScreen
 from .widgets.cas_view import CasView
@@ -42,8 +58,8 @@ NARROW_COLUMNS = 110
 SHORT_ROWS = 34
 HELP = [
     ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS")]),
-    ("Threads", [("s", "step"), ("r", "run to the end"), ("x", "cancel its agent"), ("K", "kill (asks)"), ("n", "new thread"),
-                 ("f", "fork the step"), ("e", "edit its output and fork")]),
+    ("Threads", [("s", "step"), ("r", "run to the end"), ("d", "queue for workers"), ("x", "cancel its agent"), ("K", "kill (asks)"),
+                 ("n", "new thread"), ("f", "fork the step"), ("e", "edit its output and fork")]),
     ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
     ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
     ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
@@ -51,7 +67,7 @@ HELP = [
                 ("[ ]", "tabs (Output…, Graph…)"), ("/", "filter this view's list")]),
     ("Anywhere", [("?", "this help"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
 ]
-THREAD_ACTIONS = {"step", "run", "fork", "kill", "cancel", "edit"}
+THREAD_ACTIONS = {"step", "run", "queue", "fork", "kill", "cancel", "edit"}
 # Textual's own palette commands worth keeping, retitled; the rest (Keys, Maximize, its
 # quit-at-once) are noise here or bypass our own quit, which asks while agents run.
 TEXTUAL_COMMANDS = {"Theme": "Change the colour theme", "Screenshot": "Save a screenshot of the screen (SVG, in the current directory)"}
@@ -72,6 +88,7 @@ class UwfApp(App):
                 tooltip="show the next tab of the view's detail pane (Output, Body, … or Graph, Roles, YAML)"),
         Binding("s", "step", "Step", id="step", tooltip="run one step of the selected thread"),
         Binding("r", "run", "Run", id="run", tooltip="step the selected thread until it is done"),
+        Binding("d", "queue", "Queue", id="queue", tooltip="queue the selected thread for `uwf worker` processes (they step it to its end)"),
         Binding("x", "cancel", "Cancel", id="cancel", tooltip="stop the agent running for the selected thread"),
         Binding("f", "fork", "Fork", id="fork", tooltip="fork a new thread from the selected step"),
         Binding("e", "edit", "Edit", id="edit", tooltip="edit the selected step's output and fork from it"),
@@ -107,7 +124,7 @@ class UwfApp(App):
         self._fsck_summary: str | None = None  # what fsck said of the damage shown
         self._fsck_running = False
         self._signature: object = None
-        self.sub_title = repo.location
+        self.sub_title = display_location(repo.location)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -168,9 +185,26 @@ class UwfApp(App):
     def on_mount(self) -> None:
         self._fit(self.size)
         self._signature = self.repo.backend.change_token()
-        self.set_interval(self.poll_seconds, self.poll_state)
+        self.set_interval(self.poll_seconds, self.poll_state)  # also the fallback where nothing notifies
         self.set_interval(1.0, self.tick)
+        if getattr(self.repo.backend, "notifies", False):
+            self.run_worker(self._listen, thread=True, exit_on_error=False, group="listen")
         self.query_one("#threads", DataTable).focus()
+
+    def _listen(self) -> None:
+        """A root that notifies its changes (PostgreSQL's LISTEN/NOTIFY): reload as soon as another
+        host steps, queues or kills, not at the next poll."""
+        worker = get_current_worker()
+        token = None
+        while not worker.is_cancelled:
+            try:
+                changed = self.repo.backend.wait_for_change(token, 1.0)
+            except UwfError:
+                time.sleep(1.0)  # the poll shows what is wrong
+                continue
+            if token is not None and changed != token and not worker.is_cancelled:
+                self.call_from_thread(self.poll_state)
+            token = changed
 
     # -- views ---------------------------------------------------------------------------
 
@@ -254,6 +288,8 @@ class UwfApp(App):
         running = thread in self.running
         if action in ("step", "run"):
             return not running and info.active
+        if action == "queue":
+            return info.active and not running and self.threads_view.statuses.get(thread) not in ("queued", "running")
         if action == "cancel":
             return running or self.repo.locks.running(thread) is not None
         if action == "kill":
@@ -261,6 +297,9 @@ class UwfApp(App):
         if action == "edit":
             return self.threads_view.selected_output_step() is not None  # a start has no output to edit
         return self.threads_view.selected_step_hash() is not None  # fork
+
+    def action_queue(self) -> None:
+        self.commands.queue(self.threads_view.current_thread())
 
     def action_why_not(self, action: str) -> None:
         """s or r where they cannot act: say why, rather than nothing."""
@@ -464,7 +503,7 @@ def scroll_by(widget, lines: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="uwf-tui", description="The uwf workbench: workflows, threads and the CAS in a terminal.")
-    parser.add_argument("--root", metavar="DIR", help="storage root (default: $UWF_STORAGE_ROOT, else ~/.uwf)")
+    parser.add_argument("--root", metavar="ROOT", help="storage root: a directory or a postgresql:// URL (default: $UWF_STORAGE_ROOT, else ~/.uwf)")
     parser.add_argument(
         "--demo",
         action="store_true",
@@ -492,7 +531,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _unusable_root(location: str) -> str | None:
     """What makes a root impossible to open at all: not a directory, unreadable, or (when it does
-    not exist yet) impossible to create. A damaged root still opens, showing the damage."""
+    not exist yet) impossible to create. A damaged root still opens, showing the damage. (A
+    PostgreSQL root was reached when it was opened.)"""
+    if "://" in location:
+        return None
     if os.path.isdir(location):
         return None if os.access(location, os.R_OK | os.X_OK) else f"the root {location} cannot be read (permission denied)"
     if os.path.exists(location):

@@ -11,7 +11,13 @@ from uwf_core.api import UwfError
 
 from . import workers
 from .runner import resolve
-from .screens.modals import ChoiceScreen, ConfirmScreen, EditorScreen, NewThreadScreen, TextInputScreen
+from .screens.modals import (
+    ChoiceScreen,
+    ConfirmScreen,
+    EditorScreen,
+    NewThreadScreen,
+    TextInputScreen,
+)
 
 if TYPE_CHECKING:
     from .app import UwfApp
@@ -69,6 +75,14 @@ class Commands:
 
         text = yaml.safe_dump(details.output, sort_keys=False, allow_unicode=True)  # already in the schema's order
         self.app.push_screen(EditorScreen(f"Edit the {details.role} output of step {step}; saving forks a new thread", text, validate), saved)
+
+    def queue(self, thread: str | None) -> None:
+        """Queue the thread for `uwf worker` processes (on this host or any other on the same root)."""
+        from uwf_core.api import queue_thread
+
+        if thread and self.core_call(queue_thread, thread) is not None:
+            self.app.notify(f"queued {thread[:10]}: a `uwf worker` on this root steps it to its end")
+            self.app.poll_state()
 
     def kill(self, thread: str | None) -> None:
         """Asks first (No by default); the kill waits for the agent's process group, off the UI thread."""

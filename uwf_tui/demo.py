@@ -7,7 +7,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from uwf_core.api import Repo, SetupRequest, UwfError, apply_setup, list_threads, put_workflow, start_thread
+from uwf_core.api import (
+    Repo,
+    SetupRequest,
+    UwfError,
+    apply_setup,
+    list_threads,
+    put_workflow,
+    start_thread,
+)
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_PROMPTS = {

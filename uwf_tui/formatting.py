@@ -6,10 +6,10 @@ import json
 import time
 
 STATUS_ICONS = {
-    "running": "▶", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "damaged": "!",
+    "running": "▶", "queued": "⋯", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "damaged": "!",
 }
 STATUS_STYLES = {
-    "running": "bold green", "waiting": "white", "failed": "bold red", "cancelled": "yellow", "done": "cyan", "killed": "magenta",
+    "running": "bold green", "queued": "bold blue", "waiting": "white", "failed": "bold red", "cancelled": "yellow", "done": "cyan", "killed": "magenta",
     "max-steps": "yellow", "damaged": "bold white on red",
 }
 

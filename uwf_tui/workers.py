@@ -8,9 +8,28 @@ from typing import Callable
 
 from textual.message import Message
 
-from uwf_core.api import AgentCheck, Cancel, HumanRequest, Repo, StepOptions, UwfError, check_agent, fsck, kill_thread, perform_step, run_thread
+from uwf_core.api import (
+    AgentCheck,
+    Cancel,
+    HumanRequest,
+    Repo,
+    StepOptions,
+    UwfError,
+    check_agent,
+    fsck,
+    kill_thread,
+    perform_step,
+    run_thread,
+)
 
-from .messages import AgentChecked, AgentOutput, FsckDone, HumanAnswerRequested, KillDone, StepDone
+from .messages import (
+    AgentChecked,
+    AgentOutput,
+    FsckDone,
+    HumanAnswerRequested,
+    KillDone,
+    StepDone,
+)
 
 Post = Callable[[Message], object]
 

@@ -42,3 +42,10 @@ def _postgres(url: str) -> Backend:
     backend = PgBackend(url)
     backend.check()  # unreachable or refused: one clear line now, not a traceback later
     return backend
+
+
+def display_location(location: str) -> str:
+    """A root's location as people may see it: a URL's password hidden."""
+    import re
+
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", location)

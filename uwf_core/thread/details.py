@@ -102,16 +102,19 @@ STATUS_WAITING = "waiting"
 STATUS_FAILED = "failed"
 STATUS_CANCELLED = "cancelled"  # the last attempt was stopped (cancelled, a form declined, Ctrl-C): nothing failed
 STATUS_DAMAGED = "damaged"  # the head cannot be read
+STATUS_QUEUED = "queued"  # waiting for a `uwf worker` (`uwf thread run --detach`)
 
 
 def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
-    """running / waiting / failed / cancelled for active threads (failed: the last attempt from
+    """running / queued / waiting / failed / cancelled for active threads (failed: the last attempt from
     the current head failed or timed out; cancelled: it was stopped, runs.jsonl's `killed`), the
     archive reason (done / killed / max-steps) for the others."""
     last_run: dict[str, RunRecord] = {}
+    queued: set[str] = set()
     if any(info.active for info in infos):
         for record in repo.runs.read():
             last_run[record.thread] = record
+        queued = {entry.thread for entry in repo.backend.queue.entries()}
     statuses = {}
     for info in infos:
         if info.problem:
@@ -120,6 +123,8 @@ def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
             statuses[info.thread] = info.reason or "done"
         elif repo.locks.running(info.thread) is not None:
             statuses[info.thread] = STATUS_RUNNING
+        elif info.thread in queued:
+            statuses[info.thread] = STATUS_QUEUED
         else:
             statuses[info.thread] = _waiting_status(last_run.get(info.thread), info.head)
     return statuses

@@ -16,6 +16,7 @@ from textual.widgets import Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from uwf_core.api import Repo, UwfError, list_threads, list_workflows
+
 from .panes import PANE_KEYS, focus_now
 
 BATCH = 200

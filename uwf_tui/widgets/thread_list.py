@@ -10,7 +10,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 
 from uwf_core.api import Repo, ThreadInfo, UwfError, context_of, ulid_timestamp_ms
 

@@ -10,14 +10,25 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, RichLog, Static
 
-from uwf_core.api import Repo, ThreadInfo, Timeline, UwfError, list_threads, step_body, step_details, thread_statuses, thread_timeline, workflow_of
+from uwf_core.api import (
+    Repo,
+    ThreadInfo,
+    Timeline,
+    UwfError,
+    list_threads,
+    step_body,
+    step_details,
+    thread_statuses,
+    thread_timeline,
+    workflow_of,
+)
 
 from ..formatting import STATUS_STYLES, short
 from . import timeline as timeline_rows
+from .panes import PANE_KEYS, focus_now
 from .step_pane import StepPane
 from .thread_list import ThreadList
 from .timeline import TimelineTable, row_at_cursor
-from .panes import PANE_KEYS, focus_now
 
 
 class ThreadsView(Horizontal):

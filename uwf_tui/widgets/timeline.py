@@ -16,7 +16,16 @@ from textual.widgets import DataTable
 
 from uwf_core.api import RunningStep, StepContext, Timeline
 
-from ..formatting import attempt_mark, clock, duration, elapsed, short, spinner, summary, took
+from ..formatting import (
+    attempt_mark,
+    clock,
+    duration,
+    elapsed,
+    short,
+    spinner,
+    summary,
+    took,
+)
 from .panes import RowTable
 
 BATCH = 100  # rows added between two yields to the event loop
@@ -99,7 +108,7 @@ class TimelineTable(RowTable):
             running.agent or "",
             clock(running.started_at),
             elapsed(time.time() - running.started_at / 1000) if running.started_at else "",
-            Text("running… (x cancels)" if here else f"running in another process (pid {running.pid})", style="green"),
+            Text("running… (x cancels)" if here else f"running in another process ({running.describe()})", style="green"),
             key="running:",
         )
 

@@ -11,7 +11,15 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane
 
-from uwf_core.api import Repo, UwfError, Workflow, field_order, list_workflows, workflow_of, workflow_source
+from uwf_core.api import (
+    Repo,
+    UwfError,
+    Workflow,
+    field_order,
+    list_workflows,
+    workflow_of,
+    workflow_source,
+)
 
 from ..formatting import short
 from .graph_layout import render_graph_rich

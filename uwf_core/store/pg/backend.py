@@ -10,6 +10,8 @@ from .db import CHANGES_CHANNEL, Database, display
 
 
 class PgBackend:
+    notifies = True  # wait_for_change is woken by NOTIFY, not polled
+
     def __init__(self, url: str) -> None:
         self.db = Database(url)
         self.location = url  # what agents get in UWF_STORAGE_ROOT to open it again

@@ -10,7 +10,6 @@ vanished lose its locks within ~30 s.
 
 from __future__ import annotations
 
-import re
 import threading
 from contextlib import contextmanager
 
@@ -63,7 +62,9 @@ _local = threading.local()
 
 def display(url: str) -> str:
     """The URL without its password, for messages and titles."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    from ..open import display_location
+
+    return display_location(url)
 
 
 class Database:
