@@ -346,6 +346,55 @@ def cas(report: Report, uwf: Uwf, nodes: int, walk_length: int) -> None:
     report.add(Row(f"`uwf cas gc --grace 0` of {nodes:,} nodes (all garbage)", run_timed(uwf.cli("--root", root, "cas", "gc", "--grace", "0")), note="uwf only"))
 
 
+def workers(report: Report, uwf: Uwf, counts: list[int], threads: int) -> None:
+    """Steps per second through `uwf worker` processes on this host: a directory root, and a
+    PostgreSQL root (a private cluster, when PostgreSQL and psycopg are here)."""
+    print(f"workers: {threads} threads of 3 steps, {', '.join(map(str, counts))} worker processes", flush=True)
+    places = {"directory root": None}
+    cluster = None
+    try:
+        import psycopg  # noqa: F401
+
+        sys.path.insert(0, str(REPO / "tests" / "support"))
+        from pg_cluster import Cluster, binaries
+
+        if binaries():
+            cluster = Cluster().start()
+            places["PostgreSQL root"] = cluster
+    except ImportError:
+        pass
+    try:
+        for place, server in places.items():
+            for count in counts:
+                name = f"workers-{place.split()[0]}-{count}"
+                location = server.create_database(name.replace("-", "_")) if server else str(uwf.work / name)
+                rate = _worker_rate(uwf, location, count, threads)
+                report.add(Row(f"{place}: steps per second, {count} worker{'s' if count > 1 else ''}", rate, unit="/s", note="uwf only"))
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+def _worker_rate(uwf: Uwf, location: str, count: int, threads: int) -> float:
+    env = dict(os.environ, UWF_STORAGE_ROOT=location, UWF_ENV_FILE=str(uwf.work / "bench.env"))
+
+    def run(*args: str) -> str:
+        return subprocess.run(uwf.cli(*args), capture_output=True, text=True, env=env, check=True).stdout
+
+    run("workflow", "put", str(uwf.workflow))
+    run("agent", "add", "text", "--protocol", "text", "--", "sh", "-c", TEXT_AGENT.replace("\"approved\":false", "\"approved\":true"))
+    run("setup", "--default-agent", "text")
+    for i in range(threads):
+        thread = json.loads(run("thread", "start", "bench-loop", "-p", f"t{i}"))["thread"]
+        run("thread", "run", thread, "--detach")
+    started = time.perf_counter()
+    procs = [subprocess.Popen(uwf.cli("worker", "--once"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env) for _ in range(count)]
+    for proc in procs:
+        proc.wait()
+    elapsed = time.perf_counter() - started
+    return threads * 3 / elapsed  # planner, developer, reviewer (approved): three steps a thread
+
+
 def tui(report: Report, uwf: Uwf, length: int) -> None:
     print(f"the TUI opens a {length:,}-step thread", flush=True)
     root, thread = uwf.root("tui", length)
@@ -362,11 +411,11 @@ def tui(report: Report, uwf: Uwf, length: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/benchmarks.md)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs, for a first look")
-    parser.add_argument("--only", choices=["startup", "cli", "inproc", "disk", "fork", "cas", "tui"], action="append")
+    parser.add_argument("--only", choices=["startup", "cli", "inproc", "disk", "fork", "cas", "tui", "workers"], action="append")
     args = parser.parse_args(argv)
     compile_sources()
     quick = args.quick
-    only = set(args.only or ["startup", "cli", "inproc", "disk", "fork", "cas", "tui"])
+    only = set(args.only or ["startup", "cli", "inproc", "disk", "fork", "cas", "tui", "workers"])
     work = Path(tempfile.mkdtemp(prefix="uwf-bench-"))
     report = Report()
     uwf, lang = Uwf(work), LangGraph(work)
@@ -386,6 +435,8 @@ def main(argv: list[str] | None = None) -> None:
             cas(report, uwf, 10_000 if quick else 100_000, 3000 if quick else 10_000)
         if "tui" in only:
             tui(report, uwf, 1000 if quick else 10_000)
+        if "workers" in only:
+            workers(report, uwf, [1, 4] if quick else [1, 4, 16], 16 if quick else 48)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

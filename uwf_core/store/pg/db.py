@@ -94,6 +94,26 @@ class Database:
             conn = cache[self.url] = self.connect()
         return conn
 
+    def borrow_session(self):
+        """A connection of its own (a session for locks that outlive statements), reused from this
+        thread's idle ones: a step's lock costs no new connection each time."""
+        idle = _local.__dict__.setdefault("idle", {}).setdefault(self.url, [])
+        while idle:
+            conn = idle.pop()
+            if not conn.closed and not conn.broken:
+                return conn
+        return self.connect()
+
+    def return_session(self, conn) -> None:
+        """Back to this thread's idle sessions (its advisory locks released by the caller first)."""
+        if conn.closed or conn.broken:
+            return
+        idle = _local.__dict__.setdefault("idle", {}).setdefault(self.url, [])
+        if len(idle) < 2:
+            idle.append(conn)
+        else:
+            conn.close()
+
     def drop_connection(self) -> None:
         cache = _local.__dict__.setdefault("connections", {})
         conn = cache.pop(self.url, None)

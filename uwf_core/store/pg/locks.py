@@ -45,11 +45,11 @@ class PgStepLease:
         self.interrupted: RunningStep | None = None
 
     def __enter__(self) -> PgStepLease:
-        conn = self.db.connect()
+        conn = self.db.borrow_session()
         with self.db.errors("lock a thread of"):
             got = conn.execute("select pg_try_advisory_lock(%s)", (self.key,)).fetchone()[0]
         if not got:
-            conn.close()
+            self.db.return_session(conn)
             holder = PgStepLocks(self.db).running(self.thread)
             raise LockedError(f"thread {self.thread} is already being stepped by {holder.describe() if holder else 'another process'}")
         self.conn = conn
@@ -76,10 +76,11 @@ class PgStepLease:
             with self.conn.transaction():
                 self.conn.execute("delete from uwf_running where thread = %s", (self.thread,))
                 self.db.bump(self.conn)
+            self.conn.execute("select pg_advisory_unlock(%s)", (self.key,))
         except Exception:
-            pass  # the session ends below: the lock goes with it; the row tells the next step
-        finally:
-            self.conn.close()
+            self.conn.close()  # the session ends: the lock goes with it; the row tells the next step
+            return
+        self.db.return_session(self.conn)
 
 
 class PgStepLocks:
