@@ -137,17 +137,23 @@ def test_sigterm_cancels_the_step_keeps_the_thread_queued_and_exits_0(place):
 
 
 def test_a_step_typed_by_hand_and_a_worker_never_both_step(place):
-    [thread] = _start(place, _slow_agent(0.5), 1)
-    worker = place.spawn("worker", "--once", "--name", "busy")
-    collided = 0
-    while worker.poll() is None:
-        manual = place("thread", "step", thread)
-        collided += manual.returncode != 0 and "already being stepped" in manual.stderr
-        time.sleep(0.1)
-    assert worker.returncode == 0, worker.communicate()[1]
+    [thread] = _start(place, _slow_agent(1.5), 1)
+    by_hand = place.spawn("thread", "step", thread)  # holds the step lock for 1.5 s
+    _wait_for(lambda: _running(place, thread), what="the step typed by hand")
+    worker = place.spawn("worker", "--once", "--name", "busy")  # its first step meets the lock: it waits
+    assert by_hand.wait(timeout=60) == 0, by_hand.communicate()[1]
+    _wait_for(lambda: _running(place, thread), what="the worker's step")
+    collided = place("thread", "step", thread)  # now the worker holds it: refused at once, naming it
+    assert collided.returncode == 1 and "already being stepped" in collided.stderr, collided.stderr
+    out, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0 and "busy" in err, err
     steps = json.loads(place("thread", "steps", thread).stdout)
     assert [step["role"] for step in steps] == SOLVE_ROLES  # each step once, whoever took it
-    assert collided >= 1
+
+
+def _running(run, thread: str) -> bool:
+    """Whether a step of `thread` is in progress (its attempt is on record only when it ends)."""
+    return json.loads(run("thread", "show", thread).stdout).get("running") is not None
 
 
 def test_the_database_restarted_under_a_worker(pg_cluster, pg_url, root_dir):

@@ -142,6 +142,9 @@ def cmd_show(args) -> int:
     data["steps"], usage = thread_stats(repo, info.head)
     if usage.requests:
         data["usage"] = usage.to_json()
+    running = repo.locks.running(info.thread) if info.active else None
+    if running is not None:  # a step in progress, here or on another host
+        data["running"] = {"pid": running.pid, "host": running.host, "role": running.role, "agent": running.agent, "startedAt": running.started_at}
     emit_json(data)
     return 0
 

@@ -134,7 +134,9 @@ def run_process(
     if on_start is not None:
         on_start(proc.pid)
     if stdin_text is not None:
-        threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True).start()
+        rest = _write_what_fits(proc.stdin, stdin_text.encode("utf-8"))
+        if rest:  # the agent reads it as it goes: a thread feeds the rest while we supervise
+            threading.Thread(target=_feed, args=(proc.stdin, rest), daemon=True).start()
     try:
         stdout, stderr_tail, timed_out, cancelled, overflowed = _supervise(proc, timeout, on_output, cancel, started)
     finally:
@@ -153,9 +155,31 @@ def run_process(
     )
 
 
-def _feed(pipe, text: str) -> None:
+def _write_what_fits(pipe, data: bytes) -> bytes:
+    """Write what the pipe takes now without waiting (a prompt usually fits: no thread to start,
+    ~1 ms saved), closing it when all went; returns the rest."""
+    fd = pipe.fileno()
+    os.set_blocking(fd, False)
     try:
-        pipe.write(text.encode("utf-8"))
+        written = os.write(fd, data)
+    except BlockingIOError:
+        written = 0
+    except OSError:  # the agent is gone already: its exit says why
+        written = len(data)
+    finally:
+        os.set_blocking(fd, True)
+    if written >= len(data):
+        try:
+            pipe.close()
+        except OSError:
+            pass
+        return b""
+    return data[written:]
+
+
+def _feed(pipe, data: bytes) -> None:
+    try:
+        pipe.write(data)
         pipe.close()
     except (BrokenPipeError, OSError, ValueError):
         pass
