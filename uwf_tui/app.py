@@ -27,12 +27,10 @@ from textual.widgets import (
     DataTable,
     Footer,
     Header,
-    Static,
     TabbedContent,
     TabPane,
     Tree,
 )
-from textual.worker import get_current_worker
 
 from uwf_core.api import Cancel, Repo, UwfError, display_location
 
@@ -45,11 +43,13 @@ from .messages import (
     FsckDone,
     HumanAnswerRequested,
     KillDone,
+    RootChanged,
     StepDone,
 )
 from .runner import AgentRunner
 from .screens.modals import ConfirmScreen, HelpScreen
 from .widgets.cas_view import CasView
+from .widgets.damage import DamageBanner
 from .widgets.panes import focus_now, move_focus, switch_tab
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
@@ -120,15 +120,12 @@ class UwfApp(App):
         self.commands = Commands(self)
         self._ticks = 0
         self._idle_title: str | None = None  # the sub-title to restore when no agent runs any more
-        self._damage: str | None = None
-        self._fsck_summary: str | None = None  # what fsck said of the damage shown
-        self._fsck_running = False
         self._signature: object = None
         self.sub_title = display_location(repo.location)
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static("", id="damage", classes="hidden")
+        yield DamageBanner()
         with TabbedContent(initial="pane-threads", id="views"):
             with TabPane("1 Workflows", id="pane-workflows"):
                 yield WorkflowsView(self.repo, id="workflows-view")
@@ -187,24 +184,12 @@ class UwfApp(App):
         self._signature = self.repo.backend.change_token()
         self.set_interval(self.poll_seconds, self.poll_state)  # also the fallback where nothing notifies
         self.set_interval(1.0, self.tick)
-        if getattr(self.repo.backend, "notifies", False):
-            self.run_worker(self._listen, thread=True, exit_on_error=False, group="listen")
+        if getattr(self.repo.backend, "notifies", False):  # another host's change reloads at once
+            self.run_worker(partial(workers.listen, self.repo, self.post_message), thread=True, exit_on_error=False, group="listen")
         self.query_one("#threads", DataTable).focus()
 
-    def _listen(self) -> None:
-        """A root that notifies its changes (PostgreSQL's LISTEN/NOTIFY): reload as soon as another
-        host steps, queues or kills, not at the next poll."""
-        worker = get_current_worker()
-        token = None
-        while not worker.is_cancelled:
-            try:
-                changed = self.repo.backend.wait_for_change(token, 1.0)
-            except UwfError:
-                time.sleep(1.0)  # the poll shows what is wrong
-                continue
-            if token is not None and changed != token and not worker.is_cancelled:
-                self.call_from_thread(self.poll_state)
-            token = changed
+    def on_root_changed(self, message: RootChanged) -> None:
+        self.poll_state()
 
     # -- views ---------------------------------------------------------------------------
 
@@ -352,29 +337,13 @@ class UwfApp(App):
         self.refresh_bindings()
 
     def show_damage(self, message: str) -> None:
-        """A damaged root is shown, not fatal: the banner stays until a reload reads cleanly, and
-        says what `uwf cas fsck` finds (run once per damage, in a worker)."""
-        banner = self.query_one("#damage", Static)
-        first = banner.has_class("hidden")
-        if message != self._damage and not self._fsck_running:
-            self._fsck_summary = None  # another damage: check again
-        self._damage = message
-        banner.update(f"⚠ {message}\n  {self._fsck_summary or '`uwf cas fsck` is checking the whole root…'} The views show what can still be read.")
-        banner.remove_class("hidden")
-        if first:
-            self.notify(message, title="the root is damaged", severity="error", timeout=10)
-        if self._fsck_summary is None and not self._fsck_running:
-            self._fsck_running = True
-            self.run_worker(partial(workers.check_root, self.repo, self.post_message), thread=True, exit_on_error=False, group="fsck")
+        self.query_one(DamageBanner).show(message)
 
     def on_fsck_done(self, message: FsckDone) -> None:
-        self._fsck_running = False
-        self._fsck_summary = message.summary
-        if not self.query_one("#damage", Static).has_class("hidden") and self._damage:
-            self.show_damage(self._damage)
+        self.query_one(DamageBanner).fsck_done(message.summary)
 
     def clear_damage(self) -> None:
-        self.query_one("#damage", Static).add_class("hidden")
+        self.query_one(DamageBanner).clear()
 
     # -- stepping: the runner owns the agents, the handlers show what happened ---------------
 

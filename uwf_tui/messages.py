@@ -66,3 +66,7 @@ class FsckDone(Message):
     def __init__(self, summary: str) -> None:
         super().__init__()
         self.summary = summary
+
+
+class RootChanged(Message):
+    """The root notified a change (another host stepped, queued, killed): reload now."""

@@ -28,6 +28,7 @@ from .messages import (
     FsckDone,
     HumanAnswerRequested,
     KillDone,
+    RootChanged,
     StepDone,
 )
 
@@ -112,3 +113,23 @@ def check_root(repo: Repo, post: Post) -> None:
     first = errors[0]
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     post(FsckDone(f"uwf cas fsck: {len(errors)} error{'s' if len(errors) > 1 else ''}: {first.target}: {first.message}{more}"))
+
+
+def listen(repo: Repo, post: Post) -> None:
+    """A root that notifies its changes (PostgreSQL's LISTEN/NOTIFY): post RootChanged at once,
+    until the app cancels this worker (it looks every second)."""
+    import time
+
+    from textual.worker import get_current_worker
+
+    worker = get_current_worker()
+    token = None
+    while not worker.is_cancelled:
+        try:
+            changed = repo.backend.wait_for_change(token, 1.0)
+        except UwfError:
+            time.sleep(1.0)  # the app's poll shows what is wrong
+            continue
+        if token is not None and changed != token and not worker.is_cancelled:
+            post(RootChanged())
+        token = changed
