@@ -8,7 +8,14 @@ from importlib import import_module
 
 from ..version import __version__
 
-GROUPS = {"thread": "thread_cmd", "workflow": "workflow_cmd", "agent": "agent_cmd", "cas": "cas_cmd", "setup": "setup_cmd"}
+GROUPS = {
+    "thread": "thread_cmd",
+    "workflow": "workflow_cmd",
+    "agent": "agent_cmd",
+    "cas": "cas_cmd",
+    "setup": "setup_cmd",
+    "diff": "diff_cmd",
+}
 
 
 def _named_group(args: list[str] | None) -> str | None:
