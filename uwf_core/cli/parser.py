@@ -15,6 +15,7 @@ GROUPS = {
     "cas": "cas_cmd",
     "setup": "setup_cmd",
     "diff": "diff_cmd",
+    "bundle": "bundle_cmd",
 }
 
 
