@@ -116,3 +116,17 @@ def test_the_running_total_is_kept_as_derived_data_only_when_asked(root, tmp_pat
     assert spend.steps == 3 and spend.tokens == 330 and store.nodes.derived(KEY + head) is None
     again = spend_since_start(root, head, keep=True)
     assert again == spend and json.loads(store.nodes.derived(KEY + head))["steps"] == 3
+
+
+def test_a_step_that_recorded_no_usage_makes_the_cost_unknown_but_a_person_or_a_reuse_spent_nothing():
+    from uwf_core.thread.ledger import usage_recorded
+
+    assert usage_recorded({"usage": Usage().to_json()})
+    assert usage_recorded({"protocol": "human"}) and usage_recorded({"protocol": "edit"}) and usage_recorded({"protocol": "reuse"})
+    assert not usage_recorded({"protocol": "text", "extractUsage": usage(1, 1).to_json()})  # the agent's own is unknown
+    assert not usage_recorded({"script": "x.yaml", "answer": 0}) and not usage_recorded("content")
+    unknown = spend_of((), unrecorded=1)
+    assert unknown.cost is None and unknown.tokens == 0 and unknown.to_json()["unrecordedSteps"] == 1
+    assert (unknown + spend_of(())).unrecorded == 1
+    status = BudgetStatus(10, None, "thread", unknown)
+    assert status.exceeded is None and "recorded no token usage" in status.unrecorded

@@ -24,6 +24,8 @@ def spend_line(spend: Spend) -> str:
             f" — {spend.unpriced_tokens:,} tokens of {', '.join(spend.unpriced_models)} have no price in config.yaml "
             f"(priced part: {money(spend.priced_cost)})"
         )
+    if spend.unrecorded:
+        text += f"; {spend.unrecorded} step{'s' if spend.unrecorded != 1 else ''} recorded no token usage (not counted)"
     if spend.reused:
         text += f"; {spend.reused} reused step{'s' if spend.reused != 1 else ''}"
     return text
@@ -64,7 +66,8 @@ def thread_cost_text(ledger: ThreadCost) -> str:
         rows = [["#", "role", "agent", "tokens", "cost", "time", ""]]
         for step in ledger.steps:
             mark = f"reused {step.reused_from}" if step.reused_from else ("(shared)" if step.number <= ledger.inherited else "")
-            rows.append([str(step.number), step.role, step.agent, f"{step.spend.tokens:,}", money(step.spend.cost), _seconds(step.duration_ms), mark])
+            tokens = f"{step.spend.tokens:,}" if step.recorded else "?"
+            rows.append([str(step.number), step.role, step.agent, tokens, money(step.spend.cost), _seconds(step.duration_ms), mark])
         lines += ["", *_table(rows, {0, 3, 4, 5})]
     lines += ["", f"Total: {spend_line(ledger.total)}"]
     if ledger.inherited:
@@ -84,6 +87,8 @@ def thread_cost_text(ledger: ThreadCost) -> str:
             lines.append(f"  used up: {budget.exceeded}")
         elif budget.unpriced:
             lines.append(f"  cannot be checked: {budget.unpriced}")
+        if budget.unrecorded:
+            lines.append(f"  note: {budget.unrecorded}")
     if ledger.failed_attempts:
         lines += ["", f"Failed attempts: {ledger.failed_attempts} (their tokens are not recorded, so none are counted above)"]
     return "\n".join(lines) + "\n"

@@ -163,7 +163,8 @@ def _routing(step: DiffStep) -> str:
 def _tokens(step: DiffStep) -> str:
     cost = "?" if step.cost is None else f"{step.cost:.4f}"
     reused = ", reused" if step.reused_from else ""
-    return f"{step.tokens:,} (cost {cost}{reused})"
+    tokens = "?" if step.tokens is None else f"{step.tokens:,}"
+    return f"{tokens} (cost {cost}{reused})"
 
 
 def _seconds(ms: int | None) -> str:

@@ -159,6 +159,8 @@ def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | No
 def _stop_note(budget: BudgetStatus | None) -> str | None:
     if budget is not None and budget.unpriced is not None:
         return f"the step would fail: {budget.unpriced}"
+    if budget is not None and budget.unrecorded is not None:
+        return f"the budget counts only what agents record: {budget.unrecorded}"
     return None
 
 

@@ -126,8 +126,8 @@ class DiffStep:
     body: str
     instruction: str | None
     routing: Routing
-    tokens: int
-    cost: float | None  # None: unpriced tokens (see thread/ledger.py)
+    tokens: int | None  # None: the agent recorded no usage
+    cost: float | None  # None: unpriced or unrecorded tokens (see thread/ledger.py)
     duration_ms: int | None
     reused_from: str | None = None
 
@@ -316,7 +316,7 @@ def _diff_step(repo: Repo, steps: list[StepContext], number: int) -> DiffStep:
     output = ordered_output(step.output, role_schema(repo, step.start, step.role))
     return DiffStep(
         step.hash, number, step.role, step.agent, output, step_body(repo.nodes, step), step.instruction,
-        _routing_after(repo, step), cost.spend.tokens, cost.spend.cost, cost.duration_ms, cost.reused_from,
+        _routing_after(repo, step), cost.spend.tokens if cost.recorded else None, cost.spend.cost, cost.duration_ms, cost.reused_from,
     )
 
 

@@ -6,8 +6,11 @@ Tokens come from each step's detail node: the agent's `usage` under the model it
 Prices come from config.yaml's `prices` (per million prompt / completion tokens). A model
 without a price is counted in tokens only: its cost is unknown, never guessed, and a total
 that includes it has no cost (`Spend.cost` is None; `priced_cost` is the part that is known).
-A reused step spent nothing. Failed attempts leave no detail node, so their tokens are not
-recorded anywhere: the ledger counts them (`failed_attempts`) but cannot add them up.
+A step whose agent recorded no usage at all (a text agent such as `claude -p`, uwf-script)
+spent an unknown amount: it is counted as `unrecorded`, and a total that includes one has no cost
+either. A reused step, a person's answer and an edited output spent nothing, and say so. Failed
+attempts leave no detail node, so their tokens are not recorded anywhere: the ledger counts them
+(`failed_attempts`) but cannot add them up.
 
 A budget (`maxTokens`, `maxCost`: the StartNode's own, else the workflow's) is checked against
 the steps since the thread's current StartNode, as maxSteps is: a fork carries the history it
@@ -37,7 +40,8 @@ if TYPE_CHECKING:
 
 UNKNOWN_MODEL = "(unknown model)"
 REUSE_PROTOCOL = "reuse"  # a step whose output was reused (engine/reuse.py): no agent ran
-KEY = "spend1:"
+FREE_PROTOCOLS = frozenset({REUSE_PROTOCOL, "human", "edit"})  # no model ran: nothing was spent, by definition
+KEY = "spend2:"
 
 
 def tokens_of(usage: Usage) -> int:
@@ -68,14 +72,17 @@ class Spend:
     priced_cost: float = 0.0  # the cost of the tokens that have a price
     unpriced_tokens: int = 0
     unpriced_models: tuple[str, ...] = ()
+    unrecorded: int = 0  # steps whose agent recorded no usage: what they spent is unknown
 
     @property
     def tokens(self) -> int:
+        """The tokens recorded (steps in `unrecorded` are not in it)."""
         return tokens_of(self.usage)
 
     @property
     def cost(self) -> float | None:
-        return None if self.unpriced_tokens else self.priced_cost
+        """The cost, when it is known whole: None if some tokens have no price or some step recorded none."""
+        return None if self.unpriced_tokens or self.unrecorded else self.priced_cost
 
     def __add__(self, other: Spend) -> Spend:
         return Spend(
@@ -85,6 +92,7 @@ class Spend:
             self.priced_cost + other.priced_cost,
             self.unpriced_tokens + other.unpriced_tokens,
             tuple(dict.fromkeys([*self.unpriced_models, *other.unpriced_models])),
+            self.unrecorded + other.unrecorded,
         )
 
     def to_json(self) -> dict:
@@ -97,6 +105,7 @@ class Spend:
             "pricedCost": _money(self.priced_cost),
             "unpricedTokens": self.unpriced_tokens,
             "unpricedModels": list(self.unpriced_models),
+            "unrecordedSteps": self.unrecorded,
         }
 
 
@@ -104,7 +113,7 @@ def _money(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-def spend_of(parts: tuple[ModelSpend, ...], *, steps: int = 1, reused: int = 0) -> Spend:
+def spend_of(parts: tuple[ModelSpend, ...], *, steps: int = 1, reused: int = 0, unrecorded: int = 0) -> Spend:
     usage = Usage()
     priced = 0.0
     unpriced = 0
@@ -116,7 +125,7 @@ def spend_of(parts: tuple[ModelSpend, ...], *, steps: int = 1, reused: int = 0) 
         elif tokens_of(part.usage):
             unpriced += tokens_of(part.usage)
             unpriced_models.append(part.model)
-    return Spend(steps, reused, usage, priced, unpriced, tuple(dict.fromkeys(unpriced_models)))
+    return Spend(steps, reused, usage, priced, unpriced, tuple(dict.fromkeys(unpriced_models)), unrecorded)
 
 
 def priced(config: Config, names: tuple[str, ...], usage: Usage) -> ModelSpend:
@@ -132,6 +141,11 @@ def priced(config: Config, names: tuple[str, ...], usage: Usage) -> ModelSpend:
 
 def _names(*values: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value for value in values if isinstance(value, str) and value))
+
+
+def usage_recorded(detail: object) -> bool:
+    """Whether a step's detail says what its agent spent: a `usage`, or a protocol that runs no model."""
+    return isinstance(detail, dict) and ("usage" in detail or detail.get("protocol") in FREE_PROTOCOLS)
 
 
 def detail_parts(detail: object) -> tuple[tuple[tuple[str, ...], Usage], ...]:
@@ -166,6 +180,11 @@ class StepCost:
     completed_at: int | None = None
 
     @property
+    def recorded(self) -> bool:
+        """Whether the agent recorded what it spent (else `spend` holds only what the extractor did)."""
+        return not self.spend.unrecorded
+
+    @property
     def duration_ms(self) -> int | None:
         if self.started_at is None or self.completed_at is None:
             return None
@@ -177,9 +196,10 @@ class StepCost:
             "number": self.number,
             "role": self.role,
             "agent": self.agent,
-            "tokens": self.spend.tokens,
+            "tokens": self.spend.tokens if self.recorded else None,
             **self.spend.usage.to_json(),
             "cost": _money(self.spend.cost),
+            "usageRecorded": self.recorded,
             "models": [part.to_json() for part in self.parts],
             "durationMs": self.duration_ms,
         }
@@ -201,7 +221,7 @@ def step_cost(repo: Repo, step: StepContext, number: int = 0) -> StepCost:
     config = repo.config
     parts = tuple(priced(config, names, usage) for names, usage in detail_parts(detail))
     reused_from = detail.get("reusedFrom") if isinstance(detail, dict) and detail.get("protocol") == REUSE_PROTOCOL else None
-    spend = spend_of(parts, reused=1 if reused_from else 0)
+    spend = spend_of(parts, reused=1 if reused_from else 0, unrecorded=0 if usage_recorded(detail) else 1)
     return StepCost(step.hash, number, step.role, step.agent, parts, spend, reused_from, step.started_at, step.completed_at)
 
 
@@ -489,6 +509,14 @@ class BudgetStatus:
             f"so the budget can be checked"
         )
 
+    @property
+    def unrecorded(self) -> str | None:
+        """Steps since the start whose agent recorded no usage: the budget cannot count them (one line)."""
+        count = self.used.unrecorded
+        if not count:
+            return None
+        return f"{count} step{'s' if count != 1 else ''} since the start recorded no token usage: the budget cannot count {'them' if count != 1 else 'it'}"
+
     def to_json(self) -> dict:
         return {
             "maxTokens": self.max_tokens,
@@ -496,6 +524,7 @@ class BudgetStatus:
             "source": self.source,
             "used": self.used.to_json(),
             "exceeded": self.exceeded,
+            "uncounted": self.unrecorded,
         }
 
 
@@ -533,14 +562,14 @@ def spend_since_start(repo: Repo, head: str, *, keep: bool = False) -> Spend:
     record = _running_total(repo.nodes, head, keep=keep)
     config = repo.config
     parts = tuple(priced(config, tuple(names), usage) for names, usage in record.parts)
-    spend = spend_of(parts, steps=record.steps, reused=record.reused)
-    return spend
+    return spend_of(parts, steps=record.steps, reused=record.reused, unrecorded=record.unrecorded)
 
 
 @record(frozen=True)
 class _RunningTotal:
     steps: int
     reused: int
+    unrecorded: int
     parts: tuple[tuple[tuple[str, ...], Usage], ...]  # (model names, usage), summed per names
 
     def after(self, detail: object) -> _RunningTotal:
@@ -548,12 +577,14 @@ class _RunningTotal:
         for names, usage in detail_parts(detail):
             sums[names] = sums.get(names, Usage()) + usage
         reused = isinstance(detail, dict) and detail.get("protocol") == REUSE_PROTOCOL
-        return _RunningTotal(self.steps + 1, self.reused + (1 if reused else 0), tuple(sums.items()))
+        unrecorded = 0 if usage_recorded(detail) else 1
+        return _RunningTotal(self.steps + 1, self.reused + (1 if reused else 0), self.unrecorded + unrecorded, tuple(sums.items()))
 
     def to_bytes(self) -> bytes:
         data = {
             "steps": self.steps,
             "reused": self.reused,
+            "unrecorded": self.unrecorded,
             "parts": [[list(names), usage.to_json()] for names, usage in self.parts],
         }
         return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
@@ -563,7 +594,7 @@ class _RunningTotal:
         try:
             data = json.loads(raw)
             parts = tuple((tuple(str(name) for name in names), Usage.from_json(usage)) for names, usage in data["parts"])
-            return cls(int(data["steps"]), int(data["reused"]), parts)
+            return cls(int(data["steps"]), int(data["reused"]), int(data["unrecorded"]), parts)
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -580,12 +611,12 @@ def _running_total(store: CasStore, head: str, *, keep: bool) -> _RunningTotal:
             break
         node = thread_node(store, cursor)
         if node.type != STEP_TYPE:
-            base = _RunningTotal(0, 0, ())  # a StartNode: nothing spent since it
+            base = _RunningTotal(0, 0, 0, ())  # a StartNode: nothing spent since it
             break
         pending.append((cursor, node.payload))
         cursor = node.payload.get("prev") or node.payload["start"]
     if base is None:
-        base = _RunningTotal(0, 0, ())
+        base = _RunningTotal(0, 0, 0, ())
     totals = []
     for hash_, payload in reversed(pending):
         base = base.after(_detail(store, payload["detail"]))
