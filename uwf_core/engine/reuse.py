@@ -28,7 +28,6 @@ from ..encoding.ids import is_cas_ref, xxh64_hash
 from ..errors import UwfError
 from ..store.builtin_schemas import BUILTIN_HASHES, PROMPT_HASH
 from ..store.cas import node_hash
-from ..thread.ledger import REUSE_PROTOCOL
 
 if TYPE_CHECKING:
     from ..config.env import Secrets
@@ -114,6 +113,7 @@ def write_reused(call: AgentCall, found: str, key: str) -> str:
     after it are those after `found`), whose detail says where it came from and that it spent
     nothing; indexed under the same key."""
     from ..llm.usage import Usage
+    from ..thread.ledger import REUSE_PROTOCOL
     from ..thread.nodes import read_step
     from ..thread.write import next_step_links, write_step
     from .record import store_prompt

@@ -23,11 +23,8 @@ from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_in
 from ..workflow.ops import workflow_of
 from .attempt import Attempt, StepError, StepOptions, StepResult, redact_error
 from .call import AgentCall
-from ..thread.ledger import REASON_BUDGET, budget_status
 from .protocols import run_protocol
 from .resolve import resolve_agent
-from .reuse import KEY as REUSE_KEY
-from .reuse import call_key, find_reusable, remember, write_reused
 
 if TYPE_CHECKING:
     from typing import Callable
@@ -96,15 +93,20 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     attempt.agent = resolved.label
     lease.update(role=decision.role, agent=resolved.label)
     call = AgentCall(repo, info, workflow, context, decision, resolved, lease, options, deadline=deadline)
-    reuse_key = call_key(call) if reuse_enabled(options, resolved) else None
-    reused_from = find_reusable(repo.nodes, reuse_key, decision.role) if reuse_key else None
-    if reused_from is not None:
-        new_head = write_reused(call, reused_from, reuse_key)  # no agent runs, no tokens: within any budget
-    else:
-        _check_budget(repo, info, context, workflow)
+    new_head = reused_from = None
+    if reuse_enabled(options, resolved):
+        from .reuse import call_key, find_reusable, write_reused
+
+        reuse_key = call_key(call)
+        reused_from = find_reusable(repo.nodes, reuse_key, decision.role)
+        if reused_from is not None:
+            new_head = write_reused(call, reused_from, reuse_key)  # no agent runs, no tokens: within any budget
+    if new_head is None:
+        if context.start.has_budget or workflow.has_budget:
+            _check_budget(repo, info, context, workflow)
         new_head = run_protocol(call)
-        if reuse_key is not None and repo.backend.nodes.derived(REUSE_KEY + reuse_key) is None:
-            remember(repo.nodes, reuse_key, new_head)  # an agent that wrote its StepNode itself
+        if reuse_enabled(options, resolved):
+            _remember_run(repo, reuse_key, new_head)
     left = max(0.001, deadline - time.monotonic()) if deadline is not None else None
     done = _next_is_end(repo, workflow, context, new_head, left)
     try:
@@ -136,9 +138,19 @@ def reuse_enabled(options: StepOptions, resolved: ResolvedAgent) -> bool:
     return (options.reuse or resolved.reuse) and resolved.protocol != "human"
 
 
+def _remember_run(repo: Repo, key: str, new_head: str) -> None:
+    """Index a step run with reuse on, unless its agent did (an agent that writes its StepNode itself)."""
+    from .reuse import KEY, remember
+
+    if repo.nodes.nodes.derived(KEY + key) is None:
+        remember(repo.nodes, key, new_head)
+
+
 def _check_budget(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: Workflow) -> None:
     """Stop the thread before an agent runs once its budget is used up: archived with reason
     `budget`, like maxSteps. A maxCost that unpriced tokens make unknowable stops the step only."""
+    from ..thread.ledger import REASON_BUDGET, budget_status
+
     status = budget_status(repo, context, workflow, keep=True)
     if status is None:
         return
