@@ -123,6 +123,7 @@ def complete_step(
     """Extract the structured output (fast path, fallback, corrections) and write the step."""
     from ..engine.extract import extract_with_corrections
     from ..engine.record import write_answer
+    from ..engine.reuse import kit_agent_fingerprint
 
     secrets = ctx.repo.secrets
     current = [answer]
@@ -137,7 +138,10 @@ def complete_step(
     )
     detail = {"extract": outcome.extracted.method, "corrections": outcome.corrections}
     if outcome.usage is not None:
+        from ..llm.client import model_alias_for
+
         detail["extractUsage"] = outcome.usage.to_json()
+        detail["extractModel"] = model_alias_for(ctx.repo.config, "extract")  # what the ledger prices them at
     detail.update(current[0].detail)
     return write_answer(
         ctx.store,
@@ -152,6 +156,7 @@ def complete_step(
         secrets=secrets,
         instruction=ctx.instruction,
         started_ms=started_ms,
+        agent_key=kit_agent_fingerprint(),  # indexed for memoized replay when uwf runs this agent
     )
 
 

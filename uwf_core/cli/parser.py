@@ -9,8 +9,15 @@ from importlib import import_module
 from ..version import __version__
 
 GROUPS = {
-    "thread": "thread_cmd", "workflow": "workflow_cmd", "agent": "agent_cmd", "cas": "cas_cmd", "setup": "setup_cmd",
-    "worker": "worker_cmd", "root": "root_cmd",
+    "thread": "thread_cmd",
+    "workflow": "workflow_cmd",
+    "agent": "agent_cmd",
+    "cas": "cas_cmd",
+    "setup": "setup_cmd",
+    "diff": "diff_cmd",
+    "bundle": "bundle_cmd",
+    "worker": "worker_cmd",
+    "root": "root_cmd",
 }
 
 

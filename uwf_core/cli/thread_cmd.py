@@ -1,10 +1,10 @@
-"""`uwf thread start | step | run | show | list | steps | read | fork | resume | kill | step-details | runs`."""
+"""`uwf thread start | step | run | dry-run | show | list | steps | read | fork | resume | kill | step-details | runs | cost`."""
 
 from __future__ import annotations
 
 import sys
 
-from .common import command, group, positive_int, positive_number, repo_of
+from .common import command, group, positive_int, positive_number, positive_number_any, repo_of
 from .output import emit_json, emit_text, note
 
 
@@ -17,12 +17,24 @@ def register(groups, common) -> None:
     start.add_argument(
         "--agent", action="append", default=[], metavar="ROLE=AGENT", help="bind a role to an agent for this thread (repeatable)"
     )
+    start.add_argument("--max-tokens", type=positive_int, metavar="N", help="budget: no new step once the thread's steps used N tokens")
+    start.add_argument("--max-cost", type=positive_number_any, metavar="X", help="budget: no new step once they cost X (prices in config.yaml)")
     step = command(sub, common, "step", cmd_step, "run one moderator → agent → verify cycle")
     _agent_options(step)
     run = command(sub, common, "run", cmd_run, "step until done, a failure, or --max N steps")
     _agent_options(run)
     run.add_argument("--max", "--max-steps", type=positive_int, metavar="N", help="stop after N steps")
     run.add_argument("--detach", action="store_true", help="queue the thread for `uwf worker` processes and return at once")
+    dry = command(sub, common, "dry-run", cmd_dry_run, "what the next step would do (role and why, agent and why, the prompt); writes nothing")
+    dry.add_argument("thread")
+    dry.add_argument("--role", metavar="ROLE", help="preview this role's step instead of the moderator's choice")
+    dry.add_argument("--agent", metavar="CMD", help="as `thread step --agent`")
+    dry.add_argument("--reuse", action="store_true", help="as `thread step --reuse`: say whether an earlier output would be reused")
+    dry.add_argument("--prompt-only", action="store_true", help="print only the prompt, as the agent would get it")
+    cost = command(sub, common, "cost", cmd_cost, "tokens and cost per step, agent, model and role; --tree adds the threads forked from it")
+    cost.add_argument("thread")
+    cost.add_argument("--tree", action="store_true", help="the fork subtree: this thread and the threads forked from it, each step once")
+    cost.add_argument("--json", action="store_true", help="JSON instead of text")
     show = command(sub, common, "show", cmd_show, "{workflow, thread, head, done}")
     show.add_argument("thread")
     listing = command(sub, common, "list", cmd_list, "active threads, newest first")
@@ -55,6 +67,9 @@ def _agent_options(parser) -> None:
     parser.add_argument("thread")
     parser.add_argument("--agent", metavar="CMD", help="agent alias or command line for this step (step protocol)")
     parser.add_argument("--timeout", type=positive_number, metavar="S", help="the whole step's time limit in seconds (agent, extraction, corrections)")
+    parser.add_argument(
+        "--reuse", action="store_true", help="memoized replay: reuse the output of an earlier step with the same role, agent and prompt"
+    )
 
 
 def _prompt(text: str) -> str:
@@ -71,7 +86,9 @@ def cmd_start(args) -> int:
     from ..thread.ops import start_thread
 
     bindings = parse_assignments(args.agent)
-    info = start_thread(repo_of(args), args.workflow, _prompt(args.prompt), args.workspace, bindings or None)
+    info = start_thread(
+        repo_of(args), args.workflow, _prompt(args.prompt), args.workspace, bindings or None, max_tokens=args.max_tokens, max_cost=args.max_cost
+    )
     emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
     return 0
 
@@ -83,7 +100,7 @@ def _step_options(args, repo):
     from .human_editor import editor_answer
 
     human = partial(editor_answer, scratch_dir=repo.backend.scratch_dir)
-    return StepOptions(agent=args.agent, timeout=args.timeout, on_output=_stream_line, human=human)
+    return StepOptions(agent=args.agent, timeout=args.timeout, on_output=_stream_line, human=human, reuse=args.reuse)
 
 
 def cmd_step(args) -> int:
@@ -106,7 +123,8 @@ def cmd_run(args) -> int:
 
     def progress(result) -> None:
         if result.role:
-            note(f"{result.role} ({result.agent}) -> {result.head}{'  [done]' if result.done else ''}")
+            reused = f"  [reused {result.reused_from}]" if result.reused_from else ""
+            note(f"{result.role} ({result.agent}) -> {result.head}{reused}{'  [done]' if result.done else ''}")
         else:
             note(f"thread finished ({result.reason})")
 
@@ -121,8 +139,8 @@ def _detach(args) -> int:
     from ..errors import UsageError
     from ..thread.ops import resolve_thread_id
 
-    if args.agent or args.timeout or args.max:
-        raise UsageError("--detach queues the thread as it is: --agent, --timeout and --max apply to a run here (set them in config.yaml for workers)")
+    if args.agent or args.timeout or args.max or args.reuse:
+        raise UsageError("--detach queues the thread as it is: --agent, --timeout, --max and --reuse apply to a run here (set them in config.yaml for workers)")
     repo = repo_of(args)
     thread = resolve_thread_id(repo, args.thread)
     queued = queue_thread(repo, thread)
@@ -261,4 +279,32 @@ def cmd_runs(args) -> int:
 
     repo = repo_of(args)
     emit_json([record.to_dict() for record in repo.runs.read(resolve_thread_id(repo, args.thread))])
+    return 0
+
+
+def cmd_dry_run(args) -> int:
+    from ..engine.dry_run import dry_run
+
+    preview = dry_run(repo_of(args), args.thread, role=args.role, agent=args.agent, reuse=args.reuse)
+    if args.prompt_only:
+        from ..errors import UwfError
+
+        if preview.prompt is None:
+            raise UwfError(f"thread {preview.thread} would take no step ({preview.end_reason}): there is no prompt")
+        sys.stdout.write(preview.prompt)
+        return 0
+    emit_json(preview.to_json())
+    return 0
+
+
+def cmd_cost(args) -> int:
+    from ..thread.ledger import thread_cost, tree_cost
+    from .cost_text import thread_cost_text, tree_cost_text
+
+    repo = repo_of(args)
+    ledger = tree_cost(repo, args.thread) if args.tree else thread_cost(repo, args.thread)
+    if args.json:
+        emit_json(ledger.to_json())
+    else:
+        emit_text(tree_cost_text(ledger) if args.tree else thread_cost_text(ledger))
     return 0

@@ -46,6 +46,7 @@ class AgentConfig:
     timeout: float | None = None
     env: dict[str, str] = field(default_factory=dict)
     secrets: tuple[str, ...] = ()  # the .env keys this agent receives; none unless named
+    reuse: bool = False  # memoized replay: a step with the same inputs as an earlier one reuses its output
 
     def to_dict(self) -> dict:
         data: dict = {"command": self.command, "args": list(self.args), "protocol": self.protocol}
@@ -55,7 +56,29 @@ class AgentConfig:
             data["env"] = dict(self.env)
         if self.secrets:
             data["secrets"] = list(self.secrets)
+        if self.reuse:
+            data["reuse"] = "true"
         return data
+
+
+@record(frozen=True)
+class Price:
+    """What a model costs, per million tokens: `input` for prompt tokens, `output` for completion
+    tokens. The unit is whatever currency the user writes prices in (uwf shows a plain number)."""
+
+    model: str  # a model alias of config.yaml, or a model name as an agent records it
+    input: float
+    output: float
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1_000_000
+
+    def to_dict(self) -> dict:
+        return {"input": _number_text(self.input), "output": _number_text(self.output)}
+
+
+def _number_text(value: float) -> int | str:
+    return int(value) if float(value).is_integer() else repr(float(value))
 
 
 @record(frozen=True)
@@ -67,7 +90,19 @@ class Config:
     agent_overrides: dict[str, dict[str, str]] = field(default_factory=dict)
     default_model: str | None = None
     model_overrides: dict[str, str] = field(default_factory=dict)
+    prices: dict[str, Price] = field(default_factory=dict)  # model alias or name -> its price; unknown: tokens only
     settings: dict[str, str] = field(default_factory=dict)  # other top-level scalars, kept as written
+
+    def price_of(self, *models: str | None) -> Price | None:
+        """The price of the first of `models` (an alias, then the provider's model name) that has one."""
+        for model in models:
+            if model and model in self.prices:
+                return self.prices[model]
+        for model in models:  # a model alias whose price is written under its provider's name
+            known = self.models.get(model) if model else None
+            if known is not None and known.name in self.prices:
+                return self.prices[known.name]
+        return None
 
     def to_dict(self) -> dict:
         data: dict = {}
@@ -85,6 +120,8 @@ class Config:
             data["defaultModel"] = self.default_model
         if self.model_overrides:
             data["modelOverrides"] = dict(self.model_overrides)
+        if self.prices:
+            data["prices"] = {model: price.to_dict() for model, price in self.prices.items()}
         data.update(self.settings)
         return data
 
@@ -124,7 +161,7 @@ def _text(value: object, where: str) -> str:
 
 
 def _parse(raw: dict, file: str) -> Config:
-    known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides"}
+    known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides", "prices"}
     providers = {}
     for name, spec in _mapping(raw, "providers", file).items():
         where = f"{file}: providers.{name}"
@@ -147,6 +184,7 @@ def _parse(raw: dict, file: str) -> Config:
     model_overrides = {
         scenario: _text(alias, f"{file}: modelOverrides.{scenario}") for scenario, alias in _mapping(raw, "modelOverrides", file).items()
     }
+    prices = {str(model): _price(str(model), spec, f"{file}: prices.{model}") for model, spec in _mapping(raw, "prices", file).items()}
     settings = {key: value for key, value in raw.items() if key not in known}
     return Config(
         providers=providers,
@@ -156,15 +194,39 @@ def _parse(raw: dict, file: str) -> Config:
         agent_overrides=overrides,
         default_model=None if _none(raw.get("defaultModel")) else _text(raw.get("defaultModel"), f"{file}: defaultModel"),
         model_overrides=model_overrides,
+        prices=prices,
         settings=settings,
     )
+
+
+def _price(model: str, spec: object, where: str) -> Price:
+    if not isinstance(spec, dict) or set(spec) - {"input", "output"} or not {"input", "output"} <= set(spec):
+        raise ConfigError(f"{where} must be a mapping {{input: N, output: N}} (per million prompt and completion tokens)")
+    values = []
+    for key in ("input", "output"):
+        try:
+            value = float(spec[key])
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}.{key} must be a number (per million tokens), not {spec[key]!r}") from None
+        if not value >= 0 or value == float("inf"):
+            raise ConfigError(f"{where}.{key} must be zero or more, not {spec[key]!r}")
+        values.append(value)
+    return Price(model, values[0], values[1])
+
+
+def _flag(value: object, where: str) -> bool:
+    if _none(value) or value is False or str(value).lower() in ("false", "no", "off"):
+        return False
+    if value is True or str(value).lower() in ("true", "yes", "on"):
+        return True
+    raise ConfigError(f"{where} must be true or false, not {value!r}")
 
 
 def _agent(name: str, spec: object, where: str) -> AgentConfig:
     if isinstance(spec, str):
         spec = {"command": spec}
     if not isinstance(spec, dict):
-        raise ConfigError(f"{where} must be a mapping with command (and args, protocol, timeout, env, secrets)")
+        raise ConfigError(f"{where} must be a mapping with command (and args, protocol, timeout, env, secrets, reuse)")
     args = spec.get("args")
     if _none(args) or args == []:
         args = []
@@ -193,7 +255,8 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
     if not isinstance(secrets, list) or not all(isinstance(s, str) and is_env_name(s) for s in secrets):
         raise ConfigError(f"{where}.secrets must be a list of .env key names")
     return AgentConfig(
-        name, _text(spec.get("command"), f"{where}.command"), tuple(args), protocol, timeout, dict(env), tuple(secrets)
+        name, _text(spec.get("command"), f"{where}.command"), tuple(args), protocol, timeout, dict(env), tuple(secrets),
+        _flag(spec.get("reuse"), f"{where}.reuse"),
     )
 
 

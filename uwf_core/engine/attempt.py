@@ -51,6 +51,7 @@ class StepOptions:
     on_output: OutputCallback | None = None  # the agent's stderr, line by line
     cancel: Cancel | None = None
     human: HumanInput | None = None  # how a person answers a `human` role (None: refuse)
+    reuse: bool = False  # memoized replay for every agent (an agent entry's `reuse: true` opts in alone)
 
 
 class StepError(UwfError):
@@ -71,6 +72,7 @@ class StepResult:
     role: str | None = None  # the role that ran; None when the thread just finished
     agent: str | None = None
     reason: str | None = None
+    reused_from: str | None = None  # the earlier step whose output this step reused (no agent ran)
 
     def to_json(self) -> dict:
         data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
@@ -80,6 +82,8 @@ class StepResult:
             data["agent"] = self.agent
         if self.reason:
             data["reason"] = self.reason
+        if self.reused_from:
+            data["reusedFrom"] = self.reused_from
         return data
 
 

@@ -104,7 +104,16 @@ class AgentCall:
         return self.prompt_parts.text
 
     @cached_property
+    def agent_key(self) -> str:
+        """The resolved agent entry's fingerprint (memoized replay indexes answers under it)."""
+        from .reuse import agent_fingerprint
+
+        return agent_fingerprint(self.resolved)
+
+    @cached_property
     def env(self) -> dict[str, str]:
+        from .reuse import AGENT_ENV
+
         env = agent_env(self.repo, self.resolved)
         env.update(
             UWF_STORAGE_ROOT=self.repo.location,
@@ -113,6 +122,7 @@ class AgentCall:
             UWF_HEAD=self.info.head,
             UWF_WORKFLOW=self.workflow.hash or "",
         )
+        env[AGENT_ENV] = self.agent_key  # the kit indexes its answer for memoized replay
         if self.resolved.alias:
             env["UWF_AGENT"] = self.resolved.label  # the kit records the step under the user's name for it
         else:

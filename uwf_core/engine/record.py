@@ -27,25 +27,29 @@ def write_answer(
     secrets: Secrets,
     instruction: str | None,
     started_ms: int,
+    agent_key: str | None = None,
 ) -> str:
     """Store the step; `detail` holds what the protocol adds (extract method, corrections, usage...).
-    Its nodes are one batch: durable together, with one commit, before anything names them."""
+    Its nodes are one batch: durable together, with one commit, before anything names them.
+    `agent_key` (the agent entry's fingerprint) indexes the answer for memoized replay (engine/reuse.py)."""
     with store.nodes.batch():
         return _write_answer(store, context=context, role=role, agent=agent, protocol=protocol, prompt=prompt, answer=answer,
-                             output=output, detail=detail, secrets=secrets, instruction=instruction, started_ms=started_ms)
+                             output=output, detail=detail, secrets=secrets, instruction=instruction, started_ms=started_ms,
+                             agent_key=agent_key)
 
 
-def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, answer, output, detail, secrets, instruction, started_ms) -> str:
+def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, answer, output, detail, secrets, instruction, started_ms, agent_key) -> str:
     content = BUILTIN_HASHES["content"]
+    prompt_node = store_prompt(store, prompt, secrets)
     record = {
         "agent": agent,
         "protocol": protocol,
-        "prompt": store_prompt(store, prompt, secrets),
+        "prompt": prompt_node,
         "content": store.put(content, secrets.redact(answer)),
         **secrets.redact(detail),
     }
     start, prev = next_step_links(context)
-    return write_step(
+    step_hash = write_step(
         store,
         start=start,
         prev=prev,
@@ -57,6 +61,11 @@ def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, an
         instruction=instruction,
         started_ms=started_ms,
     )
+    if agent_key:
+        from .reuse import remember_answer
+
+        remember_answer(store, role, agent_key, prompt_node, step_hash)
+    return step_hash
 
 
 def store_prompt(store: CasStore, prompt: Prompt | str, secrets: Secrets) -> str:

@@ -12,6 +12,13 @@ from ..errors import UwfError
 
 HUMAN = "human"
 
+# Which rule chose an agent, in precedence order (`uwf thread dry-run` shows it).
+ORIGIN_OPTION = "--agent"
+ORIGIN_THREAD = "thread"
+ORIGIN_OVERRIDE = "agentOverrides"
+ORIGIN_DEFAULT = "defaultAgent"
+ORIGINS = (ORIGIN_OPTION, ORIGIN_THREAD, ORIGIN_OVERRIDE, ORIGIN_DEFAULT)
+
 NO_AGENT_HELP = (
     "no agent is configured for role '{role}' of '{workflow}': run `uwf setup` (e.g. `uwf setup --agent-preset claude "
     "--default-agent claude`), set defaultAgent in {config}, or pass --agent CMD"
@@ -26,8 +33,11 @@ class ResolvedAgent:
     timeout: float | None = None
     env: dict[str, str] = field(default_factory=dict)
     secrets: tuple[str, ...] = ()  # .env keys the agent's entry names
-    source: str = "--agent"
-    alias: bool = False  # named in config.yaml: the name every record of the step uses  # where the choice came from, for error messages
+    source: str = "--agent"  # where the choice came from, for error messages
+    alias: bool = False  # named in config.yaml: the name every record of the step uses
+    origin: str = ORIGIN_OPTION  # which rule chose it: one of ORIGINS
+    spec: str = ""  # what that rule named (an alias or a command line)
+    reuse: bool = False  # the entry opts in to memoized replay (`reuse: true`)
 
 
 def parse_assignments(items: list[str], what: str = "ROLE=AGENT") -> dict[str, str]:
@@ -45,15 +55,23 @@ def choose_agent_spec(
     config: Config, workflow_name: str, role: str, bindings: dict[str, str] | None, override: str | None
 ) -> tuple[str, str] | None:
     """(spec, source) by precedence, or None when nothing names an agent."""
+    chosen = _choose(config, workflow_name, role, bindings, override)
+    return chosen[:2] if chosen is not None else None
+
+
+def _choose(
+    config: Config, workflow_name: str, role: str, bindings: dict[str, str] | None, override: str | None
+) -> tuple[str, str, str] | None:
+    """(spec, source, origin) by precedence, or None when nothing names an agent."""
     if override:
-        return override, "--agent"
+        return override, "--agent", ORIGIN_OPTION
     if bindings and bindings.get(role):
-        return bindings[role], "the thread's --agent binding"
+        return bindings[role], "the thread's --agent binding", ORIGIN_THREAD
     role_overrides = config.agent_overrides.get(workflow_name) or {}
     if role_overrides.get(role):
-        return role_overrides[role], f"agentOverrides.{workflow_name}.{role} in config.yaml"
+        return role_overrides[role], f"agentOverrides.{workflow_name}.{role} in config.yaml", ORIGIN_OVERRIDE
     if config.default_agent:
-        return config.default_agent, "defaultAgent in config.yaml"
+        return config.default_agent, "defaultAgent in config.yaml", ORIGIN_DEFAULT
     return None
 
 
@@ -66,25 +84,25 @@ def resolve_agent(
     *,
     config_file: str = "config.yaml",
 ) -> ResolvedAgent:
-    chosen = choose_agent_spec(config, workflow_name, role, bindings, override)
+    chosen = _choose(config, workflow_name, role, bindings, override)
     if chosen is None:
         raise UwfError(NO_AGENT_HELP.format(role=role, workflow=workflow_name, config=config_file))
-    spec, source = chosen
+    spec, source, origin = chosen
     alias = config.agents.get(spec)
     if alias is not None:
-        return _from_alias(alias, source)
+        return _from_alias(alias, source, origin, spec)
     if spec.strip() == HUMAN:
-        return ResolvedAgent(label=HUMAN, argv=(HUMAN,), protocol="human", source=source)
+        return ResolvedAgent(label=HUMAN, argv=(HUMAN,), protocol="human", source=source, origin=origin, spec=spec)
     try:
         argv = tuple(shlex.split(spec))
     except ValueError as exc:
         raise UwfError(f"agent '{spec}' (from {source}) is not a valid command line: {exc}") from None
     if not argv:
         raise UwfError(f"agent from {source} is empty")
-    return ResolvedAgent(label=spec, argv=argv, protocol="step", source=source)
+    return ResolvedAgent(label=spec, argv=argv, protocol="step", source=source, origin=origin, spec=spec)
 
 
-def _from_alias(agent: AgentConfig, source: str) -> ResolvedAgent:
+def _from_alias(agent: AgentConfig, source: str, origin: str, spec: str) -> ResolvedAgent:
     return ResolvedAgent(
         label=agent.name,
         argv=(agent.command, *agent.args),
@@ -94,4 +112,7 @@ def _from_alias(agent: AgentConfig, source: str) -> ResolvedAgent:
         secrets=agent.secrets,
         source=f"agent '{agent.name}' ({source})",
         alias=True,
+        origin=origin,
+        spec=spec,
+        reuse=agent.reuse,
     )

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..repo import Repo
     from ..store.base import StepLease
     from ..workflow.model import Workflow
+    from .resolve import ResolvedAgent
 
 
 def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) -> StepResult:
@@ -92,7 +93,20 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     attempt.agent = resolved.label
     lease.update(role=decision.role, agent=resolved.label)
     call = AgentCall(repo, info, workflow, context, decision, resolved, lease, options, deadline=deadline)
-    new_head = run_protocol(call)
+    new_head = reused_from = None
+    if reuse_enabled(options, resolved):
+        from .reuse import call_key, find_reusable, write_reused
+
+        reuse_key = call_key(call)
+        reused_from = find_reusable(repo.nodes, reuse_key, decision.role)
+        if reused_from is not None:
+            new_head = write_reused(call, reused_from, reuse_key)  # no agent runs, no tokens: within any budget
+    if new_head is None:
+        if context.start.has_budget or workflow.has_budget:
+            _check_budget(repo, info, context, workflow)
+        new_head = run_protocol(call)
+        if reuse_enabled(options, resolved):
+            _remember_run(repo, reuse_key, new_head)
     left = max(0.001, deadline - time.monotonic()) if deadline is not None else None
     done = _next_is_end(repo, workflow, context, new_head, left)
     try:
@@ -113,7 +127,41 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     except UwfError as exc:  # the step is done and the head moved: say so, don't call it a failure
         if options.on_output is not None:
             options.on_output(f"uwf: warning: the step succeeded but runs.jsonl could not be written: {exc.message}")
-    return StepResult(info.workflow, info.thread, new_head, done, decision.role, resolved.label, REASON_DONE if done else None)
+    return StepResult(
+        info.workflow, info.thread, new_head, done, decision.role, resolved.label, REASON_DONE if done else None, reused_from
+    )
+
+
+def reuse_enabled(options: StepOptions, resolved: ResolvedAgent) -> bool:
+    """Memoized replay for this step: `--reuse`, or the agent entry's `reuse: true`; never for a
+    person (a human role is asked every time)."""
+    return (options.reuse or resolved.reuse) and resolved.protocol != "human"
+
+
+def _remember_run(repo: Repo, key: str, new_head: str) -> None:
+    """Index a step run with reuse on, unless its agent did (an agent that writes its StepNode itself)."""
+    from .reuse import KEY, remember
+
+    if repo.nodes.nodes.derived(KEY + key) is None:
+        remember(repo.nodes, key, new_head)
+
+
+def _check_budget(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: Workflow) -> None:
+    """Stop the thread before an agent runs once its budget is used up: archived with reason
+    `budget`, like maxSteps. A maxCost that unpriced tokens make unknowable stops the step only."""
+    from ..thread.ledger import REASON_BUDGET, budget_status
+
+    status = budget_status(repo, context, workflow, keep=True)
+    if status is None:
+        return
+    if status.exceeded is not None:
+        repo.threads.archive(info.thread, workflow.hash, REASON_BUDGET, expected=info.head)
+        raise StepError(
+            f"thread {info.thread} stopped before its next step: {status.exceeded}; archived with reason budget "
+            f"(resume it, or fork a step, to go on)"
+        )
+    if status.unpriced is not None:
+        raise StepError(f"thread {info.thread} cannot take a step within its budget: {status.unpriced}")
 
 
 def _still_stored(repo: Repo, step_hash: str) -> None:

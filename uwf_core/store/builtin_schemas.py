@@ -158,7 +158,24 @@ def _workflow_with_locations() -> dict:
 # what it always was (and older uwf versions read it); one that does gets this schema, which is
 # registered when first needed. A node's type is part of its hash: both stay readable forever.
 WORKFLOW_WITH_LOCATIONS = _workflow_with_locations()
-WORKFLOW_TYPES = frozenset({BUILTIN_HASHES["workflow"], schema_hash(WORKFLOW_WITH_LOCATIONS)})
+
+# A workflow with a budget (`maxTokens`, `maxCost`) gets this schema (locations allowed too); the
+# others keep theirs, so no existing workflow's hash changes.
+WORKFLOW_WITH_BUDGET = {
+    **WORKFLOW_WITH_LOCATIONS,
+    "properties": {**WORKFLOW_WITH_LOCATIONS["properties"], "maxTokens": {"type": "integer"}, "maxCost": {"type": "number"}},
+}
+WORKFLOW_TYPES = frozenset({BUILTIN_HASHES["workflow"], schema_hash(WORKFLOW_WITH_LOCATIONS), schema_hash(WORKFLOW_WITH_BUDGET)})
+
+# A StartNode with a budget of its own (`thread start --max-tokens/--max-cost`); one without keeps
+# the start-node schema and its hash. Both are StartNodes (thread/nodes.py START_TYPES).
+BUDGET = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"maxTokens": {"type": "integer"}, "maxCost": {"type": "number"}},
+}
+START_NODE_WITH_BUDGET = {**START_NODE, "properties": {**START_NODE["properties"], "budget": BUDGET}}
+START_WITH_BUDGET_HASH = schema_hash(START_NODE_WITH_BUDGET)
 
 
 # A text agent's prompt as it was sent, stored so that what repeats from step to step is stored

@@ -15,7 +15,7 @@ import json
 from ..encoding.records import field, record
 from ..errors import CorruptError, UwfError
 from ..store.cas import CasStore
-from .nodes import START_TYPE, STEP_TYPE, thread_node
+from .nodes import START_TYPES, STEP_TYPE, thread_node
 
 KEY = "chain1:"  # the version is in the key: a changed shape is simply rebuilt
 
@@ -56,8 +56,9 @@ class ChainRecord:
             return None  # unreadable: rebuilt like a missing one
 
 
-def chain_record(store: CasStore, head: str) -> ChainRecord:
-    """The record of `head` (a StepNode or a StartNode), rebuilt and kept when missing."""
+def chain_record(store: CasStore, head: str, *, keep: bool = True) -> ChainRecord:
+    """The record of `head` (a StepNode or a StartNode), rebuilt when missing and kept (unless
+    `keep` is false: `uwf thread dry-run` writes nothing, not even derived data)."""
     known = _known(store, head)
     if known is not None:
         return known
@@ -79,6 +80,8 @@ def chain_record(store: CasStore, head: str) -> ChainRecord:
     for hash_, node in reversed(pending):
         base = _record_of(hash_, node, base)
         records.append((hash_, base))
+    if not keep:
+        return records[-1][1]
     with store.nodes.batch():
         for hash_, record in records:
             store.nodes.put_derived(KEY + hash_, record.to_bytes())
@@ -106,7 +109,7 @@ def _parent(node) -> str | None:
 
 def _record_of(hash_: str, node, parent: ChainRecord | None) -> ChainRecord:
     payload = node.payload
-    if node.type == START_TYPE:
+    if node.type in START_TYPES:
         return parent.restarted(hash_) if parent is not None else ChainRecord(0, 0, hash_)
     if parent is None:
         raise CorruptError(f"step {hash_} has no StartNode behind it: the chain is broken")

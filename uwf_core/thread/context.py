@@ -15,23 +15,24 @@ from ..errors import CorruptError
 from ..store.cas import CasStore
 from .chain_index import chain_record
 from .model import LazySteps, StepContext, StepNode, ThreadContext
-from .nodes import START_TYPE, STEP_TYPE, read_start, thread_node
+from .nodes import START_TYPES, STEP_TYPE, read_start, thread_node
 
 if TYPE_CHECKING:
     from ..repo import Repo
 
 
-def context_of(repo: Repo, head: str) -> ThreadContext:
-    """The context behind a head, built once per Repo."""
+def context_of(repo: Repo, head: str, *, keep: bool = True) -> ThreadContext:
+    """The context behind a head, built once per Repo. `keep=False` writes nothing to the root
+    (a missing chain record is computed, not kept)."""
     context = repo.contexts.get(head)
     if context is None:
-        context = build_context(repo.nodes, head)
+        context = build_context(repo.nodes, head, keep=keep)
         repo.remember_context(context)
     return context
 
 
-def build_context(store: CasStore, head: str) -> ThreadContext:
-    record = chain_record(store, head)
+def build_context(store: CasStore, head: str, *, keep: bool = True) -> ThreadContext:
+    record = chain_record(store, head, keep=keep)
     start = read_start(store, record.start)
     return ThreadContext(
         head,
@@ -73,7 +74,7 @@ def _reader(store: CasStore):
             expected[step.prev] = step.start
             return step_context(store, hash_, step), step.prev
         start_node = store.get(step.start)
-        if start_node.type != START_TYPE:
+        if start_node.type not in START_TYPES:
             raise CorruptError(f"chain from {hash_} does not end at its StartNode {step.start}")
         return step_context(store, hash_, step), newest_step(store, start_node.payload.get("resumes"))
 

@@ -20,24 +20,37 @@ class StartNode:
     workspace: str | None = None
     resumes: str | None = None
     agents: dict[str, str] | None = None
+    max_tokens: int | None = None  # the thread's own budget (`thread start --max-tokens`), over the workflow's
+    max_cost: float | None = None
+
+    @property
+    def has_budget(self) -> bool:
+        return self.max_tokens is not None or self.max_cost is not None
 
     def to_payload(self) -> dict:
-        return {
+        data = {
             "workflow": self.workflow,
             "prompt": self.prompt,
             "workspace": self.workspace,
             "resumes": self.resumes,
             "agents": dict(self.agents) if self.agents else None,
         }
+        if self.has_budget:  # only then: a StartNode without one keeps the plain schema and its hash
+            budget = {"maxTokens": self.max_tokens, "maxCost": self.max_cost}
+            data["budget"] = {key: value for key, value in budget.items() if value is not None}
+        return data
 
     @classmethod
     def from_payload(cls, payload: dict) -> StartNode:
+        budget = payload.get("budget") or {}
         return cls(
             workflow=payload["workflow"],
             prompt=payload["prompt"],
             workspace=payload.get("workspace"),
             resumes=payload.get("resumes"),
             agents=payload.get("agents") or None,
+            max_tokens=budget.get("maxTokens"),
+            max_cost=budget.get("maxCost"),
         )
 
 

@@ -29,6 +29,9 @@ class Decision:
     end_reason: str | None = None  # REASON_DONE or REASON_MAX_STEPS when role is END
     source: str = START  # the graph key routed from
     location: str | None = None  # the role's working directory, relative to the thread's workspace
+    # Why this route (for `uwf thread dry-run`, diffs and previews; routing never reads it):
+    matched: str | None = None  # the condition name, or the status, that chose the route (None: a fallback)
+    reason: str | None = None  # one line, e.g. "condition 'rejected' (steps[-1].output.ok = false) is true"
 
     @property
     def is_end(self) -> bool:
@@ -51,11 +54,39 @@ def evaluate(workflow: Workflow, context: ThreadContext, time_limit: float | Non
             decision = _by_transitions(workflow, context, key, routes, time_limit)
     except ModeratorError:
         if at_limit:  # the thread is over anyway: say why it ends, not why it could not go on
-            return Decision(END, None, REASON_MAX_STEPS, key)
+            return _max_steps(workflow, key)
         raise
     if not decision.is_end and at_limit:
-        return Decision(END, None, REASON_MAX_STEPS, key)
+        return _max_steps(workflow, key)
     return decision
+
+
+def route_to(workflow: Workflow, context: ThreadContext, role: str) -> Decision:
+    """A decision for `role` chosen by the caller, not by the graph (`thread dry-run --role`): its
+    instruction is the prompt of the first route from the current key to that role, rendered,
+    and the reason says whether the graph has such a route. No condition is evaluated."""
+    if role not in workflow.roles:
+        raise ModeratorError(f"workflow '{workflow.name}' has no role '{role}' (roles: {', '.join(workflow.roles)})")
+    last = context.last_step
+    key = last.role if last is not None else START
+    routes = workflow.graph.get(key)
+    if routes is not None and routes.statuses is not None:
+        found = [(f"{STATUS_FIELD} '{status}'", target.prompt, target.location) for status, target in routes.statuses.items() if target.role == role]
+    else:
+        found = [
+            ("condition null" if item.condition is None else f"condition '{item.condition}'", item.prompt, None)
+            for item in (routes.transitions if routes is not None else None) or ()
+            if item.role == role
+        ]
+    if not found:
+        return Decision(role, None, None, key, reason=f"chosen by the caller; no route from '{key}' leads to '{role}'")
+    how, prompt, location = found[0]
+    reason = f"chosen by the caller; the graph routes from '{key}' to '{role}' on {how}"
+    return Decision(role, _render(prompt, context, key, role), None, key, location, None, reason)
+
+
+def _max_steps(workflow: Workflow, key: str) -> Decision:
+    return Decision(END, None, REASON_MAX_STEPS, key, reason=f"maxSteps ({workflow.max_steps}) reached")
 
 
 def _template_data(context: ThreadContext) -> object:
@@ -80,10 +111,12 @@ def _render(prompt: str | None, context: ThreadContext, key: str, role: str) -> 
     return text
 
 
-def _decision(role: str, prompt: str | None, context: ThreadContext, key: str, location: str | None = None) -> Decision:
+def _decision(
+    role: str, prompt: str | None, context: ThreadContext, key: str, location: str | None = None, *, matched: str | None, reason: str
+) -> Decision:
     if role == END:
-        return Decision(END, None, REASON_DONE, key)
-    return Decision(role, _render(prompt, context, key, role), None, key, location)
+        return Decision(END, None, REASON_DONE, key, matched=matched, reason=reason)
+    return Decision(role, _render(prompt, context, key, role), None, key, location, matched, reason)
 
 
 def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes: Routes, time_limit: float | None) -> Decision:
@@ -95,7 +128,9 @@ def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes
     functions = {"first": _step_json(context.first_step), "last": _step_json(context.last_step_of)}
     for transition in routes.transitions or ():
         if transition.condition is None:
-            return _decision(transition.role, transition.prompt, context, key)
+            alone = len(routes.transitions) == 1
+            why = f"the only transition from '{key}'" if alone else f"the fallback transition from '{key}' (condition: null)"
+            return _decision(transition.role, transition.prompt, context, key, matched=None, reason=_after(why, seen))
         condition = workflow.conditions.get(transition.condition)
         if condition is None:
             raise ModeratorError(f"'{key}' routes on unknown condition '{transition.condition}'")
@@ -109,7 +144,8 @@ def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes
                 f"condition '{transition.condition}' ({condition.expression}) failed after '{key}': {exc.message}"
             ) from None
         if truthy(value):
-            return _decision(transition.role, transition.prompt, context, key)
+            why = f"condition '{transition.condition}' ({condition.expression}) is {_short(value)}"
+            return _decision(transition.role, transition.prompt, context, key, matched=transition.condition, reason=_after(why, seen))
         seen.append(f"{transition.condition}={_short(value)}")
     raise ModeratorError(
         f"no route from '{key}': no transition matched ({', '.join(seen) or 'no transitions'}); "
@@ -143,7 +179,13 @@ def _by_status(workflow: Workflow, context: ThreadContext, key: str, routes: Rou
         raise ModeratorError(
             f"no route from '{key}' for {STATUS_FIELD} '{status}' (routed statuses: {', '.join(statuses) or 'none'})"
         )
-    return _decision(target.role, target.prompt, context, key, target.location)
+    why = f"{STATUS_FIELD} '{status}' " + ("at $START" if key == START else f"of '{key}''s output")
+    return _decision(target.role, target.prompt, context, key, target.location, matched=status, reason=why)
+
+
+def _after(why: str, seen: list[str]) -> str:
+    """The reason, with the conditions that were false before it."""
+    return f"{why}, after {', '.join(seen)}" if seen else why
 
 
 def _short(value: object, limit: int = 60) -> str:

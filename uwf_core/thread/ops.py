@@ -14,12 +14,11 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 
 from ..encoding.ids import is_ulid, new_ulid
 from ..errors import NotFoundError, UwfError
-from ..store.builtin_schemas import BUILTIN_HASHES
 from ..store.cas import CasStore
 from ..workflow.ops import resolve_workflow_hash, workflow_of
 from .context import context_of
 from .model import StartNode, StepContext
-from .nodes import read_step, start_of, thread_node
+from .nodes import put_start, read_step, start_of, thread_node
 from .write import write_step
 
 if TYPE_CHECKING:
@@ -95,7 +94,12 @@ def start_thread(
     prompt: str,
     workspace: str | None = None,
     agents: dict[str, str] | None = None,
+    *,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
 ) -> ThreadInfo:
+    """A new thread (no step is run). `max_tokens` / `max_cost` give it a budget of its own,
+    kept in its StartNode, over the workflow's."""
     store = repo.nodes
     workflow_hash = resolve_workflow_hash(repo, workflow)
     definition = workflow_of(repo, workflow_hash)
@@ -108,12 +112,26 @@ def start_thread(
             raise UwfError(f"workspace {workspace} is not a directory")
     if not prompt.strip():
         raise UwfError("the prompt is empty")
-    store.ensure_builtins()
-    start = StartNode(workflow_hash, prompt, workspace, None, dict(agents) if agents else None)
-    head = store.put(BUILTIN_HASHES["start-node"], start.to_payload(), what="StartNode")
+    _check_budget(max_tokens, max_cost)
+    start = StartNode(workflow_hash, prompt, workspace, None, dict(agents) if agents else None, max_tokens, _cost_number(max_cost))
+    head = put_start(store, start)
     thread = new_ulid()
     repo.threads.add(thread, head)
     return ThreadInfo(thread, workflow_hash, head, True)
+
+
+def _check_budget(max_tokens: int | None, max_cost: float | None) -> None:
+    from ..errors import UsageError
+
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+        raise UsageError(f"--max-tokens must be a positive whole number, got {max_tokens!r}")
+    if max_cost is not None and not 0 < max_cost < float("inf"):
+        raise UsageError(f"--max-cost must be a positive number, got {max_cost!r}")
+
+
+def _cost_number(value: float | None) -> float | int | None:
+    """As CBOR keeps it: an integral cost is stored as an integer."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def list_threads(repo: Repo, include_archived: bool = False) -> list[ThreadInfo]:
@@ -176,8 +194,9 @@ def resume_thread(repo: Repo, thread: str, prompt: str) -> ThreadInfo:
     if not prompt.strip():
         raise UwfError("the prompt is empty")
     _, old_start = start_of(store, info.head)
-    start = StartNode(old_start.workflow, prompt, old_start.workspace, info.head, old_start.agents)
-    head = store.put(BUILTIN_HASHES["start-node"], start.to_payload(), what="StartNode")
+    # The budget goes on with the thread; like maxSteps, it counts the steps since this StartNode.
+    start = StartNode(old_start.workflow, prompt, old_start.workspace, info.head, old_start.agents, old_start.max_tokens, old_start.max_cost)
+    head = put_start(store, start)
     repo.threads.add(info.thread, head)
     return ThreadInfo(info.thread, old_start.workflow, head, True)
 

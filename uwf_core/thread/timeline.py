@@ -9,7 +9,7 @@ from ..store.cas import CasStore
 from ..store.records import RunRecord
 from .context import context_of
 from .model import StepContext, ThreadContext
-from .nodes import START_TYPE, start_of, thread_node
+from .nodes import START_TYPES, start_of, thread_node
 from .ops import ThreadInfo, list_threads, thread_info
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
@@ -101,7 +101,7 @@ def _divergence(store: CasStore, head: str, ours: set[str]) -> tuple[str | None,
         if cursor in ours:
             return cursor, own
         node = thread_node(store, cursor)
-        if node.type == START_TYPE:
+        if node.type in START_TYPES:
             cursor = node.payload.get("resumes")
             continue
         own += 1

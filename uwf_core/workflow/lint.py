@@ -30,7 +30,7 @@ from .model import (
 from .yaml_doc import YamlDocument
 
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-TOP_FIELDS = {"name", "description", "maxSteps", "roles", "conditions", "graph"}
+TOP_FIELDS = {"name", "description", "maxSteps", "maxTokens", "maxCost", "roles", "conditions", "graph"}
 ROLE_FIELDS = {"description", "goal", "capabilities", "procedure", "output", "meta"}
 REQUIRED_ROLE_FIELDS = ("description", "goal", "procedure", "output", "meta")
 START_STATUSES = ("new", "resume")
@@ -135,12 +135,29 @@ class _Parser:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             self.error(("maxSteps",), f"must be a positive integer, got {max_steps!r}")
             max_steps = DEFAULT_MAX_STEPS
+        max_tokens, max_cost = self.budget(data)
         roles = self.roles(data.get("roles"), name)
         conditions = self.conditions(data.get("conditions"))
         graph = self.graph(data.get("graph"))
         if self.draft.errors:
             return None
-        return Workflow(name, description, max_steps, roles, conditions, graph)
+        return Workflow(name, description, max_steps, roles, conditions, graph, max_tokens=max_tokens, max_cost=max_cost)
+
+    def budget(self, data: dict) -> tuple[int | None, float | None]:
+        """maxTokens (a positive integer) and maxCost (a positive number, in the currency of the
+        prices in config.yaml): a thread stops with reason `budget` once its steps used as much."""
+        max_tokens = data.get("maxTokens")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+            self.error(("maxTokens",), f"must be a positive integer (tokens), got {max_tokens!r}")
+            max_tokens = None
+        max_cost = data.get("maxCost")
+        if max_cost is not None:
+            if isinstance(max_cost, bool) or not isinstance(max_cost, (int, float)) or not 0 < max_cost < float("inf"):
+                self.error(("maxCost",), f"must be a positive number (in the currency of config.yaml's prices), got {max_cost!r}")
+                max_cost = None
+            elif isinstance(max_cost, float) and max_cost.is_integer():
+                max_cost = int(max_cost)  # stored as CBOR stores it: 5.0 is the integer 5
+        return max_tokens, max_cost
 
     def roles(self, data: object, workflow_name: str) -> dict[str, Role]:
         if data is None:

@@ -102,6 +102,12 @@ class Workflow:
     conditions: dict[str, Condition]
     graph: dict[str, Routes]
     hash: str | None = field(default=None, compare=False)
+    max_tokens: int | None = None  # budget: no new step once the thread's steps used this many tokens
+    max_cost: float | None = None  # budget: ... or cost this much (prices in config.yaml)
+
+    @property
+    def has_budget(self) -> bool:
+        return self.max_tokens is not None or self.max_cost is not None
 
     @property
     def names_locations(self) -> bool:
@@ -118,6 +124,8 @@ class Workflow:
                 name: {"description": c.description, "expression": c.expression} for name, c in self.conditions.items()
             },
             "graph": {key: routes.to_payload() for key, routes in self.graph.items()},
+            **({"maxTokens": self.max_tokens} if self.max_tokens is not None else {}),
+            **({"maxCost": self.max_cost} if self.max_cost is not None else {}),
         }
 
     @classmethod
@@ -151,6 +159,8 @@ class Workflow:
             conditions=conditions,
             graph=graph,
             hash=hash_,
+            max_tokens=payload.get("maxTokens"),
+            max_cost=payload.get("maxCost"),
         )
 
 

@@ -14,6 +14,7 @@ from ..errors import NotFoundError, UwfError
 from ..store.builtin_schemas import (
     BUILTIN_HASHES,
     WORKFLOW_TYPES,
+    WORKFLOW_WITH_BUDGET,
     WORKFLOW_WITH_LOCATIONS,
 )
 from ..store.cas import CasStore
@@ -51,9 +52,11 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
     metas = {role: store.put_schema(schema, where=f"roles.{role}.meta") for role, schema in draft.schemas.items()}
     workflow = draft.workflow
     roles = {name: replace(role, meta=metas[name]) for name, role in workflow.roles.items()}
-    stored = Workflow(workflow.name, workflow.description, workflow.max_steps, roles, workflow.conditions, workflow.graph)
+    stored = replace(workflow, roles=roles)
     type_hash = BUILTIN_HASHES["workflow"]
-    if stored.names_locations:
+    if stored.has_budget:
+        type_hash = store.put_schema(WORKFLOW_WITH_BUDGET)
+    elif stored.names_locations:
         type_hash = store.put_schema(WORKFLOW_WITH_LOCATIONS)
     hash_ = store.put(type_hash, stored.to_payload(), what="workflow")
     source = store.put(BUILTIN_HASHES["content"], draft.document.text, what="workflow source")

@@ -54,7 +54,10 @@ def run(call: AgentCall) -> str:
         "durationMs": int(time.time() * 1000) - call.started_ms,
     }
     if result.usage is not None:
+        from ...llm.client import model_alias_for
+
         detail["extractUsage"] = result.usage.to_json()
+        detail["extractModel"] = model_alias_for(call.repo.config, "extract")  # what the ledger prices them at
     return write_answer(
         call.repo.nodes,
         context=call.context,
@@ -68,6 +71,7 @@ def run(call: AgentCall) -> str:
         secrets=call.secrets,
         instruction=call.decision.instruction,
         started_ms=call.started_ms,
+        agent_key=call.agent_key,
     )
 
 

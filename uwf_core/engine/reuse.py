@@ -1,0 +1,150 @@
+"""Memoized replay: a step whose inputs are those of an earlier step reuses that step's output
+instead of running its agent.
+
+The inputs are the role (its name and definition, output schema hash included), the resolved
+agent entry (label, command line, protocol, env) and the prompt exactly as it is stored (the
+hash of its prompt node). Nothing in the key differs between a thread and its fork: not the
+thread id, not the head, not a time. So a fork re-run with `--reuse` pays only for the steps
+whose prompt changed. What the key cannot see is the agent's world outside the prompt (the
+workspace, the network, a model chosen by config.yaml's defaultModel): opt in only for agents
+whose answer depends on the prompt alone.
+
+The index lives in derived data (`reuse1:<key>` -> the step's hash), beside the nodes on every
+backend. Every answer uwf or the agent kit writes is indexed in the same batch as its nodes
+(step-protocol agents built on the kit get the agent's fingerprint in UWF_REUSE_AGENT), so a
+thread run without `--reuse` can still be reused by a fork run with it; an agent that writes its
+StepNode itself is indexed after a step run with reuse on. Dropping the index loses only
+reuse hits; an entry whose step is gone is ignored.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+from ..encoding.cbor import encode
+from ..encoding.ids import is_cas_ref, xxh64_hash
+from ..errors import UwfError
+from ..store.builtin_schemas import BUILTIN_HASHES, PROMPT_HASH
+from ..store.cas import node_hash
+
+if TYPE_CHECKING:
+    from ..config.env import Secrets
+    from ..store.cas import CasStore
+    from ..workflow.model import Role
+    from .call import AgentCall
+    from .prompt import Prompt
+    from .resolve import ResolvedAgent
+
+KEY = "reuse1:"
+AGENT_ENV = "UWF_REUSE_AGENT"  # the running agent's fingerprint, for the kit to index its answer
+
+
+def agent_fingerprint(resolved: ResolvedAgent) -> str:
+    """The resolved agent entry as a hash: what it is called, runs, speaks and is given."""
+    data = {"label": resolved.label, "argv": list(resolved.argv), "protocol": resolved.protocol, "env": dict(sorted(resolved.env.items()))}
+    return xxh64_hash(encode(data))
+
+
+def inputs_key(role: Role, agent: str, prompt_node: str) -> str:
+    """The key of a step's inputs: the role, the agent's fingerprint, the prompt node's hash."""
+    return xxh64_hash(encode({"role": {"name": role.name, **role.to_payload()}, "agent": agent, "prompt": prompt_node}))
+
+
+def prompt_node_hash(prompt: Prompt, secrets: Secrets) -> str:
+    """The hash `engine/record.store_prompt` stores this prompt under, computed without writing."""
+    content = BUILTIN_HASHES["content"]
+    return node_hash(PROMPT_HASH, {
+        "before": node_hash(content, secrets.redact(prompt.before)),
+        "lead": secrets.redact(prompt.lead),
+        "blocks": [node_hash(content, secrets.redact(block)) for block in prompt.blocks],
+        "after": secrets.redact(prompt.after),
+    })
+
+
+def remember(store: CasStore, key: str, step_hash: str) -> None:
+    """Index a step under its inputs (inside the caller's batch when there is one)."""
+    store.nodes.put_derived(KEY + key, step_hash.encode("ascii"))
+
+
+def remember_answer(store: CasStore, role: Role, agent: str | None, prompt_node: str, step_hash: str) -> None:
+    """Index an answer just written (engine/record.write_answer), when the agent is known."""
+    if agent:
+        remember(store, inputs_key(role, agent, prompt_node), step_hash)
+
+
+def kit_agent_fingerprint() -> str | None:
+    """The fingerprint uwf gave the agent process it runs (None when run by hand)."""
+    value = os.environ.get(AGENT_ENV)
+    return value if value and os.environ.get("UWF_THREAD") else None
+
+
+def call_key(call: AgentCall) -> str:
+    """The inputs key of the step a call is about to take."""
+    return inputs_key(call.role, agent_fingerprint(call.resolved), prompt_node_hash(call.prompt_parts, call.secrets))
+
+
+def find_reusable(store: CasStore, key: str, role: str) -> str | None:
+    """The step indexed under `key`, if it is still there whole (a StepNode of this role whose
+    output and detail exist); None otherwise."""
+    from ..thread.nodes import STEP_TYPE
+
+    raw = store.nodes.derived(KEY + key)
+    if raw is None:
+        return None
+    try:
+        step_hash = raw.decode("ascii")
+        if not is_cas_ref(step_hash) or not store.has(step_hash):
+            return None
+        node = store.get(step_hash)
+    except (UwfError, UnicodeDecodeError):
+        return None
+    payload = node.payload
+    if node.type != STEP_TYPE or not isinstance(payload, dict) or payload.get("role") != role:
+        return None
+    if not all(isinstance(payload.get(name), str) and store.has(payload[name]) for name in ("output", "detail")):
+        return None
+    return step_hash
+
+
+def write_reused(call: AgentCall, found: str, key: str) -> str:
+    """A new StepNode after the head with `found`'s output and agent (so the prompts of the steps
+    after it are those after `found`), whose detail says where it came from and that it spent
+    nothing; indexed under the same key."""
+    from ..llm.usage import Usage
+    from ..thread.ledger import REUSE_PROTOCOL
+    from ..thread.nodes import read_step
+    from ..thread.write import next_step_links, write_step
+    from .record import store_prompt
+
+    store = call.repo.nodes
+    original = read_step(store, found)
+    before = store.payload(original.detail)
+    detail = {
+        "agent": original.agent,
+        "protocol": REUSE_PROTOCOL,
+        "reusedFrom": found,
+        "usage": Usage().to_json(),
+    }
+    start, prev = next_step_links(call.context)
+    with store.nodes.batch():
+        detail["prompt"] = store_prompt(store, call.prompt_parts, call.secrets)
+        content = before.get("content") if isinstance(before, dict) else None
+        if isinstance(content, str) and store.has(content):
+            detail["content"] = content
+        step_hash = write_step(
+            store,
+            start=start,
+            prev=prev,
+            role=call.role.name,
+            meta=call.role.meta,
+            output=store.payload(original.output),
+            agent=original.agent,
+            detail=detail,
+            instruction=call.decision.instruction,
+            started_ms=call.started_ms,
+            what=f"reused output of role '{call.role.name}'",
+        )
+        remember(store, key, step_hash)
+    return step_hash
