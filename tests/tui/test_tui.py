@@ -47,6 +47,15 @@ async def settle(app, pilot, seconds: float = 0.4):
     await pilot.pause(0.1)
 
 
+async def until(pilot, predicate, timeout: float = 10.0) -> bool:
+    """Pause until `predicate()` holds (a loaded machine is slow, so no fixed pause is enough)."""
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return True
+        await pilot.pause(0.05)
+    return predicate()
+
+
 async def select_thread(app, pilot, thread: str):
     table = app.query_one("#threads")
     table.move_cursor(row=table.get_row_index(thread))
@@ -970,7 +979,7 @@ def test_views_stay_current_cas_tree_follows_new_threads_and_ages_advance(fixed,
         await settle(app, pilot)
         table = app.query_one("#threads")
         first = str(table.get_row(info.thread)[5])  # "updated"
-        await pilot.pause(1.6)
+        await until(pilot, lambda: str(table.get_row(info.thread)[5]) != first)
         later = str(table.get_row(info.thread)[5])
         heads = [child.data for child in app.query_one("#cas-tree").root.children[0].children]
         return info.head, first, later, heads
@@ -1258,12 +1267,14 @@ def test_each_key_of_a_burst_acts_enter_then_j_scrolls_the_graph(fixed):
         # graph, five lines down; each key acts where the keys before it left the focus.
         for key in ("1", "end", "enter", "j", "j", "j", "j", "j"):
             app.post_message(events.Key(key, "\r" if key == "enter" else key))
-        await pilot.pause(0.5)
+        await until(pilot, lambda: scroll.scroll_y >= 5)
+        await pilot.pause(0.2)  # and no key left over to scroll further
         assert app.query_one(WorkflowsView).selected == "triage-bug"
         down = scroll.scroll_y
         for _ in range(2):
             app.post_message(events.Key("k", "k"))
-        await pilot.pause(0.3)
+        await until(pilot, lambda: scroll.scroll_y <= 3)
+        await pilot.pause(0.2)
         return app.focused is scroll, down, scroll.scroll_y
 
     focused, down, up = run_app(root, script, size=(80, 24))
