@@ -33,15 +33,20 @@ def command(sub, common, name: str, handler, help_text: str) -> argparse.Argumen
     return parser
 
 
-def positive_number(text: str) -> float:
-    """argparse type for seconds: a zero, negative or non-numeric value is a usage error."""
+def _positive(text: str, what: str) -> float:
+    """A positive, finite number; anything else is a usage error naming `what` it should be."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
     if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a positive {what.removeprefix('a ')}, got {text!r}")
     return value
+
+
+def positive_number(text: str) -> float:
+    """argparse type for seconds: a zero, negative or non-numeric value is a usage error."""
+    return _positive(text, "a number of seconds")
 
 
 def positive_int(text: str) -> int:
@@ -57,10 +62,4 @@ def positive_int(text: str) -> int:
 
 def positive_number_any(text: str) -> float:
     """argparse type for amounts (--max-cost): a positive finite number."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
+    return _positive(text, "a number")
