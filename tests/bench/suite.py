@@ -281,10 +281,15 @@ def in_process(report: Report, uwf: Uwf, lang: LangGraph, lengths: list[int], ru
 
 def disk(report: Report, uwf: Uwf, lang: LangGraph, steps: int) -> None:
     print(f"bytes on disk after {steps:,} steps", flush=True)
-    from uwf_core.api import Repo, StepOptions, run_thread
-
-    root, thread = uwf.root("disk", 0)
-    run_thread(Repo.open(root), thread, StepOptions(), max_steps=steps)
+    # Built and stepped in a process of its own, so the root is measured at rest (its connections
+    # closed, the WAL folded in), as LangGraph's file is after its process.
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; from suite import Uwf; "
+        "from uwf_core.api import Repo, StepOptions, run_thread; "
+        "root, thread = Uwf(Path(sys.argv[2])).root('disk', 0); run_thread(Repo.open(root), thread, StepOptions(), max_steps=int(sys.argv[3]))"
+    )
+    subprocess.run([sys.executable, "-c", code, str(BENCH), str(uwf.work), str(steps)], check=True, capture_output=True)
+    root = str(uwf.work / "disk")
     theirs = None
     if not lang.missing:
         db = str(uwf.work / "disk-langgraph.sqlite")

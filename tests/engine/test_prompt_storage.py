@@ -12,16 +12,15 @@ from uwf_core.store.builtin_schemas import BUILTIN_HASHES, PROMPT_HASH
 
 def _recording_agent(root_dir, tmp_path) -> None:
     """A text agent that keeps each prompt it gets (prompt-1.txt, prompt-2.txt...) and answers
-    solve-issue's roles in order, the reviewer never approving."""
-    answers = [
-        {"plan": "p", "steps": ["s"]},
-        {"filesChanged": ["a.py"], "summary": "one"},
-        {"approved": False, "comments": "no"},
-        {"filesChanged": ["a.py"], "summary": "two"},
-    ]
+    solve-issue's roles, the reviewer never approving."""
+    answers = {
+        "planner": {"plan": "p", "steps": ["s"]},
+        "developer": {"filesChanged": ["a.py"], "summary": "one"},
+        "reviewer": {"approved": False, "comments": "no"},
+    }
     script = tmp_path / "agent.sh"
-    lines = ['n=$(($(ls "$DIR" | grep -c prompt) + 1))', 'cat > "$DIR/prompt-$n.txt"']
-    lines += [f"[ $n = {i} ] && echo '{json.dumps(answer)}'" for i, answer in enumerate(answers, 1)]
+    lines = ['n=$(($(ls "$DIR" | grep -c prompt) + 1))', 'cat > "$DIR/prompt-$(printf %03d $n).txt"']
+    lines += [f"[ \"$UWF_ROLE\" = {role} ] && echo '{json.dumps(answer)}'" for role, answer in answers.items()]
     script.write_text("\n".join(lines) + "\ntrue\n")
     (root_dir / "config.yaml").write_text(
         f"agents:\n  rec:\n    command: sh\n    args: [{json.dumps(str(script))}]\n    protocol: text\n    env: {{DIR: {json.dumps(str(tmp_path / 'seen'))}}}\ndefaultAgent: rec\n"
@@ -39,20 +38,54 @@ def test_the_stored_prompt_is_what_the_agent_got_and_history_is_stored_once(uwf,
     prompts = []
     for number, step in enumerate(steps, 1):
         details = uwf("thread", "step-details", step["hash"]).json()
-        sent = (tmp_path / "seen" / f"prompt-{number}.txt").read_text()
+        sent = (tmp_path / "seen" / f"prompt-{number:03d}.txt").read_text()
         assert details["prompt"] == sent  # byte for byte
         detail = uwf("cas", "get", step["detail"], "--payload").json()
         node = uwf("cas", "get", detail["prompt"]).json()
         assert node["type"] == PROMPT_HASH
         prompts.append(node["payload"])
-    assert prompts[0]["blocks"] == [] and "no steps yet" in prompts[0]["lead"]
-    # each earlier step's block is one node, named again by every later prompt
-    assert prompts[3]["blocks"][:2] == prompts[2]["blocks"] == [*prompts[1]["blocks"], prompts[2]["blocks"][1]]
-    # the developer's second task carries the reviewer's edge prompt: another `before`, its blocks shared
+    assert prompts[0]["history"] is None and prompts[0]["entries"] == 0 and "no steps yet" in prompts[0]["lead"]
+    # the history is one reference to the newest entry shown: each step's entry is shared by
+    # every later prompt, and points at the one before it
+    assert [p["entries"] for p in prompts] == [0, 1, 2, 3]
+    entry = uwf("cas", "get", prompts[3]["history"], "--payload").json()
+    assert entry["prev"] == prompts[2]["history"] and uwf("cas", "get", entry["prev"], "--payload").json()["prev"] == prompts[1]["history"]
+    assert uwf("cas", "get", entry["block"], "--payload").json().startswith("### Step 3: reviewer")
+    # the developer's second task carries the reviewer's edge prompt: another `before`, its history shared
     assert prompts[1]["before"] != prompts[3]["before"]
-    block = uwf("cas", "get", prompts[3]["blocks"][0], "--payload").json()
-    assert block.startswith("### Step 1: planner")
     assert uwf("cas", "get", prompts[3]["before"]).json()["type"] == BUILTIN_HASHES["content"]
+    assert len(uwf("cas", "get", steps[3]["detail"]).out) < 2000  # a prompt node, not the prompt
+    assert uwf("cas", "fsck").code == 0
+
+
+def test_prompts_read_back_exactly_across_forks_resumes_and_kit_agents(uwf, root_dir, tmp_path):
+    """Long chains, a fork, a resume, a step-protocol agent on the kit: every stored prompt reads
+    back as the prompt that agent got, byte for byte."""
+    from uwf_core.api import Repo, fork_thread, resume_thread, step_details
+
+    _recording_agent(root_dir, tmp_path)
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    thread = uwf("thread", "start", "solve-issue", "-p", "Fix it").json()["thread"]
+    assert uwf("thread", "run", thread, "--max", "3").code == 0
+    kit = f"uwf-script --script {EXAMPLES / 'solve-issue.script.yaml'}"
+    assert uwf("thread", "step", thread, "--agent", kit).code == 0  # the kit stores its own prompt
+    repo = Repo.open(str(root_dir))
+    steps = uwf("thread", "steps", thread).json()
+    fork = fork_thread(repo, steps[1]["hash"]).thread
+    assert uwf("thread", "step", fork, "--agent", kit).code == 0
+    assert uwf("thread", "kill", thread).code == 0
+    resumed = resume_thread(repo, thread, "and now the docs").thread
+    assert uwf("thread", "step", resumed).code == 0  # the recording agent, after a resume
+    assert uwf("thread", "step", resumed).code == 0
+    for each in (thread, fork):
+        for step in uwf("thread", "steps", each).json():
+            details = step_details(Repo.open(str(root_dir)), step["hash"])
+            assert details.prompt and "## History" in details.prompt
+            stored = uwf("cas", "get", uwf("cas", "get", step["detail"], "--payload").json()["prompt"]).json()
+            assert stored["type"] == PROMPT_HASH, step  # never the whole text: its history is always named
+            if step["agent"] == "rec":
+                sent = [p.read_text() for p in sorted((tmp_path / "seen").glob("prompt-*.txt"))]
+                assert details.prompt in sent  # one of the prompts the recording agent got, whole
     assert uwf("cas", "fsck").code == 0
 
 

@@ -4,23 +4,38 @@ index that never hands back a step that is not there whole."""
 from __future__ import annotations
 
 from uwf_core.config.env import Secrets
-from uwf_core.engine.prompt import Prompt
 from uwf_core.engine.record import store_prompt
 from uwf_core.engine.resolve import ResolvedAgent
 from uwf_core.engine.reuse import KEY, agent_fingerprint, find_reusable, inputs_key, prompt_node_hash, remember
 from uwf_core.workflow.model import Role
 
 ROLE = Role("writer", "Writes", "Write.", (), "Write it.", "Text.", "0" * 13)
-PROMPT = Prompt("before the history sk-secret-value", "", ("### Step 1: a (agent: x)\n\n```json\n{}\n```",), "\n\nscope\n")
 
 
-def test_the_prompt_hash_is_the_one_store_prompt_writes(store):
-    store.ensure_builtins()
+def test_the_prompt_hash_is_the_one_store_prompt_writes(root):
+    from conftest import EXAMPLES
+
+    from uwf_core.engine.prompt import build_prompt_parts
+    from uwf_core.thread.context import context_of
+    from uwf_core.thread.ops import start_thread
+    from uwf_core.thread.write import write_step
+    from uwf_core.workflow.ops import load_workflow, put_workflow
+
+    put_workflow(root, str(EXAMPLES / "solve-issue.yaml"))
+    workflow = load_workflow(root, "solve-issue")
+    info = start_thread(root, "solve-issue", "fix it, sk-secret-value")
+    store = root.nodes
+    planner = workflow.roles["planner"]
+    head = write_step(store, start=info.head, prev=None, role="planner", meta=planner.meta, output={"plan": "p", "steps": ["s"]}, agent="x", detail={})
+    context = context_of(root, head)
+    developer = workflow.roles["developer"]
+    parts = build_prompt_parts(workflow, developer, store.schema(developer.meta), context, None)
     secrets = Secrets({"OPENAI_API_KEY": "sk-secret-value"})
-    computed = prompt_node_hash(PROMPT, secrets)
+    computed = prompt_node_hash(store, parts, secrets, context)
     assert not store.has(computed)
-    assert store_prompt(store, PROMPT, secrets) == computed
+    assert store_prompt(store, parts, secrets, context) == computed
     assert "sk-secret-value" not in str(store.payload(store.payload(computed)["before"]))
+    assert store.payload(computed)["entries"] == 1
 
 
 def test_the_key_names_role_agent_and_prompt_and_nothing_else():

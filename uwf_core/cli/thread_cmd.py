@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from .common import command, group, positive_int, positive_number, positive_number_any, repo_of
+from .common import (
+    command,
+    group,
+    positive_int,
+    positive_number,
+    positive_number_any,
+    repo_of,
+)
 from .output import emit_json, emit_text, note
 
 

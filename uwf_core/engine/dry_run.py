@@ -176,4 +176,4 @@ def _key(repo: Repo, workflow, decision: Decision, resolved: ResolvedAgent, sche
 
     role = workflow.roles[decision.role]
     parts = build_prompt_parts(workflow, role, schema, context, decision.instruction)
-    return inputs_key(role, agent_fingerprint(resolved), prompt_node_hash(parts, repo.secrets))
+    return inputs_key(role, agent_fingerprint(resolved), prompt_node_hash(repo.nodes, parts, repo.secrets, context))

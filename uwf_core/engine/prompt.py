@@ -8,6 +8,7 @@ import json
 
 from ..encoding.records import record
 from ..encoding.simple_yaml import dump_block
+from ..thread.history import block_text
 from ..thread.model import ThreadContext
 from ..workflow.model import Role, Workflow
 
@@ -109,8 +110,7 @@ def history_blocks(context: ThreadContext, quota: int = HISTORY_QUOTA_CHARS, lim
     for number, step in zip(range(total, 0, -1), reversed(context.steps)):
         if len(kept) >= limit:
             break
-        output = json.dumps(step.output, indent=2, ensure_ascii=False)
-        block = f"### Step {number}: {step.role} (agent: {step.agent})\n\n```json\n{output}\n```"
+        block = block_text(number, step.role, step.agent, step.output)
         if used + len(block) > quota and kept:
             break
         kept.append(block)

@@ -40,7 +40,7 @@ def write_answer(
 
 def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, answer, output, detail, secrets, instruction, started_ms, agent_key) -> str:
     content = BUILTIN_HASHES["content"]
-    prompt_node = store_prompt(store, prompt, secrets)
+    prompt_node = store_prompt(store, prompt, secrets, context)
     record = {
         "agent": agent,
         "protocol": protocol,
@@ -68,17 +68,41 @@ def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, an
     return step_hash
 
 
-def store_prompt(store: CasStore, prompt: Prompt | str, secrets: Secrets) -> str:
-    """The prompt as sent, redacted: in parts (each history block and the text before the history
-    are content nodes every later prompt shares), or as one content node when it came as text."""
+def store_prompt(store: CasStore, prompt: Prompt | str, secrets: Secrets, context: ThreadContext | None = None) -> str:
+    """The prompt as sent, redacted: in parts (the text before the history, then the history as
+    one reference to the chain of entries every later prompt shares: thread/history.py), or as one
+    content node when it came as text or its history cannot be named exactly."""
     content = BUILTIN_HASHES["content"]
-    if isinstance(prompt, str):
-        return store.put(content, secrets.redact(prompt))
+    payload = prompt_payload(store, prompt, secrets, context) if isinstance(prompt, Prompt) else None
+    if payload is None:
+        return store.put(content, secrets.redact(prompt if isinstance(prompt, str) else prompt.text))
     if not store.has(PROMPT_HASH):
         store.put_schema(PROMPT)
-    return store.put(PROMPT_HASH, {
-        "before": store.put(content, secrets.redact(prompt.before)),
+    store.put(content, secrets.redact(prompt.before))
+    store.put(content, secrets.redact(prompt.after))
+    return store.put(PROMPT_HASH, payload, what="prompt")
+
+
+def prompt_payload(store: CasStore, prompt: Prompt, secrets: Secrets, context: ThreadContext | None, *, keep: bool = True) -> dict | None:
+    """The prompt node's payload, or None when the history entries do not end in the prompt's
+    newest block (a guard: the stored prompt must read back as exactly what was sent)."""
+    from ..store.cas import node_hash
+    from ..thread.history import entry_behind
+
+    content = BUILTIN_HASHES["content"]
+    blocks = [secrets.redact(block) for block in prompt.blocks]
+    history = None
+    if blocks:
+        if context is None:
+            return None
+        history = entry_behind(store, context.head, keep=keep)
+        newest = store.get(history).payload.get("block") if history is not None and store.has(history) else None
+        if keep and newest != node_hash(content, blocks[-1]):
+            return None
+    return {
+        "before": node_hash(content, secrets.redact(prompt.before)),
         "lead": secrets.redact(prompt.lead),
-        "blocks": [store.put(content, secrets.redact(block)) for block in prompt.blocks],
-        "after": secrets.redact(prompt.after),
-    }, what="prompt")
+        "history": history,
+        "entries": len(blocks),
+        "after": node_hash(content, secrets.redact(prompt.after)),
+    }

@@ -32,6 +32,7 @@ from ..store.cas import node_hash
 if TYPE_CHECKING:
     from ..config.env import Secrets
     from ..store.cas import CasStore
+    from ..thread.model import ThreadContext
     from ..workflow.model import Role
     from .call import AgentCall
     from .prompt import Prompt
@@ -52,15 +53,14 @@ def inputs_key(role: Role, agent: str, prompt_node: str) -> str:
     return xxh64_hash(encode({"role": {"name": role.name, **role.to_payload()}, "agent": agent, "prompt": prompt_node}))
 
 
-def prompt_node_hash(prompt: Prompt, secrets: Secrets) -> str:
+def prompt_node_hash(store: CasStore, prompt: Prompt, secrets: Secrets, context: ThreadContext) -> str:
     """The hash `engine/record.store_prompt` stores this prompt under, computed without writing."""
-    content = BUILTIN_HASHES["content"]
-    return node_hash(PROMPT_HASH, {
-        "before": node_hash(content, secrets.redact(prompt.before)),
-        "lead": secrets.redact(prompt.lead),
-        "blocks": [node_hash(content, secrets.redact(block)) for block in prompt.blocks],
-        "after": secrets.redact(prompt.after),
-    })
+    from .record import prompt_payload
+
+    payload = prompt_payload(store, prompt, secrets, context, keep=False)
+    if payload is None:
+        return node_hash(BUILTIN_HASHES["content"], secrets.redact(prompt.text))
+    return node_hash(PROMPT_HASH, payload)
 
 
 def remember(store: CasStore, key: str, step_hash: str) -> None:
@@ -82,7 +82,7 @@ def kit_agent_fingerprint() -> str | None:
 
 def call_key(call: AgentCall) -> str:
     """The inputs key of the step a call is about to take."""
-    return inputs_key(call.role, agent_fingerprint(call.resolved), prompt_node_hash(call.prompt_parts, call.secrets))
+    return inputs_key(call.role, agent_fingerprint(call.resolved), prompt_node_hash(call.repo.nodes, call.prompt_parts, call.secrets, call.context))
 
 
 def find_reusable(store: CasStore, key: str, role: str) -> str | None:
@@ -129,7 +129,7 @@ def write_reused(call: AgentCall, found: str, key: str) -> str:
     }
     start, prev = next_step_links(call.context)
     with store.nodes.batch():
-        detail["prompt"] = store_prompt(store, call.prompt_parts, call.secrets)
+        detail["prompt"] = store_prompt(store, call.prompt_parts, call.secrets, call.context)
         content = before.get("content") if isinstance(before, dict) else None
         if isinstance(content, str) and store.has(content):
             detail["content"] = content

@@ -179,17 +179,18 @@ START_WITH_BUDGET_HASH = schema_hash(START_NODE_WITH_BUDGET)
 
 
 # A text agent's prompt as it was sent, stored so that what repeats from step to step is stored
-# once: the text before the history (the same for every step of a role with the same task), each
-# history block (one per earlier step, the same in every later prompt), and the few characters
-# between. The exact text is `before + lead + "\n\n".join(blocks) + after`. Registered when
+# once: the text before the history (the same for every step of a role with the same task), the
+# history as one reference to the newest entry shown and how many entries it shows (thread/
+# history.py: each earlier step's block is an entry every later prompt shares), and the text
+# after it. The exact text is `before + lead + "\n\n".join(blocks) + after`. Registered when
 # first needed, like the location workflow schema; a prompt stored as one content node (older
 # roots, agents of other languages) reads the same.
 PROMPT = {
     "title": "prompt",
-    "description": "A prompt as sent, its repeated parts stored once: before + lead + blocks joined by blank lines + after",
+    "description": "A prompt as sent: before + lead + the newest `entries` history blocks ending at `history`, joined by blank lines, + after",
     "type": "object",
     "additionalProperties": False,
-    "required": ["before", "lead", "blocks", "after"],
-    "properties": {"before": CAS_REF, "lead": STRING, "blocks": {"type": "array", "items": CAS_REF}, "after": STRING},
+    "required": ["before", "lead", "history", "entries", "after"],
+    "properties": {"before": CAS_REF, "lead": STRING, "history": OPTIONAL_CAS_REF, "entries": {"type": "integer"}, "after": CAS_REF},
 }
 PROMPT_HASH = schema_hash(PROMPT)

@@ -88,9 +88,11 @@ def chain_record(store: CasStore, head: str, *, keep: bool = True) -> ChainRecor
     return records[-1][1]
 
 
-def remember_step(store: CasStore, step_hash: str, parent: str, role: str) -> None:
+def remember_step(store: CasStore, step_hash: str, parent: str, role: str) -> ChainRecord:
     """Keep the record of a step just written (callers batch it with the StepNode)."""
-    store.nodes.put_derived(KEY + step_hash, chain_record(store, parent).after(step_hash, role).to_bytes())
+    record = chain_record(store, parent).after(step_hash, role)
+    store.nodes.put_derived(KEY + step_hash, record.to_bytes())
+    return record
 
 
 def _known(store: CasStore, hash_: str) -> ChainRecord | None:

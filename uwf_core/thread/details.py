@@ -84,9 +84,12 @@ def _text_node(store: CasStore, hash_: object) -> str | None:
         return None
     node = store.get(hash_)
     if node.type == PROMPT_HASH and isinstance(node.payload, dict):
+        from .history import entry_blocks
+
         parts = node.payload
-        blocks = [_text_node(store, block) or "" for block in parts.get("blocks") or []]
-        return (_text_node(store, parts.get("before")) or "") + str(parts.get("lead", "")) + "\n\n".join(blocks) + str(parts.get("after", ""))
+        history, count = parts.get("history"), parts.get("entries")
+        blocks = entry_blocks(store, history, count) if isinstance(history, str) and isinstance(count, int) else []
+        return (_text_node(store, parts.get("before")) or "") + str(parts.get("lead", "")) + "\n\n".join(blocks) + (_text_node(store, parts.get("after")) or "")
     return node.payload if isinstance(node.payload, str) else None
 
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from ..errors import UwfError
-from ..store.builtin_schemas import BUILTIN_HASHES, START_NODE_WITH_BUDGET, START_WITH_BUDGET_HASH
+from ..store.builtin_schemas import (
+    BUILTIN_HASHES,
+    START_NODE_WITH_BUDGET,
+    START_WITH_BUDGET_HASH,
+)
 from ..store.cas import CasStore, Node
 from .model import StartNode, StepNode
 

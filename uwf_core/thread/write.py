@@ -10,6 +10,7 @@ from ..errors import UwfError
 from ..store.builtin_schemas import BUILTIN_HASHES
 from ..store.cas import CasStore
 from .chain_index import remember_step
+from .history import remember_entry
 from .model import StepNode, ThreadContext
 from .nodes import STEP_TYPE
 
@@ -39,7 +40,8 @@ def write_step(
     detail_hash = store.put(BUILTIN_HASHES["detail"], detail, what="detail")
     step = StepNode(start, prev, role, output_hash, detail_hash, agent, instruction, started_ms or now, now)
     step_hash = store.put(STEP_TYPE, step.to_payload(), what="StepNode")
-    remember_step(store, step_hash, prev or start, role)  # its chain record: the next step reads no history
+    chain = remember_step(store, step_hash, prev or start, role)  # its chain record: the next step reads no history
+    remember_entry(store, step_hash, chain.count, role, agent, output_hash)  # how later prompts show it
     return step_hash
 
 

@@ -68,6 +68,8 @@ class NodeDb:
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)
             conn.execute("pragma synchronous=FULL")  # a head is never durable before its nodes
+            conn.execute("pragma wal_autocheckpoint=256")  # ~1 MB of WAL, then into the file...
+            conn.execute("pragma journal_size_limit=1048576")  # ...and the WAL file cut back to 1 MB
             if not self._is_set_up(conn):
                 self._set_up(conn)
             return conn, True
