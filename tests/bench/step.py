@@ -29,6 +29,9 @@ sys.path.insert(0, str(REPO))
 
 from common import compile_sources  # noqa: E402
 
+sys.path.insert(0, str(REPO / "tests" / "support"))
+from node_file import unpack  # noqa: E402
+
 LENGTHS = (1, 100, 1000)
 NOOP = "cat >/dev/null; echo '" + json.dumps({"$status": "again", "n": 1}) + "'"
 
@@ -116,6 +119,8 @@ def main() -> None:
             for name in commands:  # each uwf steps its own copy of the same chain
                 copy = os.path.join(work, f"{name.replace(' ', '_')}-{length}")
                 shutil.copytree(base, copy)
+                if name == "--vs uwf":
+                    unpack(copy)  # loose node files: what a uwf from before cas/nodes.sqlite reads
                 roots[(name, length)] = (copy, thread)
         times: dict[str, list[float]] = {"python -c pass": []}
         for _ in range(args.runs):
