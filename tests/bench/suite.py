@@ -277,6 +277,16 @@ def in_process(report: Report, uwf: Uwf, lang: LangGraph, lengths: list[int], ru
             db = lang.db(f"inproc-{n}", n)
             theirs = float(lang.run("grow", db, "t", str(runs)).strip()) / runs
         report.add(Row(f"in-process step, chain length {n:,}", median(ours), theirs, note=lang.missing or "", goal="≤ 1.0x"))
+        # uwf's agent is a process (a command, by design); LangGraph's no-op node is a function call.
+        agent = median([_agent_alone() for _ in range(runs)])
+        report.add(Row(f"  the same, without the no-op agent's own process ({agent * 1000:.1f} ms alone)", median(ours) - agent, theirs, note=lang.missing or ""))
+
+
+def _agent_alone() -> float:
+    """The no-op text agent's process on its own: spawned, fed a prompt, waited for."""
+    started = time.perf_counter()
+    subprocess.run(["sh", "-c", TEXT_AGENT], input=b"x" * 4000, capture_output=True, env=dict(os.environ, UWF_ROLE="developer"))
+    return time.perf_counter() - started
 
 
 def disk(report: Report, uwf: Uwf, lang: LangGraph, steps: int) -> None:
@@ -403,6 +413,9 @@ def _worker_rate(uwf: Uwf, location: str, count: int, threads: int) -> float:
 def tui(report: Report, uwf: Uwf, length: int) -> None:
     print(f"the TUI opens a {length:,}-step thread", flush=True)
     root, thread = uwf.root("tui", length)
+    from uwf_core.api import Repo, start_thread
+
+    start_thread(Repo.open(root), "bench-loop", "a newer, short thread: the one selected when the TUI opens")
     probe = (
         "import asyncio, sys; sys.path.insert(0, sys.argv[3]); from tui import open_thread; "
         "print(*asyncio.run(open_thread(sys.argv[1], sys.argv[2])))"

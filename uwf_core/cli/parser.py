@@ -33,16 +33,40 @@ def _named_group(args: list[str] | None) -> str | None:
     return None
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, told the width: on its own it imports shutil (and lzma, bz2...) to ask
+    the terminal, for every argument added, on every `uwf` start."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns())
+
+
+def _columns() -> int:
+    import os
+
+    try:
+        return int(os.environ.get("COLUMNS") or os.get_terminal_size(2).columns) - 2
+    except (ValueError, OSError):
+        return 78
+
+
+class UwfParser(argparse.ArgumentParser):
+    """Every parser of the tree (subparsers are made of their parent's class) uses _Formatter."""
+
+    def __init__(self, *args, formatter_class=_Formatter, **kwargs) -> None:
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+
 def build_parser(args: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for `args` (only its group's commands), or for every command when none is named."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = UwfParser(add_help=False)
     common.add_argument(
         "--root",
         metavar="DIR",
         default=argparse.SUPPRESS,
         help="storage root (default: $UWF_STORAGE_ROOT, else ~/.uwf)",
     )
-    parser = argparse.ArgumentParser(
+    parser = UwfParser(
         prog="uwf",
         description="uwf: a stateless workflow engine for multi-role LLM-agent workflows.",
         parents=[common],

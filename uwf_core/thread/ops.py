@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import os
 
-from ..encoding.records import record
-
-TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
-
 from ..encoding.ids import is_ulid, new_ulid
+from ..encoding.records import record
 from ..errors import NotFoundError, UwfError
 from ..store.cas import CasStore
 from ..workflow.ops import resolve_workflow_hash, workflow_of
 from .context import context_of
 from .model import StartNode, StepContext
 from .nodes import put_start, read_step, start_of, thread_node
-from .write import write_step
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
     from ..repo import Repo
@@ -216,6 +214,10 @@ def fork_with_output(repo: Repo, step_hash: str, output: object) -> ThreadInfo:
     if role is None:
         raise UwfError(f"step {hash_} is for role '{step.role}', which workflow '{workflow.name}' does not have")
     store.ensure_builtins()
+    from .write import (
+        write_step,  # only a fork with an edited output writes a step here
+    )
+
     head = write_step(
         store,
         start=step.start,
