@@ -83,11 +83,8 @@ class PgBackend:
         return self.change_token()
 
     def _listener(self):
-        listener = getattr(self, "_listening", None)
-        if listener is None or listener.closed or listener.broken:
-            listener = self._listening = self.db.connect()
-            listener.execute(f"listen {CHANGES_CHANNEL}")
-        return listener
+        """This thread's listening session (a worker's lanes wait at once: one each)."""
+        return self.db.listener(CHANGES_CHANNEL)
 
     def temp_files(self) -> list[tuple[str, float]]:
         return []  # nothing is rewritten through temp files here

@@ -94,6 +94,16 @@ class Database:
             conn = cache[self.url] = self.connect()
         return conn
 
+    def listener(self, channel: str):
+        """This thread's session that LISTENs on `channel`, made on first use; a broken one is replaced."""
+        cache = _local.__dict__.setdefault("listeners", {})
+        conn = cache.get((self.url, channel))
+        if conn is None or conn.closed or conn.broken:
+            conn = cache[(self.url, channel)] = self.connect()
+            with self.errors("listen to"):
+                conn.execute(f"listen {channel}")
+        return conn
+
     def borrow_session(self):
         """A connection of its own (a session for locks that outlive statements), reused from this
         thread's idle ones: a step's lock costs no new connection each time."""
