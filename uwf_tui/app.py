@@ -471,14 +471,21 @@ def scroll_by(widget, lines: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="uwf-tui", description="The uwf workbench: workflows, threads and the CAS in a terminal.")
+    parser = argparse.ArgumentParser(prog="uwf-tui", description="The uwf workbench: workflows, threads and the CAS in a terminal, or served to a browser.")
     parser.add_argument("--root", metavar="ROOT", help="storage root: a directory or a postgresql:// URL (default: $UWF_STORAGE_ROOT, else ~/.uwf)")
     parser.add_argument(
         "--demo",
         action="store_true",
         help="set up a demo root (./.uwf-demo unless --root) with the examples and the scripted agent, and open it",
     )
+    serving = parser.add_argument_group("in a browser")
+    serving.add_argument("--serve", action="store_true", help="serve the workbench to a browser (textual-serve); prints the URL to open")
+    serving.add_argument("--host", help="the address to listen on (default: 127.0.0.1, this machine only)")
+    serving.add_argument("--port", type=int, help="the port to listen on (default: 8765; 0 picks a free one)")
+    serving.add_argument("--token", help="the token every request needs (default: $UWF_SERVE_TOKEN, else a random one)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if not args.serve and (args.host is not None or args.port is not None or args.token is not None):
+        parser.error("--host, --port and --token go with --serve")
     try:
         if args.demo:
             from .demo import default_demo_root, setup_demo
@@ -494,8 +501,20 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"uwf-tui: error: {problem}\n")
         return 1
     os.environ["UWF_STORAGE_ROOT"] = repo.location  # the agents this session starts open the same root
+    if args.serve:
+        return _serve(repo.location, args)
     UwfApp(repo).run()
     return 0
+
+
+def _serve(location: str, args: argparse.Namespace) -> int:
+    from .serve import ServeError, ServeOptions, serve  # aiohttp and textual-serve, only here
+
+    try:
+        return serve(ServeOptions(location, host=args.host or "127.0.0.1", port=8765 if args.port is None else args.port, token=args.token))
+    except ServeError as exc:
+        sys.stderr.write(f"uwf-tui: error: {exc}\n")
+        return 1
 
 
 def _unusable_root(location: str) -> str | None:

@@ -29,3 +29,22 @@ def test_the_tui_imports_only_the_public_api(path):
 def test_the_check_sees_the_imports():
     """A guard against a check that passes because it finds nothing."""
     assert {module for _, module in _uwf_core_imports(TUI / "workers.py")} == {"uwf_core.api"}  # imported twice: top and in fsck()
+
+
+def test_plain_uwf_tui_never_loads_the_web_server(tmp_path):
+    """Serving is the rare case: `uwf-tui` without --serve imports neither textual-serve nor aiohttp."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from uwf_tui import app\n"
+        "app.UwfApp.run = lambda self: None\n"  # everything main() does but the terminal session
+        f"assert app.main(['--root', {str(tmp_path)!r}]) == 0\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(completed.stdout.strip().splitlines()[-1]))
+    assert "textual" in loaded  # the probe did load the app
+    assert not {"textual_serve", "aiohttp", "uwf_tui.serve"} & loaded

@@ -1,0 +1,182 @@
+"""`uwf-tui --serve`: the workbench in real headless Chromium, and the token every request needs."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from browser import VIEWPORT, chromium_path, launch, open_workbench, served, uwf_tui
+
+TOKEN = "t0ken-of-the-tests-0123456789"
+
+
+def _heads(uwf, root) -> dict[str, str]:
+    listed = uwf("--root", str(root), "thread", "list", "--all")  # a thread done in one step is archived
+    assert listed.code == 0, listed.err
+    return {thread["thread"]: thread["head"] for thread in json.loads(listed.out)}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _request(port: int, path: str, *, websocket: bool = False) -> tuple[int, bytes]:
+    """One raw HTTP/1.1 request (a websocket handshake when asked): the status and the body."""
+    headers = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
+    if websocket:
+        headers += ["Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"]
+    else:
+        headers.append("Connection: close")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(("\r\n".join(headers) + "\r\n\r\n").encode())
+        received = b""
+        while b"\r\n\r\n" not in received:
+            chunk = connection.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+        head, _, body = received.partition(b"\r\n\r\n")
+        status = int(head.split()[1])
+        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), None)
+        if status != 101:
+            while length is not None and len(body) < length:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                body += chunk
+    return status, body
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """The local addresses of the sockets listening on the port (from /proc/net/tcp)."""
+    found = set()
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, hex_port = local.split(":")
+        if state == "0A" and int(hex_port, 16) == port:
+            found.add(socket.inet_ntoa(bytes.fromhex(address)[::-1]))
+    return found
+
+
+@pytest.fixture
+def chromium():
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    path = chromium_path()
+    if path is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does it)")
+    return path
+
+
+def test_step_by_keypress_in_a_real_browser(chromium, tmp_path, uwf):
+    """The new user's path: `uwf-tui --serve --demo`, open the printed URL, press 2 then s."""
+    from playwright.sync_api import sync_playwright
+
+    root = tmp_path / "demo"
+    with served("--demo", "--root", str(root), "--port", str(_free_port())) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+        before = _heads(uwf, root)
+        assert len(before) == 3  # the demo's threads, all active
+        selected = next(iter(before))  # newest first, as the workbench lists them: the cursor's row
+        with sync_playwright() as playwright:
+            browser = launch(playwright)
+            try:
+                page = browser.new_page(viewport=VIEWPORT)
+                screen = open_workbench(page, server.url)
+                page.keyboard.press("2")
+                mark = screen.mark()
+                page.keyboard.press("s")
+                screen.wait_for("analyst", since=mark)  # the step's role, drawn in the timeline
+                deadline = time.monotonic() + 30
+                while _heads(uwf, root)[selected] == before[selected] and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                page.screenshot(path=str(tmp_path / "browser.png"))
+            finally:
+                browser.close()
+        after = _heads(uwf, root)
+        assert after[selected] != before[selected], "the selected thread's head did not move"
+        assert {thread for thread in before if after[thread] != before[thread]} == {selected}
+        assert server.stop() == 0
+        deadline = time.monotonic() + 10
+        while server.group_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not server.group_alive(), "a served uwf-tui outlived the server"
+
+
+def test_stopping_the_server_ends_the_open_sessions(chromium, tmp_path):
+    """SIGTERM with a browser still connected: its uwf-tui quits, nothing is left running."""
+    from playwright.sync_api import sync_playwright
+
+    with served("--demo", "--root", str(tmp_path / "demo"), "--port", "0") as server:
+        with sync_playwright() as playwright:
+            browser = launch(playwright)
+            try:
+                open_workbench(browser.new_page(), server.url)
+                assert server.sessions(), "no uwf-tui session was started for the browser"
+                assert server.stop() == 0
+                deadline = time.monotonic() + 10
+                while server.group_alive() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                assert not server.group_alive(), "a served uwf-tui outlived the server"
+            finally:
+                browser.close()
+
+
+def test_every_request_needs_the_token(tmp_path):
+    """Page, assets and websocket: without the token, or with a wrong one, a bare 403."""
+    env = {**os.environ, "UWF_SERVE_TOKEN": TOKEN}
+    with served("--root", str(tmp_path / "root"), "--port", "0", env=env) as server:
+        port = int(server.base.rsplit(":", 1)[1])
+        assert server.url == f"http://127.0.0.1:{port}/{TOKEN}/"
+        if os.path.exists("/proc/net/tcp"):
+            assert _listening_addresses(port) == {"127.0.0.1"}  # this machine only, by default
+        wrong = "x" * len(TOKEN)
+        for path in ["/", "/ws", "/static/js/textual.js", "/favicon.ico", f"/{wrong}/", f"/{wrong}/static/js/textual.js",
+                     f"/{TOKEN[:-1]}/", f"/{TOKEN}", f"/{TOKEN}x/", f"/?token={TOKEN}"]:
+            assert _request(port, path) == (403, b""), path
+        for path in ["/ws", f"/{wrong}/ws", "/ws?width=80&height=24", f"/{wrong}/ws?width=80&height=24"]:
+            assert _request(port, path, websocket=True) == (403, b""), path
+        status, page = _request(port, f"/{TOKEN}/")
+        assert status == 200
+        assert f"ws://127.0.0.1:{port}/{TOKEN}/ws".encode() in page  # every URL the page uses carries it
+        assert _request(port, f"/{TOKEN}/static/js/textual.js")[0] == 200
+        assert server.stop() == 0
+
+
+def test_a_token_is_long_enough_and_fits_a_url(tmp_path):
+    for token in ["short", "has a space in it, sixteen+", "slash/in/the/token/here"]:
+        completed = subprocess.run([*uwf_tui(), "--serve", "--root", str(tmp_path), "--token", token], capture_output=True, text=True, timeout=30)
+        assert completed.returncode == 1
+        assert completed.stderr == "uwf-tui: error: the token must be at least 16 characters, letters, digits, - and _ only\n"
+
+
+def test_serving_options_go_with_serve(tmp_path):
+    completed = subprocess.run([*uwf_tui(), "--root", str(tmp_path), "--port", "9000"], capture_output=True, text=True, timeout=30)
+    assert completed.returncode == 2
+    assert "--host, --port and --token go with --serve" in completed.stderr
+
+
+def test_a_port_in_use_is_one_error_line(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        completed = subprocess.run([*uwf_tui(), "--serve", "--root", str(tmp_path), "--port", str(port)], capture_output=True, text=True, timeout=30)
+    assert completed.returncode == 1
+    assert completed.stderr.startswith(f"uwf-tui: error: cannot listen on 127.0.0.1:{port}: ")
+    assert completed.stderr.count("\n") == 1
+
+
+def test_the_served_command_names_this_python_and_the_root():
+    from uwf_tui.serve import served_command
+
+    assert served_command("/tmp/a root") == f"{sys.executable} -m uwf_tui --root '/tmp/a root'"
+    # A password stays off the command line (ps shows it); the session reads UWF_STORAGE_ROOT.
+    assert served_command("postgresql://me:secret@db/uwf") == f"{sys.executable} -m uwf_tui"
+    assert served_command("postgresql:///uwf?host=/tmp/s") == f"{sys.executable} -m uwf_tui --root 'postgresql:///uwf?host=/tmp/s'"

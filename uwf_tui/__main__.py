@@ -1,0 +1,7 @@
+"""`python -m uwf_tui`: the workbench, as `uwf-tui` (what `--serve` starts per browser session)."""
+
+import sys
+
+from .app import main
+
+sys.exit(main())

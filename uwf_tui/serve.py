@@ -1,0 +1,161 @@
+"""`uwf-tui --serve`: the same workbench in a browser tab, through textual-serve.
+
+Each browser session runs its own `uwf-tui` process on the server (textual-serve's
+model), opening the same root. The workbench runs agents, which run commands, so
+serving is guarded: it listens on 127.0.0.1 unless told otherwise, and every
+request (the page, its assets, the websocket, downloads) must carry a token as
+the first segment of its path. textual-serve builds every URL it hands the
+browser from its router, so mounting its whole application under `/<token>/`
+puts the token in all of them; a middleware on the outer application answers
+anything else with a bare 403. Imported only by `--serve`: plain `uwf-tui` never
+loads aiohttp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import os
+import re
+import secrets
+import shlex
+import signal
+import socket
+import sys
+from dataclasses import dataclass
+
+from aiohttp import web
+from textual_serve.server import Server
+
+from uwf_core.api import display_location
+
+TOKEN_ENV = "UWF_SERVE_TOKEN"
+TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,}")  # one path segment, needing no escaping, long enough to guess never
+WILDCARD_HOSTS = {"", "0.0.0.0", "::"}
+
+
+class ServeError(Exception):
+    """A problem the user can fix (a bad token, a port in use): one line, exit code 1."""
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    location: str  # the opened root, already resolved
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None  # None: a fresh random one
+
+
+def pick_token(given: str | None) -> str:
+    """--token, else $UWF_SERVE_TOKEN, else a random one; checked for its shape."""
+    token = given or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
+    if not TOKEN_SHAPE.fullmatch(token):
+        raise ServeError("the token must be at least 16 characters, letters, digits, - and _ only")
+    return token
+
+
+def served_command(location: str) -> str:
+    """The shell command textual-serve starts per browser session: this interpreter (the
+    venv's, not whatever `python` is on PATH) running the workbench over the same root. A
+    URL with a password stays out of the command line, where `ps` would show it: the child
+    gets it from UWF_STORAGE_ROOT, which main() has set."""
+    argv = [sys.executable, "-m", "uwf_tui"]
+    if display_location(location) == location:
+        argv += ["--root", location]
+    return shlex.join(argv)
+
+
+class GuardedServer(Server):
+    """textual-serve's Server, its application mounted under `/<token>/` behind a 403 guard."""
+
+    def __init__(self, command: str, *, host: str, port: int, token: str, title: str) -> None:
+        super().__init__(command, host=host, port=port, title=title)
+        self.token = token
+        self.prefix = f"/{token}/"
+        self._sessions: set[asyncio.Task] = set()
+
+    async def make_app(self) -> web.Application:
+        served = await self._make_app()
+        outer = web.Application(middlewares=[self._require_token])
+        outer.add_subapp(self.prefix, served)
+        return outer
+
+    @web.middleware
+    async def _require_token(self, request: web.Request, handler):
+        # The first path segment, compared in constant time; anything else learns nothing.
+        first = request.path[: len(self.prefix)]
+        if len(first) == len(self.prefix) and hmac.compare_digest(first.encode(), self.prefix.encode()):
+            return await handler(request)
+        return web.Response(status=403)
+
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        # The page tells the browser where the assets and the websocket are, from public_url:
+        # build it from the address the browser used, which also works behind --host 0.0.0.0.
+        # (The base handler reads it before its first await, so sessions cannot mix theirs.)
+        self.public_url = f"{request.scheme}://{request.host}"
+        return await super().handle_index(request)
+
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        # Kept so that shutting down can end each session, which quits its uwf-tui process.
+        task = asyncio.current_task()
+        self._sessions.add(task)
+        try:
+            return await super().handle_websocket(request)
+        finally:
+            self._sessions.discard(task)
+
+    async def on_startup(self, app: web.Application) -> None:
+        pass  # serve() prints the URL once it listens; the banner would print the command
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        for task in list(self._sessions):
+            task.cancel()
+
+
+def url_for(host: str, port: int, token: str) -> str:
+    if host in WILDCARD_HOSTS:
+        host = socket.gethostname()
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}/{token}/"
+
+
+def serve(options: ServeOptions) -> int:
+    """Serve until SIGINT or SIGTERM; print the URL to open once listening."""
+    token = pick_token(options.token)
+    os.environ.pop(TOKEN_ENV, None)  # the sessions and the agents they start have no use for it
+    server = GuardedServer(
+        served_command(options.location),
+        host=options.host,
+        port=options.port,
+        token=token,
+        title=f"uwf · {display_location(options.location)}",
+    )
+    server.initialize_logging()  # textual-serve's: requests, sessions started and ended
+    asyncio.run(_run(server, options))
+    return 0
+
+
+async def _run(server: GuardedServer, options: ServeOptions) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    # One short line per request, 403s included, so whoever serves sees who tries.
+    runner = web.AppRunner(await server.make_app(), shutdown_timeout=5, access_log_format='%a "%r" %s')
+    await runner.setup()
+    try:
+        try:
+            await web.TCPSite(runner, options.host, options.port).start()
+        except OSError as exc:
+            raise ServeError(f"cannot listen on {options.host}:{options.port}: {exc.strerror or exc}") from exc
+        port = runner.addresses[0][1]  # the bound one, for --port 0
+        sys.stdout.write(
+            f"uwf-tui: serving the workbench of {display_location(options.location)}\n"
+            f"open {url_for(options.host, port, server.token)}\n"
+            "(anyone with this URL can run agents as you; ctrl+c stops)\n"
+        )
+        sys.stdout.flush()
+        await stop.wait()
+    finally:
+        await runner.cleanup()
