@@ -452,11 +452,19 @@ class UwfApp(App):
             if binding.tooltip:
                 title = binding.tooltip[0].upper() + binding.tooltip[1:]
                 key = self.get_key_display(binding)
-                yield SystemCommand(title, f"key: {key}", partial(self.run_action, binding.action))
+                yield SystemCommand(title, f"key: {key}", partial(self.press_binding, binding.key))
         yield SystemCommand("Test an agent", "send a tiny prompt through an agent, as `uwf agent test` does", self.action_test_agent)
         for command in super().get_system_commands(screen):
             if command.title in TEXTUAL_COMMANDS:
                 yield SystemCommand(TEXTUAL_COMMANDS[command.title], command.help, command.callback)
+
+
+    async def press_binding(self, key: str) -> None:
+        """What a palette command does: what its key does here, the first of the key's bindings (the
+        key and its hidden twins) that applies, as pressing it would (n starts a thread everywhere)."""
+        for binding in self.BINDINGS:
+            if binding.key == key and await self.run_action(binding.action):
+                return
 
 
 def scroll_by(widget, lines: int) -> None:
