@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "tests" / "support"))
 
 from tui_capture import SMALL, capture  # noqa: E402
 
-VIEWS = ["workflows", "threads", "attempt", "cas", "help", "running"]
+VIEWS = ["workflows", "threads", "attempt", "cas", "help", "diff", "running"]
 
 
 def main() -> None:
@@ -37,7 +37,7 @@ def terminal(out: Path) -> None:
     with tempfile.TemporaryDirectory() as work:
         shots = capture(VIEWS, work, slow_agent=True)
     with tempfile.TemporaryDirectory() as work:
-        shots.update({f"{name}-80x24": svg for name, svg in capture(["threads", "running"], work, slow_agent=True, size=SMALL).items()})
+        shots.update({f"{name}-80x24": svg for name, svg in capture(["threads", "diff", "running"], work, slow_agent=True, size=SMALL).items()})
     converter = shutil.which("rsvg-convert")
     for name, svg in shots.items():
         path = out / f"{name}.svg"

@@ -48,6 +48,7 @@ from .messages import (
 )
 from .runner import AgentRunner
 from .screens.modals import ConfirmScreen, HelpScreen
+from .screens.report import ReportScreen
 from .widgets.cas_view import CasView
 from .widgets.damage import DamageBanner
 from .widgets.panes import focus_now, move_focus, switch_tab
@@ -58,8 +59,9 @@ NARROW_COLUMNS = 110
 SHORT_ROWS = 34
 HELP = [
     ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS")]),
-    ("Threads", [("s", "step"), ("r", "run to the end"), ("d", "queue for workers"), ("x", "cancel its agent"), ("K", "kill (asks)"),
-                 ("n", "new thread"), ("f", "fork the step"), ("e", "edit its output and fork")]),
+    ("Threads", [("s", "step"), ("r", "run to the end"), ("p", "preview the next step"), ("d", "queue for workers"), ("x", "cancel its agent"),
+                 ("K", "kill (asks)"), ("n", "new thread"), ("f", "fork the step"), ("e", "edit its output and fork"),
+                 ("m", "mark the step"), ("D", "diff it with the mark")]),
     ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
     ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
     ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
@@ -67,7 +69,8 @@ HELP = [
                 ("[ ]", "tabs (Output…, Graph…)"), ("/", "filter this view's list")]),
     ("Anywhere", [("?", "this help"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
 ]
-THREAD_ACTIONS = {"step", "run", "queue", "fork", "kill", "cancel", "edit"}
+THREAD_ACTIONS = {"step", "run", "queue", "fork", "kill", "cancel", "edit", "preview"}
+REPORT_ACTIONS = {"cursor_down", "cursor_up", "help", "quit"}  # the app's keys a diff or preview view keeps
 # Textual's own palette commands worth keeping, retitled; the rest (Keys, Maximize, its
 # quit-at-once) are noise here or bypass our own quit, which asks while agents run.
 TEXTUAL_COMMANDS = {"Theme": "Change the colour theme", "Screenshot": "Save a screenshot of the screen (SVG, in the current directory)"}
@@ -82,16 +85,20 @@ class UwfApp(App):
         Binding("1", "view('workflows')", "Workflows", show=False, id="view-workflows", tooltip="show the Workflows view"),
         Binding("2", "view('threads')", "Threads", show=False, id="view-threads", tooltip="show the Threads view"),
         Binding("3", "view('cas')", "CAS", show=False, id="view-cas", tooltip="show the CAS view"),
-        Binding("left_square_bracket", "switch_tab(-1)", "Tabs", show=False, id="previous-tab",
+        Binding("left_square_bracket", "switch_tab(-1)", "Tab", show=False, id="previous-tab",
                 tooltip="show the previous tab of the view's detail pane"),
-        Binding("right_square_bracket", "switch_tab(1)", "Tabs", key_display="[ ]", id="next-tab",
+        Binding("right_square_bracket", "switch_tab(1)", "Tab", key_display="[ ]", id="next-tab",
                 tooltip="show the next tab of the view's detail pane (Output, Body, … or Graph, Roles, YAML)"),
         Binding("s", "step", "Step", id="step", tooltip="run one step of the selected thread"),
         Binding("r", "run", "Run", id="run", tooltip="step the selected thread until it is done"),
+        Binding("p", "preview", "Preview", id="preview",
+                tooltip="preview the selected thread's next step (its role and why, the agent, the prompt), running nothing"),
         Binding("d", "queue", "Queue", id="queue", tooltip="queue the selected thread for `uwf worker` processes (they step it to its end)"),
         Binding("x", "cancel", "Cancel", id="cancel", tooltip="stop the agent running for the selected thread"),
         Binding("f", "fork", "Fork", id="fork", tooltip="fork a new thread from the selected step"),
         Binding("e", "edit", "Edit", id="edit", tooltip="edit the selected step's output and fork from it"),
+        Binding("m", "mark", "Mark", id="mark", tooltip="mark the selected step (or thread) to diff another with it (D)"),
+        Binding("D", "diff", "Diff", id="diff", tooltip="diff the marked step with the selected one, side by side from their common ancestor"),
         Binding("K", "kill", "Kill", id="kill", tooltip="kill the selected thread (asks first)"),
         Binding("n", "new_thread", "New", id="new-thread", tooltip="start a thread: pick a workflow, type a prompt"),
         # Twins, kept out of the footer: where the key above is hidden (check_action False) the
@@ -100,6 +107,10 @@ class UwfApp(App):
         Binding("n", "new_thread('unlisted')", "New", show=False, id="new-thread-unlisted"),
         Binding("s", "why_not('step')", "Step", show=False, id="step-unavailable"),
         Binding("r", "why_not('run')", "Run", show=False, id="run-unavailable"),
+        Binding("p", "why_not('preview')", "Preview", show=False, id="preview-unavailable"),
+        # With a mark set the footer offers D rather than m (there is room for one of them at 80
+        # columns); m still marks another step, or unmarks the marked one.
+        Binding("m", "mark('again')", "Mark", show=False, id="mark-again"),
         Binding("slash", "filter", "Filter", show=False, id="filter", tooltip="filter the list of the current view"),
         Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
@@ -254,6 +265,8 @@ class UwfApp(App):
         if isinstance(self.screen, ModalScreen):
             # The dialog has its own keys; of the app's only moving between its fields applies.
             return action in ("focus_next", "focus_previous")
+        if isinstance(self.screen, ReportScreen):
+            return action in REPORT_ACTIONS  # a diff or a preview: reading it, not acting on the view behind
         if action == "switch_tab":
             return self.view_widget.tabs() is not None
         if action == "new_thread" and not parameters:
@@ -263,7 +276,17 @@ class UwfApp(App):
             return self.current_view == "threads" and self.threads_view.current_thread() is not None
         if action in THREAD_ACTIONS:
             return self._thread_action_applies(action)
+        if action in ("mark", "diff"):
+            return self._mark_action_applies(action, bool(parameters))
         return True
+
+    def _mark_action_applies(self, action: str, again: bool) -> bool:
+        view = self.threads_view
+        if self.current_view != "threads" or view.selected_node() is None:
+            return False
+        if action == "mark":
+            return again == (view.mark is not None)
+        return view.mark is not None
 
     def _thread_action_applies(self, action: str) -> bool:
         thread = self.threads_view.current_thread() if self.current_view == "threads" else None
@@ -277,7 +300,7 @@ class UwfApp(App):
             return info.active and not running and self.threads_view.statuses.get(thread) not in ("queued", "running")
         if action == "cancel":
             return running or self.repo.locks.running(thread) is not None
-        if action == "kill":
+        if action in ("kill", "preview"):
             return info.active
         if action == "edit":
             return self.threads_view.selected_output_step() is not None  # a start has no output to edit
@@ -414,6 +437,38 @@ class UwfApp(App):
     def action_kill(self) -> None:
         self.commands.kill(self.threads_view.current_thread())
 
+    # -- mark, diff, preview: read-only views of what a fork changed and what comes next -------
+
+    def action_mark(self, _twin: str = "") -> None:
+        """m: mark the selected step (or thread) as one side of a diff; on the marked one, unmark it."""
+        view = self.threads_view
+        node = view.selected_node()
+        if node is None:
+            return
+        if node == view.mark:
+            view.set_mark(None)
+            self.notify("mark cleared")
+            return
+        view.set_mark(node)
+        self.notify(f"marked {view.mark_label}: select another step or thread, D diffs them")
+
+    async def action_diff(self) -> None:
+        """D: the marked step and the selected one side by side, from their common ancestor."""
+        view = self.threads_view
+        other = view.selected_node()
+        if view.mark is None or other is None:
+            return
+        if other == view.mark:
+            self.notify("that is the marked step: select another step or thread to diff it with", severity="warning")
+            return
+        await self.commands.diff(view.mark, view.mark_label, other, view.node_label(other))
+
+    async def action_preview(self) -> None:
+        """p: what the selected thread's next step would do, without doing it."""
+        thread = self.threads_view.current_thread()
+        if thread:
+            await self.commands.preview(thread, self.threads_view.node_label(thread))
+
     def on_kill_done(self, message: KillDone) -> None:
         if message.error:
             self.notify(message.error, severity="error")
@@ -452,11 +507,19 @@ class UwfApp(App):
             if binding.tooltip:
                 title = binding.tooltip[0].upper() + binding.tooltip[1:]
                 key = self.get_key_display(binding)
-                yield SystemCommand(title, f"key: {key}", partial(self.run_action, binding.action))
+                yield SystemCommand(title, f"key: {key}", partial(self.press_binding, binding.key))
         yield SystemCommand("Test an agent", "send a tiny prompt through an agent, as `uwf agent test` does", self.action_test_agent)
         for command in super().get_system_commands(screen):
             if command.title in TEXTUAL_COMMANDS:
                 yield SystemCommand(TEXTUAL_COMMANDS[command.title], command.help, command.callback)
+
+
+    async def press_binding(self, key: str) -> None:
+        """What a palette command does: what its key does here, the first of the key's bindings (the
+        key and its hidden twins) that applies, as pressing it would (n starts a thread everywhere)."""
+        for binding in self.BINDINGS:
+            if binding.key == key and await self.run_action(binding.action):
+                return
 
 
 def scroll_by(widget, lines: int) -> None:

@@ -1,6 +1,7 @@
 """What the workbench's keys do besides stepping: fork, edit-and-fork, kill, new thread, go to a
-hash, test an agent, answer a human role. Each asks through a dialog where it must, calls one
-uwf_core function and says what happened; the app binds the keys and calls these."""
+hash, test an agent, answer a human role, diff two steps, preview a thread's next step. Each asks
+through a dialog (or opens a view) where it must, calls one uwf_core function and says what
+happened; the app binds the keys and calls these."""
 
 from __future__ import annotations
 
@@ -75,6 +76,19 @@ class Commands:
 
         text = yaml.safe_dump(details.output, sort_keys=False, allow_unicode=True)  # already in the schema's order
         self.app.push_screen(EditorScreen(f"Edit the {details.role} output of step {step}; saving forks a new thread", text, validate), saved)
+
+    def diff(self, a: str, a_label: str, b: str, b_label: str):
+        """Open the diff view of `a` and `b` (steps, starts or threads); returns the screen's mount,
+        for the key's handler to await, so the keys typed after it act in the view."""
+        from .screens.diff import DiffScreen
+
+        return self.app.push_screen(DiffScreen(self.app.repo, a, b, a_label, b_label))
+
+    def preview(self, thread: str, label: str):
+        """Open the preview of the thread's next step (a dry run: nothing runs, nothing is written)."""
+        from .screens.preview import PreviewScreen
+
+        return self.app.push_screen(PreviewScreen(self.app.repo, thread, label))
 
     def queue(self, thread: str | None) -> None:
         """Queue the thread for `uwf worker` processes (on this host or any other on the same root)."""

@@ -94,3 +94,55 @@ def brief(message: str, limit: int = TOAST_CHARS) -> str:
     room = limit - len(CUT)
     cut = line.rfind(" ", 0, room + 1)
     return line[: cut if cut > room // 2 else room].rstrip(" ,;:") + CUT
+
+
+# -- tokens and cost (the ledger's records: uwf_core.api StepCost, Spend, BudgetStatus) -----------
+
+
+def tokens_short(tokens: int) -> str:
+    """A token count in at most five characters: 950, 1.8k, 12k, 1.2M."""
+    if tokens < 1000:
+        return str(tokens)
+    if tokens < 10_000:
+        return f"{tokens / 1000:.1f}k"
+    if tokens < 1_000_000:
+        return f"{tokens // 1000}k"
+    return f"{tokens / 1_000_000:.1f}M"
+
+
+def money(value: float | None) -> str:
+    """A cost as a plain number (prices are in whatever currency config.yaml writes them); "?"
+    when it is unknown (a model with no price, a step that recorded no usage), never a guess."""
+    if value is None:
+        return "?"
+    return f"{value:.4f}" if value < 100 else f"{value:,.2f}"
+
+
+def cost_cell(cost) -> tuple[str, str]:
+    """A step's tokens and cost in one short cell, with its style: `1.8k 0.0123`, `?` when its
+    agent recorded no usage, `reused` when it reused an earlier output (and spent nothing)."""
+    if cost.reused_from:
+        return "0 reused", "dim green"
+    if not cost.recorded:
+        return "?", "dim"
+    return f"{tokens_short(cost.spend.tokens)} {money(cost.spend.cost)}", ""
+
+
+def spend_text(spend) -> str:
+    """What some steps spent, in words: `9,876 tokens · cost 0.0456`; unknown parts say so."""
+    if spend.unrecorded and not spend.tokens:
+        return f"tokens ? ({spend.unrecorded} step{'s' if spend.unrecorded != 1 else ''} recorded none)"
+    text = f"{spend.tokens:,}{'+?' if spend.unrecorded else ''} tokens · cost {money(spend.cost)}"
+    if spend.unpriced_tokens:
+        text += f" (no price for {', '.join(spend.unpriced_models)})"
+    return text
+
+
+def budget_text(budget) -> str:
+    """A thread's budget against what it used since its current start: `budget 9,876/60,000 tokens`."""
+    parts = []
+    if budget.max_tokens is not None:
+        parts.append(f"{budget.used.tokens:,}/{budget.max_tokens:,} tokens")
+    if budget.max_cost is not None:
+        parts.append(f"{money(budget.used.priced_cost)}/{budget.max_cost:g} cost")
+    return "budget " + ", ".join(parts)

@@ -70,3 +70,13 @@ class FsckDone(Message):
 
 class RootChanged(Message):
     """The root notified a change (another host stepped, queued, killed): reload now."""
+
+
+class ReportReady(Message):
+    """A read-only report for a screen (a diff, a dry run) was computed: `value` is the core's
+    record (ThreadDiff, DryRun), or `error` says why there is none."""
+
+    def __init__(self, value, error: str | None = None) -> None:
+        super().__init__()
+        self.value = value
+        self.error = error

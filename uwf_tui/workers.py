@@ -28,6 +28,7 @@ from .messages import (
     FsckDone,
     HumanAnswerRequested,
     KillDone,
+    ReportReady,
     RootChanged,
     StepDone,
 )
@@ -133,3 +134,13 @@ def listen(repo: Repo, post: Post) -> None:
         if token is not None and changed != token and not worker.is_cancelled:
             post(RootChanged())
         token = changed
+
+
+def report(repo: Repo, call: Callable, args: tuple, post: Post) -> None:
+    """A read-only core call for a screen (`diff_threads`, `dry_run`); the outcome is a ReportReady."""
+    try:
+        value = call(repo, *args)
+    except UwfError as exc:
+        post(ReportReady(None, exc.message))
+        return
+    post(ReportReady(value))

@@ -2,9 +2,11 @@
 
 Everything is written in-process with a frozen clock and counted thread ids,
 so every hash, id and time is the same on every run: the examples
-registered, solve-issue run to done with the scripted answers, a fork of it
-whose reviewer was overruled by a human (then stepped), triage-bug two steps
-in, a failed attempt on record, and a fresh analyze-topic thread.
+registered, solve-issue run to done with the scripted answers (recording
+tokens under a priced model, as uwf-builtin does, within a budget), a fork of
+it whose reviewer was overruled by a human, triage-bug two steps in (its
+agent records no tokens, as uwf-script), a failed attempt on record, and a
+fresh analyze-topic thread.
 """
 
 from __future__ import annotations
@@ -55,8 +57,14 @@ def frozen_clock(start_ms: int = FROZEN_MS):
         yield
 
 
-def _scripted_step(root, thread: str, answers: dict, index: dict) -> str:
-    """One step done in-process the way uwf-script does it, then the head moved."""
+# What the solve-issue steps record, in order: (prompt, completion) tokens of model "sonnet".
+SOLVE_USAGE = [(1420, 380), (2310, 1150), (2960, 240), (3880, 1020), (4510, 210)]
+PRICES = "prices:\n  sonnet: {input: 3, output: 15}\n"
+
+
+def _scripted_step(root, thread: str, answers: dict, index: dict, usage: tuple[int, int] | None = None) -> str:
+    """One step done in-process the way uwf-script does it, then the head moved. With `usage`, the
+    step records those tokens under model "sonnet" and is labelled as uwf-builtin's would be."""
     from uwf_core.agents.kit import AgentAnswer, complete_step, load_agent_context
     from uwf_core.agents.script import answer_text
     from uwf_core.engine.step import _next_is_end
@@ -75,7 +83,14 @@ def _scripted_step(root, thread: str, answers: dict, index: dict) -> str:
     text = answer_text(answers[decision.role][position], decision.role)
     started = int(time.time() * 1000)
     CLOCK.advance(4.2 + 1.3 * len(index))
-    step = complete_step(ctx, AgentAnswer(text, {"script": "examples"}), agent_label="uwf-script", started_ms=started)
+    detail: dict = {"script": "examples"}
+    label = "uwf-script"
+    if usage is not None:
+        prompt_tokens, completion_tokens = usage
+        detail.update(model="sonnet", usage={"promptTokens": prompt_tokens, "completionTokens": completion_tokens,
+                                             "totalTokens": prompt_tokens + completion_tokens, "requests": 1})
+        label = "builtin"
+    step = complete_step(ctx, AgentAnswer(text, detail), agent_label=label, started_ms=started)
     CLOCK.advance(2.0)
     done = _next_is_end(root, ctx.workflow, ctx.context, step)
     root.threads.compare_and_set(thread, info.head, step, archive_reason="done" if done else None, workflow=info.workflow)
@@ -98,11 +113,13 @@ def build_fixed_root(path: str) -> dict:
         for name in ("solve-issue", "triage-bug", "analyze-topic", "develop"):
             put_workflow(root, str(EXAMPLES / f"{name}.yaml"))
         apply_setup(root, SetupRequest(agents={"script": f"uwf-script --script-dir {EXAMPLES}"}, default_agent="script"))
+        config = Path(path) / "config.yaml"
+        config.write_text(config.read_text() + PRICES)
         scripts = {name: yaml.safe_load((EXAMPLES / f"{name}.script.yaml").read_text()) for name in ("solve-issue", "triage-bug")}
 
-        solve = start_thread(root, "solve-issue", "Users can log in with an empty password; the API answers 500.")
+        solve = start_thread(root, "solve-issue", "Users can log in with an empty password; the API answers 500.", max_tokens=40_000)
         index: dict = {}
-        ids["solve_steps"] = [_scripted_step(root, solve.thread, scripts["solve-issue"], index) for _ in range(5)]
+        ids["solve_steps"] = [_scripted_step(root, solve.thread, scripts["solve-issue"], index, usage) for usage in SOLVE_USAGE]
         ids["solve"] = solve.thread
 
         CLOCK.advance(600)

@@ -95,6 +95,28 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
             shots["help"] = app.export_screenshot(title="uwf-tui: every key on one screen (?)")
             await pilot.press("escape")
             await pilot.pause(0.2)
+        if "diff" in views:
+            await pilot.press("2")
+            await select(ids["solve"])
+            timeline = app.query_one("#timeline")
+            timeline.move_cursor(row=timeline.get_row_index(f"step:{ids['solve_steps'][-1]}"))
+            await pilot.pause(0.3)
+            await pilot.press("m")  # the newest step of solve-issue (the approving review)
+            await select(ids["fork"])
+            await pilot.press("D")
+            await _report(app, pilot)
+            shots["diff"] = app.export_screenshot(title="uwf-tui: a fork diffed with the thread it left (m, then D)")
+            await pilot.press("escape")
+            app.threads_view.set_mark(None)
+            await pilot.pause(0.2)
+        if "preview" in views:
+            await pilot.press("2")
+            await select(ids["triage"])
+            await pilot.press("p")
+            await _report(app, pilot)
+            shots["preview"] = app.export_screenshot(title="uwf-tui: the preview of a thread's next step (p)")
+            await pilot.press("escape")
+            await pilot.pause(0.2)
         if "running" in views and slow_agent:
             await pilot.press("2")
             await select(ids["analyze"])
@@ -107,6 +129,16 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
             shots["running"] = app.export_screenshot(title="uwf-tui: a step running, its agent's stderr in the log")
             await app.workers.wait_for_complete()
     return shots
+
+
+async def _report(app, pilot) -> None:
+    """Wait until the diff or preview just opened shows its report."""
+    for _ in range(200):
+        if getattr(app.screen, "report", None) is not None or getattr(app.screen, "error", None) is not None:
+            break
+        await pilot.pause(0.05)
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.3)
 
 
 def capture(views: list[str], workdir: str, *, slow_agent: bool = False, size: tuple[int, int] = SIZE) -> dict[str, str]:

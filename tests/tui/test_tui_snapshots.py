@@ -18,7 +18,7 @@ import pytest
 from tui_capture import SIZE, SMALL, capture, normalize  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "snapshots"
-VIEWS = ["workflows", "threads", "attempt", "cas", "help"]
+VIEWS = ["workflows", "threads", "attempt", "cas", "help", "diff", "preview"]
 SIZES = {"": SIZE, "-80x24": SMALL}  # golden file suffix -> terminal size
 
 

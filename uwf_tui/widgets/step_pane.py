@@ -1,5 +1,5 @@
 """What one timeline row holds, in four tabs: the structured output, the body (or stderr), the
-prompt the agent got, and the detail node made readable."""
+prompt the agent got, and the detail node made readable (what the step cost first)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
-from ..formatting import attempt_mark, clock, took, when
+from ..formatting import attempt_mark, clock, money, took, when
 from .panes import active_scroll
 
 
@@ -30,12 +30,13 @@ class StepPane(TabbedContent):
         for name, value in (("output", output), ("body", body), ("prompt", prompt), ("detail", detail)):
             self.query_one(f"#step-{name}", Static).update(value)
 
-    def show_step(self, details, body: str) -> None:
+    def show_step(self, details, body: str, cost=None) -> None:
+        """`cost`: the step's StepCost from the ledger, when it is known."""
         self.show(
             Syntax(yaml_text(details.output), "yaml", word_wrap=True),  # in the schema's field order
             body,
             details.prompt or "(the agent did not record its prompt)",
-            detail_view(details),
+            detail_view(details, cost),
         )
 
     def show_start(self, start, workflow_name: str) -> None:
@@ -70,10 +71,12 @@ def yaml_text(value: object) -> str:
     return yaml.safe_dump(value, sort_keys=False, allow_unicode=True)
 
 
-def detail_view(details) -> Text:
-    """The detail node made readable: agent, extract layer, usage, then each turn."""
+def detail_view(details, cost=None) -> Text:
+    """The detail node made readable: what the step cost, agent, extract layer, usage, then each turn."""
     payload = details.detail if isinstance(details.detail, dict) else {"value": details.detail}
     text = Text()
+    if cost is not None:
+        text.append_text(cost_view(cost))
     text.append(f"detail {details.detail_hash} ({details.detail_type or 'untyped'})\n", style="dim")
     for key in ("agent", "protocol", "model", "extract", "corrections", "child", "childThread"):
         if key in payload:
@@ -89,6 +92,25 @@ def detail_view(details) -> Text:
     rest = {k: v for k, v in payload.items() if k != "turns"}
     text.append("\n")
     text.append(json.dumps(rest, indent=2, ensure_ascii=False), style="grey70")
+    return text
+
+
+def cost_view(cost) -> Text:
+    """A step's line of the ledger: its tokens and cost, per model, or why they are unknown or 0."""
+    text = Text()
+    text.append("cost: ", style="bold")
+    spend = cost.spend
+    if cost.reused_from:
+        text.append(f"0 tokens, reused the output of step {cost.reused_from} (no agent ran)\n", style="green")
+        return text
+    if not cost.recorded:
+        text.append("? (its agent recorded no token usage)\n", style="dim")
+        return text
+    usage = spend.usage
+    text.append(f"{spend.tokens:,} tokens ({usage.prompt_tokens:,} prompt, {usage.completion_tokens:,} completion), cost {money(spend.cost)}\n")
+    for part in cost.parts:
+        price = "no price in config.yaml" if part.cost is None else money(part.cost)
+        text.append(f"  {part.model}: {part.usage.total_tokens or part.usage.prompt_tokens + part.usage.completion_tokens:,} tokens, {price}\n", style="dim")
     return text
 
 

@@ -1,6 +1,8 @@
 """The Threads view: the thread list, the selected thread's timeline, a row's output/body/prompt/
-detail, and the log where running agents' stderr streams. This module keeps the selection and
-the keyboard path through them (Enter goes in, Esc comes back out); the parts draw themselves."""
+detail, and the log where running agents' stderr streams. This module keeps the selection, the
+node marked to diff against (`m`), and the keyboard path through them (Enter goes in, Esc comes
+back out); the parts draw themselves. What the steps cost comes from the ledger, read off the UI
+thread: the rows' in the timeline's worker, the thread's total and its forks' subtrees after."""
 
 from __future__ import annotations
 
@@ -17,13 +19,16 @@ from uwf_core.api import (
     UwfError,
     list_threads,
     step_body,
+    step_cost,
     step_details,
+    thread_cost,
     thread_statuses,
     thread_timeline,
+    tree_cost,
     workflow_of,
 )
 
-from ..formatting import STATUS_STYLES, short
+from ..formatting import STATUS_STYLES, budget_text, short, spend_text
 from . import timeline as timeline_rows
 from .panes import PANE_KEYS, focus_now
 from .step_pane import StepPane
@@ -48,6 +53,11 @@ class ThreadsView(Horizontal):
         self.selected_step: str | None = None
         self.welcomed = False
         self.window = timeline_rows.WINDOW  # how many of the selected thread's newest steps are rows
+        self.step_costs: dict = {}  # step hash -> StepCost, for the timeline's rows
+        self.ledger = None  # the shown thread's ThreadCost (its total and budget), once read
+        self.subtrees: dict = {}  # fork thread -> what its subtree spent (a Spend)
+        self.mark: str | None = None  # the node (or thread) `m` marked: one side of a diff (D)
+        self.mark_label = ""
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
         self.thread_list = ThreadList(repo, self.reload, id="thread-list-pane")
         self.timeline_table = TimelineTable()
@@ -169,7 +179,7 @@ class ThreadsView(Horizontal):
             self.window += timeline_rows.WINDOW
             first = max(0, len(steps) - self.window)
             self.selected_step = f"step:{steps[first].hash}"  # the cursor lands on the oldest step now shown
-            self.fill_timeline(self.timeline)
+            self.load_timeline(self.timeline.info.thread)  # the new rows' costs are read too
         elif kind in ("step", "start", "attempt", "running"):
             if kind in ("attempt", "start"):
                 self.step_pane.active = "tab-output"
@@ -224,37 +234,88 @@ class ThreadsView(Horizontal):
     def load_timeline(self, thread: str) -> None:
         try:
             timeline = thread_timeline(self.repo, thread, others=list(self.infos.values()))
+            steps = timeline.context.steps
+            first = max(0, len(steps) - self.window)
+            costs = {step.hash: step_cost(self.repo, step, number) for number, step in enumerate(steps[first:], first + 1)}
         except UwfError as exc:
             self.app.call_from_thread(self.app.notify, exc.message, severity="error")
             return
-        self.app.call_from_thread(self.fill_timeline, timeline)
+        self.app.call_from_thread(self.fill_timeline, timeline, costs)
+
+    @work(thread=True, exclusive=True, group="ledger", exit_on_error=False)
+    def load_ledger(self, timeline: Timeline) -> None:
+        """The thread's total and budget, and each fork's subtree: whole chains, so after the rows."""
+        branches = [branch for found in timeline.branches.values() for branch in found]
+        try:
+            ledger = thread_cost(self.repo, timeline.info.thread)
+            subtrees = {branch.thread: tree_cost(self.repo, branch.thread).total for branch in branches}
+        except UwfError:
+            return  # the timeline shows the thread; a ledger it cannot read is the damage banner's to say
+        self.app.call_from_thread(self.show_ledger, timeline, ledger, subtrees)
+
+    def show_ledger(self, timeline: Timeline, ledger, subtrees: dict) -> None:
+        if self.timeline is not timeline:
+            return  # another thread (or head) is shown by now
+        self.ledger, self.subtrees = ledger, subtrees
+        self.query_one("#thread-title", Static).update(self.title_text(timeline))
+        self.show_subtrees(timeline)
+        if self.selected_step and self.selected_step.startswith("branch:"):
+            self.show_entry(self.selected_step)
+
+    def show_subtrees(self, timeline: Timeline) -> None:
+        """Each fork row's subtree total, as the thread's last ledger read added them up."""
+        if self.ledger is None or self.ledger.thread != timeline.info.thread:
+            return
+        for found in timeline.branches.values():
+            for branch in found:
+                if branch.thread in self.subtrees:
+                    self.timeline_table.show_subtree(branch, self.subtrees[branch.thread])
+
+    def title_text(self, timeline: Timeline) -> Text:
+        """Workflow, status, what the thread spent and its budget (once the ledger has them), id, head."""
+        info = timeline.info
+        status = self.statuses.get(info.thread, "")
+        parts: list = [(self._workflow_name(info.workflow), "bold"), " · ", (status, STATUS_STYLES.get(status, ""))]
+        ledger = self.ledger if self.ledger is not None and self.ledger.head == info.head and self.ledger.thread == info.thread else None
+        if ledger is not None and ledger.total.steps:
+            parts += [" · ", spend_text(ledger.total)]
+        if ledger is not None and ledger.budget is not None:
+            parts += [" · ", (budget_text(ledger.budget), "bold red" if ledger.budget.exceeded else "")]
+        parts += [" · ", (info.thread, "dim"), f" · head {info.head}"]
+        return Text.assemble(*parts)
 
     # -- the timeline ------------------------------------------------------------------
 
     @work(exclusive=True, group="timeline-fill", exit_on_error=False)
-    async def fill_timeline(self, timeline: Timeline) -> None:
+    async def fill_timeline(self, timeline: Timeline, costs: dict | None = None) -> None:
         info = timeline.info
         if info.thread != self.selected_thread:
             return
         self.timeline = timeline
-        status = self.statuses.get(info.thread, "")
-        self.query_one("#thread-title", Static).update(Text.assemble(
-            (self._workflow_name(info.workflow), "bold"), " · ", (info.thread, "dim"), " · ",
-            (status, STATUS_STYLES.get(status, "")), f" · head {info.head}",
-        ))
+        self.step_costs = costs or {}
+        self.query_one("#thread-title", Static).update(self.title_text(timeline))
         moved = self.timeline_head != (info.thread, info.head)
         self.timeline_head = (info.thread, info.head)
         keep = None if moved else self.selected_step
         running = self.repo.locks.running(info.thread) if info.active else None
+        self.timeline_table.mark = self.mark
         newest = await self.timeline_table.fill(
-            timeline, self.window, running, info.thread in self.app.runner, lambda: info.thread == self.selected_thread
+            timeline, self.window, running, info.thread in self.app.runner, lambda: info.thread == self.selected_thread, self.step_costs
         )
         if newest is None:
             return
         table = self.timeline_table
         target = keep if keep and keep in table.rows else newest
         table.move_cursor(row=table.get_row_index(target))
+        self.show_subtrees(timeline)  # the last totals until the ledger is read again
         self.show_entry(target)
+        self.load_ledger(timeline)
+
+    def on_resize(self) -> None:
+        """Across the width where the timeline gains (or loses) its cost column: draw it again."""
+        table = self.timeline_table
+        if self.timeline is not None and table.with_cost is not None and table.with_cost != table.wants_cost():
+            self.fill_timeline(self.timeline, self.step_costs)
 
     def tick_running(self, tick: int) -> None:
         self.timeline_table.tick(tick)
@@ -271,7 +332,7 @@ class ThreadsView(Horizontal):
                 self.app.notify(exc.message, severity="error")
                 return
             step = next((s for s in timeline.steps if s.hash == rest), None) if timeline else None
-            pane.show_step(details, step_body(self.repo.nodes, step) if step is not None else "")
+            pane.show_step(details, step_body(self.repo.nodes, step) if step is not None else "", self.step_costs.get(rest))
         elif kind == "start" and timeline is not None:
             start = timeline.context.start
             pane.show_start(start, self._workflow_name(start.workflow))
@@ -279,7 +340,9 @@ class ThreadsView(Horizontal):
             head, _, index = rest.rpartition(":")
             pane.show_attempt(timeline.attempts.get(head, [])[int(index)])
         elif kind == "branch":
-            pane.show(f"Fork: thread {rest}. Enter opens it.")
+            subtree = self.subtrees.get(rest)
+            spent = f"\nIts subtree (the fork and the threads forked from it, each step once): {spend_text(subtree)}." if subtree else ""
+            pane.show(f"Fork: thread {rest}. Enter opens it.{spent}")
         elif kind == "more":
             pane.show("Earlier steps are not listed yet: enter shows more of them.")
         else:
@@ -302,6 +365,37 @@ class ThreadsView(Horizontal):
         """The StepNode (or StartNode) under the timeline's cursor: what f forks from."""
         kind, _, rest = (self.current_entry() or "").partition(":")
         return rest if kind in ("step", "start") else None
+
+    def selected_node(self) -> str | None:
+        """What `m` marks and `D` compares with the mark: the step (or start) under the timeline's
+        cursor, a fork row's thread, or, when the timeline is not yet the current thread's (a key
+        right after moving in the list), the current thread itself."""
+        entry = self.current_entry()
+        if entry is None:
+            return self.current_thread()
+        kind, _, rest = entry.partition(":")
+        return rest if kind in ("step", "start", "branch") else None
+
+    def node_label(self, node: str) -> str:
+        """The node as a person reads it: `step 3 (reviewer) of solve-issue`, or a thread."""
+        timeline = self.timeline
+        if timeline is not None and timeline.info.thread == self.current_thread():
+            name = self._workflow_name(timeline.info.workflow)
+            for number, step in enumerate(timeline.steps, 1):
+                if step.hash == node:
+                    return f"step {number} ({step.role}) of {name} {short(timeline.info.thread, 10)}"
+            if node == timeline.context.start_hash:
+                return f"the start of {name} {short(timeline.info.thread, 10)}"
+        if node in self.infos:
+            return f"thread {short(node, 10)} ({self._workflow_name(self.infos[node].workflow)})"
+        return f"node {node}"
+
+    def set_mark(self, node: str | None) -> None:
+        """Mark `node` (None: unmark); the timeline shows it."""
+        self.mark = node
+        self.mark_label = self.node_label(node) if node else ""
+        self.timeline_table.set_mark(node)
+        self.app.refresh_bindings()
 
     def selected_output_step(self) -> str | None:
         """The StepNode under the cursor (a start has no output to edit): what e edits."""

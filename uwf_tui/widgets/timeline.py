@@ -1,7 +1,10 @@
 """One thread's timeline as table rows: the prompt, each step (role, agent, when it started, how
-long, a summary), failed attempts and forks after the step they came from, and the step running
-now. "started" and "took" mean the same on every row: uwf's own clock around the attempt
-(runs.jsonl), falling back to the StepNode's times for a step with no run on record (a fork's).
+long, its tokens and cost, a summary), failed attempts and forks after the step they came from
+(a fork with its subtree's total), and the step running now. "started" and "took" mean the same
+on every row: uwf's own clock around the attempt (runs.jsonl), falling back to the StepNode's
+times for a step with no run on record (a fork's). The tokens and cost column is there when the
+terminal is wide (WIDE); below that a step's cost is in its Detail tab. The node marked with `m`
+(to diff against) shows a ◆ before its role.
 
 Row keys say what a row is: `start:HASH`, `step:HASH`, `attempt:HEAD:N`, `branch:THREAD`,
 `more:` (earlier steps not shown yet) and `running:`."""
@@ -19,58 +22,107 @@ from uwf_core.api import RunningStep, StepContext, Timeline
 from ..formatting import (
     attempt_mark,
     clock,
+    cost_cell,
     duration,
     elapsed,
+    money,
     short,
+    spend_text,
     spinner,
     summary,
+    tokens_short,
     took,
 )
 from .panes import RowTable
 
 BATCH = 100  # rows added between two yields to the event loop
 WINDOW = 500  # the newest steps shown at first; the `more:` row above them shows more on Enter
+WIDE = 110  # terminal columns from which the timeline has a tokens-and-cost column (the app's NARROW_COLUMNS)
+COLUMNS = (("#", 3), ("role", 12), ("agent", 12), ("started", 8), ("took", 6), ("tokens cost", 11), ("output", 64))
+MARK = "◆ "
 
 
 class TimelineTable(RowTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(id="timeline", cursor_type="row", **kwargs)
         self.running_since: int | None = None  # ms: when the running step began
+        self.with_cost: bool | None = None  # whether the tokens-and-cost column is there (None: no columns yet)
+        self.roles: dict[str, Text] = {}  # row key -> its role cell unmarked (m redraws it)
+        self.nodes: dict[str, str] = {}  # row key -> the node (or thread, for a fork) a mark names
+        self.mark: str | None = None
 
     def on_mount(self) -> None:
+        self._columns(self.wants_cost())
+
+    def wants_cost(self) -> bool:
+        return self.app.size.width >= WIDE
+
+    def _columns(self, with_cost: bool) -> None:
+        if with_cost == self.with_cost:
+            return
+        self.clear(columns=True)
+        self.with_cost = with_cost
         self.columns_by_label = {
-            label: self.add_column(label, width=width)
-            for label, width in (("#", 3), ("role", 12), ("agent", 12), ("started", 8), ("took", 6), ("output", 64))
+            label: self.add_column(label, width=width) for label, width in COLUMNS if with_cost or label != "tokens cost"
         }
 
-    async def fill(self, timeline: Timeline, window: int, running: RunningStep | None, running_here: bool, still_wanted) -> str | None:
+    def _row(self, key: str, number: str, role: Text, agent, started: str, spent: str, cost, output, node: str | None = None) -> None:
+        """One row; the cost cell only where the column is, the role marked when the row's node is."""
+        self.roles[key] = role
+        if node is not None:
+            self.nodes[key] = node
+        role_cell = self._marked(role) if node is not None and node == self.mark else role
+        cells = [number, role_cell, agent, started, spent, *([cost] if self.with_cost else []), output]
+        self.add_row(*cells, key=key)
+
+    def _marked(self, role: Text) -> Text:
+        return Text.assemble((MARK, "bold magenta"), role)
+
+    def set_mark(self, node: str | None) -> None:
+        """Show the ◆ on the rows of `node` (a step, a start, or a fork's thread) and on no other."""
+        self.mark = node
+        for key, marked in self.nodes.items():
+            if key in self.rows:
+                self.update_cell(key, self.columns_by_label["role"], self._marked(self.roles[key]) if marked == node else self.roles[key])
+
+    async def fill(
+        self, timeline: Timeline, window: int, running: RunningStep | None, running_here: bool, still_wanted, costs: dict | None = None
+    ) -> str | None:
         """Rows in batches, yielding between them so keys are handled while a long thread loads.
-        Returns the key of the newest row (None when `still_wanted()` turned false meanwhile)."""
+        `costs`: step hash -> StepCost, for the rows shown. Returns the key of the newest row (None
+        when `still_wanted()` turned false meanwhile)."""
         self.clear()
+        self._columns(self.wants_cost())
+        self.roles, self.nodes = {}, {}
+        costs = costs or {}
         context = timeline.context
         prompt_line = " ".join(context.start.prompt.split())
-        self.add_row("", Text("prompt", style="bold magenta"), "", "", "", prompt_line[:64], key=f"start:{context.start_hash}")
+        start_key = f"start:{context.start_hash}"
+        self._row(start_key, "", Text("prompt", style="bold magenta"), "", "", "", "", prompt_line[:64], node=context.start_hash)
         self._add_extras(timeline, context.start_hash)
         # A long thread shows its newest steps: rows (and the output nodes their summaries read)
         # stay bounded however long the chain.
         first = max(0, len(context.steps) - window)
         if first:
             more = f"{first:,} earlier step{'s' if first > 1 else ''}: enter shows {min(first, WINDOW):,} more"
-            self.add_row("…", Text("earlier", style="dim"), "", "", "", Text(more, style="dim"), key="more:")
+            self._row("more:", "…", Text("earlier", style="dim"), "", "", "", "", Text(more, style="dim"))
         for number, step in enumerate(context.steps[first:], first + 1):
             if number % BATCH == 0:
                 await asyncio.sleep(0)
                 if not still_wanted():
                     return None
             started, spent = step_times(timeline, step)
-            self.add_row(
+            cost = costs.get(step.hash)
+            self._row(
+                f"step:{step.hash}",
                 str(number),
                 Text(step.role, style="bold cyan"),
                 Text(step.agent, style="green" if step.agent != "human" else "bold yellow"),
                 clock(started),
                 spent,
+                Text(*cost_cell(cost)) if cost is not None else "",
                 summary(step.output, 64),
-                key=f"step:{step.hash}",
+                node=step.hash,
             )
             self._add_extras(timeline, step.hash)
         self._add_running(running, running_here)
@@ -80,36 +132,44 @@ class TimelineTable(RowTable):
         for index, attempt in enumerate(timeline.attempts.get(after, [])):
             error = attempt.error or attempt.status
             mark, style = attempt_mark(attempt.status)
-            self.add_row(
+            self._row(
+                f"attempt:{after}:{index}",
                 "",
                 Text(f"{mark} {attempt.role or ''}", style=style),
                 attempt.agent or "",
                 clock(attempt.startedAt),
                 duration(attempt.durationMs),
+                "",
                 Text(f"{attempt.status}: {error}"[:120], style=style.removeprefix("bold ")),
-                key=f"attempt:{after}:{index}",
             )
         for branch in timeline.branches.get(after, []):
-            state = "active" if branch.active else (branch.reason or "done")
-            steps = f"{branch.own_steps} own step{'s' if branch.own_steps != 1 else ''}"
-            self.add_row(
-                "", Text("↳ fork", style="bold yellow"), short(branch.thread, 10), "", "",
-                Text(f"thread {branch.thread} ({state}, {steps})", style="yellow"),
-                key=f"branch:{branch.thread}",
+            self._row(
+                f"branch:{branch.thread}", "", Text("↳ fork", style="bold yellow"), short(branch.thread, 10), "", "", "",
+                branch_text(branch), node=branch.thread,
             )
+
+    def show_subtree(self, branch, total) -> None:
+        """A fork row's subtree total (`total`: a Spend), once the ledger has added it up."""
+        key = f"branch:{branch.thread}"
+        if key not in self.rows:
+            return
+        if self.with_cost:
+            self.update_cell(key, self.columns_by_label["tokens cost"], Text(f"Σ{tokens_short(total.tokens)} {money(total.cost)}", style="yellow"))
+        self.update_cell(key, self.columns_by_label["output"], branch_text(branch, total))
 
     def _add_running(self, running: RunningStep | None, here: bool) -> None:
         self.running_since = running.started_at if running is not None else None
         if running is None:
             return
-        self.add_row(
+        self._row(
+            "running:",
             "▶",
             Text(running.role or "…", style="bold green"),
             running.agent or "",
             clock(running.started_at),
             elapsed(time.time() - running.started_at / 1000) if running.started_at else "",
+            "",
             Text("running… (x cancels)" if here else f"running in another process ({running.describe()})", style="green"),
-            key="running:",
         )
 
     def tick(self, tick: int) -> None:
@@ -122,6 +182,15 @@ class TimelineTable(RowTable):
 
     def key_at_cursor(self) -> str | None:
         return row_at_cursor(self)
+
+
+def branch_text(branch, total=None) -> Text:
+    """A fork row's text: its subtree's total first (what the fork and its own forks spent, each
+    step once; `total` is a Spend, None until the ledger has it), then its state."""
+    state = "active" if branch.active else (branch.reason or "done")
+    steps = f"{branch.own_steps} own step{'s' if branch.own_steps != 1 else ''}"
+    subtree = f"subtree {spend_text(total)} · " if total is not None else ""
+    return Text(f"{subtree}{state}, {steps} · thread {branch.thread}", style="yellow")
 
 
 def step_times(timeline: Timeline, step: StepContext) -> tuple[int | None, str]:
