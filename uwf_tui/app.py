@@ -22,7 +22,7 @@ from typing import Iterable
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import (
     DataTable,
     Footer,
@@ -37,6 +37,7 @@ from uwf_core.api import Cancel, Repo, UwfError, display_location
 from . import workers
 from .commands import Commands
 from .formatting import brief, elapsed, spinner
+from .keys import key_applies, why_not
 from .messages import (
     AgentChecked,
     AgentOutput,
@@ -48,7 +49,6 @@ from .messages import (
 )
 from .runner import AgentRunner
 from .screens.modals import ConfirmScreen, HelpScreen
-from .screens.report import ReportScreen
 from .widgets.cas_view import CasView
 from .widgets.damage import DamageBanner
 from .widgets.panes import focus_now, move_focus, switch_tab
@@ -69,8 +69,6 @@ HELP = [
                 ("[ ]", "tabs (Output…, Graph…)"), ("/", "filter this view's list")]),
     ("Anywhere", [("?", "this help"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
 ]
-THREAD_ACTIONS = {"step", "run", "queue", "fork", "kill", "cancel", "edit", "preview"}
-REPORT_ACTIONS = {"cursor_down", "cursor_up", "help", "quit"}  # the app's keys a diff or preview view keeps
 # Textual's own palette commands worth keeping, retitled; the rest (Keys, Maximize, its
 # quit-at-once) are noise here or bypass our own quit, which asks while agents run.
 TEXTUAL_COMMANDS = {"Theme": "Change the colour theme", "Screenshot": "Save a screenshot of the screen (SVG, in the current directory)"}
@@ -260,66 +258,17 @@ class UwfApp(App):
         self.view_widget.back()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """False hides a key from the footer (and ignores it) where it cannot apply, so the
-        footer shows the few keys that matter here."""
-        if isinstance(self.screen, ModalScreen):
-            # The dialog has its own keys; of the app's only moving between its fields applies.
-            return action in ("focus_next", "focus_previous")
-        if isinstance(self.screen, ReportScreen):
-            return action in REPORT_ACTIONS  # a diff or a preview: reading it, not acting on the view behind
-        if action == "switch_tab":
-            return self.view_widget.tabs() is not None
-        if action == "new_thread" and not parameters:
-            # In the footer where starting a thread is the next thing to do; `n` works everywhere.
-            return self.current_view != "threads" or not self.threads_view.infos
-        if action == "why_not":
-            return self.current_view == "threads" and self.threads_view.current_thread() is not None
-        if action in THREAD_ACTIONS:
-            return self._thread_action_applies(action)
-        if action in ("mark", "diff"):
-            return self._mark_action_applies(action, bool(parameters))
-        return True
-
-    def _mark_action_applies(self, action: str, again: bool) -> bool:
-        view = self.threads_view
-        if self.current_view != "threads" or view.selected_node() is None:
-            return False
-        if action == "mark":
-            return again == (view.mark is not None)
-        return view.mark is not None
-
-    def _thread_action_applies(self, action: str) -> bool:
-        thread = self.threads_view.current_thread() if self.current_view == "threads" else None
-        info = self.threads_view.infos.get(thread or "")
-        if thread is None or info is None:
-            return False
-        running = thread in self.running
-        if action in ("step", "run"):
-            return not running and info.active
-        if action == "queue":
-            return info.active and not running and self.threads_view.statuses.get(thread) not in ("queued", "running")
-        if action == "cancel":
-            return running or self.repo.locks.running(thread) is not None
-        if action in ("kill", "preview"):
-            return info.active
-        if action == "edit":
-            return self.threads_view.selected_output_step() is not None  # a start has no output to edit
-        return self.threads_view.selected_step_hash() is not None  # fork
+        """False hides a key from the footer (and ignores it) where it cannot apply (keys.py)."""
+        return key_applies(self, action, parameters)
 
     def action_queue(self) -> None:
         self.commands.queue(self.threads_view.current_thread())
 
     def action_why_not(self, action: str) -> None:
         """s or r where they cannot act: say why, rather than nothing."""
-        thread = self.threads_view.current_thread()
-        info = self.threads_view.infos.get(thread or "")
-        if thread is None or info is None:
-            return
-        if thread in self.running:
-            self.notify(f"thread {thread[:10]} is already running here (x cancels it)", severity="warning")
-        elif not info.active:
-            ended = {"done": "is done", "killed": "was killed", "max-steps": "stopped at its maxSteps"}.get(info.reason or "done", f"ended ({info.reason})")
-            self.notify(f"{thread[:10]} {ended}: nothing to {action}; f forks from a step", severity="warning")
+        reason = why_not(self, action)
+        if reason:
+            self.notify(reason, severity="warning")
 
     # -- live refresh --------------------------------------------------------------------
 
@@ -571,7 +520,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(location: str, args: argparse.Namespace) -> int:
-    from .serve import ServeError, ServeOptions, serve  # aiohttp and textual-serve, only here
+    from .serve import (  # aiohttp and textual-serve, only here
+        ServeError,
+        ServeOptions,
+        serve,
+    )
 
     try:
         return serve(ServeOptions(location, host=args.host or "127.0.0.1", port=8765 if args.port is None else args.port, token=args.token))
