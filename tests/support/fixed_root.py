@@ -112,7 +112,10 @@ def build_fixed_root(path: str) -> dict:
     with frozen_clock():
         for name in ("solve-issue", "triage-bug", "analyze-topic", "develop"):
             put_workflow(root, str(EXAMPLES / f"{name}.yaml"))
-        apply_setup(root, SetupRequest(agents={"script": f"uwf-script --script-dir {EXAMPLES}"}, default_agent="script"))
+        # The scripts' directory comes from the environment, so the root's config (which the
+        # snapshots show) names no path of the machine the tests run on.
+        os.environ["UWF_SCRIPT_DIR"] = str(EXAMPLES)
+        apply_setup(root, SetupRequest(agents={"script": "uwf-script"}, default_agent="script"))
         config = Path(path) / "config.yaml"
         config.write_text(config.read_text() + PRICES)
         scripts = {name: yaml.safe_load((EXAMPLES / f"{name}.script.yaml").read_text()) for name in ("solve-issue", "triage-bug")}

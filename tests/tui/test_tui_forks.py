@@ -193,7 +193,7 @@ def test_p_previews_the_next_step_and_writes_nothing(fixed, size):
     args, text, prompt, scrolled, before, after = run_app(root, script, size=size)
     assert args == (ids["triage"],)
     for seen in ("role", "triager", "$status 'answered'", "matched: answered", "script", "defaultAgent in config.yaml",
-                 "uwf-script --script-dir", "the prompt, exactly as the agent gets it", "Workflow: triage-bug"):
+                 "uwf-script (step protocol)", "the prompt, exactly as the agent gets it", "Workflow: triage-bug"):
         assert seen in text, seen
     assert prompt == expected.prompt  # exactly what the agent would get
     assert scrolled == 2

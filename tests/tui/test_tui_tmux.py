@@ -36,8 +36,9 @@ def test_step_by_keypress_in_a_real_terminal(tmp_path):
     ids = build_fixed_root(str(root))
     tui = Path(sys.executable).with_name("uwf-tui")
     session = f"uwf-tui-test-{os.getpid()}"
+    scripts = os.environ["UWF_SCRIPT_DIR"]  # set by build_fixed_root; a running tmux server has its own env
     # COLUMNS/LINES from the test runner would override the pane size.
-    command = f"env -u COLUMNS -u LINES UWF_STORAGE_ROOT={root} TERM=xterm-256color {tui}"
+    command = f"env -u COLUMNS -u LINES UWF_STORAGE_ROOT={root} UWF_SCRIPT_DIR={scripts} TERM=xterm-256color {tui}"
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", command], check=True)
     # Detached sessions may start at the server's default size whatever -x/-y say.
     subprocess.run(["tmux", "resize-window", "-t", session, "-x", "160", "-y", "48"], capture_output=True)

@@ -21,7 +21,9 @@ NAME = "uwf-script"
 def _configure(parser) -> None:
     parser.add_argument("--script", metavar="FILE", help="the script YAML (default: $UWF_SCRIPT)")
     parser.add_argument(
-        "--script-dir", metavar="DIR", help="pick <workflow-name>.script.yaml from DIR by the thread's workflow"
+        "--script-dir",
+        metavar="DIR",
+        help="pick <workflow-name>.script.yaml from DIR by the thread's workflow (default: $UWF_SCRIPT_DIR)",
     )
 
 
@@ -29,11 +31,12 @@ def script_path(ctx: AgentContext) -> str:
     options = ctx.options
     if options.get("script"):
         return options["script"]
-    if options.get("script_dir"):
-        return os.path.join(options["script_dir"], f"{ctx.workflow.name}.script.yaml")
+    directory = options.get("script_dir") or os.environ.get("UWF_SCRIPT_DIR")
+    if directory:
+        return os.path.join(directory, f"{ctx.workflow.name}.script.yaml")
     if os.environ.get("UWF_SCRIPT"):
         return os.environ["UWF_SCRIPT"]
-    raise UwfError("no script: pass --script FILE or --script-dir DIR, or set UWF_SCRIPT")
+    raise UwfError("no script: pass --script FILE or --script-dir DIR, or set UWF_SCRIPT or UWF_SCRIPT_DIR")
 
 
 def load_script(path: str) -> dict:
