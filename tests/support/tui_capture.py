@@ -31,6 +31,19 @@ class _Clock:
         return VIEWED_AT
 
 
+async def _steady(app, pilot, title: str) -> str:
+    """The screen once it has stopped changing: on a loaded machine a layout (a scrollbar sized
+    for the graph shown before) can lag the content by more than any fixed pause."""
+    shot = normalize(app.export_screenshot(title=title))
+    for _ in range(40):
+        await pilot.pause(0.15)
+        again = normalize(app.export_screenshot(title=title))
+        if again == shot:
+            break
+        shot = again
+    return app.export_screenshot(title=title)
+
+
 async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str | None, size: tuple[int, int]) -> dict[str, str]:
     from uwf_core.api import Repo
     from uwf_tui.app import UwfApp
@@ -54,17 +67,17 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
             timeline = app.query_one("#timeline")
             timeline.move_cursor(row=timeline.get_row_index(f"step:{ids['solve_steps'][2]}"))
             await pilot.pause(0.3)
-            shots["threads"] = app.export_screenshot(title="uwf-tui: a thread's timeline, with a fork")
+            shots["threads"] = await _steady(app, pilot, "uwf-tui: a thread's timeline, with a fork")
         if "attempt" in views:
             await select(ids["triage"])
-            shots["attempt"] = app.export_screenshot(title="uwf-tui: a failed attempt in the timeline")
+            shots["attempt"] = await _steady(app, pilot, "uwf-tui: a failed attempt in the timeline")
         if "workflows" in views:
             await pilot.press("1")
             await pilot.pause(0.2)
             table = app.query_one("#workflows")
             table.move_cursor(row=table.get_row_index("solve-issue"))
             await pilot.pause(0.4)
-            shots["workflows"] = app.export_screenshot(title="uwf-tui: the solve-issue workflow graph")
+            shots["workflows"] = await _steady(app, pilot, "uwf-tui: the solve-issue workflow graph")
         if "cas" in views:
             await pilot.press("3")
             await pilot.pause(0.2)
@@ -86,13 +99,13 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
             tree.move_cursor(node)
             app.query_one("#cas-view").show_node(head)
             await pilot.pause(0.3)
-            shots["cas"] = app.export_screenshot(title="uwf-tui: the CAS tree")
+            shots["cas"] = await _steady(app, pilot, "uwf-tui: the CAS tree")
         if "help" in views:
             await pilot.press("2")
             await select(ids["solve"])
             await pilot.press("question_mark")
             await pilot.pause(0.3)
-            shots["help"] = app.export_screenshot(title="uwf-tui: every key on one screen (?)")
+            shots["help"] = await _steady(app, pilot, "uwf-tui: every key on one screen (?)")
             await pilot.press("escape")
             await pilot.pause(0.2)
         if "diff" in views:
@@ -105,7 +118,7 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
             await select(ids["fork"])
             await pilot.press("D")
             await _report(app, pilot)
-            shots["diff"] = app.export_screenshot(title="uwf-tui: a fork diffed with the thread it left (m, then D)")
+            shots["diff"] = await _steady(app, pilot, "uwf-tui: a fork diffed with the thread it left (m, then D)")
             await pilot.press("escape")
             app.threads_view.set_mark(None)
             await pilot.pause(0.2)
@@ -114,7 +127,7 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
             await select(ids["triage"])
             await pilot.press("p")
             await _report(app, pilot)
-            shots["preview"] = app.export_screenshot(title="uwf-tui: the preview of a thread's next step (p)")
+            shots["preview"] = await _steady(app, pilot, "uwf-tui: the preview of a thread's next step (p)")
             await pilot.press("escape")
             await pilot.pause(0.2)
         if "running" in views and slow_agent:
