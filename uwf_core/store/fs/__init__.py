@@ -1,3 +1,3 @@
-"""The file backend: a root that is a directory (atomic rewrites, flock'ed locks, one file per node).
-It implements the interfaces in store/base.py and nothing else imports its files directly.
+"""The file backend: a root that is a directory (nodes in one SQLite file, state files rewritten
+atomically, flock'ed locks). Implements store/base.py's interfaces; nothing else imports it directly.
 """

@@ -1,0 +1,17 @@
+"""The documentation a user reads holds no leftovers of a merge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MARKERS = ("<<<<<<< ", "=======\n", ">>>>>>> ")
+
+
+@pytest.mark.parametrize("path", [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))], ids=lambda p: p.name)
+def test_no_merge_conflict_markers(path):
+    lines = path.read_text().splitlines(keepends=True)
+    found = [number for number, line in enumerate(lines, 1) if line.startswith(MARKERS)]
+    assert not found, f"{path.name}: merge conflict markers at lines {found}"
