@@ -6,18 +6,22 @@ import json
 import time
 
 STATUS_ICONS = {
-    "running": "▶", "queued": "⋯", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "damaged": "!",
+    "running": "▶", "queued": "⋯", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "budget": "⧗", "damaged": "!",
 }
 STATUS_STYLES = {
     "running": "bold green", "queued": "bold blue", "waiting": "white", "failed": "bold red", "cancelled": "yellow", "done": "cyan", "killed": "magenta",
-    "max-steps": "yellow", "damaged": "bold white on red",
+    "max-steps": "yellow", "budget": "yellow", "damaged": "bold white on red",
 }
 
 
 def attempt_mark(status: str) -> tuple[str, str]:
     """How a timeline shows an attempt that did not move the head: a stopped one (runs.jsonl's
-    `killed`: cancelled, a form declined) is not a failure."""
-    return ("■", "yellow") if status == "killed" else ("✗", "bold red")
+    `killed`: cancelled, a form declined) or one its budget refused is not a failure."""
+    if status == "killed":
+        return ("■", "yellow")
+    if status == "budget":
+        return STATUS_ICONS["budget"], STATUS_STYLES["budget"]
+    return ("✗", "bold red")
 
 
 def age(ms: int | None, now: float | None = None) -> str:

@@ -151,6 +151,9 @@ def test_diff_of_two_forks_names_their_common_ancestor_and_the_changed_output(co
     # The fork counts on from 6 (its agent answers by how often the role ran): 5, 6, ... — every pair differs.
     assert [pair["number"] for pair in data["pairs"]] == [4, 5, 6, 7, 8, 9, 10]
     assert all(pair["a"] and pair["b"] for pair in data["pairs"])
+    # A step's time is its attempt's, from runs.jsonl, as the TUI and thread cost show it.
+    took = {run["step"]: run["durationMs"] for run in ok(uwf("thread", "runs", original)).json() if run["status"] == "ok"}
+    assert [pair["a"]["durationMs"] for pair in data["pairs"]] == [took[step["hash"]] for step in steps[3:]]
     text = ok(uwf("diff", original, edited)).out
     assert f"Common ancestor: step 3 (counter) {steps[2]['hash']}; steps 1–3 are the same on both sides." in text
     assert "~ n: 4 → 6" in text
@@ -272,8 +275,11 @@ def test_dry_run_names_each_rule_that_can_choose_the_agent(count_up):
     bound = count_up.start("--agent", "counter=uwf-script")
     assert ok(uwf("thread", "dry-run", bound)).json()["agent"]["origin"] == "thread"
     plain = count_up.start()
-    over = ok(uwf("thread", "dry-run", plain, "--agent", "my-agent --flag")).json()["agent"]
+    preview = ok(uwf("thread", "dry-run", plain, "--agent", "my-agent --flag")).json()
+    over = preview["agent"]
     assert over["origin"] == "--agent" and over["argv"] == ["my-agent", "--flag"] and over["alias"] is False
+    assert preview["agentError"] == "agent command 'my-agent' not found on PATH"  # what the step would fail on
+    assert ok(uwf("thread", "dry-run", plain, "--agent", "uwf-script")).json()["agentError"] is None
 
 
 def test_dry_run_of_a_finished_or_archived_thread(count_up):
@@ -367,6 +373,8 @@ def test_cost_per_step_thread_agent_and_model_and_the_fork_subtree(uwf, root_dir
     setup = CountUp(uwf, root_dir, tmp_path, prices=PRICES)
     original, steps = ten_steps(setup)
     cost = ok(uwf("thread", "cost", original, "--json")).json()
+    took = {run["step"]: run["durationMs"] for run in ok(uwf("thread", "runs", original)).json() if run["status"] == "ok"}
+    assert [step["durationMs"] for step in cost["steps"]] == [took[step["hash"]] for step in steps]
     assert cost["total"]["tokens"] == 1500 and cost["total"]["promptTokens"] == 1000
     assert cost["total"]["cost"] == pytest.approx(2.0)
     assert cost["byModel"]["test-model"]["tokens"] == 1500
@@ -408,7 +416,10 @@ def test_a_workflow_token_budget_stops_the_thread_before_the_step_that_would_exc
     shown = ok(uwf("thread", "show", thread)).json()
     assert shown["done"] is True and shown["reason"] == "budget" and shown["steps"] == 3
     runs = ok(uwf("thread", "runs", thread)).json()
-    assert runs[-1]["status"] == "failed" and "budget" in runs[-1]["error"]
+    assert runs[-1]["status"] == "budget" and "budget" in runs[-1]["error"]  # refused: no agent ran
+    cost = ok(uwf("thread", "cost", thread, "--json")).json()
+    assert cost["failedAttempts"] == 0  # a budget stop is no agent's failure
+    assert "By role:" in ok(uwf("thread", "cost", thread)).out
 
 
 def test_thread_start_budgets_override_the_workflow_and_cost_needs_prices(uwf, root_dir, tmp_path):

@@ -74,6 +74,7 @@ def thread_cost_text(ledger: ThreadCost) -> str:
         lines.append(f"Own steps: {spend_line(ledger.own)}")
     lines += _rollup("agent", ledger.by_agent)
     lines += _rollup("model", ledger.by_model)
+    lines += _rollup("role", ledger.by_role)
     budget = ledger.budget
     if budget is not None:
         limits = ", ".join(

@@ -153,7 +153,29 @@ def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | No
         return result("reuse", agent=choice, prompt=prompt, reuse_from=found)
     if budget is not None and budget.exceeded is not None:
         return result("stop", REASON_BUDGET, agent=choice, prompt=prompt, note=f"the thread would stop: {budget.exceeded}")
-    return result("step", agent=choice, prompt=prompt, note=_stop_note(budget))
+    return result("step", agent=choice, agent_error=_cannot_start(repo, resolved), prompt=prompt, note=_stop_note(budget))
+
+
+def _cannot_start(repo: Repo, resolved: ResolvedAgent) -> str | None:
+    """What would stop the agent before it runs: a secret it names that is nowhere, or a command
+    that is not on the agent's PATH (a relative path is the workspace's business: not checked)."""
+    import os
+    import shutil
+
+    from .call import agent_env
+
+    if resolved.protocol == "human" or not resolved.argv:
+        return None
+    try:
+        env = agent_env(repo, resolved)
+    except UwfError as exc:
+        return exc.message
+    command = resolved.argv[0]
+    if os.sep in command and not os.path.isabs(command):
+        return None
+    if shutil.which(command, path=env.get("PATH")) is None:
+        return f"agent command '{command}' not found" + ("" if os.sep in command else " on PATH")
+    return None
 
 
 def _stop_note(budget: BudgetStatus | None) -> str | None:

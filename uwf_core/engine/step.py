@@ -158,10 +158,11 @@ def _check_budget(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow
         repo.threads.archive(info.thread, workflow.hash, REASON_BUDGET, expected=info.head)
         raise StepError(
             f"thread {info.thread} stopped before its next step: {status.exceeded}; archived with reason budget "
-            f"(resume it, or fork a step, to go on)"
+            f"(resume it, or fork a step, to go on)",
+            REASON_BUDGET,  # runs.jsonl: stopped by its budget, no agent ran (not a failure of one)
         )
     if status.unpriced is not None:
-        raise StepError(f"thread {info.thread} cannot take a step within its budget: {status.unpriced}")
+        raise StepError(f"thread {info.thread} cannot take a step within its budget: {status.unpriced}", REASON_BUDGET)
 
 
 def _still_stored(repo: Repo, step_hash: str) -> None:

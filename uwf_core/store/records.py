@@ -23,7 +23,7 @@ class ArchivedThread:
 
 @record(frozen=True)
 class RunRecord:
-    """One step attempt (ok, failed, timeout or killed)."""
+    """One step attempt: ok, failed, timeout, killed, or budget (its budget refused it; no agent ran)."""
 
     thread: str
     workflow: str | None

@@ -22,6 +22,7 @@ from .model import StepContext, ThreadContext
 
 if TYPE_CHECKING:
     from ..repo import Repo
+    from ..store.records import RunRecord
     from ..workflow.model import Workflow
 
 ADDED = "added"
@@ -228,6 +229,8 @@ class ThreadDiff:
 
 def diff_threads(repo: Repo, a: str, b: str) -> ThreadDiff:
     """Compare two threads (or steps): find their common ancestor, pair the steps after it."""
+    from .timeline import runs_by_step
+
     side_a, context_a = _side(repo, a)
     side_b, context_b = _side(repo, b)
     steps_a = list(context_a.steps)
@@ -241,10 +244,11 @@ def diff_threads(repo: Repo, a: str, b: str) -> ThreadDiff:
     shared = _shared_steps(steps_b, ancestor)
     ancestor_role = next((step.role for step in steps_b if step.hash == ancestor), None)
     pairs = []
+    runs = runs_by_step(repo)
     for offset in range(max(len(steps_a), len(steps_b)) - shared):
         number = shared + offset + 1
-        left = _diff_step(repo, steps_a, number) if number <= len(steps_a) else None
-        right = _diff_step(repo, steps_b, number) if number <= len(steps_b) else None
+        left = _diff_step(repo, steps_a, number, runs) if number <= len(steps_a) else None
+        right = _diff_step(repo, steps_b, number, runs) if number <= len(steps_b) else None
         output = tuple(structural_diff(left.output, right.output)) if left and right else ()
         body = text_diff(left.body, right.body, f"a/{left.hash}", f"b/{right.hash}") if left and right else ()
         pairs.append(StepPair(number, left, right, output, body))
@@ -307,12 +311,12 @@ def _shared_steps(steps: list[StepContext], ancestor: str | None) -> int:
     return len(steps)  # the head's own StartNode, with no step after it
 
 
-def _diff_step(repo: Repo, steps: list[StepContext], number: int) -> DiffStep:
+def _diff_step(repo: Repo, steps: list[StepContext], number: int, runs: dict[str, RunRecord]) -> DiffStep:
     from .ledger import step_cost
     from .read import step_body
 
     step = steps[number - 1]
-    cost = step_cost(repo, step, number)
+    cost = step_cost(repo, step, number, runs.get(step.hash))
     output = ordered_output(step.output, role_schema(repo, step.start, step.role))
     return DiffStep(
         step.hash, number, step.role, step.agent, output, step_body(repo.nodes, step), step.instruction,

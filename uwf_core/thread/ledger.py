@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..repo import Repo
     from ..store.cas import CasStore
     from ..workflow.model import Workflow
+    from ..store.records import RunRecord
     from .ops import ThreadInfo
 
 UNKNOWN_MODEL = "(unknown model)"
@@ -215,14 +216,16 @@ def _detail(store: CasStore, hash_: str) -> object:
         return None
 
 
-def step_cost(repo: Repo, step: StepContext, number: int = 0) -> StepCost:
-    """What one step spent, priced with the root's config.yaml."""
+def step_cost(repo: Repo, step: StepContext, number: int = 0, run: RunRecord | None = None) -> StepCost:
+    """What one step spent, priced with the root's config.yaml; its time from `run`, the attempt
+    that wrote it (thread/timeline.runs_by_step), else from the StepNode."""
     detail = _detail(repo.nodes, step.detail)
     config = repo.config
     parts = tuple(priced(config, names, usage) for names, usage in detail_parts(detail))
     reused_from = detail.get("reusedFrom") if isinstance(detail, dict) and detail.get("protocol") == REUSE_PROTOCOL else None
     spend = spend_of(parts, reused=1 if reused_from else 0, unrecorded=0 if usage_recorded(detail) else 1)
-    return StepCost(step.hash, number, step.role, step.agent, parts, spend, reused_from, step.started_at, step.completed_at)
+    started, completed = (run.startedAt, run.completedAt) if run is not None else (step.started_at, step.completed_at)
+    return StepCost(step.hash, number, step.role, step.agent, parts, spend, reused_from, started, completed)
 
 
 # -- a thread, and the threads forked from it ----------------------------------------------------
@@ -342,16 +345,18 @@ def thread_cost(repo: Repo, thread: str) -> ThreadCost:
     per agent, model and role, what it inherited from the thread it was forked from, its budget."""
     from ..workflow.ops import workflow_of
     from .ops import thread_info
+    from .timeline import runs_by_step
 
     info = thread_info(repo, thread)
     context = context_of(repo, info.head)
     family = _family(repo, info, context)
-    costs = [step_cost(repo, step, number) for number, step in enumerate(context.steps, 1)]
+    runs = runs_by_step(repo)
+    costs = [step_cost(repo, step, number, runs.get(step.hash)) for number, step in enumerate(context.steps, 1)]
     own_nodes = family.own.get(info.thread, set())
     inherited = sum(1 for step in context.steps if step.hash not in own_nodes)
     total, by_agent, by_model, by_role = _roll_up(costs)
     own, _, _, _ = _roll_up(costs[inherited:])
-    failed = sum(1 for attempt in repo.runs.read(info.thread) if not attempt.ok)
+    failed = sum(1 for attempt in repo.runs.read(info.thread) if not attempt.ok and attempt.status != REASON_BUDGET)
     workflow = workflow_of(repo, context.start.workflow)
     return ThreadCost(
         info.thread, context.start.workflow, workflow.name, info.head, info.active, info.reason, tuple(costs), inherited,
@@ -362,6 +367,7 @@ def thread_cost(repo: Repo, thread: str) -> ThreadCost:
 def tree_cost(repo: Repo, thread: str) -> TreeCost:
     """A fork subtree's ledger: the thread, the threads forked from it, and theirs; each step once."""
     from .ops import thread_info
+    from .timeline import runs_by_step
 
     info = thread_info(repo, thread)
     context = context_of(repo, info.head)
@@ -371,6 +377,7 @@ def tree_cost(repo: Repo, thread: str) -> TreeCost:
         if other != info.thread and family.parent.get(other) in members:
             members.append(other)
     costs_by_step: dict[str, StepCost] = {}
+    runs = runs_by_step(repo)
     threads = []
     own_costs: list[StepCost] = []
     for member in members:
@@ -378,7 +385,7 @@ def tree_cost(repo: Repo, thread: str) -> TreeCost:
         mine = []
         for number, step in enumerate(member_context.steps, 1):
             if step.hash in family.own.get(member, set()):
-                cost = costs_by_step.get(step.hash) or step_cost(repo, step, number)
+                cost = costs_by_step.get(step.hash) or step_cost(repo, step, number, runs.get(step.hash))
                 costs_by_step[step.hash] = cost
                 mine.append(cost)
         own_costs.extend(mine)
@@ -386,7 +393,7 @@ def tree_cost(repo: Repo, thread: str) -> TreeCost:
         threads.append(
             TreeThread(member, family.parent.get(member), family.fork_at.get(member), len(mine), spend, family.active[member], family.reasons.get(member))
         )
-    inherited_costs = [step_cost(repo, step, number) for number, step in enumerate(context.steps, 1) if step.hash not in family.own.get(info.thread, set())]
+    inherited_costs = [step_cost(repo, step, number, runs.get(step.hash)) for number, step in enumerate(context.steps, 1) if step.hash not in family.own.get(info.thread, set())]
     total, by_agent, by_model, _ = _roll_up(own_costs)
     inherited, _, _, _ = _roll_up(inherited_costs)
     return TreeCost(info.thread, tuple(threads), total, inherited, by_agent, by_model)

@@ -70,7 +70,7 @@ def summary_text(run) -> Table:
         else:
             fact("reuse", "on, but no earlier step has the same inputs" if agent.reuse else "off")
     if run.agent_error:
-        fact("agent", run.agent_error, "bold red")
+        fact("problem" if run.agent is not None else "agent", run.agent_error, "bold red")
     if run.budget is not None:
         fact("budget", f"{budget_text(run.budget)} ({run.budget.source})", "bold red" if run.budget.exceeded else "")
     if run.running is not None:
