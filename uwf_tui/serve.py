@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass
 
 from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
 from textual_serve.server import Server
 
 from uwf_core.api import display_location
@@ -86,6 +87,8 @@ class GuardedServer(Server):
         first = request.path[: len(self.prefix)]
         if len(first) == len(self.prefix) and hmac.compare_digest(first.encode(), self.prefix.encode()):
             return await handler(request)
+        if len(request.path) == len(self.prefix) - 1 and hmac.compare_digest(request.path.encode(), self.prefix[:-1].encode()):
+            raise web.HTTPPermanentRedirect(self.prefix)  # the URL without its last slash: it knows the token
         return web.Response(status=403)
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
@@ -110,6 +113,18 @@ class GuardedServer(Server):
     async def on_shutdown(self, app: web.Application) -> None:
         for task in list(self._sessions):
             task.cancel()
+
+
+def access_log(token: str) -> type[AbstractAccessLogger]:
+    """One short line per request, 403s included, so whoever serves sees who tries; the token is
+    shown as <token>, since a terminal's scrollback or a captured log is no place for it."""
+
+    class AccessLog(AbstractAccessLogger):
+        def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+            line = f'{request.remote} "{request.method} {request.path_qs}" {response.status}'
+            self.logger.info(line.replace(token, "<token>"))
+
+    return AccessLog
 
 
 def url_for(host: str, port: int, token: str) -> str:
@@ -141,8 +156,7 @@ async def _run(server: GuardedServer, options: ServeOptions) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    # One short line per request, 403s included, so whoever serves sees who tries.
-    runner = web.AppRunner(await server.make_app(), shutdown_timeout=5, access_log_format='%a "%r" %s')
+    runner = web.AppRunner(await server.make_app(), shutdown_timeout=5, access_log_class=access_log(server.token))
     await runner.setup()
     try:
         try:

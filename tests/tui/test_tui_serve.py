@@ -138,8 +138,9 @@ def test_every_request_needs_the_token(tmp_path):
             assert _listening_addresses(port) == {"127.0.0.1"}  # this machine only, by default
         wrong = "x" * len(TOKEN)
         for path in ["/", "/ws", "/static/js/textual.js", "/favicon.ico", f"/{wrong}/", f"/{wrong}/static/js/textual.js",
-                     f"/{TOKEN[:-1]}/", f"/{TOKEN}", f"/{TOKEN}x/", f"/?token={TOKEN}"]:
+                     f"/{TOKEN[:-1]}/", f"/{TOKEN[:-1]}", f"/{TOKEN}x/", f"/{TOKEN}x", f"/?token={TOKEN}"]:
             assert _request(port, path) == (403, b""), path
+        assert _request(port, f"/{TOKEN}")[0] == 308  # the URL without its last slash: on to the page
         for path in ["/ws", f"/{wrong}/ws", "/ws?width=80&height=24", f"/{wrong}/ws?width=80&height=24"]:
             assert _request(port, path, websocket=True) == (403, b""), path
         status, page = _request(port, f"/{TOKEN}/")
@@ -147,6 +148,9 @@ def test_every_request_needs_the_token(tmp_path):
         assert f"ws://127.0.0.1:{port}/{TOKEN}/ws".encode() in page  # every URL the page uses carries it
         assert _request(port, f"/{TOKEN}/static/js/textual.js")[0] == 200
         assert server.stop() == 0
+        log = server.process.stdout.read()
+        assert f'"GET /<token>/static/js/textual.js" 200' in log and '"GET /favicon.ico" 403' in log
+        assert TOKEN not in log  # the access log never repeats the token
 
 
 def test_a_token_is_long_enough_and_fits_a_url(tmp_path):
