@@ -384,6 +384,25 @@ def test_agent_killed_by_thread_kill(uwf, solve, root_dir, tmp_path):
     assert history[-1]["thread"] == solve["thread"] and history[-1]["reason"] == "killed"
 
 
+def test_uwf_sigkilled_mid_step_takes_its_agent_and_the_agents_children_with_it(uwf, solve, root_dir, tmp_path):
+    """Else the next step (another worker, the same command again) runs a second agent beside the
+    orphan, both at work in one workspace."""
+    marker = f"uwf-marker-{uuid.uuid4().hex}"
+    agent = make_agent(tmp_path, "slow.sh", f"trap '' TERM\nsh -c 'sleep 300' {marker} &\nsleep 300\n")
+    victim = popen_uwf(root_dir, "thread", "step", solve["thread"], "--agent", agent)
+    try:
+        wait_for(lambda: processes_with(marker), what="the agent's child to start")
+        victim.kill()
+        victim.communicate(timeout=30)
+        wait_for(lambda: not processes_with(marker) and not processes_with(agent), timeout=5, what="the agent to be gone")
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+    step = ok(uwf("thread", "step", solve["thread"], "--agent", SOLVE_AGENT)).json()
+    assert step["role"] == "planner"
+    assert [r["status"] for r in runs_of(root_dir, solve["thread"])] == ["killed", "ok"]
+
+
 def test_uwf_sigkilled_after_the_agent_wrote_its_step(uwf, solve, root_dir, tmp_path):
     orphan_file = tmp_path / "orphan"
     agent = make_agent(

@@ -29,6 +29,10 @@ STDERR_TAIL_CHARS = 2000
 # buffered (uwf reads at most 8,000,000 characters of an answer; UTF-8 takes up to 4 bytes each).
 MAX_STDOUT_BYTES = 32_000_000
 TERM_GRACE_SECONDS = 2.0
+# Reads a pipe only the uwf that runs the agent holds open: uwf says `done` when the step has
+# dealt with the agent; end-of-file without it means uwf died (a SIGKILL too), so the agent's
+# group goes with it.
+WATCHDOG = 'read -r said; [ "$said" = done ] || kill -KILL -"$1" 2>/dev/null'
 
 
 @record(frozen=True)
@@ -131,6 +135,7 @@ def run_process(
         raise UwfError(f"agent command '{argv[0]}' is not executable") from None
     except OSError as exc:
         raise UwfError(f"cannot start agent command '{argv[0]}': {exc.strerror}") from None
+    watchdog = _watchdog(proc.pid)
     if on_start is not None:
         on_start(proc.pid)
     if stdin_text is not None:
@@ -143,6 +148,7 @@ def run_process(
         if proc.poll() is None:
             kill_group(proc.pid, proc)
             proc.wait()
+        _stand_down(watchdog)
     return ProcessOutcome(
         exit_code=proc.returncode,
         stdout=stdout,
@@ -153,6 +159,36 @@ def run_process(
         pid=proc.pid,
         overflowed=overflowed,
     )
+
+
+def _watchdog(pgid: int) -> subprocess.Popen | None:
+    """A small process that kills the agent's group if this uwf dies before the step is over.
+    A SIGKILLed `uwf thread step` or worker would otherwise leave its agent running beside the
+    one the next step starts from the same head: two agents at work in one workspace."""
+    try:
+        return subprocess.Popen(
+            ["/bin/sh", "-c", WATCHDOG, "sh", str(pgid)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a terminal's ctrl+c is uwf's to handle, not its
+        )
+    except OSError:
+        return None  # no /bin/sh: the step runs unguarded, as it would have anyway
+
+
+def _stand_down(watchdog: subprocess.Popen | None) -> None:
+    if watchdog is None:
+        return
+    try:
+        watchdog.stdin.write(b"done\n")
+        watchdog.stdin.close()
+    except OSError:
+        pass
+    try:
+        watchdog.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        pass  # reaped by subprocess on a later spawn
 
 
 def _write_what_fits(pipe, data: bytes) -> bytes:
