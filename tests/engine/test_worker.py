@@ -121,6 +121,25 @@ def test_a_worker_killed_mid_step_loses_its_claim_and_another_goes_on(place):
     assert any(r["status"] == "killed" and "died during this step" in (r.get("error") or "") for r in runs), runs
 
 
+def test_a_running_worker_uses_an_agent_added_after_it_started(place):
+    [first] = _start(place, SCRIPT_AGENT, 1)
+    worker = place.spawn("worker", "--name", "long-lived")
+    try:
+        _wait_for(lambda: any(item["thread"] == first and item.get("reason") for item in json.loads(place("thread", "list", "--all").stdout)),
+                  what="a first thread to end (the worker has read its config)")
+        added = place("agent", "add", "later", "--protocol", "step", "--", "uwf-script", "--script-dir", str(EXAMPLES))
+        assert added.returncode == 0, added.stderr
+        thread = json.loads(place("thread", "start", "solve-issue", "-p", "late", "--agent", "planner=later").stdout)["thread"]
+        assert place("thread", "run", thread, "--detach").returncode == 0
+        _wait_for(lambda: any(item["thread"] == thread and item.get("reason") for item in json.loads(place("thread", "list", "--all").stdout)),
+                  what="the thread to end")
+    finally:
+        worker.terminate()
+        out, err = worker.communicate(timeout=30)
+    _all_done(place, [first, thread])
+    assert json.loads(place("thread", "steps", thread).stdout)[0]["agent"] == "later", err
+
+
 def test_sigterm_cancels_the_step_keeps_the_thread_queued_and_exits_0(place):
     [thread] = _start(place, _slow_agent(3), 1)
     head = json.loads(place("thread", "show", thread).stdout)["head"]

@@ -124,6 +124,9 @@ class Worker:
             with self.lock:
                 self.cancels[thread] = cancel
             started = time.monotonic()
+            # A worker lives for days: config.yaml and .env as they are now (another host may have
+            # added an agent since), read once per step as `uwf thread step` would.
+            self.repo.reload_config()
             try:
                 result = perform_step(self.repo, thread, StepOptions(cancel=cancel))
             except LockedError as exc:  # stepped by hand right now: wait for it
