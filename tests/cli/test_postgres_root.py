@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from conftest import EXAMPLES, REPO, _uwf_command
 
 SCRIPT = f"uwf-script --script {EXAMPLES / 'solve-issue.script.yaml'}"
@@ -74,6 +76,15 @@ def test_an_unreachable_url_is_one_line_and_no_directory(tmp_path):
         capture_output=True, text=True, timeout=60,
     )
     assert "hunter2-secret" not in secret.stderr and "me:***@" in secret.stderr
+
+
+@pytest.mark.parametrize("location", ["postgresql+psycopg://me:pw@127.0.0.1:1/uwf", "postgresql:/uwf", "postgres:uwf"])
+def test_a_url_uwf_cannot_read_is_refused_by_name_and_makes_no_directory(tmp_path, location):
+    run = subprocess.run([*_uwf_command(), "--root", location, "workflow", "put", str(EXAMPLES / "solve-issue.yaml")],
+                         capture_output=True, text=True, cwd=str(tmp_path), timeout=60)
+    assert run.returncode == 1 and run.stderr.count("\n") == 1
+    assert "is not a PostgreSQL URL uwf reads: write postgresql://" in run.stderr and ":pw@" not in run.stderr
+    assert not any(tmp_path.iterdir())
 
 
 def test_root_copy_both_ways_keeps_every_hash_and_runs_again(pg_url, tmp_path):

@@ -20,13 +20,20 @@ def root_location(explicit: str | None = None) -> str:
     return explicit or os.environ.get(ENV_ROOT) or os.path.join(os.path.expanduser("~"), ".uwf")
 
 
+POSTGRES_FORM = "postgresql://[user[:password]@][host][:port]/database[?host=/socket/dir]"
+
+
 def open_backend(location: str | None = None) -> Backend:
     text = root_location(location)
-    scheme, sep, _ = text.partition(":")
-    if sep and scheme.isalpha() and len(scheme) > 1 and (text[len(scheme) + 1 :].startswith("//") or scheme.startswith("postgres")):
-        if scheme.lower() in ("postgresql", "postgres"):
+    scheme, sep, rest = text.partition(":")
+    is_scheme = len(scheme) > 1 and scheme[0].isalpha() and all(c.isalnum() or c in "+.-" for c in scheme)
+    if sep and is_scheme and (rest.startswith("//") or scheme.lower().startswith("postgres")):
+        shown = display_location(text)
+        if scheme.lower() in ("postgresql", "postgres") and rest.startswith("//"):
             return _postgres(text)
-        raise UwfError(f"root {text!r}: '{scheme}' roots are not supported (a root is a directory or a postgresql:// URL)")
+        if scheme.lower().startswith("postgres"):
+            raise UwfError(f"root {shown!r} is not a PostgreSQL URL uwf reads: write {POSTGRES_FORM}")
+        raise UwfError(f"root {shown!r}: '{scheme}' roots are not supported (a root is a directory or a postgresql:// URL)")
     from .fs.backend import FsBackend
 
     return FsBackend(text)
