@@ -38,6 +38,15 @@ def test_add_list_and_remove(uwf, root_dir):
     assert "echo" not in {entry["name"] for entry in uwf("agent", "list").json()}
 
 
+def test_add_gives_uwfs_own_agents_the_step_protocol_and_any_other_cli_text(uwf):
+    assert uwf("agent", "add", "script", "--", "uwf-script", "--script-dir", str(EXAMPLES)).code == 0
+    assert uwf("agent", "add", "cli", "--", "my-cli", "--prompt-file", "{prompt_file}").code == 0
+    assert uwf("agent", "add", "forced", "--protocol", "text", "--", "uwf-script").code == 0
+    listed = {entry["name"]: entry["protocol"] for entry in uwf("agent", "list").json()}
+    assert (listed["script"], listed["cli"], listed["forced"]) == ("step", "text", "text")
+    assert uwf("agent", "test", "script").json()["ok"] is True  # uwf-script speaks step: it works as added
+
+
 def test_presets_are_listed_with_their_safe_flags(uwf):
     presets = {entry["name"]: entry for entry in uwf("agent", "presets").json()}
     assert set(presets) == {"claude", "codex", "aider", "hermes", "llm", "cursor-agent"}

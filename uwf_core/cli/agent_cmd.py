@@ -16,9 +16,9 @@ def register(groups, common) -> None:
     add.add_argument("name", help="the alias roles and --agent use")
     add.add_argument(
         "--protocol",
-        default="text",
         choices=("text", "step"),
-        help="text (default): the CLI reads a prompt and prints an answer; step: a uwf step-protocol agent",
+        help="text: the CLI reads a prompt and prints an answer (the default); step: a uwf step-protocol agent "
+        "(the default for uwf-script, uwf-builtin and uwf-subflow)",
     )
     add.add_argument("--timeout", type=positive_number, metavar="S", help="the step's time limit in seconds")
     add.add_argument(

@@ -4,6 +4,8 @@ caller saves the result."""
 
 from __future__ import annotations
 
+import os
+
 from ..encoding.records import record, replace
 from ..errors import UsageError, UwfError
 from .model import PROTOCOLS, AgentConfig, Config, is_env_name
@@ -73,18 +75,21 @@ def new_agent(
     name: str,
     argv: list[str],
     *,
-    protocol: str = "text",
+    protocol: str | None = None,
     timeout: float | None = None,
     secrets: list[str] | None = None,
     env: dict[str, str] | None = None,
 ) -> AgentConfig:
-    """A checked entry: every value a user can get wrong is refused here, in one line."""
+    """A checked entry: every value a user can get wrong is refused here, in one line. Without a
+    protocol, uwf's own agents (uwf-script, uwf-builtin, uwf-subflow) speak step, any other CLI text."""
     if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise UsageError(f"agent name {name!r} must be letters, digits, '-', '_' or '.'")
     if name in BUILT_IN:
         raise UsageError(f"'{name}' is a built-in agent; choose another name")
     if not argv or not argv[0].strip():
         raise UsageError("the agent needs a command: uwf agent add NAME [options] -- COMMAND [ARG...]")
+    if protocol is None:
+        protocol = "step" if os.path.basename(argv[0]) in BUILT_IN else "text"
     if protocol not in PROTOCOLS:
         raise UsageError(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
     if timeout is not None and not timeout > 0:  # also refuses NaN
