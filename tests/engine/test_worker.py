@@ -145,7 +145,8 @@ def test_sigterm_cancels_the_step_keeps_the_thread_queued_and_exits_0(place):
     head = json.loads(place("thread", "show", thread).stdout)["head"]
     worker = place.spawn("worker", "--name", "polite")
     _wait_for(lambda: any(item.get("worker") == "polite" for item in json.loads(place("thread", "list").stdout)), what="a claim")
-    time.sleep(1.0)
+    _wait_for(lambda: json.loads(place("thread", "show", thread).stdout).get("running", {}).get("worker") == "polite",
+              what="thread show to name the worker running the step")
     worker.send_signal(signal.SIGTERM)
     out, err = worker.communicate(timeout=30)
     assert worker.returncode == 0, err

@@ -916,6 +916,25 @@ def test_enter_opens_a_node_in_the_cas_tree(fixed):
     assert shown == head
 
 
+def test_a_step_a_worker_runs_names_the_worker(fixed):
+    """A thread a `uwf worker` is stepping (on any host) says which worker, in its title and its
+    running row: its step lock names it."""
+    root, ids = fixed
+    with root.locks.acquire(ids["analyze"]) as lease:  # as the worker's step holds it
+        lease.update(worker="gpu-box-2", role="analyst", agent="script")
+
+        async def script(app, pilot):
+            await select_thread(app, pilot, ids["analyze"])
+            await settle(app, pilot, 0.5)
+            table = app.query_one("#timeline")
+            rows = [str(table.get_row_at(i)[-1]) for i in range(table.row_count)]
+            return str(app.query_one("#thread-title").render()), rows
+
+        title, rows = run_app(root, script)
+    assert "running on worker gpu-box-2" in title
+    assert any("running in another process: worker gpu-box-2, pid" in row for row in rows), rows
+
+
 def test_x_on_a_step_started_elsewhere_says_so(fixed, tmp_path):
     """A step run by `uwf thread step` in another terminal: the row says so, and x explains
     what it can and cannot do instead of claiming to cancel."""

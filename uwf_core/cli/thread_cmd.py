@@ -170,6 +170,8 @@ def cmd_show(args) -> int:
     running = repo.locks.running(info.thread) if info.active else None
     if running is not None:  # a step in progress, here or on another host
         data["running"] = {"pid": running.pid, "host": running.host, "role": running.role, "agent": running.agent, "startedAt": running.started_at}
+        if running.worker:
+            data["running"]["worker"] = running.worker
     emit_json(data)
     return 0
 

@@ -52,6 +52,7 @@ class StepOptions:
     cancel: Cancel | None = None
     human: HumanInput | None = None  # how a person answers a `human` role (None: refuse)
     reuse: bool = False  # memoized replay for every agent (an agent entry's `reuse: true` opts in alone)
+    worker: str | None = None  # the `uwf worker` running the step, named in its lock for every view
 
 
 class StepError(UwfError):

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) -> StepResult:
     thread_id = resolve_thread_id(repo, thread)
     with repo.locks.acquire(thread_id) as lease:
+        if options.worker:
+            lease.update(worker=options.worker)
         info = active_thread(repo, thread_id)
         if lease.interrupted is not None:
             _record_interrupted(repo, info, lease)

@@ -128,7 +128,7 @@ class Worker:
             # added an agent since), read once per step as `uwf thread step` would.
             self.repo.reload_config()
             try:
-                result = perform_step(self.repo, thread, StepOptions(cancel=cancel))
+                result = perform_step(self.repo, thread, StepOptions(cancel=cancel, worker=self.name))
             except LockedError as exc:  # stepped by hand right now: wait for it
                 self.on_event(WorkerEvent(thread, "busy", detail=exc.message))
                 self.stopping.wait(BUSY_RETRY_SECONDS)

@@ -78,9 +78,12 @@ class RunningStep:
     agent: str | None
     started_at: int | None
     host: str | None = None  # where it runs (a PostgreSQL root is stepped from many hosts)
+    worker: str | None = None  # the `uwf worker` running it, if one is
 
     def describe(self) -> str:
         what = f"pid {self.pid}" + (f" on {self.host}" if self.host and self.host != this_host() else "")
+        if self.worker:
+            what = f"worker {self.worker}, {what}"
         if self.role:
             what += f" (role {self.role}, agent {self.agent})"
         return what

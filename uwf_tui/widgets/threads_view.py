@@ -46,6 +46,7 @@ class ThreadsView(Horizontal):
         self.repo = repo
         self.infos: dict[str, ThreadInfo] = {}
         self.statuses: dict[str, str] = {}
+        self.running_worker: str | None = None  # the `uwf worker` stepping the shown thread, if one is
         self.names: dict[str, str] = {}
         self.timeline: Timeline | None = None
         self.timeline_head: tuple[str, str] | None = None
@@ -275,7 +276,8 @@ class ThreadsView(Horizontal):
         """Workflow, status, what the thread spent and its budget (once the ledger has them), id, head."""
         info = timeline.info
         status = self.statuses.get(info.thread, "")
-        parts: list = [(self._workflow_name(info.workflow), "bold"), " · ", (status, STATUS_STYLES.get(status, ""))]
+        shown = f"{status} on worker {self.running_worker}" if status == "running" and self.running_worker else status
+        parts: list = [(self._workflow_name(info.workflow), "bold"), " · ", (shown, STATUS_STYLES.get(status, ""))]
         ledger = self.ledger if self.ledger is not None and self.ledger.head == info.head and self.ledger.thread == info.thread else None
         if ledger is not None and ledger.total.steps:
             parts += [" · ", spend_text(ledger.total)]
@@ -293,11 +295,12 @@ class ThreadsView(Horizontal):
             return
         self.timeline = timeline
         self.step_costs = costs or {}
+        running = self.repo.locks.running(info.thread) if info.active else None
+        self.running_worker = running.worker if running is not None else None
         self.query_one("#thread-title", Static).update(self.title_text(timeline))
         moved = self.timeline_head != (info.thread, info.head)
         self.timeline_head = (info.thread, info.head)
         keep = None if moved else self.selected_step
-        running = self.repo.locks.running(info.thread) if info.active else None
         self.timeline_table.mark = self.mark
         newest = await self.timeline_table.fill(
             timeline, self.window, running, info.thread in self.app.runner, lambda: info.thread == self.selected_thread, self.step_costs

@@ -169,7 +169,7 @@ class TimelineTable(RowTable):
             clock(running.started_at),
             elapsed(time.time() - running.started_at / 1000) if running.started_at else "",
             "",
-            Text("running… (x cancels)" if here else f"running in another process ({running.describe()})", style="green"),
+            Text("running… (x cancels)" if here else f"running in another process: {running.describe()}", style="green"),
         )
 
     def tick(self, tick: int) -> None:
