@@ -345,6 +345,13 @@ def test_setup_default_agent_then_run_without_agent(uwf, root_dir):
     assert {r["agent"] for r in ok(uwf("thread", "runs", thread)).json()} == {"script"}
 
 
+def test_setup_knows_the_base_url_of_well_known_providers(uwf, root_dir):
+    setup = ok(uwf("setup", "--provider", "openrouter", "--api-key", "sk-or-test-1234567")).json()
+    assert setup["providers"]["openrouter"]["baseUrl"] == "https://openrouter.ai/api/v1"
+    refused = uwf("setup", "--provider", "acme", "--api-key", "k-1234567")
+    assert refused.code == 1 and "provider 'acme' needs a base URL (--base-url; openrouter and openai have one by default)" in refused.err
+
+
 def test_fresh_root_without_config_step_says_how_to_configure(uwf, root_dir):
     put(uwf, "solve-issue")
     started = start(uwf, "solve-issue")

@@ -69,6 +69,10 @@ def usable_agents(agents: dict[str, AgentConfig]) -> list[str]:
     return [*agents, *(name for name in BUILT_IN if name not in agents)]
 
 
+# Providers whose OpenAI-compatible endpoint is well known: --base-url may be left out.
+KNOWN_BASE_URLS = {"openrouter": "https://openrouter.ai/api/v1", "openai": "https://api.openai.com/v1"}
+
+
 def _merge_provider(providers: dict[str, ProviderConfig], request: SetupRequest) -> str | None:
     """Add or update the request's provider in place; returns its name (None when none is involved)."""
     provider = request.provider
@@ -77,9 +81,10 @@ def _merge_provider(providers: dict[str, ProviderConfig], request: SetupRequest)
             provider = next(iter(providers), None) or "default"
     if provider:
         existing = providers.get(provider)
-        base_url = request.base_url or (existing.base_url if existing else None)
+        base_url = request.base_url or (existing.base_url if existing else None) or KNOWN_BASE_URLS.get(provider)
         if not base_url:
-            raise UwfError(f"provider '{provider}' needs a base URL (--base-url)")
+            known = " and ".join(KNOWN_BASE_URLS)
+            raise UwfError(f"provider '{provider}' needs a base URL (--base-url; {known} have one by default)")
         key_env = request.api_key_env or (existing.api_key_env if existing else None) or default_key_env(provider)
         providers[provider] = ProviderConfig(provider, base_url.rstrip("/"), key_env)
     elif request.api_key:
