@@ -66,6 +66,13 @@ def test_put_with_a_relative_path(uwf):
     assert result.json()["name"] == "solve-issue"
 
 
+def test_put_of_a_file_that_is_not_a_workflow_says_so_in_one_line(uwf, root_dir):
+    result = uwf("workflow", "put", str(EXAMPLES / "solve-issue.script.yaml"))  # `uwf workflow put examples/*.yaml`
+    assert result.code == 1 and result.err.count("\n") == 1
+    assert "not a workflow: it has none of 'name', 'roles' and 'graph'" in result.err
+    assert not (root_dir / "registry.yaml").exists()
+
+
 def test_put_again_is_a_no_op(uwf, root_dir):
     first = _put(uwf, SOLVE)
     registry = (root_dir / "registry.yaml").read_bytes()

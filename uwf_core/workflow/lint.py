@@ -122,6 +122,10 @@ class _Parser:
         return value
 
     def workflow(self, data: dict) -> Workflow | None:
+        if data and not any(key in data for key in ("name", "roles", "graph")):
+            # A script of canned answers, a config file...: say that first, not a problem per key.
+            self.error((), "not a workflow: it has none of 'name', 'roles' and 'graph'")
+            return None
         for key in data:
             if key not in TOP_FIELDS:
                 self.error((key,), f"unknown field '{key}'{_suggest(key, TOP_FIELDS)}")
