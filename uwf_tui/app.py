@@ -377,11 +377,15 @@ class UwfApp(App):
 
     # -- fork, edit, kill, new, go to, test: commands.py does them ---------------------------
 
+    # f, e and m act on the timeline's row: on a thread just selected, once its rows are there.
+
     def action_fork(self) -> None:
-        self.commands.fork(self.threads_view.selected_step_hash())
+        view = self.threads_view
+        view.timeline_table.when_ready(lambda: self.commands.fork(view.selected_step_hash()))
 
     def action_edit(self) -> None:
-        self.commands.edit(self.threads_view.selected_output_step())
+        view = self.threads_view
+        view.timeline_table.when_ready(lambda: self.commands.edit(view.selected_output_step()))
 
     def action_kill(self) -> None:
         self.commands.kill(self.threads_view.current_thread())
@@ -389,6 +393,9 @@ class UwfApp(App):
     # -- mark, diff, preview: read-only views of what a fork changed and what comes next -------
 
     def action_mark(self, _twin: str = "") -> None:
+        self.threads_view.timeline_table.when_ready(self._mark)
+
+    def _mark(self) -> None:
         """m: mark the selected step (or thread) as one side of a diff; on the marked one, unmark it."""
         view = self.threads_view
         node = view.selected_node()

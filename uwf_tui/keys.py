@@ -56,9 +56,9 @@ def _thread_action_applies(app, action: str) -> bool:
         return running or app.repo.locks.running(thread) is not None
     if action in ("kill", "preview"):
         return info.active
-    if action == "edit":
-        return view.selected_output_step() is not None  # a start has no output to edit
-    return view.selected_step_hash() is not None  # fork
+    if action == "edit":  # a start has no output to edit; on rows still loading, wait and see
+        return not view.timeline_table.is_ready() or view.selected_output_step() is not None
+    return not view.timeline_table.is_ready() or view.selected_step_hash() is not None  # fork
 
 
 def why_not(app, action: str) -> str | None:

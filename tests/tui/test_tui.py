@@ -1117,6 +1117,42 @@ def test_enter_k_enter_in_one_burst_opens_the_step_above(fixed):
     assert run_app(root, script) == ("tab-output", f"step:{ids['solve_steps'][-2]}")
 
 
+def test_a_burst_into_another_threads_timeline_waits_for_its_rows(fixed):
+    """`j … enter k enter` from another thread: k moves up from the new thread's newest step
+    (its rows were still on their way when k was typed), and the Enter after it opens that step."""
+    from textual import events
+
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await settle(app, pilot)
+        table = app.query_one("#threads")
+        delta = table.get_row_index(ids["solve"]) - table.get_row_index(ids["analyze"])
+        moves = ["j"] * delta if delta > 0 else ["k"] * -delta
+        for key in (*moves, "enter", "k", "enter"):  # queued before any is handled
+            app.post_message(events.Key(key, "\r" if key == "enter" else key))
+        await settle(app, pilot, 0.8)
+        return app.threads_view.timeline.info.thread, app.focused.parent.id, app.threads_view.selected_step
+
+    assert run_app(root, script) == (ids["solve"], "tab-output", f"step:{ids['solve_steps'][-2]}")
+
+
+def test_a_filter_that_hides_the_selected_thread_shows_the_one_under_the_cursor(fixed):
+    root, ids = fixed
+    prompt = "Bug report: the app crashes"  # triage-bug's prompt: only that thread matches
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await settle(app, pilot)
+        await pilot.press("slash", *prompt, "enter")
+        await settle(app, pilot, 0.6)
+        title = str(app.query_one("#thread-title").render())
+        return app.threads_view.current_thread(), app.threads_view.timeline.info.thread, ids["triage"] in title
+
+    assert run_app(root, script) == (ids["triage"], ids["triage"], True)
+
+
 def test_enter_on_a_fork_row_opens_the_fork(fixed):
     root, ids = fixed
 

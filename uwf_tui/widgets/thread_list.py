@@ -31,7 +31,7 @@ class ThreadList(Vertical):
         self.filter_text = ""
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
         self.table = RowTable(id="threads", cursor_type="row", zebra_stripes=True)
-        self.filter_box = Input(placeholder="filter threads (workflow, id, status)", id="thread-filter", classes="hidden")
+        self.filter_box = Input(placeholder="filter threads (workflow, id, status, prompt)", id="thread-filter", classes="hidden")
 
     def compose(self) -> ComposeResult:
         yield self.filter_box

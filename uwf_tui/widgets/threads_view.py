@@ -62,6 +62,7 @@ class ThreadsView(Horizontal):
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
         self.thread_list = ThreadList(repo, self.reload, id="thread-list-pane")
         self.timeline_table = TimelineTable()
+        self.timeline_table.shows_current = lambda: self.timeline is not None and self.timeline.info.thread == self.current_thread()
         self.step_pane = StepPane()
 
     @property
@@ -104,12 +105,13 @@ class ThreadsView(Horizontal):
         if not infos:
             self.show_first_run()
         self.thread_list.fill(infos, self.statuses, self._workflow_name, keep=self.selected_thread)
-        first = self.thread_list.first_thread()
-        if self.selected_thread is None and first:
-            self.select_thread(first)
-        elif self.selected_thread:
-            # The head moved, a step started or ended: redraw the timeline.
-            self.select_thread(self.selected_thread)
+        # The selected thread again (its head moved, a step started or ended: redraw its timeline),
+        # unless the filter has hidden it: then the thread the cursor is on now, so the timeline
+        # never shows a thread other than the one the keys act on.
+        shown = row_at_cursor(self.thread_table)
+        target = self.selected_thread if self.selected_thread in self.thread_table.rows else shown
+        if target:
+            self.select_thread(target)
 
     def show_first_run(self) -> None:
         """An empty root says exactly what to do next, in the pane a thread's output would fill."""
@@ -240,6 +242,7 @@ class ThreadsView(Horizontal):
             costs = {step.hash: step_cost(self.repo, step, number) for number, step in enumerate(steps[first:], first + 1)}
         except UwfError as exc:
             self.app.call_from_thread(self.app.notify, exc.message, severity="error")
+            self.app.call_from_thread(self.timeline_table.ready, False)  # nothing to wait for: drop the keys
             return
         self.app.call_from_thread(self.fill_timeline, timeline, costs)
 
@@ -301,17 +304,22 @@ class ThreadsView(Horizontal):
         moved = self.timeline_head != (info.thread, info.head)
         self.timeline_head = (info.thread, info.head)
         keep = None if moved else self.selected_step
-        self.timeline_table.mark = self.mark
-        newest = await self.timeline_table.fill(
-            timeline, self.window, running, info.thread in self.app.runner, lambda: info.thread == self.selected_thread, self.step_costs
-        )
+        table = self.timeline_table
+        table.mark = self.mark
+        table.filling = True
+        try:
+            newest = await table.fill(
+                timeline, self.window, running, info.thread in self.app.runner, lambda: info.thread == self.selected_thread, self.step_costs
+            )
+        finally:
+            table.filling = False
         if newest is None:
             return
-        table = self.timeline_table
         target = keep if keep and keep in table.rows else newest
         table.move_cursor(row=table.get_row_index(target))
         self.show_subtrees(timeline)  # the last totals until the ledger is read again
         self.show_entry(target)
+        table.ready()  # the keys typed while the rows were on their way act on them now
         self.load_ledger(timeline)
 
     def on_resize(self) -> None:

@@ -43,8 +43,16 @@ MARK = "◆ "
 
 
 class TimelineTable(RowTable):
+    """A thread's steps. Until the rows shown are those of the thread under the list's cursor
+    (`shows_current`, which the view sets) and no redraw is under way, the keys that act on rows
+    wait, in order, and act once the rows are there: in a burst like `j j enter k enter` the `k`
+    moves up from the new thread's newest step, not in the rows of the thread shown before."""
+
     def __init__(self, **kwargs) -> None:
         super().__init__(id="timeline", cursor_type="row", **kwargs)
+        self.filling = False
+        self.shows_current = lambda: True
+        self.waiting: list = []  # actions typed before the rows were there, oldest first
         self.running_since: int | None = None  # ms: when the running step began
         self.with_cost: bool | None = None  # whether the tokens-and-cost column is there (None: no columns yet)
         self.roles: dict[str, Text] = {}  # row key -> its role cell unmarked (m redraws it)
@@ -53,6 +61,46 @@ class TimelineTable(RowTable):
 
     def on_mount(self) -> None:
         self._columns(self.wants_cost())
+
+    def is_ready(self) -> bool:
+        return not self.filling and self.shows_current()
+
+    def when_ready(self, action) -> None:
+        """Run `action` now, or once the rows of the thread the keys are about are there."""
+        if self.waiting or not self.is_ready():
+            self.waiting.append(action)
+        else:
+            action()
+
+    def ready(self, replay: bool = True) -> None:
+        """Rows were drawn (or, with `replay` false, will not come): run what waited, in order,
+        while they are the current thread's; an action that moves on to another thread (Enter
+        on a fork row) holds the rest again."""
+        if not replay:
+            self.waiting.clear()
+        while self.waiting and self.is_ready():
+            self.waiting.pop(0)()
+
+    def action_cursor_down(self) -> None:
+        self.when_ready(super().action_cursor_down)
+
+    def action_cursor_up(self) -> None:
+        self.when_ready(super().action_cursor_up)
+
+    def action_page_down(self) -> None:
+        self.when_ready(super().action_page_down)
+
+    def action_page_up(self) -> None:
+        self.when_ready(super().action_page_up)
+
+    def action_scroll_home(self) -> None:
+        self.when_ready(super().action_scroll_home)
+
+    def action_scroll_end(self) -> None:
+        self.when_ready(super().action_scroll_end)
+
+    def action_select_cursor(self) -> None:
+        self.when_ready(super().action_select_cursor)
 
     def wants_cost(self) -> bool:
         return self.app.size.width >= WIDE
