@@ -1171,6 +1171,39 @@ def test_enter_on_a_fork_row_opens_the_fork(fixed):
     assert run_app(root, script) == (ids["fork"], ids["fork"], "timeline")
 
 
+def test_backspace_in_a_burst_edits_where_it_was_typed(fixed):
+    """Textual runs an Input's backspace as a binding, after the event has bubbled up to the app,
+    so the keys typed after it used to land first (`x backspace w` gave `x`, not `w`)."""
+    from textual import events
+
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("slash")
+        await pilot.pause(0.2)
+        for key in ("S", "l", "o", "x", "backspace", "w", "left", "left", "backspace", "a"):  # one burst
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await settle(app, pilot)
+        typed = app.query_one("#thread-filter").value
+        await pilot.press("escape", "escape")  # the filter cleared
+        await select_thread(app, pilot, ids["solve"])
+        await settle(app, pilot)
+        await pilot.press("e")  # the edit dialog on the newest step: its text area too
+        await settle(app, pilot)
+        area = app.screen.query_one("#text")
+        before = area.text
+        area.move_cursor(area.document.end)
+        for key in ("x", "backspace", "backspace", "Q"):
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await settle(app, pilot)
+        return typed, before, area.text
+
+    typed, before, after = run_app(root, script)
+    assert typed == "Saow"
+    assert after == before[:-1] + "Q"
+
+
 def test_escape_clears_the_filter(fixed):
     root, ids = fixed
 

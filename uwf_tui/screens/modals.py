@@ -20,6 +20,8 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
+from ..widgets.text_fields import BurstInput, BurstTextArea
+
 
 class ConfirmScreen(ModalScreen[bool]):
     """Yes/no for destructive actions (kill, quitting with agents running). The safe answer is
@@ -75,8 +77,8 @@ class NewThreadScreen(ModalScreen[object]):
             yield Label("New thread", classes="title")
             yield Select([(name, name) for name in self.workflows], value=self.selected or self.workflows[0], allow_blank=False, id="workflow")
             yield Label("Prompt (ctrl+s to start):")
-            yield TextArea(id="prompt", tab_behavior="focus")  # Tab moves on, as in every other field
-            yield Input(placeholder="workspace directory (optional)", id="workspace")
+            yield BurstTextArea(id="prompt", tab_behavior="focus")  # Tab moves on, as in every other field
+            yield BurstInput(placeholder="workspace directory (optional)", id="workspace")
             yield Static("", id="error", classes="error")  # wraps: errors can be long
             with Horizontal(classes="buttons"):
                 yield Button("Start", variant="primary", id="start")
@@ -145,7 +147,7 @@ class TextInputScreen(ModalScreen["str | None"]):
         yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="title")
-            yield Input(value=self.value, placeholder=self.placeholder, id="value")
+            yield BurstInput(value=self.value, placeholder=self.placeholder, id="value")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip())
@@ -213,7 +215,7 @@ class EditorScreen(ModalScreen["str | None"]):
             if self.context_text:
                 with VerticalScroll(classes="context"):
                     yield Static(self.context_text)
-            yield TextArea.code_editor(self.text, language=self.language, id="text") if self.language else TextArea(self.text, id="text")
+            yield BurstTextArea.code_editor(self.text, language=self.language, id="text") if self.language else BurstTextArea(self.text, id="text")
             yield Static("", id="error", classes="error")  # wraps: errors can be long
             with Horizontal(classes="buttons"):
                 yield Button("Save", variant="primary", id="save")

@@ -18,6 +18,7 @@ from textual.widgets.tree import TreeNode
 from uwf_core.api import Repo, UwfError, list_threads, list_workflows
 
 from .panes import PANE_KEYS, focus_now
+from .text_fields import BurstInput
 
 BATCH = 200
 MAX_THREADS = 100
@@ -40,7 +41,7 @@ class CasView(Horizontal):
         tree: Tree[str] = Tree("CAS", id="cas-tree")
         tree.show_root = False
         with Vertical(id="cas-tree-pane"):
-            yield Input(placeholder="filter the threads and workflows (id, name, hash)", id="cas-filter", classes="hidden")
+            yield BurstInput(placeholder="filter the threads and workflows (id, name, hash)", id="cas-filter", classes="hidden")
             yield tree
         with VerticalScroll(id="cas-node-scroll"):
             yield Static("Select a node; enter opens it. g goes to a hash.", id="cas-node")

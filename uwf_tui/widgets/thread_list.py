@@ -16,6 +16,7 @@ from uwf_core.api import Repo, ThreadInfo, UwfError, context_of, ulid_timestamp_
 
 from ..formatting import STATUS_ICONS, STATUS_STYLES, age, short
 from .panes import RowTable, focus_now
+from .text_fields import BurstInput
 
 AGE_SECONDS = 5.0
 
@@ -31,7 +32,7 @@ class ThreadList(Vertical):
         self.filter_text = ""
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
         self.table = RowTable(id="threads", cursor_type="row", zebra_stripes=True)
-        self.filter_box = Input(placeholder="filter threads (workflow, id, status, prompt)", id="thread-filter", classes="hidden")
+        self.filter_box = BurstInput(placeholder="filter threads (workflow, id, status, prompt)", id="thread-filter", classes="hidden")
 
     def compose(self) -> ComposeResult:
         yield self.filter_box

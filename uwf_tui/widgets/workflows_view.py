@@ -24,6 +24,7 @@ from uwf_core.api import (
 from ..formatting import short
 from .graph_layout import render_graph_rich
 from .panes import PANE_KEYS, RowTable, active_scroll, focus_now
+from .text_fields import BurstInput
 from .timeline import row_at_cursor
 
 
@@ -40,7 +41,7 @@ class WorkflowsView(Horizontal):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="workflow-list-pane"):
-            yield Input(placeholder="filter workflows (name, hash)", id="workflow-filter", classes="hidden")
+            yield BurstInput(placeholder="filter workflows (name, hash)", id="workflow-filter", classes="hidden")
             yield RowTable(id="workflows", cursor_type="row", zebra_stripes=True)
         with TabbedContent(id="workflow-tabs"):
             with TabPane("Graph", id="tab-graph"):
