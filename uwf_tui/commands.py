@@ -65,6 +65,8 @@ class Commands:
                 return f"not valid YAML: {getattr(exc, 'problem', exc)}"
             if not isinstance(data, dict):
                 return "the output must be a mapping of fields"
+            if data == details.output:
+                return "the output is unchanged: edit it, or esc (f forks the step as it is)"
             errors = validation_errors(details.schema, data) if details.schema is not None else []
             return f"does not match the {details.role} schema: {errors[0]}" if errors else None
 

@@ -336,6 +336,9 @@ def test_e_edits_an_output_and_forks(fixed):
         await pilot.press("e")
         await pilot.pause(0.3)
         editor = app.screen.query_one("#text")
+        await pilot.press("ctrl+s")  # saved untouched: no fork of the same output as a person's
+        await pilot.pause(0.2)
+        unchanged = str(app.screen.query_one("#error").render())
         editor.text = "approved: nope\ncomments: x\n"
         await pilot.press("ctrl+s")
         await pilot.pause(0.2)
@@ -343,9 +346,10 @@ def test_e_edits_an_output_and_forks(fixed):
         editor.text = "approved: true\ncomments: Overruled by a person.\n"
         await pilot.press("ctrl+s")
         await settle(app, pilot)
-        return error, app.threads_view.selected_thread
+        return unchanged, error, app.threads_view.selected_thread
 
-    error, thread = run_app(root, script)
+    unchanged, error, thread = run_app(root, script)
+    assert "the output is unchanged" in unchanged
     assert "does not match" in error
     from uwf_core.api import thread_steps
 
