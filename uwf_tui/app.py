@@ -32,7 +32,7 @@ from textual.widgets import (
     Tree,
 )
 
-from uwf_core.api import Cancel, Repo, UwfError, display_location
+from uwf_core.api import Cancel, Repo, UwfError, display_location, thread_info
 
 from . import workers
 from .commands import Commands
@@ -348,6 +348,9 @@ class UwfApp(App):
         if message.error:
             self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")
             self.toast(f"step failed: {message.error}", severity="error")
+        elif message.summary == "cancelled" and self._killed(message.thread):
+            self.threads_view.log_line(message.thread, "☠ killed: the thread is archived and its step stopped (f forks a step to go on)", "magenta")
+            self.toast("thread killed", severity="warning")
         elif message.summary == "cancelled":
             self.threads_view.log_line(message.thread, "■ cancelled; the head did not move (s steps again)", "yellow")
             self.toast("step cancelled", severity="warning")
@@ -355,6 +358,14 @@ class UwfApp(App):
             self.threads_view.log_line(message.thread, f"■ {message.summary}", "bold green")
             self.toast(message.summary)
         self._force_refresh()
+
+    def _killed(self, thread: str) -> bool:
+        """Whether a stopped step was stopped by a kill (K, or `uwf thread kill` anywhere)."""
+        try:
+            info = thread_info(self.repo, thread)
+        except UwfError:
+            return False
+        return not info.active and info.reason == "killed"
 
     def action_cancel(self) -> None:
         thread = self.threads_view.current_thread()

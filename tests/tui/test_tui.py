@@ -416,6 +416,27 @@ def test_the_kill_dialog_says_it_all_and_only_what_is_true(fixed, size):
     assert all(dialog.contains_region(button) for button in buttons) and dialog.bottom <= size[1]
 
 
+def test_killing_a_thread_whose_step_runs_here_says_killed_not_cancelled(fixed, tmp_path):
+    root, ids = fixed
+    _slow_default_agent(root, tmp_path, "tui-kill-marker")
+
+    async def script(app, pilot):
+        await _step_until_working(app, pilot, ids["analyze"])
+        await pilot.press("K")
+        await pilot.pause(0.3)
+        await pilot.press("y")
+        for _ in range(60):
+            await pilot.pause(0.1)
+            if ids["analyze"] not in app.running:
+                break
+        await settle(app, pilot)
+        return log_text(app)
+
+    log = run_app(root, script)
+    assert "killed: the thread is archived and its step stopped" in log and "cancelled" not in log
+    assert thread_info(root, ids["analyze"]).reason == "killed"
+
+
 def test_quitting_with_an_agent_running_asks_first_and_no_is_the_default(fixed, tmp_path):
     root, ids = fixed
     _slow_default_agent(root, tmp_path, "tui-quit-marker")
