@@ -145,7 +145,14 @@ class Commands:
                 app.action_view("cas")
                 app.cas_view.open_hash(value)
 
-        app.push_screen(TextInputScreen("Go to hash (or a prefix)", "e.g. 3WF8Z"), chosen)
+        def findable(value: str) -> str | None:
+            try:
+                app.repo.nodes.resolve(value)
+            except UwfError as exc:
+                return exc.message
+            return None
+
+        app.push_screen(TextInputScreen("Go to hash (or a prefix)", "e.g. 3WF8Z", validate=findable), chosen)
 
     def test_agent(self) -> None:
         """The palette's `uwf agent test`: one scratch step through an agent, nothing left behind."""

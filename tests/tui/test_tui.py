@@ -586,14 +586,18 @@ def test_g_goes_to_a_hash_in_the_cas_view(fixed):
         await settle(app, pilot)
         await pilot.press("g")
         await pilot.pause(0.2)
-        await pilot.press(*target[:6].lower(), "enter")
+        await pilot.press("z", "z", "z", "z", "z", "enter")  # no such node: said in the dialog, the text kept
+        await pilot.pause(0.3)
+        refused = str(app.screen.query_one("#error").render()), app.screen.query_one("#value").value
+        await pilot.press(*["backspace"] * 5, *target[:6].lower(), "enter")
         await pilot.pause(0.3)
         from uwf_tui.widgets.cas_view import CasView
 
         tree = app.query_one("#cas-tree")
-        return app.current_view, app.query_one(CasView).shown, app.export_screenshot(), tree.cursor_node.data if tree.cursor_node else None
+        return refused, app.current_view, app.query_one(CasView).shown, app.export_screenshot(), tree.cursor_node.data if tree.cursor_node else None
 
-    view, shown, screen, under_cursor = run_app(root, script)
+    refused, view, shown, screen, under_cursor = run_app(root, script)
+    assert "no node matches 'zzzzz'" in refused[0] and refused[1] == "zzzzz"
     assert view == "cas"
     assert shown == target
     assert under_cursor == target  # the cursor is on the node found, not on the tree's root

@@ -133,24 +133,32 @@ class ChoiceScreen(ModalScreen["str | None"]):
 
 
 class TextInputScreen(ModalScreen["str | None"]):
-    """One line of input: a hash to go to, a filter."""
+    """One line of input: a hash to go to, a filter. `validate` returns why a value cannot be
+    used (shown under the field, the text kept) or None."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, placeholder: str = "", value: str = "") -> None:
+    def __init__(self, title: str, placeholder: str = "", value: str = "", validate: Callable[[str], str | None] | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.placeholder = placeholder
         self.value = value
+        self.validate = validate
 
     def compose(self) -> ComposeResult:
         yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="title")
             yield BurstInput(value=self.value, placeholder=self.placeholder, id="value")
+            yield Static("", id="error", classes="error")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip())
+        value = event.value.strip()
+        problem = self.validate(value) if self.validate is not None and value else None
+        if problem:
+            self.query_one("#error", Static).update(problem)
+            return
+        self.dismiss(value)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
