@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 class Commands:
     def __init__(self, app: UwfApp) -> None:
         self.app = app
+        self.new_thread_draft: tuple[str, str, str] | None = None  # (workflow, prompt, workspace) not yet started
 
     def core_call(self, call: Callable, *args):
         """Run a quick uwf_core call on the UI thread; a user-facing error becomes a notification."""
@@ -135,7 +136,10 @@ class Commands:
                 app.action_view("threads")
                 app.threads_view.show_new_thread(info.thread)
 
-        app.push_screen(NewThreadScreen(names, selected, start), started)
+        def keep(draft) -> None:
+            self.new_thread_draft = draft
+
+        app.push_screen(NewThreadScreen(names, selected, start, self.new_thread_draft, keep), started)
 
     def goto_hash(self) -> None:
         app = self.app

@@ -14,7 +14,7 @@ from conftest import EXAMPLES  # noqa: E402
 from fixed_root import build_fixed_root  # noqa: E402
 
 from uwf_core.api import Repo  # noqa: E402
-from uwf_core.api import list_threads, thread_info  # noqa: E402
+from uwf_core.api import context_of, list_threads, thread_info  # noqa: E402
 
 SIZE = (160, 50)
 
@@ -498,6 +498,33 @@ def test_n_starts_a_new_thread(fixed):
     selected = run_app(root, script)
     (new,) = {info.thread for info in list_threads(root)} - before
     assert selected == new
+
+
+def test_esc_on_the_new_thread_dialog_keeps_the_prompt_for_next_time(fixed):
+    root, ids = fixed
+    before = {info.thread for info in list_threads(root)}
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        app.screen.query_one("#prompt").text = "Half a thought"
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        await pilot.press("space", "o", "n")  # typed on after what was kept
+        kept = app.screen.query_one("#prompt").text
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        return kept, app.screen.query_one("#prompt").text
+
+    kept, after_start = run_app(root, script)
+    assert kept == "Half a thought on" and after_start == ""  # a started prompt is not offered again
+    (new,) = {info.thread for info in list_threads(root)} - before
+    assert context_of(root, thread_info(root, new).head).start.prompt == "Half a thought on"
 
 
 def test_a_refused_new_thread_keeps_the_dialog_and_what_was_typed(fixed, tmp_path):

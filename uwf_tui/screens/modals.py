@@ -55,21 +55,31 @@ class ConfirmScreen(ModalScreen[bool]):
 class NewThreadScreen(ModalScreen[object]):
     """Pick a workflow, type the prompt (and optionally a workspace). `start(workflow, prompt,
     workspace)` returns the new thread, or an error message: then the dialog stays open with
-    everything typed kept and the message under the fields."""
+    everything typed kept and the message under the fields. Closed without starting, what was
+    typed goes to `keep` and comes back as `draft` the next time."""
 
     # priority: the prompt's text area would keep shift+tab (Tab it lets go, with tab_behavior="focus")
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
+        Binding("escape", "cancel", "Close (keeps the text)"),
         Binding("ctrl+s", "submit", "Start"),
         Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
         Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
     ]
 
-    def __init__(self, workflows: list[str], selected: str | None, start: Callable[[str, str, "str | None"], object]) -> None:
+    def __init__(
+        self,
+        workflows: list[str],
+        selected: str | None,
+        start: Callable[[str, str, "str | None"], object],
+        draft: "tuple[str, str, str] | None" = None,
+        keep: "Callable[[tuple[str, str, str] | None], None] | None" = None,
+    ) -> None:
         super().__init__()
         self.workflows = workflows
-        self.selected = selected
+        self.draft = draft if draft is not None and draft[0] in workflows else None
+        self.selected = self.draft[0] if self.draft else selected
         self.start = start
+        self.keep = keep or (lambda draft: None)
 
     def compose(self) -> ComposeResult:
         yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
@@ -77,21 +87,24 @@ class NewThreadScreen(ModalScreen[object]):
             yield Label("New thread", classes="title")
             yield Select([(name, name) for name in self.workflows], value=self.selected or self.workflows[0], allow_blank=False, id="workflow")
             yield Label("Prompt (ctrl+s to start):")
-            yield BurstTextArea(id="prompt", tab_behavior="focus")  # Tab moves on, as in every other field
-            yield BurstInput(placeholder="workspace directory (optional)", id="workspace")
+            prompt, workspace = (self.draft[1], self.draft[2]) if self.draft else ("", "")
+            yield BurstTextArea(prompt, id="prompt", tab_behavior="focus")  # Tab moves on, as in every other field
+            yield BurstInput(workspace, placeholder="workspace directory (optional)", id="workspace")
             yield Static("", id="error", classes="error")  # wraps: errors can be long
             with Horizontal(classes="buttons"):
                 yield Button("Start", variant="primary", id="start")
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#prompt", TextArea).focus()
+        prompt = self.query_one("#prompt", TextArea)
+        prompt.move_cursor(prompt.document.end)
+        prompt.focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":
             self.action_submit()
         else:
-            self.dismiss(None)
+            self.action_cancel()
 
     def action_submit(self) -> None:
         prompt = self.query_one("#prompt", TextArea).text.strip()
@@ -103,9 +116,13 @@ class NewThreadScreen(ModalScreen[object]):
         if isinstance(outcome, str):
             self.query_one("#error", Static).update(outcome)
             return
+        self.keep(None)
         self.dismiss(outcome)
 
     def action_cancel(self) -> None:
+        prompt = self.query_one("#prompt", TextArea).text
+        typed = (str(self.query_one("#workflow", Select).value), prompt, self.query_one("#workspace", Input).value)
+        self.keep(typed if prompt.strip() else None)
         self.dismiss(None)
 
 
