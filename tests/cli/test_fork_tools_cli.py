@@ -162,17 +162,6 @@ def test_diff_of_two_forks_names_their_common_ancestor_and_the_changed_output(co
     assert "\x1b[" in coloured
 
 
-def test_an_edited_output_that_changes_nothing_is_refused(count_up, tmp_path):
-    thread = count_up.start()
-    ok(count_up.uwf("thread", "step", thread))
-    step = count_up.steps(thread)[-1]
-    same = tmp_path / "same.json"
-    same.write_text(json.dumps(step["output"]))
-    refused = count_up.uwf("thread", "fork", step["hash"], "--edit-output", str(same))
-    assert refused.code == 1 and f"the edited output is step {step['hash']}'s own: nothing changed" in refused.err
-    assert len(ok(count_up.uwf("thread", "list")).json()) == 1  # no fork
-
-
 def test_diff_of_a_plain_fork_shows_the_same_outputs_and_a_step_hash_works_as_an_argument(count_up):
     uwf = count_up.uwf
     original, steps = ten_steps(count_up)
