@@ -10,6 +10,7 @@ stepped by keypress (when Debian's chromium and playwright are installed).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -59,8 +60,10 @@ def browser(out: Path) -> None:
     if chromium_path() is None:
         print("skipped browser.png: Chromium is not installed (apt-get install chromium)")
         return
-    with tempfile.TemporaryDirectory() as work, served("--demo", "--root", f"{work}/.uwf-demo", "--port", "0") as server:
-        root = f"{work}/.uwf-demo"  # as `uwf-tui --serve --demo` names it, in the title bar
+    with tempfile.TemporaryDirectory() as work, served(
+        "--demo", "--root", f"{work}/.uwf-demo", "--port", "0", env={**os.environ, "HOME": work}
+    ) as server:
+        root = f"{work}/.uwf-demo"  # the title bar shows it as ~/.uwf-demo, as it would be in a home
         before = _heads(root)
         with sync_playwright() as playwright:
             chromium = launch(playwright)

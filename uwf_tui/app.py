@@ -36,7 +36,7 @@ from uwf_core.api import Cancel, Repo, UwfError, display_location, thread_info
 
 from . import workers
 from .commands import Commands
-from .formatting import brief, elapsed, spinner
+from .formatting import brief, elapsed, root_title, spinner
 from .keys import key_applies, why_not
 from .messages import (
     AgentChecked,
@@ -130,7 +130,7 @@ class UwfApp(App):
         self._ticks = 0
         self._idle_title: str | None = None  # the sub-title to restore when no agent runs any more
         self._signature: object = None
-        self.sub_title = display_location(repo.location)
+        self.sub_title = root_title(display_location(repo.location))
 
     def compose(self) -> ComposeResult:
         yield Header()

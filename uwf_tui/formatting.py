@@ -65,6 +65,17 @@ def summary(output: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def root_title(shown: str) -> str:
+    """A root as the title bar shows it: under the home directory as `~/...` (shorter, and the
+    same on every machine); a URL as given (its password already hidden)."""
+    import os
+
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and shown.startswith(home + os.sep):
+        return "~" + shown[len(home):]
+    return shown
+
+
 def short(hash_or_id: str, length: int = 8) -> str:
     return hash_or_id[:length]
 

@@ -1478,3 +1478,12 @@ def test_a_long_thread_shows_its_newest_steps_and_more_on_enter(fixed, monkeypat
     assert [n for n in first if n.isdigit()] == ["4", "5"] and "…" in first
     assert [n for n in second if n.isdigit()] == ["2", "3", "4", "5"]
     assert cursor == f"step:{ids['solve_steps'][1]}"
+
+
+def test_the_title_shows_a_root_under_home_as_tilde(monkeypatch, tmp_path):
+    from uwf_tui.formatting import root_title
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert root_title(str(tmp_path / ".uwf-demo")) == "~/.uwf-demo"
+    assert root_title(str(tmp_path) + "-other/x") == str(tmp_path) + "-other/x"  # a sibling, not under it
+    assert root_title("postgresql://me:***@db/uwf") == "postgresql://me:***@db/uwf"
