@@ -1,7 +1,9 @@
 """A step-protocol agent in 20 lines, on uwf's agent kit: run the tests, report.
 
 Plays the `tester` role of examples/develop.yaml, for example:
-  uwf thread start develop -p "..." -w DIR --agent tester="python examples/test_runner_agent.py --command 'pytest -q'"
+  uwf thread start develop -p "..." -w DIR \
+    --agent tester="$PWD/.venv/bin/python $PWD/examples/test_runner_agent.py --command 'pytest -q'"
+(absolute paths: the agent runs in the workspace DIR)
 """
 
 import json

@@ -397,6 +397,19 @@ def test_cost_per_step_thread_agent_and_model_and_the_fork_subtree(uwf, root_dir
     assert "Total: 1,500 tokens (1,000 prompt, 500 completion), cost 2.0000" in text
 
 
+def test_threads_started_alike_share_their_start_node_but_are_not_forks(count_up):
+    """Same workflow and prompt: the same StartNode (nodes are content-addressed), yet neither was
+    forked from the other, so neither is the other's parent or in its fork subtree."""
+    first, second = count_up.start(), count_up.start()
+    for thread in (first, second):
+        ok(count_up.uwf("thread", "step", thread))
+    cost = ok(count_up.uwf("thread", "cost", second, "--json")).json()
+    assert cost["parent"] is None and cost["inheritedSteps"] == 0
+    assert "forked from" not in ok(count_up.uwf("thread", "cost", second)).out
+    tree = ok(count_up.uwf("thread", "cost", first, "--tree", "--json")).json()
+    assert [item["thread"] for item in tree["threads"]] == [first]
+
+
 def test_a_model_without_a_price_is_counted_in_tokens_only(count_up):
     thread = count_up.start()
     ok(count_up.uwf("thread", "step", thread))

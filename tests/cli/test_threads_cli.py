@@ -345,6 +345,15 @@ def test_setup_default_agent_then_run_without_agent(uwf, root_dir):
     assert {r["agent"] for r in ok(uwf("thread", "runs", thread)).json()} == {"script"}
 
 
+def test_a_root_that_is_a_file_is_one_line(uwf, tmp_path):
+    file = tmp_path / "notes.txt"
+    file.write_text("not a root")
+    for args in (("thread", "list"), ("workflow", "put", "examples/solve-issue.yaml"), ("cas", "fsck")):
+        result = uwf("--root", str(file), *args)
+        assert result.code == 1 and result.err == f"uwf: error: the root {file} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)\n"
+    assert file.read_text() == "not a root"
+
+
 def test_setup_knows_the_base_url_of_well_known_providers(uwf, root_dir):
     setup = ok(uwf("setup", "--provider", "openrouter", "--api-key", "sk-or-test-1234567")).json()
     assert setup["providers"]["openrouter"]["baseUrl"] == "https://openrouter.ai/api/v1"

@@ -43,7 +43,7 @@ def _postgres(url: str) -> Backend:
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        raise UwfError("a postgresql:// root needs the PostgreSQL client: pip install 'uwf[postgres]'") from None
+        raise UwfError("a postgresql:// root needs the PostgreSQL client, psycopg 3: install uwf's postgres extra (pip install -e '.[postgres]' in a checkout)") from None
     from .pg.backend import PgBackend
 
     backend = PgBackend(url)

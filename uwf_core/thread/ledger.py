@@ -416,21 +416,26 @@ class _Family:
 def _family(repo: Repo, info: ThreadInfo, context: ThreadContext) -> _Family:
     """Threads (active or archived) whose chain shares a StartNode with this one's, and for each
     the nodes it has of its own: a node belongs to the oldest thread (by id: ULIDs sort by creation)
-    that has it, so a fork owns the steps after the node it was forked at."""
+    that has it, so a fork owns the steps after the node it was forked at. A thread that shares
+    only StartNodes with older ones was started with the same workflow and prompt (nodes are
+    content-addressed), not forked: it has no parent."""
     from .ops import list_threads
 
     store = repo.nodes
     ours = _starts_of(store, info.head)
+    starts: set[str] = set()  # the StartNodes of every chain in the family
     family = _Family()
     for other in sorted(list_threads(repo, include_archived=True), key=lambda item: item.thread):
         if other.problem or not other.head:
             continue
         try:
-            if other.thread != info.thread and not ours.intersection(_starts_of(store, other.head)):
+            theirs = ours if other.thread == info.thread else _starts_of(store, other.head)
+            if not ours.intersection(theirs):
                 continue
             chain = _nodes_of(repo, other.head if other.thread != info.thread else info.head)
         except UwfError:
             continue
+        starts |= theirs
         family.order.append(other.thread)
         family.heads[other.thread] = other.head
         family.active[other.thread] = other.active
@@ -441,8 +446,8 @@ def _family(repo: Repo, info: ThreadInfo, context: ThreadContext) -> _Family:
         chain = family.chains[thread]
         own = {node for node in chain if node not in seen}
         family.own[thread] = own
-        shared = [node for node in chain if node not in own]
-        fork_point = shared[-1] if shared else None
+        shared_steps = [node for node in chain if node not in own and node not in starts]
+        fork_point = shared_steps[-1] if shared_steps else None
         family.fork_at[thread] = fork_point
         family.parent[thread] = seen.get(fork_point) if fork_point else None
         for node in chain:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from functools import cached_property
 
+from ...errors import UwfError
 from ..files import atomic_write, read_text
 from .root import Root
 
@@ -30,6 +31,8 @@ class FsBackend:
     def __init__(self, path: str) -> None:
         self.root = Root(path)
         self.location = self.root.path
+        if not os.path.isdir(self.location) and os.path.lexists(self.location):
+            raise UwfError(f"the root {self.location} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)")
         self.config = FsConfigFile(self.root.config_file)
         self.env_path = self.root.env_file
         self.scratch_dir = self.root.join("tmp")
