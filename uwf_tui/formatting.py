@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 STATUS_ICONS = {
@@ -68,8 +69,6 @@ def summary(output: object, limit: int = 80) -> str:
 def root_title(shown: str) -> str:
     """A root as the title bar shows it: under the home directory as `~/...` (shorter, and the
     same on every machine); a URL as given (its password already hidden)."""
-    import os
-
     home = os.path.expanduser("~")
     if home not in ("", "/") and shown.startswith(home + os.sep):
         return "~" + shown[len(home):]

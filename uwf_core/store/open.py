@@ -27,11 +27,12 @@ def open_backend(location: str | None = None) -> Backend:
     text = root_location(location)
     scheme, sep, rest = text.partition(":")
     is_scheme = len(scheme) > 1 and scheme[0].isalpha() and all(c.isalnum() or c in "+.-" for c in scheme)
-    if sep and is_scheme and (rest.startswith("//") or scheme.lower().startswith("postgres")):
+    postgres = scheme.lower().startswith("postgres")
+    if sep and is_scheme and (rest.startswith("//") or postgres):
         shown = display_location(text)
         if scheme.lower() in ("postgresql", "postgres") and rest.startswith("//"):
             return _postgres(text)
-        if scheme.lower().startswith("postgres"):
+        if postgres:
             raise UwfError(f"root {shown!r} is not a PostgreSQL URL uwf reads: write {POSTGRES_FORM}")
         raise UwfError(f"root {shown!r}: '{scheme}' roots are not supported (a root is a directory or a postgresql:// URL)")
     from .fs.backend import FsBackend

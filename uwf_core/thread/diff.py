@@ -244,7 +244,7 @@ def diff_threads(repo: Repo, a: str, b: str) -> ThreadDiff:
     shared = _shared_steps(steps_b, ancestor)
     ancestor_role = next((step.role for step in steps_b if step.hash == ancestor), None)
     pairs = []
-    runs = runs_by_step(repo)
+    runs = runs_by_step(repo.runs.read())
     for offset in range(max(len(steps_a), len(steps_b)) - shared):
         number = shared + offset + 1
         left = _diff_step(repo, steps_a, number, runs) if number <= len(steps_a) else None

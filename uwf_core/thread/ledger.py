@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from ..config.model import Config
     from ..repo import Repo
     from ..store.cas import CasStore
-    from ..workflow.model import Workflow
     from ..store.records import RunRecord
+    from ..workflow.model import Workflow
     from .ops import ThreadInfo
 
 UNKNOWN_MODEL = "(unknown model)"
@@ -350,13 +350,14 @@ def thread_cost(repo: Repo, thread: str) -> ThreadCost:
     info = thread_info(repo, thread)
     context = context_of(repo, info.head)
     family = _family(repo, info, context)
-    runs = runs_by_step(repo)
+    records = list(repo.runs.read())  # once: each step's time, and this thread's failed attempts
+    runs = runs_by_step(records)
     costs = [step_cost(repo, step, number, runs.get(step.hash)) for number, step in enumerate(context.steps, 1)]
     own_nodes = family.own.get(info.thread, set())
     inherited = sum(1 for step in context.steps if step.hash not in own_nodes)
     total, by_agent, by_model, by_role = _roll_up(costs)
     own, _, _, _ = _roll_up(costs[inherited:])
-    failed = sum(1 for attempt in repo.runs.read(info.thread) if not attempt.ok and attempt.status != REASON_BUDGET)
+    failed = sum(1 for attempt in records if attempt.thread == info.thread and not attempt.ok and attempt.status != REASON_BUDGET)
     workflow = workflow_of(repo, context.start.workflow)
     return ThreadCost(
         info.thread, context.start.workflow, workflow.name, info.head, info.active, info.reason, tuple(costs), inherited,
@@ -377,7 +378,7 @@ def tree_cost(repo: Repo, thread: str) -> TreeCost:
         if other != info.thread and family.parent.get(other) in members:
             members.append(other)
     costs_by_step: dict[str, StepCost] = {}
-    runs = runs_by_step(repo)
+    runs = runs_by_step(repo.runs.read())
     threads = []
     own_costs: list[StepCost] = []
     for member in members:

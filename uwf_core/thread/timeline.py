@@ -15,6 +15,8 @@ from .ops import ThreadInfo, list_threads, thread_info
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from typing import Iterable
+
     from ..repo import Repo
 
 
@@ -67,16 +69,16 @@ def _inherited_runs(repo: Repo, timeline: Timeline) -> None:
     missing = {step.hash for step in timeline.steps} - timeline.step_runs.keys()
     if not missing:
         return
-    for step, attempt in runs_by_step(repo).items():
+    for step, attempt in runs_by_step(repo.runs.read()).items():
         if step in missing:
             timeline.step_runs[step] = attempt
 
 
-def runs_by_step(repo: Repo) -> dict[str, RunRecord]:
-    """Each step hash -> the attempt that wrote it, from the whole runs.jsonl: uwf's own clock
-    around the agent run, which is what a step took wherever uwf shows a step's time (a
-    StepNode's startedAt/completedAt are whatever its agent wrote)."""
-    return {attempt.step: attempt for attempt in repo.runs.read() if attempt.ok and attempt.step}
+def runs_by_step(records: Iterable[RunRecord]) -> dict[str, RunRecord]:
+    """Each step hash -> the attempt that wrote it (pass the whole runs.jsonl: a fork's steps were
+    run as another thread's): uwf's own clock around the agent run, which is what a step took
+    wherever uwf shows a step's time (a StepNode's startedAt/completedAt are whatever its agent wrote)."""
+    return {attempt.step: attempt for attempt in records if attempt.ok and attempt.step}
 
 
 def _branches(store: CasStore, info: ThreadInfo, context: ThreadContext, others: list[ThreadInfo]) -> dict[str, list[Branch]]:
