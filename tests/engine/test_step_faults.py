@@ -679,3 +679,28 @@ def test_a_long_stderr_tail_starts_at_a_line():
     assert len(tail) <= 2000 and tail.startswith("line ") and text.endswith(tail)
     assert _tail("short", 2000) == "short"
     assert _tail("x" * 5000, 2000) == "x" * 2000  # no boundary at all: cut where it must
+
+
+def test_the_watchdog_kills_what_is_still_listed_when_uwf_goes_and_is_started_again_if_killed():
+    """End of file on its pipe (uwf gone) kills the groups still listed, not the released ones;
+    a watchdog killed by hand is started again and told every live group."""
+    from uwf_core.engine.process import Watchdog
+
+    def group() -> subprocess.Popen:
+        return subprocess.Popen(["sleep", "300"], start_new_session=True)
+
+    done, first, second = group(), group(), group()
+    dog = Watchdog()
+    dog.guard(done.pid)
+    dog.guard(first.pid)
+    dog.release(done.pid)
+    dog.process.kill()
+    dog.process.wait()
+    dog.guard(second.pid)  # a new watchdog, told of `first` too
+    dog.process.stdin.close()  # as when uwf exits, however it exits
+    dog.process.wait(timeout=10)
+    for killed in (first, second):
+        assert killed.wait(timeout=10) == -signal.SIGKILL
+    assert done.poll() is None  # released: not the watchdog's to kill
+    done.kill()
+    done.wait()

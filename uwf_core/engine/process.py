@@ -29,10 +29,10 @@ STDERR_TAIL_CHARS = 2000
 # buffered (uwf reads at most 8,000,000 characters of an answer; UTF-8 takes up to 4 bytes each).
 MAX_STDOUT_BYTES = 32_000_000
 TERM_GRACE_SECONDS = 2.0
-# Reads a pipe only the uwf that runs the agent holds open: uwf says `done` when the step has
-# dealt with the agent; end-of-file without it means uwf died (a SIGKILL too), so the agent's
-# group goes with it.
-WATCHDOG = 'read -r said; [ "$said" = done ] || kill -KILL -"$1" 2>/dev/null'
+# Reads a pipe only this uwf process holds open: `+ PGID` when an agent starts, `- PGID` when uwf
+# has dealt with it. End-of-file means uwf has exited, whether it finished or was SIGKILLed: the
+# groups still listed then are orphans, and are killed.
+WATCHDOG = '{ if ($1 == "+") live[$2] = 1; else delete live[$2] } END { for (g in live) system("kill -KILL -" g " 2>/dev/null") }'
 
 
 @record(frozen=True)
@@ -135,7 +135,7 @@ def run_process(
         raise UwfError(f"agent command '{argv[0]}' is not executable") from None
     except OSError as exc:
         raise UwfError(f"cannot start agent command '{argv[0]}': {exc.strerror}") from None
-    watchdog = _watchdog(proc.pid)
+    WATCHDOG_PROCESS.guard(proc.pid)
     if on_start is not None:
         on_start(proc.pid)
     if stdin_text is not None:
@@ -148,7 +148,7 @@ def run_process(
         if proc.poll() is None:
             kill_group(proc.pid, proc)
             proc.wait()
-        _stand_down(watchdog)
+        WATCHDOG_PROCESS.release(proc.pid)
     return ProcessOutcome(
         exit_code=proc.returncode,
         stdout=stdout,
@@ -161,34 +161,57 @@ def run_process(
     )
 
 
-def _watchdog(pgid: int) -> subprocess.Popen | None:
-    """A small process that kills the agent's group if this uwf dies before the step is over.
-    A SIGKILLed `uwf thread step` or worker would otherwise leave its agent running beside the
-    one the next step starts from the same head: two agents at work in one workspace."""
-    try:
-        return subprocess.Popen(
-            ["/bin/sh", "-c", WATCHDOG, "sh", str(pgid)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a terminal's ctrl+c is uwf's to handle, not its
-        )
-    except OSError:
-        return None  # no /bin/sh: the step runs unguarded, as it would have anyway
+class Watchdog:
+    """One small process per uwf process (awk on a pipe, started with the first agent) that kills
+    the process groups of the agents still running if uwf dies: a SIGKILLed `uwf thread step` or
+    worker would otherwise leave its agent running beside the one the next step starts from the
+    same head, two agents at work in one workspace. One for every agent a TUI or worker runs, so
+    a step pays for no extra process."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.process: subprocess.Popen | None = None
+        self.live: set[int] = set()
+
+    def guard(self, pgid: int) -> None:
+        with self.lock:
+            self.live.add(pgid)
+            self._tell(f"+ {pgid}\n")
+
+    def release(self, pgid: int) -> None:
+        with self.lock:
+            self.live.discard(pgid)
+            self._tell(f"- {pgid}\n")
+
+    def _tell(self, line: str) -> None:
+        for _ in range(2):  # a watchdog that died (killed by hand) is started again, told every live group
+            if self.process is None or self.process.poll() is not None:
+                self.process = self._start()
+                if self.process is None:
+                    return  # no awk: steps run unguarded, as they would have anyway
+                line = "".join(f"+ {pgid}\n" for pgid in self.live)  # the set as it is now, this change included
+            try:
+                self.process.stdin.write(line.encode())
+                self.process.stdin.flush()
+                return
+            except OSError:
+                self.process = None
+
+    @staticmethod
+    def _start() -> subprocess.Popen | None:
+        try:
+            return subprocess.Popen(
+                ["awk", WATCHDOG],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # a terminal's ctrl+c is uwf's to handle, not its
+            )
+        except OSError:
+            return None
 
 
-def _stand_down(watchdog: subprocess.Popen | None) -> None:
-    if watchdog is None:
-        return
-    try:
-        watchdog.stdin.write(b"done\n")
-        watchdog.stdin.close()
-    except OSError:
-        pass
-    try:
-        watchdog.wait(timeout=2)
-    except subprocess.TimeoutExpired:
-        pass  # reaped by subprocess on a later spawn
+WATCHDOG_PROCESS = Watchdog()
 
 
 def _write_what_fits(pipe, data: bytes) -> bytes:
