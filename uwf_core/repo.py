@@ -98,11 +98,13 @@ class Repo:
 
     @property
     def env_values(self) -> dict[str, str]:
-        """This host's .env for this root (secrets: never stored in the backend)."""
+        """This host's .env for this root (secrets: never stored in the backend); in a step agent,
+        the keys uwf handed it instead (its sandbox hides .env)."""
         if self._env_values is None:
-            from .config.env import load_env_file
+            from .config.env import inherited_secrets, load_env_file
 
-            self._env_values = load_env_file(self.backend.env_path)
+            inherited = inherited_secrets()
+            self._env_values = dict(inherited) if inherited is not None else load_env_file(self.backend.env_path)
         return self._env_values
 
     @property

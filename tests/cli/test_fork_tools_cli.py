@@ -83,6 +83,7 @@ class CountUp:
             "  counter:",
             f"    command: {json.dumps(sys.executable)}",
             f"    args: {json.dumps(args)}",
+            f"    writable: [{json.dumps(str(self.calls))}]",  # it counts its calls outside the workspace
             *(["    reuse: true"] if reuse else []),
             "defaultAgent: counter",
             *([prices] if prices else []),
@@ -259,7 +260,7 @@ def test_dry_run_prompt_is_exactly_what_a_text_agent_receives(uwf, root_dir, tmp
     ok(uwf("workflow", "put", str(workflow)))
     (root_dir / "config.yaml").write_text(
         "agents:\n  texter:\n    command: sh\n    args: [\"-c\", " + json.dumps(script) + "]\n    protocol: text\n"
-        "agentOverrides:\n  count-up: {counter: texter}\n"
+        f"    writable: [{json.dumps(str(tmp_path))}]\nagentOverrides:\n  count-up: {{counter: texter}}\n"
     )
     thread = ok(uwf("thread", "start", "count-up", "-p", "count to ten")).json()["thread"]
     preview = ok(uwf("thread", "dry-run", thread)).json()
@@ -359,8 +360,12 @@ def test_without_reuse_every_agent_runs_and_an_entry_with_reuse_true_opts_in_alo
 def test_reuse_never_hits_for_another_agent_entry(count_up, tmp_path):
     original, steps = ten_steps(count_up)
     fork = count_up.fork(steps[8]["hash"])
-    other = f"{sys.executable} {AGENT} --answers {tmp_path / 'answers.json'} --calls {count_up.calls}"
-    ok(count_up.run(fork, "--reuse", "--agent", other))
+    args = [str(AGENT), "--answers", str(tmp_path / "answers.json"), "--calls", str(count_up.calls)]
+    config = count_up.root_dir / "config.yaml"  # the same program, another entry
+    entry = (f"  other:\n    command: {json.dumps(sys.executable)}\n    args: {json.dumps(args)}\n"
+             f"    writable: [{json.dumps(str(count_up.calls))}]\n")
+    config.write_text(config.read_text().replace("defaultAgent:", entry + "defaultAgent:"))
+    ok(count_up.run(fork, "--reuse", "--agent", "other"))
     assert count_up.call_count() == 11
 
 

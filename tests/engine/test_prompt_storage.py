@@ -23,7 +23,8 @@ def _recording_agent(root_dir, tmp_path) -> None:
     lines += [f"[ \"$UWF_ROLE\" = {role} ] && echo '{json.dumps(answer)}'" for role, answer in answers.items()]
     script.write_text("\n".join(lines) + "\ntrue\n")
     (root_dir / "config.yaml").write_text(
-        f"agents:\n  rec:\n    command: sh\n    args: [{json.dumps(str(script))}]\n    protocol: text\n    env: {{DIR: {json.dumps(str(tmp_path / 'seen'))}}}\ndefaultAgent: rec\n"
+        f"agents:\n  rec:\n    command: sh\n    args: [{json.dumps(str(script))}]\n    protocol: text\n    env: {{DIR: {json.dumps(str(tmp_path / 'seen'))}}}\n"
+        f"    writable: [{json.dumps(str(tmp_path / 'seen'))}]\ndefaultAgent: rec\n"
     )
     (tmp_path / "seen").mkdir()
 

@@ -12,7 +12,7 @@ def test_placeholders_inside_the_prompt_stay_as_written(uwf, root, tmp_path):
     agent.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {seen}\necho \'{{"thesis": "t", "keyPoints": ["k"]}}\'\n')
     agent.chmod(0o755)
     assert uwf("workflow", "put", "examples/analyze-topic.yaml").code == 0
-    root.save_config(with_agent(root.config, AgentConfig("echo", str(agent), ("{prompt}",), "text")))
+    root.save_config(with_agent(root.config, AgentConfig("echo", str(agent), ("{prompt}",), "text", writable=(str(tmp_path),))))
     thread = uwf("thread", "start", "analyze-topic", "-p", "Explain {role} and {thread} literally").json()["thread"]
     result = uwf("thread", "step", thread, "--agent", "echo")
     assert result.code == 0, result

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES
-from fake_openai import FakeOpenAI, reply
+from fake_openai import FakeOpenAI, grounded, reply
 from uwf_core.config.env import Secrets
-from uwf_core.config.model import Config, ProviderConfig
+from uwf_core.config.model import AgentConfig, Config, ProviderConfig
 
 PROVIDER_KEY = "sk-or-v1-provider-key-0123456789"
 OTHER_TOKEN = "tok-deploy-abcdef987654"
@@ -51,8 +51,9 @@ def _agent(name: str, script: str, extra: str = "") -> str:
 def test_an_agent_gets_only_the_keys_it_names(uwf, root_dir, tmp_path):
     dumps = tmp_path / "dumps"
     dumps.mkdir()
-    agents = _agent("plain", f'env > {dumps}/plain; printf -- "{ANSWER}"') + _agent(
-        "named", f'env > {dumps}/named; printf -- "{ANSWER}"', "    secrets: [DEPLOY_TOKEN]\n"
+    writable = f"    writable: [{dumps}]\n"
+    agents = _agent("plain", f'env > {dumps}/plain; printf -- "{ANSWER}"', writable) + _agent(
+        "named", f'env > {dumps}/named; printf -- "{ANSWER}"', "    secrets: [DEPLOY_TOKEN]\n" + writable
     )
     _config(root_dir, agents)
     thread = _thread(uwf)
@@ -94,11 +95,11 @@ def test_a_key_the_agent_prints_is_redacted_from_output_answer_and_stream(uwf, r
 
 
 def test_a_failing_agent_that_prints_keys_on_stderr_leaks_nothing(uwf, root_dir):
-    # It even reads .env behind uwf's back: what it prints is still redacted.
-    script = 'echo "auth failed for $DEPLOY_TOKEN" >&2; tr "\\n" " " < "$UWF_STORAGE_ROOT/.env" >&2; exit 4'
+    # Without a sandbox it can read .env behind uwf's back: what it prints is still redacted.
+    script = f'echo "auth failed for $DEPLOY_TOKEN" >&2; tr "\\n" " " < "{root_dir}/.env" >&2; exit 4'
     _config(root_dir, _agent("leaky", script, "    secrets: [DEPLOY_TOKEN]\n"))
     thread = _thread(uwf)
-    result = uwf("thread", "step", thread, "--agent", "leaky")
+    result = uwf("thread", "step", thread, "--agent", "leaky", env={"UWF_BWRAP": ""})
     assert result.code == 1
     assert "exited with code 4" in result.err
     assert "auth failed for [redacted:DEPLOY_TOKEN]" in result.err
@@ -111,7 +112,7 @@ def test_a_failing_agent_that_prints_keys_on_stderr_leaks_nothing(uwf, root_dir)
 
 def test_the_extract_model_never_sees_a_key_the_agent_printed(uwf, root_dir):
     prose = f'echo "The thesis is that the key $DEPLOY_TOKEN works."'
-    extracted = reply(json.dumps({"thesis": "the key works", "keyPoints": ["a"]}))
+    extracted = grounded({"thesis": "the key works", "keyPoints": ["a"]}, {"thesis": "the key", "keyPoints": "works"})
     with FakeOpenAI([extracted]) as server:
         _config(root_dir, _agent("prose", prose, "    secrets: [DEPLOY_TOKEN]\n"), server.base_url)
         with (root_dir / "config.yaml").open("a") as handle:
@@ -126,13 +127,24 @@ def test_the_extract_model_never_sees_a_key_the_agent_printed(uwf, root_dir):
 
 
 def test_a_step_agent_on_the_kit_redacts_what_it_writes(uwf, root_dir, tmp_path):
+    """The kit redacts the keys it was handed (the provider's); a .env key it was not handed but
+    came across (here, in its script) makes uwf refuse the step and remove what it wrote."""
     script = tmp_path / "script.yaml"
-    script.write_text(f"analyst:\n  - |\n    ---\n    thesis: leaked {OTHER_TOKEN}\n    keyPoints: [x]\n    ---\n    body {PROVIDER_KEY}\n")
-    _config(root_dir, f"  scripted:\n    command: uwf-script\n    args: [--script, {script}]\n")
+    script.write_text(f"analyst:\n  - |\n    ---\n    thesis: leaked {PROVIDER_KEY}\n    keyPoints: [x]\n    ---\n    body\n")
+    other = tmp_path / "other.yaml"
+    other.write_text(f"analyst:\n  - |\n    ---\n    thesis: leaked {OTHER_TOKEN}\n    keyPoints: [x]\n    ---\n    body\n")
+    _config(root_dir, f"  scripted:\n    command: uwf-script\n    args: [--script, {script}]\n"
+                      f"  other:\n    command: uwf-script\n    args: [--script, {other}]\n")
     thread = _thread(uwf)
     assert uwf("thread", "step", thread, "--agent", "scripted").code == 0
-    assert uwf("thread", "steps", thread).json()[-1]["output"]["thesis"] == "leaked [redacted:DEPLOY_TOKEN]"
+    assert uwf("thread", "steps", thread).json()[-1]["output"]["thesis"] == "leaked [redacted:OPENROUTER_API_KEY]"
+    second = _thread(uwf)
+    head = uwf("thread", "show", second).json()["head"]
+    refused = uwf("thread", "step", second, "--agent", "other")
+    assert refused.code == 1 and "wrote the value of DEPLOY_TOKEN into node" in refused.err, refused
+    assert uwf("thread", "show", second).json()["head"] == head
     assert _leaks(root_dir) == []
+    assert uwf("cas", "fsck").code == 0  # what it wrote went whole: no node names a removed one
 
 
 def test_secrets_replace_longest_first_and_skip_short_values():
@@ -177,7 +189,7 @@ def test_a_prompt_too_long_for_an_argument_is_refused_before_spawning(uwf, root_
     marker = tmp_path / "ran"
     args = f'touch {marker}; printf -- "{ANSWER}"'
     command = args + " # {prompt}" if where == "args" else args + "; cat >/dev/null"
-    agent = f"  big:\n    command: sh\n    args: [-c, {json.dumps(command)}]\n    protocol: text\n"
+    agent = f"  big:\n    command: sh\n    args: [-c, {json.dumps(command)}]\n    protocol: text\n    writable: [{tmp_path}]\n"
     _config(root_dir, agent)
     assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
     thread = uwf("thread", "start", "analyze-topic", "-p", "-", input="x" * 200_000).json()["thread"]
@@ -204,9 +216,53 @@ def test_a_kit_agent_keeps_env_keys_to_itself(uwf, root_dir, tmp_path):
         "    return '---\\nthesis: t\\nkeyPoints: [a]\\n---\\n'\n"
         "sys.exit(run_agent('env-agent', run, llm_fallback=False))\n"
     )
-    _config(root_dir, f"  kit:\n    command: {sys.executable}\n    args: [{agent}]\n")
+    _config(root_dir, f"  kit:\n    command: {sys.executable}\n    args: [{agent}]\n    writable: [{tmp_path}]\n")
     thread = _thread(uwf)
     result = uwf("thread", "step", thread, "--agent", "kit")
     assert result.code == 0, result
     child = (tmp_path / "child_env").read_text()
     assert OTHER_TOKEN not in child and PROVIDER_KEY not in child
+
+
+CALLER_KEY = "sk-ant-from-the-callers-shell-0123456789"
+CALLER_TOKEN = "ghp-callers-own-token-abcdef0123"
+
+
+def test_a_key_from_the_callers_environment_is_stored_and_shown_nowhere(uwf, root_dir):
+    """The docs tell users to export ANTHROPIC_API_KEY for Claude Code: an agent sees it, and
+    whatever it prints of it (or of any variable named like a key) is redacted before anything is
+    stored, printed, or sent to the extract model."""
+    echoes = (
+        'echo "using $ANTHROPIC_API_KEY and $MY_SERVICE_TOKEN" >&2; '
+        'printf -- "---\\nthesis: key $ANTHROPIC_API_KEY\\nkeyPoints: [$MY_SERVICE_TOKEN]\\n---\\nbody $ANTHROPIC_API_KEY\\n"'
+    )
+    prose = 'echo "My thesis: the key $ANTHROPIC_API_KEY works."'
+    fails = 'echo "401 for key $ANTHROPIC_API_KEY" >&2; exit 2'
+    extracted = grounded({"thesis": "the key works", "keyPoints": ["it works"]},
+                         {"thesis": "My thesis: the key [redacted:ANTHROPIC_API_KEY] works", "keyPoints": "works"})
+    caller = {"ANTHROPIC_API_KEY": CALLER_KEY, "MY_SERVICE_TOKEN": CALLER_TOKEN}
+    with FakeOpenAI([extracted]) as server:
+        _config(root_dir, _agent("echoes", echoes) + _agent("prose", prose) + _agent("fails", fails), server.base_url)
+        with (root_dir / "config.yaml").open("a") as handle:
+            handle.write("defaultModel: m\n")
+        shown = ""
+        for agent in ("echoes", "prose", "fails"):
+            thread = _thread(uwf)
+            result = uwf("thread", "step", thread, "--agent", agent, env=caller)
+            assert result.code == (1 if agent == "fails" else 0), result
+            shown += result.out + result.err + uwf("thread", "read", thread).out + uwf("thread", "runs", thread).out
+        sent = json.dumps(server.requests)
+    assert "[redacted:ANTHROPIC_API_KEY]" in shown and "[redacted:MY_SERVICE_TOKEN]" in shown
+    for key in (CALLER_KEY, CALLER_TOKEN):
+        assert key not in shown and key not in sent
+        assert [str(path) for path in root_dir.rglob("*") if path.is_file() and key.encode() in path.read_bytes()] == []
+
+
+def test_keys_from_the_environment_are_secrets_by_name_and_both_values_of_a_name_are_redacted():
+    config = Config(agents={"a": AgentConfig("a", "x", secrets=("CUSTOM",))})
+    environ = {"OPENAI_API_KEY": "sk-env-value-1234", "GH_TOKEN": "gh-token-value", "CUSTOM": "custom-value",
+               "DB_PASSWORD": "hunter2-long", "HOME": "/home/someone", "TERM_PROGRAM": "terminal-app"}
+    secrets = Secrets.of(config, {"OPENAI_API_KEY": "sk-dotenv-value-5678"}, environ)
+    assert secrets.names == {"OPENAI_API_KEY", "GH_TOKEN", "CUSTOM", "DB_PASSWORD"}
+    text = secrets.text("sk-env-value-1234 sk-dotenv-value-5678 /home/someone")
+    assert text == "[redacted:OPENAI_API_KEY] [redacted:OPENAI_API_KEY] /home/someone"

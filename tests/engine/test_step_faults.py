@@ -404,22 +404,25 @@ def test_uwf_sigkilled_mid_step_takes_its_agent_and_the_agents_children_with_it(
 
 
 def test_uwf_sigkilled_after_the_agent_wrote_its_step(uwf, solve, root_dir, tmp_path):
-    orphan_file = tmp_path / "orphan"
+    """uwf dies between the agent's StepNode and the head's move (the agent cannot kill uwf itself:
+    its sandbox has its own PIDs, so the test does)."""
     agent = make_agent(
         tmp_path,
-        "assassin.sh",
+        "slow-to-answer.sh",
         f"""H=$(uwf-script --script "{SOLVE_SCRIPT}" "$@") || exit 1
-echo "$H" > "{orphan_file}"
+echo "wrote $H" >&2
+sleep 30
 echo "$H"
-kill -9 $PPID
-sleep 0.5
 """,
     )
     victim = popen_uwf(root_dir, "thread", "step", solve["thread"], "--agent", agent)
+    written = victim.stderr.readline()
+    assert written.startswith("wrote "), written
+    orphan = written.split()[1]
+    victim.send_signal(signal.SIGKILL)
     out, err = victim.communicate(timeout=60)
     assert victim.returncode == -signal.SIGKILL, err
     assert out == ""
-    orphan = orphan_file.read_text().strip()
     assert ok(uwf("cas", "has", orphan)).code == 0
     assert ok(uwf("cas", "get", orphan, "--payload")).json()["role"] == "planner"
     assert head_of(uwf, solve["thread"]) == solve["start"]
@@ -556,7 +559,8 @@ Body of the <analysis> & more.
 
 
 def text_agent_config(root_dir: Path, command: str, args: list[str] | None = None) -> None:
-    lines = ["agents:", "  texty:", f'    command: "{command}"', "    protocol: text"]
+    """The agent keeps its records beside its script: a directory outside the workspace it may write."""
+    lines = ["agents:", "  texty:", f'    command: "{command}"', "    protocol: text", f'    writable: ["{Path(command).parent}"]']
     if args:
         lines.append("    args:")
         lines += [f'      - "{arg}"' for arg in args]
@@ -684,7 +688,7 @@ def test_a_long_stderr_tail_starts_at_a_line():
 def test_the_watchdog_kills_what_is_still_listed_when_uwf_goes_and_is_started_again_if_killed():
     """End of file on its pipe (uwf gone) kills the groups still listed, not the released ones;
     a watchdog killed by hand is started again and told every live group."""
-    from uwf_core.engine.process import Watchdog
+    from uwf_core.engine.watchdog import Watchdog
 
     def group() -> subprocess.Popen:
         return subprocess.Popen(["sleep", "300"], start_new_session=True)

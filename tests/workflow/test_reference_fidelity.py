@@ -180,7 +180,7 @@ def test_a_location_target_runs_its_agent_in_that_directory(uwf, root_dir, tmp_p
     from uwf_core.config.model import AgentConfig, Config
     from uwf_core.repo import Repo
 
-    Repo.open(str(root_dir)).save_config(Config(agents={"where": AgentConfig("where", str(agent), (), "text")}, default_agent="where"))
+    Repo.open(str(root_dir)).save_config(Config(agents={"where": AgentConfig("where", str(agent), (), "text", writable=(str(tmp_path),))}, default_agent="where"))
     thread = uwf("thread", "start", "demo-status", "-p", "go", "-w", str(workspace)).json()["thread"]
     result = uwf("thread", "step", thread)
     assert result.code == 0, result

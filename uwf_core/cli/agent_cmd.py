@@ -5,14 +5,18 @@ from __future__ import annotations
 import sys
 
 from .common import command, group, positive_number, repo_of
-from .output import EXIT_ERROR, emit_json, note
+from .output import EXIT_ERROR, emit_json, note, warn
 
 
 def register(groups, common) -> None:
     sub = group(groups, common, "agent", "list, add, remove and test the agents in config.yaml")
-    command(sub, common, "list", cmd_list, "configured and built-in agents (JSON: name, command, args, protocol, timeout, secrets, source)")
+    command(
+        sub, common, "list", cmd_list,
+        "configured and built-in agents (JSON: name, command, args, protocol, timeout, secrets, source, sandbox, network, containment)",
+    )
     command(sub, common, "presets", cmd_presets, "the ready-made entries for known agent CLIs (add one with `uwf setup --agent-preset NAME`)")
     add = command(sub, common, "add", cmd_add, "add an agent: uwf agent add NAME [options] -- COMMAND [ARG...]")
+    add.usage = "uwf agent add NAME [options] -- COMMAND [ARG...]"
     add.add_argument("name", help="the alias roles and --agent use")
     add.add_argument(
         "--protocol",
@@ -25,6 +29,16 @@ def register(groups, common) -> None:
         "--secret", action="append", default=[], metavar="VAR", help="a .env key the agent receives (repeatable; none by default)"
     )
     add.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="a fixed environment variable (repeatable)")
+    add.add_argument(
+        "--writable", action="append", default=[], metavar="PATH",
+        help="a path besides the workspace the agent may write, e.g. its CLI's state directory (repeatable; ~ and $VAR expand)",
+    )
+    add.add_argument("--readable", action="append", default=[], metavar="PATH", help="a path under /tmp the agent may read (repeatable)")
+    add.add_argument("--no-network", dest="network", action="store_false", help="no network in its sandbox (loopback only)")
+    add.add_argument(
+        "--no-sandbox", dest="sandbox", action="store_false",
+        help="run it without a sandbox (a process group only): it can then write anywhere you can",
+    )
     add.add_argument("--replace", action="store_true", help="replace an agent of that name")
     add.add_argument(
         "misplaced", nargs="*", metavar="-- COMMAND [ARG...]",
@@ -41,8 +55,18 @@ def register(groups, common) -> None:
 def cmd_list(args) -> int:
     from ..config.agents import agent_entries
 
-    emit_json([entry.to_json() for entry in agent_entries(repo_of(args).config)])
+    emit_json([_with_containment(entry) for entry in agent_entries(repo_of(args).config)])
     return 0
+
+
+def _with_containment(entry) -> dict:
+    """The entry, and how it would run here: in a bubblewrap sandbox, or a process group only."""
+    from ..engine.sandbox import BUBBLEWRAP, PROCESS_GROUP, containment
+
+    data = entry.to_json()
+    if entry.protocol != "human":
+        data["containment"] = BUBBLEWRAP if entry.sandbox and containment().kind == BUBBLEWRAP else PROCESS_GROUP
+    return data
 
 
 def cmd_presets(args) -> int:
@@ -61,7 +85,10 @@ def cmd_add(args) -> int:
     if args.misplaced or not argv:
         raise UsageError(f"put the agent's command after --: uwf agent add {args.name} [options] -- COMMAND [ARG...]")
     env = parse_assignments(args.env, "KEY=VALUE") if args.env else {}
-    agent = new_agent(args.name, argv, protocol=args.protocol, timeout=args.timeout, secrets=args.secret, env=env)
+    agent = new_agent(
+        args.name, argv, protocol=args.protocol, timeout=args.timeout, secrets=args.secret, env=env,
+        sandbox=args.sandbox, network=args.network, writable=args.writable, readable=args.readable,
+    )
     repo = repo_of(args)
     repo.save_config(add_agent(repo.config, agent, replace_existing=args.replace))
     note(f"added agent '{agent.name}' to {repo.backend.config.location}; try it with `uwf agent test {agent.name}`")
@@ -85,6 +112,8 @@ def cmd_test(args) -> int:
     echo = (lambda line: sys.stderr.write(f"  | {line}\n")) if sys.stderr.isatty() else None
     result = check_agent(repo, args.name, timeout=args.timeout, on_output=echo)
     emit_json(result.to_json())
+    if result.warning:
+        warn(result.warning)
     if result.ok:
         note(f"agent '{result.agent}' ok in {result.seconds:.1f}s")
         return 0

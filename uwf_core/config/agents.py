@@ -33,6 +33,10 @@ class AgentEntry:
     secrets: tuple[str, ...]
     source: str  # "config.yaml", "config.yaml (preset claude)" or "built-in"
     description: str = ""
+    sandbox: bool = True  # `sandbox: false`: no sandbox for this agent, a process group only
+    network: bool = True
+    writable: tuple[str, ...] = ()  # what it may write besides the workspace (its CLI's state)
+    hide: tuple[str, ...] = ()  # workspace files it is shown empty
 
     def to_json(self) -> dict:
         data = {
@@ -43,7 +47,13 @@ class AgentEntry:
             "timeout": self.timeout,
             "secrets": list(self.secrets),
             "source": self.source,
+            "sandbox": self.sandbox,
+            "network": self.network,
         }
+        if self.writable:
+            data["writable"] = list(self.writable)
+        if self.hide:
+            data["hide"] = list(self.hide)
         if self.description:
             data["description"] = self.description
         return data
@@ -68,7 +78,10 @@ def preset_entries() -> list[AgentEntry]:
 
 
 def _entry(agent: AgentConfig, source: str) -> AgentEntry:
-    return AgentEntry(agent.name, agent.command, agent.args, agent.protocol, agent.timeout, agent.secrets, source)
+    return AgentEntry(
+        agent.name, agent.command, agent.args, agent.protocol, agent.timeout, agent.secrets, source,
+        sandbox=agent.sandbox, network=agent.network, writable=agent.writable, hide=agent.hide,
+    )
 
 
 def new_agent(
@@ -79,6 +92,10 @@ def new_agent(
     timeout: float | None = None,
     secrets: list[str] | None = None,
     env: dict[str, str] | None = None,
+    sandbox: bool = True,
+    network: bool = True,
+    writable: list[str] | None = None,
+    readable: list[str] | None = None,
 ) -> AgentConfig:
     """A checked entry: every value a user can get wrong is refused here, in one line. Without a
     protocol, uwf's own agents (uwf-script, uwf-builtin, uwf-subflow) speak step, any other CLI text."""
@@ -97,7 +114,13 @@ def new_agent(
     for secret in secrets or []:
         if not is_env_name(secret):
             raise UsageError(f"--secret {secret!r} is not a .env key name (letters, digits and '_')")
-    return AgentConfig(name, argv[0], tuple(argv[1:]), protocol, timeout, dict(env or {}), tuple(dict.fromkeys(secrets or [])))
+    for path in [*(writable or []), *(readable or [])]:
+        if not path.startswith(("/", "~", "$")):
+            raise UsageError(f"--writable and --readable take absolute paths (or ~/..., $VAR/...), not {path!r}")
+    return AgentConfig(
+        name, argv[0], tuple(argv[1:]), protocol, timeout, dict(env or {}), tuple(dict.fromkeys(secrets or [])),
+        sandbox=sandbox, network=network, writable=tuple(writable or ()), readable=tuple(readable or ()),
+    )
 
 
 def add_agent(config: Config, agent: AgentConfig, *, replace_existing: bool = False) -> Config:

@@ -49,6 +49,47 @@ def _quote(value: str) -> str:
     return f'"{value}"' if any(c.isspace() or c in "#'\"" for c in value) else value
 
 
+SECRETS_FD_ENV = "UWF_SECRETS_FD"  # a step agent's keys: an open file (JSON) uwf hands it, never its environment
+_INHERITED: list[dict[str, str] | None] = []
+
+
+def inherited_secrets() -> dict[str, str] | None:
+    """The keys uwf handed this process (a step agent, whose sandbox hides .env), read once; None
+    when uwf handed none (the caller reads .env itself)."""
+    if not _INHERITED:
+        values = None
+        fd = os.environ.get(SECRETS_FD_ENV)
+        if fd and fd.isdigit():
+            import json
+
+            try:
+                data = os.pread(int(fd), 1 << 20, 0)
+                parsed = json.loads(data.decode("utf-8")) if data else {}
+                if isinstance(parsed, dict):
+                    values = {str(k): str(v) for k, v in parsed.items()}
+            except (OSError, ValueError):
+                values = None
+        _INHERITED.append(values)
+    return _INHERITED[0]
+
+
+def secrets_file(values: dict[str, str]) -> int:
+    """An unnamed file holding `values` (JSON), to hand to a step agent as SECRETS_FD_ENV: it and
+    the uwf commands it runs read it at offset 0; nothing is left on disk."""
+    import json
+    import tempfile
+
+    data = json.dumps(values).encode("utf-8")
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("uwf-secrets")
+    else:
+        handle = tempfile.TemporaryFile()  # unlinked at once on POSIX
+        fd = os.dup(handle.fileno())
+        handle.close()
+    os.write(fd, data)
+    return fd
+
+
 def env_with_secrets(env_values: dict[str, str], base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment uwf's own LLM calls resolve keys in (extract, uwf-builtin): .env fills in what
     is unset. Agents that uwf spawns get only the keys they name (engine.call.agent_env)."""
@@ -60,28 +101,46 @@ def env_with_secrets(env_values: dict[str, str], base: dict[str, str] | None = N
 
 MIN_SECRET_LENGTH = 6  # shorter values ("1", "true") are settings, and hiding them would garble ordinary text
 
+# The key variables agent CLIs read (the presets rely on them), and the name shapes keys take:
+# whatever holds a key an agent can see is redacted, whether it came from .env or the caller.
+WELL_KNOWN_KEYS = frozenset({
+    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY",
+    "GOOGLE_API_KEY", "CODEX_API_KEY", "CURSOR_API_KEY", "AZURE_OPENAI_API_KEY", "MISTRAL_API_KEY", "GROQ_API_KEY",
+    "DEEPSEEK_API_KEY", "XAI_API_KEY", "TOGETHER_API_KEY", "NOUS_API_KEY", "HF_TOKEN", "GITHUB_TOKEN", "GH_TOKEN",
+    "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+})
+KEY_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_ACCESS_KEY", "_PASSWORD")
+
+
+def is_key_name(name: str) -> bool:
+    """A variable that holds a key by its name: a well-known one, or one ending like a key."""
+    return name in WELL_KNOWN_KEYS or name.upper().endswith(KEY_SUFFIXES)
+
 
 class Secrets:
-    """Every value that must never be stored or shown, by name: each .env value and each provider's
-    key found in the environment. One redaction for every path that stores or prints agent text."""
+    """Every value that must never be stored or shown, by name: each .env value; and from the
+    environment, each provider's key, each key an agent entry names, and every variable named
+    like a key. One redaction for every path that stores or prints agent text."""
 
     __slots__ = ("by_name", "_ordered")
 
-    def __init__(self, by_name: dict[str, str]) -> None:
+    def __init__(self, by_name: dict[str, str], more: list[tuple[str, str]] = ()) -> None:
+        """`more`: (name, value) pairs beside `by_name`, for a name with a second value (the
+        environment's key and .env's differ): both are redacted."""
         self.by_name = {name: value for name, value in by_name.items() if len(value) >= MIN_SECRET_LENGTH}
+        pairs = {(value, name) for name, value in [*self.by_name.items(), *more] if len(value) >= MIN_SECRET_LENGTH}
         # Longest first, so a secret that contains another is replaced whole.
-        self._ordered = sorted(((value, name) for name, value in self.by_name.items()), key=lambda item: -len(item[0]))
+        self._ordered = sorted(pairs, key=lambda item: (-len(item[0]), item[1]))
 
     @classmethod
     def of(cls, config: Config, env_values: dict[str, str], environ: dict[str, str] | None = None) -> Secrets:
         environ = os.environ if environ is None else environ
-        by_name = {}
-        for provider in config.providers.values():
-            name = provider.api_key_env
-            if name and environ.get(name):
-                by_name[name] = environ[name]
-        by_name.update(env_values)
-        return cls(by_name)
+        named = {provider.api_key_env for provider in config.providers.values() if provider.api_key_env}
+        for agent in config.agents.values():
+            named.update(agent.secrets)
+        from_environ = {name: value for name, value in environ.items() if value and (name in named or is_key_name(name))}
+        more = [(name, value) for name, value in from_environ.items() if name in env_values and env_values[name] != value]
+        return cls({**from_environ, **env_values}, more)
 
     @property
     def names(self) -> frozenset[str]:
@@ -101,6 +160,14 @@ class Secrets:
         if isinstance(value, (list, tuple)):
             return [self.redact(item) for item in value]
         return value
+
+    @property
+    def empty(self) -> bool:
+        return not self._ordered
+
+    def found(self, text: str) -> list[str]:
+        """The names of the secrets `text` holds."""
+        return list(dict.fromkeys(name for secret, name in self._ordered if secret in text))
 
     def text(self, value: str) -> str:
         """`redact` for a string, typed as one."""

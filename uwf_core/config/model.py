@@ -47,6 +47,11 @@ class AgentConfig:
     env: dict[str, str] = field(default_factory=dict)
     secrets: tuple[str, ...] = ()  # the .env keys this agent receives; none unless named
     reuse: bool = False  # memoized replay: a step with the same inputs as an earlier one reuses its output
+    sandbox: bool = True  # run contained (engine/sandbox.py); false: a process group only
+    network: bool = True  # false: the sandbox has no network but loopback
+    writable: tuple[str, ...] = ()  # paths besides the workspace the agent may write (~ and $VARS expanded)
+    readable: tuple[str, ...] = ()  # paths the sandbox would hide (under /tmp) that the agent may read
+    hide: tuple[str, ...] = ()  # workspace files the agent must not read as config (shown empty in the sandbox)
 
     def to_dict(self) -> dict:
         data: dict = {"command": self.command, "args": list(self.args), "protocol": self.protocol}
@@ -58,6 +63,13 @@ class AgentConfig:
             data["secrets"] = list(self.secrets)
         if self.reuse:
             data["reuse"] = "true"
+        if not self.sandbox:
+            data["sandbox"] = "false"
+        if not self.network:
+            data["network"] = "false"
+        for key in ("writable", "readable", "hide"):
+            if getattr(self, key):
+                data[key] = list(getattr(self, key))
         return data
 
 
@@ -214,8 +226,10 @@ def _price(model: str, spec: object, where: str) -> Price:
     return Price(model, values[0], values[1])
 
 
-def _flag(value: object, where: str) -> bool:
-    if _none(value) or value is False or str(value).lower() in ("false", "no", "off"):
+def _flag(value: object, where: str, default: bool = False) -> bool:
+    if _none(value):
+        return default
+    if value is False or str(value).lower() in ("false", "no", "off"):
         return False
     if value is True or str(value).lower() in ("true", "yes", "on"):
         return True
@@ -226,7 +240,10 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
     if isinstance(spec, str):
         spec = {"command": spec}
     if not isinstance(spec, dict):
-        raise ConfigError(f"{where} must be a mapping with command (and args, protocol, timeout, env, secrets, reuse)")
+        raise ConfigError(f"{where} must be a mapping with command (and args, protocol, timeout, env, secrets, reuse, sandbox, ...)")
+    unknown = sorted(set(spec) - AGENT_KEYS)
+    if unknown:
+        raise ConfigError(f"{where} has no setting {unknown[0]!r} (known: {', '.join(sorted(AGENT_KEYS))})")
     args = spec.get("args")
     if _none(args) or args == []:
         args = []
@@ -257,7 +274,29 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
     return AgentConfig(
         name, _text(spec.get("command"), f"{where}.command"), tuple(args), protocol, timeout, dict(env), tuple(secrets),
         _flag(spec.get("reuse"), f"{where}.reuse"),
+        sandbox=_flag(spec.get("sandbox"), f"{where}.sandbox", default=True),
+        network=_flag(spec.get("network"), f"{where}.network", default=True),
+        writable=_paths(spec.get("writable"), f"{where}.writable"),
+        readable=_paths(spec.get("readable"), f"{where}.readable"),
+        hide=_paths(spec.get("hide"), f"{where}.hide", relative=True),
     )
+
+
+AGENT_KEYS = {"command", "args", "protocol", "timeout", "env", "secrets", "reuse", "sandbox", "network", "writable", "readable", "hide"}
+
+
+def _paths(value: object, where: str, *, relative: bool = False) -> tuple[str, ...]:
+    """A list of paths: absolute (or ~ / $VAR) for writable and readable, inside the workspace for hide."""
+    if _none(value) or value == []:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        raise ConfigError(f"{where} must be a list of paths")
+    for item in value:
+        if relative and (item.startswith(("/", "~", "$")) or ".." in item.split("/")):
+            raise ConfigError(f"{where}: {item!r} must be a path inside the workspace (relative, no '..')")
+        if not relative and not item.startswith(("/", "~", "$")):
+            raise ConfigError(f"{where}: {item!r} must be absolute (or start with ~ or $VAR)")
+    return tuple(value)
 
 
 def is_env_name(name: str) -> bool:

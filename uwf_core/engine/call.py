@@ -21,6 +21,7 @@ from .resolve import ResolvedAgent
 if TYPE_CHECKING:
     from ..config.env import Secrets
     from ..repo import Repo
+    from .sandbox import Policy
     from ..store.base import StepLease
     from ..thread.model import ThreadContext
     from ..thread.moderator import Decision
@@ -34,7 +35,10 @@ def agent_env(repo: Repo, resolved: ResolvedAgent) -> dict[str, str]:
     agents built on the kit read .env themselves), the entry's own env, and uwf's script
     directory at the end of PATH so the bundled agents and `uwf` itself are found even
     when the virtualenv is not activated."""
+    from ..config.env import SECRETS_FD_ENV
+
     env = dict(os.environ)
+    env.pop(SECRETS_FD_ENV, None)  # the file a step agent of ours was handed is not its children's
     for name in resolved.secrets:
         if name in repo.env_values:
             env.setdefault(name, repo.env_values[name])
@@ -110,13 +114,28 @@ class AgentCall:
 
         return agent_fingerprint(self.resolved)
 
+    @property
+    def sees_store(self) -> bool:
+        """A step-protocol agent writes its own nodes; any other agent is not shown the store."""
+        return self.resolved.protocol == "step"
+
+    @cached_property
+    def contained(self) -> bool:
+        """In a bubblewrap sandbox (else in the fallback containment, or uncontained)."""
+        from .sandbox import BUBBLEWRAP, containment
+
+        return self.resolved.sandbox and containment().kind == BUBBLEWRAP
+
     @cached_property
     def env(self) -> dict[str, str]:
         from .reuse import AGENT_ENV
 
         env = agent_env(self.repo, self.resolved)
+        if self.sees_store or not self.contained:
+            env["UWF_STORAGE_ROOT"] = self.repo.location
+        else:
+            env.pop("UWF_STORAGE_ROOT", None)  # the root is hidden from it: no path to a store that is not there
         env.update(
-            UWF_STORAGE_ROOT=self.repo.location,
             UWF_THREAD=self.info.thread,
             UWF_ROLE=self.role.name,
             UWF_HEAD=self.info.head,
@@ -134,12 +153,17 @@ class AgentCall:
         return env
 
     @cached_property
-    def cwd(self) -> str:
-        """The thread's workspace (else the caller's directory), or the route's `location` inside it."""
+    def workspace(self) -> str:
+        """The thread's workspace, else the caller's directory: what the agent may write."""
         workspace = self.context.start.workspace
         if workspace and not os.path.isdir(workspace):
             raise StepError(f"the thread's workspace {workspace} does not exist")
-        base = workspace or os.getcwd()
+        return os.path.abspath(workspace or os.getcwd())
+
+    @cached_property
+    def cwd(self) -> str:
+        """The thread's workspace (else the caller's directory), or the route's `location` inside it."""
+        base = self.workspace
         location = self.decision.location
         if not location:
             return base
@@ -151,21 +175,66 @@ class AgentCall:
             raise StepError(f"location '{location}' of role '{self.role.name}' is not a directory in the workspace {base}")
         return path
 
-    def spawn(self, argv: list[str], stdin_text: str | None) -> ProcessOutcome:
+    @cached_property
+    def policy(self) -> Policy:
+        """What the agent may see and touch (engine/sandbox.py)."""
+        from .sandbox import agent_policy
+
+        backend = self.repo.backend
+        env_files = (self.repo.env_path, os.environ.get("UWF_ENV_FILE") or "", os.path.join(os.path.expanduser("~"), ".uwf", ".env"))
+        return agent_policy(
+            cwd=self.cwd,
+            workspace=self.workspace,
+            sees_store=self.sees_store,
+            store_dirs=backend.store_dirs,
+            socket_dirs=backend.socket_dirs,
+            env_files=tuple(path for path in env_files if path),
+            argv=self.resolved.argv,
+            env=self.env,
+            writable=self.resolved.writable,
+            readable=self.resolved.readable,
+            hide=self.resolved.hide,
+            network=self.resolved.network,
+            sandbox=self.resolved.sandbox,
+        )
+
+    def spawn(self, argv: list[str], stdin_text: str | None, prompt_data: bytes | None = None) -> ProcessOutcome:
+        """Run the agent, contained; `prompt_data` is its {prompt_file} in a sandbox's /tmp."""
         shown = self.options.on_output
         on_output = None if shown is None else lambda line: shown(self.secrets.text(line))
-        outcome = run_process(
-            argv,
-            cwd=self.cwd,
-            env=self.env,
-            stdin_text=stdin_text,
-            timeout=self.time_left(),
-            on_output=on_output,
-            on_start=lambda pid: self.lease.update(pgid=pid),
-            cancel=KillWatch(self.repo, self.info.thread, self.options.cancel),
-        )
+        _warn_uncontained(self.resolved.sandbox, on_output)
+        env, fds = self.env, ()
+        if self.sees_store:  # its kit reads its keys from this file, since the sandbox hides .env
+            from ..config.env import SECRETS_FD_ENV, secrets_file
+
+            fds = (secrets_file(self.step_agent_keys()),)
+            env = {**env, SECRETS_FD_ENV: str(fds[0])}
+        try:
+            outcome = run_process(
+                argv,
+                cwd=self.cwd,
+                env=env,
+                stdin_text=stdin_text,
+                timeout=self.time_left(),
+                on_output=on_output,
+                on_start=lambda pid: self.lease.update(pgid=pid),
+                cancel=KillWatch(self.repo, self.info.thread, self.options.cancel),
+                policy=self.policy,
+                prompt_data=prompt_data,
+                pass_fds=fds,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
         self._check(outcome)
         return outcome
+
+    def step_agent_keys(self) -> dict[str, str]:
+        """What a step agent may use of .env: the keys its entry names, and each provider's key
+        (the agent kit's own model calls: uwf-builtin's model, the extract fallback)."""
+        names = set(self.resolved.secrets)
+        names.update(provider.api_key_env for provider in self.repo.config.providers.values() if provider.api_key_env)
+        return {name: value for name, value in self.repo.env_values.items() if name in names}
 
     def _check(self, outcome: ProcessOutcome) -> None:
         tail = self.secrets.text(outcome.stderr_tail.strip())
@@ -193,6 +262,26 @@ class AgentCall:
             out = self.secrets.text(outcome.stdout.strip())
             suffix = f"; no stderr; stdout: {excerpt_end(out, 300)}" if out else "; it printed nothing"
         raise StepError(f"agent '{label}' {how}{suffix}", "failed", tail)
+
+
+_WARNED: list[bool] = []
+
+
+def _warn_uncontained(wanted: bool, on_output) -> None:
+    """Once per process: where no sandbox can start, say so (and why) before the first agent runs."""
+    from .sandbox import BUBBLEWRAP, containment
+
+    if not wanted or _WARNED:
+        return
+    box = containment()
+    if box.kind == BUBBLEWRAP or box.nested:
+        return
+    _WARNED.append(True)
+    if on_output is not None:
+        on_output(
+            f"uwf: warning: agents run without a sandbox: {box.reason}; each runs in a process group that uwf ends "
+            f"with its step, but it can write outside its workspace and read the root (install bubblewrap)"
+        )
 
 
 class KillWatch:

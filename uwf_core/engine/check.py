@@ -56,9 +56,13 @@ class AgentCheck:
     answer: object = None
     error: str | None = None
     stderr_first_line: str | None = None
+    containment: str | None = None  # "bubblewrap", or "process-group" (no sandbox: why)
+    warning: str | None = None
 
     def to_json(self) -> dict:
         data: dict = {"agent": self.agent, "ok": self.ok, "seconds": round(self.seconds, 2)}
+        if self.containment:
+            data["containment"] = self.containment
         if self.ok:
             data["answer"] = self.answer
         else:
@@ -81,8 +85,18 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
     from .resolve import resolve_agent
     from .step import perform_step
 
+    from .sandbox import BUBBLEWRAP, PROCESS_GROUP, containment
+
     config = repo.config
     resolved = resolve_agent(config, "uwf-agent-check", "check", override=agent)
+    box = containment()
+    kind = BUBBLEWRAP if resolved.sandbox and box.kind == BUBBLEWRAP else PROCESS_GROUP
+    warning = None
+    if not resolved.sandbox:
+        warning = f"agent '{resolved.label}' runs without a sandbox (sandbox: false): it can write anywhere you can and read the root's .env"
+    elif kind != BUBBLEWRAP:
+        warning = f"agents run without a sandbox here: {box.reason}"
+    report = {"containment": kind, "warning": warning}
     if timeout is None:
         timeout = min(resolved.timeout, MAX_CHECK_TIMEOUT) if resolved.timeout else DEFAULT_CHECK_TIMEOUT
     scratch = tempfile.mkdtemp(prefix="uwf-agent-check-")
@@ -103,12 +117,14 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
         try:
             result = perform_step(check, info.thread, StepOptions(agent=agent, timeout=timeout, on_output=on_output))
         except StepError as exc:
-            return AgentCheck(resolved.label, False, time.monotonic() - started, error=exc.message, stderr_first_line=_first_line(exc.stderr))
+            return AgentCheck(
+                resolved.label, False, time.monotonic() - started, error=exc.message, stderr_first_line=_first_line(exc.stderr), **report
+            )
         except UwfError as exc:
-            return AgentCheck(resolved.label, False, time.monotonic() - started, error=exc.message)
+            return AgentCheck(resolved.label, False, time.monotonic() - started, error=exc.message, **report)
         step = StepNode.from_payload(check.nodes.get(result.head).payload)
         output = check.nodes.payload(step.output)
-        return AgentCheck(resolved.label, True, time.monotonic() - started, answer=output.get("answer"))
+        return AgentCheck(resolved.label, True, time.monotonic() - started, answer=output.get("answer"), **report)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -1,5 +1,6 @@
-"""Run one agent command: its own process group, stderr streamed line by line,
-stdout collected, a timeout and a cancel that kill the whole group.
+"""Run one agent command: contained (in a bubblewrap sandbox, engine/sandbox.py, or else in a
+process group of its own under uwf as subreaper, engine/orphans.py), stderr streamed line by
+line, stdout collected, a timeout and a cancel that end everything it started.
 
 The object that owns the child lives here, outside any UI: the CLI passes a
 callback that writes lines to its stderr, the TUI one that posts them to a
@@ -20,19 +21,19 @@ from ..encoding.records import record
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..errors import UwfError
+from .watchdog import WATCHDOG
 
 if TYPE_CHECKING:
     from typing import Callable
+
+    from .sandbox import Policy
 
 STDERR_TAIL_CHARS = 2000
 # An answer is read whole before it is parsed: past this, the agent is stopped rather than
 # buffered (uwf reads at most 8,000,000 characters of an answer; UTF-8 takes up to 4 bytes each).
 MAX_STDOUT_BYTES = 32_000_000
 TERM_GRACE_SECONDS = 2.0
-# Reads a pipe only this uwf process holds open: `+ PGID` when an agent starts, `- PGID` when uwf
-# has dealt with it. End-of-file means uwf has exited, whether it finished or was SIGKILLed: the
-# groups still listed then are orphans, and are killed.
-WATCHDOG = '{ if ($1 == "+") live[$2] = 1; else delete live[$2] } END { for (g in live) system("kill -KILL -" g " 2>/dev/null") }'
+LOOK_EVERY_SECONDS = 0.2  # the fallback containment's look at the agent's descendants
 
 
 @record(frozen=True)
@@ -63,35 +64,28 @@ class Cancel:
 def _group_alive(pgid: int) -> bool:
     """Whether any process of the group still runs. Zombies don't count: an orphaned
     child whose reaper is slow (or absent, in some containers) is already dead."""
+    from .orphans import process_table
+
     try:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):
         return False
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
+    table = process_table()
+    if not table:
+        return True  # no /proc to look in: the group answered the signal
+    return any(group == pgid and state != b"Z" for _, group, state, _ in table.values())
 
 
 def kill_group(pgid: int, proc: subprocess.Popen | None = None, grace: float = TERM_GRACE_SECONDS) -> None:
     """SIGTERM the group, then SIGKILL whatever is left after a short grace.
 
-    `proc`, the group leader when it is our child, is reaped while waiting.
+    `proc`, the group leader when it is our child, is reaped while waiting. A sandbox's leader is
+    bubblewrap, which dies at once on SIGTERM and takes the sandbox with it: the agent inside,
+    in a session of its own, is sent the SIGTERM instead, so it can stop its own children first.
     """
     try:
-        os.killpg(pgid, signal.SIGTERM)
+        for target in _sandboxed_sessions(pgid) or [pgid]:
+            os.killpg(target, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         return
     deadline = time.monotonic() + grace
@@ -107,6 +101,18 @@ def kill_group(pgid: int, proc: subprocess.Popen | None = None, grace: float = T
         pass
 
 
+def _sandboxed_sessions(pgid: int) -> list[int]:
+    """The sessions of the agents a bubblewrap leader `pgid` runs (its children), else none."""
+    try:
+        with open(f"/proc/{pgid}/comm", "rb") as handle:
+            if handle.read().strip() != b"bwrap":
+                return []
+        with open(f"/proc/{pgid}/task/{pgid}/children", "rb") as handle:
+            return [int(pid) for pid in handle.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def run_process(
     argv: list[str],
     *,
@@ -117,25 +123,36 @@ def run_process(
     on_output: Callable[[str], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     cancel: Cancel | None = None,
+    policy: Policy | None = None,
+    prompt_data: bytes | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> ProcessOutcome:
+    """Run `argv` to its end. With a `policy`, contained: in the sandbox it describes (where
+    `prompt_data` becomes its /tmp/uwf-prompt.md), or else under uwf as subreaper."""
+    from .orphans import SPAWN_LOCK, Orphans, become_subreaper
+    from .sandbox import BUBBLEWRAP, bwrap_argv, containment, empty_document
+
     started = time.monotonic()
+    command, fds, orphans, own_fds = argv, tuple(pass_fds), None, []
+    box = containment() if policy is not None and policy.sandbox else None
+    if box is not None and box.kind == BUBBLEWRAP:
+        _check_command(argv[0], cwd, env)  # inside, bubblewrap would only say "execvp" with exit 1
+        prompt_fd = _memory_file(prompt_data) if prompt_data is not None else None
+        empty_fds = tuple(_memory_file(empty_document(path)) for path in policy.hidden_files)
+        own_fds = [*empty_fds, *([prompt_fd] if prompt_fd is not None else [])]
+        command = bwrap_argv(box.bwrap, policy, argv, prompt_fd, empty_fds)
+        fds += tuple(own_fds)
+    elif policy is not None:
+        become_subreaper()
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except FileNotFoundError:
-        raise UwfError(f"agent command '{argv[0]}' not found") from None
-    except PermissionError:
-        raise UwfError(f"agent command '{argv[0]}' is not executable") from None
-    except OSError as exc:
-        raise UwfError(f"cannot start agent command '{argv[0]}': {exc.strerror}") from None
-    WATCHDOG_PROCESS.guard(proc.pid)
+        with SPAWN_LOCK:
+            proc = _spawn(command, argv[0], cwd, env, stdin_text is not None, fds)
+            if policy is not None and command is argv:
+                orphans = Orphans(proc.pid)
+    finally:
+        for fd in own_fds:
+            os.close(fd)
+    WATCHDOG.guard(proc.pid)
     if on_start is not None:
         on_start(proc.pid)
     if stdin_text is not None:
@@ -143,14 +160,19 @@ def run_process(
         if rest:  # the agent reads it as it goes: a thread feeds the rest while we supervise
             threading.Thread(target=_feed, args=(proc.stdin, rest), daemon=True).start()
     try:
-        stdout, stderr_tail, timed_out, cancelled, overflowed = _supervise(proc, timeout, on_output, cancel, started)
+        stdout, stderr_tail, timed_out, cancelled, overflowed = _supervise(proc, timeout, on_output, cancel, started, orphans)
     finally:
         if proc.poll() is None:
             kill_group(proc.pid, proc)
             proc.wait()
-        WATCHDOG_PROCESS.release(proc.pid)
+        if orphans is not None:
+            orphans.end()  # after the leader is reaped: its pid is no orphan's to take
+        WATCHDOG.release(proc.pid)
+    exit_code = proc.returncode
+    if command is not argv:  # it ran in a sandbox
+        exit_code = _inner_exit(exit_code)
     return ProcessOutcome(
-        exit_code=proc.returncode,
+        exit_code=exit_code,
         stdout=stdout,
         stderr_tail=stderr_tail,
         timed_out=timed_out,
@@ -161,57 +183,55 @@ def run_process(
     )
 
 
-class Watchdog:
-    """One small process per uwf process (awk on a pipe, started with the first agent) that kills
-    the process groups of the agents still running if uwf dies: a SIGKILLed `uwf thread step` or
-    worker would otherwise leave its agent running beside the one the next step starts from the
-    same head, two agents at work in one workspace. One for every agent a TUI or worker runs, so
-    a step pays for no extra process."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.process: subprocess.Popen | None = None
-        self.live: set[int] = set()
-
-    def guard(self, pgid: int) -> None:
-        with self.lock:
-            self.live.add(pgid)
-            self._tell(f"+ {pgid}\n")
-
-    def release(self, pgid: int) -> None:
-        with self.lock:
-            self.live.discard(pgid)
-            self._tell(f"- {pgid}\n")
-
-    def _tell(self, line: str) -> None:
-        for _ in range(2):  # a watchdog that died (killed by hand) is started again, told every live group
-            if self.process is None or self.process.poll() is not None:
-                self.process = self._start()
-                if self.process is None:
-                    return  # no awk: steps run unguarded, as they would have anyway
-                line = "".join(f"+ {pgid}\n" for pgid in self.live)  # the set as it is now, this change included
-            try:
-                self.process.stdin.write(line.encode())
-                self.process.stdin.flush()
-                return
-            except OSError:
-                self.process = None
-
-    @staticmethod
-    def _start() -> subprocess.Popen | None:
-        try:
-            return subprocess.Popen(
-                ["awk", WATCHDOG],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,  # a terminal's ctrl+c is uwf's to handle, not its
-            )
-        except OSError:
-            return None
+def _spawn(command: list[str], name: str, cwd: str | None, env: dict[str, str], stdin: bool, fds: tuple[int, ...]) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=fds,
+        )
+    except FileNotFoundError:
+        raise UwfError(f"agent command '{name}' not found") from None
+    except PermissionError:
+        raise UwfError(f"agent command '{name}' is not executable") from None
+    except OSError as exc:
+        raise UwfError(f"cannot start agent command '{name}': {exc.strerror}") from None
 
 
-WATCHDOG_PROCESS = Watchdog()
+def _inner_exit(code: int | None) -> int | None:
+    """The agent's own exit as bubblewrap passes it on: 128+N when a signal N ended it."""
+    if code is not None and 128 < code < 128 + 65:
+        return -(code - 128)
+    return code
+
+
+def _check_command(name: str, cwd: str | None, env: dict[str, str]) -> None:
+    import shutil
+
+    if os.sep in name:
+        path = os.path.join(cwd or os.getcwd(), name)
+        if not os.path.exists(path):
+            raise UwfError(f"agent command '{name}' not found")
+        if not os.access(path, os.X_OK) or os.path.isdir(path):
+            raise UwfError(f"agent command '{name}' is not executable")
+    elif shutil.which(name, path=env.get("PATH")) is None:
+        raise UwfError(f"agent command '{name}' not found")
+
+
+def _memory_file(data: bytes) -> int:
+    """A file that lives only in memory, for bubblewrap to copy into the sandbox's /tmp."""
+    fd = os.memfd_create("uwf-prompt")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
 
 
 def _write_what_fits(pipe, data: bytes) -> bytes:
@@ -244,7 +264,7 @@ def _feed(pipe, data: bytes) -> None:
         pass
 
 
-def _supervise(proc, timeout, on_output, cancel, started):
+def _supervise(proc, timeout, on_output, cancel, started, orphans=None):
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ, "out")
     selector.register(proc.stderr, selectors.EVENT_READ, "err")
@@ -254,7 +274,11 @@ def _supervise(proc, timeout, on_output, cancel, started):
     partial = bytearray()
     timed_out = cancelled = overflowed = False
     exited_at = None
+    next_look = started
     while selector.get_map():
+        if orphans is not None and time.monotonic() >= next_look:
+            orphans.look()
+            next_look = time.monotonic() + LOOK_EVERY_SECONDS
         for key, _ in selector.select(timeout=0.1):
             data = os.read(key.fileobj.fileno(), 65536)
             if not data:

@@ -38,6 +38,11 @@ class ResolvedAgent:
     origin: str = ORIGIN_OPTION  # which rule chose it: one of ORIGINS
     spec: str = ""  # what that rule named (an alias or a command line)
     reuse: bool = False  # the entry opts in to memoized replay (`reuse: true`)
+    sandbox: bool = True  # contained (engine/sandbox.py) unless the entry says `sandbox: false`
+    network: bool = True
+    writable: tuple[str, ...] = ()
+    readable: tuple[str, ...] = ()
+    hide: tuple[str, ...] = ()
 
 
 def parse_assignments(items: list[str], what: str = "ROLE=AGENT") -> dict[str, str]:
@@ -115,4 +120,9 @@ def _from_alias(agent: AgentConfig, source: str, origin: str, spec: str) -> Reso
         origin=origin,
         spec=spec,
         reuse=agent.reuse,
+        sandbox=agent.sandbox,
+        network=agent.network,
+        writable=agent.writable,
+        readable=agent.readable,
+        hide=agent.hide,
     )

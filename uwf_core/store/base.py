@@ -37,6 +37,8 @@ class NodeStore(Protocol):
     def touched_all(self) -> dict[str, float]:
         """touched_at of every node at once (gc over many nodes)."""
     def delete(self, hash_: str) -> None: ...
+    def purge(self, hashes: list[str]) -> None:
+        """Delete nodes that must leave no copy of their bytes behind (a key an agent wrote)."""
     def rebuild_index(self, members: dict[str, list[str]]) -> None: ...
     def index_lock(self) -> ContextManager: ...
     def batch(self) -> ContextManager:
@@ -150,6 +152,8 @@ class Backend(Protocol):
     config: TextFile
     env_path: str  # this host's .env: secrets never live in shared storage
     scratch_dir: str  # this host's temp space (prompt files)
+    store_dirs: tuple[str, ...]  # the directories the store is (a step agent's sandbox may write them; a text agent's hides them)
+    socket_dirs: tuple[str, ...]  # Unix-socket directories the store is reached through (shown to step agents)
 
     def change_token(self) -> Hashable:
         """Changes whenever threads, runs, the registry, a step lock or the queue change (for live views)."""

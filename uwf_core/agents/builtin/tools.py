@@ -237,9 +237,10 @@ def run_command(ws: Workspace, settings: ToolSettings, args: dict) -> str:
     timeout = min(MAX_COMMAND_TIMEOUT, float(args.get("timeout") or settings.command_timeout))
     from ...engine.process import run_process
 
-    # The shell gets neither the API keys nor the way to the root (its .env holds every key);
-    # it is still an unconfined shell: see the README.
-    env = {key: value for key, value in os.environ.items() if key not in settings.hidden_env and key != "UWF_STORAGE_ROOT"}
+    # The shell gets neither the API keys nor the way to the root; it runs in this agent's sandbox
+    # (the workspace writable, .env hidden), where this process cannot be read (see agent.py).
+    hidden = {*settings.hidden_env, "UWF_STORAGE_ROOT", "UWF_SECRETS_FD"}
+    env = {key: value for key, value in os.environ.items() if key not in hidden}
     lines: list[str] = []
     outcome = run_process(["sh", "-c", command], cwd=cwd, env=env, timeout=timeout, on_output=lines.append)
     stderr = "\n".join(lines)

@@ -1,5 +1,6 @@
 """The step protocol: `<command> [args] <thread> <role>`; the agent writes output, detail and
-StepNode itself and prints the StepNode's hash last. uwf only verifies it."""
+StepNode itself and prints the StepNode's hash last. uwf verifies it, and that no node it wrote
+holds a key: its sandbox hides .env, so its kit cannot redact a key it came across another way."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ if TYPE_CHECKING:
 
 
 def run(call: AgentCall) -> str:
+    import time
+
+    since = time.time()
     outcome = call.spawn([*call.resolved.argv, call.info.thread, call.role.name], None)
     lines = [line.strip() for line in outcome.stdout.splitlines() if line.strip()]
     if not lines:
@@ -23,4 +27,50 @@ def run(call: AgentCall) -> str:
     answer = lines[-1]
     hash_ = answer.upper() if is_cas_ref(answer.upper()) else answer
     check_step_node(call.repo.nodes, hash_, call.context, call.role.name, call.role.meta, call.resolved.label)
+    _refuse_keys(call, hash_, since)
     return hash_
+
+
+def _refuse_keys(call: AgentCall, step: str, since: float) -> None:
+    """Refuse the step if a node the agent wrote in it holds a key uwf knows (its .env, keys
+    named like keys), and remove those nodes and the new ones that name them: a key must never
+    stay in the store. Older nodes were checked when they were written."""
+    import json
+
+    if call.secrets.empty:
+        return
+    from ...thread.history import KEY as ENTRY_KEY
+
+    store, nodes = call.repo.nodes, call.repo.backend.nodes
+    fresh: dict[str, list[str]] = {}  # node written in this step -> the fresh nodes it names
+    entry = nodes.derived(ENTRY_KEY + step)  # the step as later prompts show it: written beside it
+    queue = [step, *([entry.decode("ascii", "replace")] if entry else [])]
+    while queue:
+        hash_ = queue.pop()
+        touched = nodes.touched_at(hash_)
+        if hash_ in fresh or not store.has(hash_) or touched is None or touched < since - 2:  # touched: to the second
+            continue
+        fresh[hash_] = store.refs(hash_)
+        queue.extend(fresh[hash_])
+    leaking = {}
+    for hash_ in fresh:
+        names = call.secrets.found(json.dumps(store.get(hash_).payload, ensure_ascii=False))
+        if names:
+            leaking[hash_] = names
+    if not leaking:
+        return
+    doomed = set(leaking)
+    while True:  # the new nodes that name a doomed one would name a node that is gone
+        more = {hash_ for hash_, refs in fresh.items() if hash_ not in doomed and doomed & set(refs)}
+        if not more:
+            break
+        doomed |= more
+    nodes.purge(sorted(doomed))
+    for hash_ in doomed:
+        store.forget(hash_)
+    first, names = next(iter(leaking.items()))
+    raise StepError(
+        f"agent '{call.resolved.label}' wrote the value of {', '.join(names)} into node {first}: a key it was not given "
+        f"(it came across it some other way), which no stored node may hold; the step is refused and the "
+        f"{len(doomed)} node{'s' if len(doomed) != 1 else ''} it wrote with it removed"
+    )

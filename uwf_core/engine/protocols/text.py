@@ -53,6 +53,8 @@ def run(call: AgentCall) -> str:
         "exitCode": last[0].exit_code,
         "durationMs": int(time.time() * 1000) - call.started_ms,
     }
+    if result.extracted.evidence is not None:
+        detail["extractEvidence"] = result.extracted.evidence  # what of the answer each field rests on
     if result.usage is not None:
         from ...llm.client import model_alias_for
 
@@ -76,12 +78,13 @@ def run(call: AgentCall) -> str:
 
 
 def _looked_like(stdout: str) -> str:
-    """What the output looked like, for the error: its size and first line."""
-    text = stdout.strip()
-    if not text:
+    """What the output looked like, for the error: its size and first lines (an agent that failed
+    and still exited 0 says why there: "Error: 401 Unauthorized")."""
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    if not lines:
         return "its output was empty"
-    first = text.splitlines()[0]
-    first = first if len(first) <= 100 else first[:100] + "…"
+    first = " ⏎ ".join(lines[:3])
+    first = first if len(first) <= 200 else first[:200] + "…"
     return f"its output ({len(stdout)} characters) began: {first!r}"
 
 
@@ -94,32 +97,41 @@ def _llm_fallback(call: AgentCall):
 
 
 def _run_text(call: AgentCall, prompt: str) -> ProcessOutcome:
-    argv, stdin_text, prompt_file = _text_argv(call, prompt)
-    try:
-        return call.spawn(argv, stdin_text)
-    finally:
-        if prompt_file:
-            os.unlink(prompt_file)
+    """In a sandbox, {prompt_file} is a file of its private /tmp that exists only in memory;
+    otherwise a file in the root's scratch directory, which the watchdog removes if uwf dies."""
+    from ..watchdog import WATCHDOG
 
-
-def _text_argv(call: AgentCall, prompt: str) -> tuple[list[str], str | None, str | None]:
-    template = call.resolved.argv
+    wants_file = any("{prompt_file}" in arg for arg in call.resolved.argv)
     prompt_file = None
-    uses_prompt = any("{prompt}" in arg or "{prompt_file}" in arg for arg in template)
-    if any("{prompt_file}" in arg for arg in template):
+    if wants_file and call.contained:
+        from ..sandbox import PROMPT_PATH
+
+        prompt_file = PROMPT_PATH
+    elif wants_file:
         prompt_file = _write_prompt_file(call.repo.backend.scratch_dir, prompt)
+        WATCHDOG.guard_file(prompt_file)
+    try:
+        argv, stdin_text = _text_argv(call, prompt, prompt_file)
+        return call.spawn(argv, stdin_text, prompt.encode("utf-8") if wants_file and call.contained else None)
+    finally:
+        if prompt_file and not call.contained:
+            os.unlink(prompt_file)
+            WATCHDOG.release_file(prompt_file)
+
+
+def _text_argv(call: AgentCall, prompt: str, prompt_file: str | None) -> tuple[list[str], str | None]:
+    template = call.resolved.argv
+    uses_prompt = any("{prompt}" in arg or "{prompt_file}" in arg for arg in template)
     values = {"prompt": prompt, "prompt_file": prompt_file or "", "thread": call.info.thread, "role": call.role.name}
     # One pass, so a placeholder inside the inserted prompt is left as the text it is.
     argv = [PLACEHOLDER.sub(lambda match: values[match[1]], arg) for arg in template]
     longest = max((len(arg.encode("utf-8")) for arg in argv), default=0)
     if longest >= MAX_ARGUMENT_BYTES:
-        if prompt_file:
-            os.unlink(prompt_file)
         raise StepError(
             f"the prompt is {longest // 1024} KiB, too long for one command-line argument (Linux allows {MAX_ARGUMENT_BYTES // 1024} KiB): "
             f"give agent '{call.resolved.label}' the prompt on stdin (no {{prompt}} in its args) or as {{prompt_file}}"
         )
-    return argv, None if uses_prompt else prompt, prompt_file
+    return argv, None if uses_prompt else prompt
 
 
 def _write_prompt_file(directory: str, prompt: str) -> str:

@@ -36,6 +36,8 @@ class FsBackend:
         self.config = FsConfigFile(self.root.config_file)
         self.env_path = self.root.env_file
         self.scratch_dir = self.root.join("tmp")
+        self.store_dirs = (self.root.path,)  # what a step agent writes its nodes in
+        self.socket_dirs: tuple[str, ...] = ()
 
     @cached_property
     def nodes(self):

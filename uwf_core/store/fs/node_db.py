@@ -72,6 +72,7 @@ class NodeDb:
             conn.execute("pragma synchronous=FULL")  # a head is never durable before its nodes
             conn.execute("pragma wal_autocheckpoint=256")  # ~1 MB of WAL, then into the file...
             conn.execute("pragma journal_size_limit=1048576")  # ...and the WAL file cut back to 1 MB
+            conn.execute("pragma secure_delete=ON")  # a deleted node's bytes are zeroed, not left in a free page
             if not self._is_set_up(conn):
                 self._set_up(conn)
             return conn, True
@@ -192,6 +193,14 @@ class NodeDb:
 
     def delete(self, hash_: str) -> None:
         self.write_query("delete from nodes where hash = ?", (hash_,), f"cannot delete node {hash_}")
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the file and cut it to nothing, so no old copy of a page stays in it
+        (best effort: a reader in another process can hold it back)."""
+        try:
+            self._connection(write=True).execute("pragma wal_checkpoint(TRUNCATE)")
+        except (sqlite3.Error, UwfError):
+            pass
 
     # -- derived data --------------------------------------------------------------------
 

@@ -71,6 +71,12 @@ class FsNodeStore:
         self.db.delete(hash_)
         self.loose.delete(hash_)
 
+    def purge(self, hashes: list[str]) -> None:
+        with self.batch():
+            for hash_ in hashes:
+                self.delete(hash_)
+        self.db.checkpoint()
+
     def derived(self, key: str) -> bytes | None:
         return self.db.derived(key)
 

@@ -9,6 +9,16 @@ from functools import cached_property
 from .db import CHANGES_CHANNEL, Database, display
 
 
+def socket_dirs(url: str) -> tuple[str, ...]:
+    """The Unix-socket directories a URL connects through (`?host=/run/postgresql`, or a host
+    written %2F...): a step agent's sandbox must show them to let it reach the database."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    parts = urlsplit(url)
+    hosts = [unquote(parts.hostname or "")] + [h for value in parse_qs(parts.query).get("host", []) for h in value.split(",")]
+    return tuple(dict.fromkeys(host for host in hosts if host.startswith("/")))
+
+
 class PgBackend:
     notifies = True  # wait_for_change is woken by NOTIFY, not polled
 
@@ -17,6 +27,8 @@ class PgBackend:
         self.location = url  # what agents get in UWF_STORAGE_ROOT to open it again
         self.env_path = os.environ.get("UWF_ENV_FILE") or os.path.join(os.path.expanduser("~"), ".uwf", ".env")
         self.scratch_dir = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"uwf-{os.getuid()}")
+        self.store_dirs: tuple[str, ...] = ()  # nothing of the store is a directory here
+        self.socket_dirs = socket_dirs(url)
 
     def __repr__(self) -> str:
         return f"PgBackend({display(self.location)})"

@@ -73,6 +73,12 @@ class PgNodeStore:
     def delete(self, hash_: str) -> None:
         self.db.execute("delete from uwf_nodes where hash = %s", (hash_,), f"delete node {hash_} from")
 
+    def purge(self, hashes: list[str]) -> None:
+        """Deleted rows stay in the table's pages until PostgreSQL vacuums them (autovacuum)."""
+        with self.batch():
+            for hash_ in hashes:
+                self.delete(hash_)
+
     def rebuild_index(self, members: dict[str, list[str]]) -> None:
         """Nothing to rebuild: the type is a column of each node's row."""
 

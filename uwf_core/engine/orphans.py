@@ -1,0 +1,129 @@
+"""Fallback containment, where bubblewrap cannot start: uwf is its agents' child subreaper
+(PR_SET_CHILD_SUBREAPER), so a process an agent leaves behind — even one that moved to a session
+of its own with setsid — is re-parented to uwf instead of to init. While the agent runs, its
+descendants are looked up a few times a second; when its step ends, every one still alive is
+killed, and the watchdog is told of each, so a SIGKILLed uwf takes them along too.
+
+It is best effort, as a PID namespace is not: a process that forks away and is orphaned
+between two looks is caught only as an orphan of uwf, not by name.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+from .watchdog import WATCHDOG
+
+PR_SET_CHILD_SUBREAPER = 36
+LEADERS: set[int] = set()  # the agents this uwf runs now: its children that are not orphans
+SPAWN_LOCK = threading.Lock()  # held while an agent starts: a look meanwhile would take it for an orphan
+_SUBREAPER: list[bool] = []
+
+
+def become_subreaper() -> bool:
+    """Once per process; False where the kernel (or a non-Linux system) does not offer it."""
+    if not _SUBREAPER:
+        ok = False
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            ok = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            pass
+        _SUBREAPER.append(ok)
+    return _SUBREAPER[0]
+
+
+def process_table() -> dict[int, tuple[int, int, bytes, int]]:
+    """pid -> (ppid, process group, state, start time) of every process, from /proc."""
+    table = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 19:
+            table[int(entry)] = (int(fields[1]), int(fields[2]), fields[0], int(fields[19]))
+    return table
+
+
+class Orphans:
+    """The processes one agent started, for the fallback containment."""
+
+    def __init__(self, leader: int) -> None:
+        """Call with SPAWN_LOCK held, right after the agent started."""
+        self.leader = leader
+        self.seen: dict[int, int] = {}  # pid -> start time (a reused pid is another process)
+        LEADERS.add(leader)
+
+    def look(self) -> None:
+        """Note every live descendant of the agent, and every orphan re-parented to uwf."""
+        me = os.getpid()
+        with SPAWN_LOCK:
+            table = process_table()
+            others = set(LEADERS)
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        found = []
+        stack = list(children.get(self.leader, []))
+        stack += [pid for pid in children.get(me, []) if pid not in others and pid != WATCHDOG.pid]
+        while stack:
+            pid = stack.pop()
+            found.append(pid)
+            stack.extend(children.get(pid, []))
+        for pid in found:
+            ppid, _, state, started = table[pid]
+            if state == b"Z":
+                if ppid == me:  # an orphan that ended: uwf, its new parent, must reap it
+                    self._reap(pid)
+                continue
+            if self.seen.get(pid) != started:
+                self.seen[pid] = started
+                WATCHDOG.guard_pid(pid)
+        for pid in [pid for pid in self.seen if pid not in table]:
+            self._forget(pid)
+
+    def end(self) -> None:
+        """Kill every process the agent left, and reap those that were re-parented to uwf."""
+        import time
+
+        with SPAWN_LOCK:
+            LEADERS.discard(self.leader)
+        for _ in range(40):  # a killed parent's children come to uwf in turn: look until none is left
+            self.look()
+            table = process_table()
+            alive = [pid for pid, started in self.seen.items() if pid in table and table[pid][3] == started and table[pid][2] != b"Z"]
+            if not alive:
+                break
+            for sig in (signal.SIGSTOP, signal.SIGKILL):  # all stopped first: no parent runs on when its child dies
+                for pid in alive:
+                    try:
+                        os.kill(pid, sig)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+            time.sleep(0.05)
+        for pid in list(self.seen):
+            self._forget(pid)
+
+    def _forget(self, pid: int) -> None:
+        self.seen.pop(pid, None)
+        WATCHDOG.release_pid(pid)
+
+    @staticmethod
+    def _reap(pid: int) -> None:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except (ChildProcessError, OSError):
+            pass
