@@ -355,7 +355,8 @@ def test_llm_extract_fallback_lands_a_prose_answer(uwf, llm_root, root_dir):
     thread, _ = start(uwf)
     srv.add(
         reply("Cats rule the internet because they are cute.", prompt_tokens=50, completion_tokens=5),
-        reply(json.dumps({"thesis": "Cats rule", "keyPoints": ["cute"]}), prompt_tokens=40, completion_tokens=4),
+        reply(json.dumps({"output": {"thesis": "Cats rule", "keyPoints": ["cute"]},
+                          "evidence": {"thesis": "Cats rule the internet", "keyPoints": ["they are cute"]}}), prompt_tokens=40, completion_tokens=4),
     )
     result = uwf("thread", "step", thread)
     assert result.code == 0, result
@@ -413,7 +414,7 @@ def test_three_failed_answers_fail_the_step(uwf, llm_root, root_dir):
     srv = llm_root
     thread, head = start(uwf)
     for _ in range(3):
-        srv.add(reply(NO_POINTS), reply(json.dumps({"keyPoints": ["only points"]})))
+        srv.add(reply(NO_POINTS), reply(json.dumps({"output": {"keyPoints": ["only points"]}, "evidence": {}})))
     before = stored_hashes(root_dir)
     result = uwf("thread", "step", thread)
     line = assert_failed_cleanly(uwf, root_dir, result, thread, head, "'keyPoints' is a required property", "after 2 corrections")

@@ -76,7 +76,8 @@ def configure(uwf, root_dir: Path, script: Path, base_url: str | None) -> None:
         result = uwf("setup", "--provider", "fake", "--base-url", base_url, "--api-key", KEY, "--model", "fake-model")
         assert result.code == 0, result
     root = Repo.open(str(root_dir))
-    config = with_agent(root.config, AgentConfig("shell", "sh", (str(script),), "text"))
+    # It keeps its counts beside its script: a path outside the workspace it is allowed to write.
+    config = with_agent(root.config, AgentConfig("shell", "sh", (str(script),), "text", writable=(str(script.parent),)))
     root.save_config(Config(**{**config.__dict__, "default_agent": "shell"}))
     put = uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"))
     assert put.code == 0, put
@@ -106,7 +107,9 @@ def test_text_agent_prose_is_extracted_by_the_llm(uwf, srv, root_dir, tmp_path):
     script = write_agent(tmp_path, "prose", f'echo "{PROSE}"\n')
     configure(uwf, root_dir, script, srv.base_url)
     thread, _ = start(uwf)
-    srv.add(reply(json.dumps({"thesis": "Cats rule", "keyPoints": ["cute", "aloof"]}), prompt_tokens=120, completion_tokens=15))
+    evidence = {"thesis": "Cats rule the internet", "keyPoints": ["They are cute", "they are aloof"]}
+    srv.add(reply(json.dumps({"output": {"thesis": "Cats rule", "keyPoints": ["cute", "aloof"]}, "evidence": evidence}),
+                  prompt_tokens=120, completion_tokens=15))
     result = uwf("thread", "step", thread)
     assert result.code == 0, result
     assert result.json()["done"] is True
@@ -124,7 +127,7 @@ def test_text_agent_prose_is_extracted_by_the_llm(uwf, srv, root_dir, tmp_path):
     system, user = body["messages"]
     assert system["role"] == "system"
     assert "JSON Schema" in system["content"]
-    schema_text = system["content"][system["content"].index("{") :]
+    schema_text = system["content"].split("JSON Schema:\n", 1)[1]
     assert json.loads(schema_text)["required"] == ["thesis", "keyPoints"]
     assert set(json.loads(schema_text)["properties"]) == {"thesis", "keyPoints", "caveats"}
     assert user == {"role": "user", "content": PROSE + "\n"}
@@ -136,6 +139,7 @@ def test_text_agent_prose_is_extracted_by_the_llm(uwf, srv, root_dir, tmp_path):
     payload = step["detail"]["payload"]
     assert payload["protocol"] == "text"
     assert payload["extract"] == "llm"
+    assert payload["extractEvidence"] == evidence  # what each field rests on, kept with the step
     assert payload["corrections"] == 0
     assert payload["exitCode"] == 0
     assert payload["extractUsage"] == {"promptTokens": 120, "completionTokens": 15, "totalTokens": 135, "requests": 1}
@@ -422,14 +426,15 @@ def test_llm_extractor_request_and_code_fences():
         return_value=httpx.Response(
             200,
             json={
-                "choices": [{"message": {"role": "assistant", "content": '```json\n{"thesis": "t", "keyPoints": ["a"]}\n```'}}],
+                "choices": [{"message": {"role": "assistant", "content": '```json\n{"output": {"thesis": "t", "keyPoints": ["a"]}, '
+                                         '"evidence": {"thesis": "Cats rule", "keyPoints": "they are aloof"}}\n```'}}],
                 "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13},
             },
         )
     )
     extractor = LlmExtractor(llm_config(default_model="m", model_overrides={"extract": "x"}), {"ACME_API_KEY": "k-123456"})
     extracted, usage = extractor(PROSE, SCHEMA)
-    assert extracted == Extracted({"thesis": "t", "keyPoints": ["a"]}, PROSE, "llm")
+    assert extracted == Extracted({"thesis": "t", "keyPoints": ["a"]}, PROSE, "llm", {"thesis": "Cats rule", "keyPoints": "they are aloof"})
     assert usage == Usage(9, 4, 13, 1)
     request = route.calls.last.request
     assert request.headers["Authorization"] == "Bearer k-123456"
@@ -445,7 +450,8 @@ def test_llm_extractor_request_and_code_fences():
     [
         ("not json at all", "did not answer with JSON"),
         ("[1, 2]", "did not answer with a JSON object"),
-        ('{"thesis": "t"}', "does not match the schema: at $: 'keyPoints' is a required property"),
+        ('{"output": {"thesis": "t"}, "evidence": {}}', "does not match the schema: at $: 'keyPoints' is a required property"),
+        ('{"thesis": "t", "keyPoints": ["a"]}', 'did not give "output" and "evidence" objects'),
     ],
 )
 @respx.mock

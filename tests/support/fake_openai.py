@@ -37,6 +37,30 @@ def reply(content: str | None = None, tool_calls: list | None = None, prompt_tok
     }
 
 
+def grounded(output: dict, evidence: dict | None = None) -> dict:
+    """The extract model's answer as uwf asks for it: the output, and each field's quote (by
+    default the field's own value, which the test's agent said)."""
+    quotes = evidence if evidence is not None else {key: str(value) for key, value in output.items()}
+    return reply(json.dumps({"output": output, "evidence": quotes}))
+
+
+def fill_any_schema(body: dict) -> dict:
+    """A stand-in extract model that fills whatever schema it is sent with invented values, each
+    "supported" by an invented quote: what an LLM does when told to fill a form from an error."""
+    import re
+
+    system = next((m["content"] for m in body.get("messages", []) if m.get("role") == "system"), "")
+    match = re.search(r"JSON Schema:\n(\{.*\})\s*$", system, re.S)
+    schema = json.loads(match[1]) if match else {"properties": {}}
+    invented = {"string": "a plausible value", "number": 7, "integer": 3, "boolean": True, "array": ["item"], "object": {}}
+    output = {}
+    for name, spec in (schema.get("properties") or {}).items():
+        kind = spec.get("type", "string")
+        kind = kind[0] if isinstance(kind, list) else kind
+        output[name] = spec["enum"][0] if "enum" in spec else invented.get(kind, "value")
+    return grounded(output, {name: "as the agent clearly explained" for name in output})
+
+
 def stream_chunks(payload: dict) -> list[dict]:
     """A chat completion as the chunks a streaming server sends: the message, the finish, the usage."""
     choice = payload["choices"][0]
@@ -125,6 +149,8 @@ class FakeOpenAI:
                         entry = server.script.pop(0)
                     else:
                         entry = {"status": 500, "body": {"error": {"message": "fake server: script exhausted"}}}
+                if callable(entry):  # answers from what was asked (e.g. fill_any_schema)
+                    entry = entry(body)
                 if isinstance(entry, dict) and "delay" in entry:
                     time.sleep(entry["delay"])
                     entry = entry.get("body", {})

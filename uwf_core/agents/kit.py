@@ -137,6 +137,8 @@ def complete_step(
         answer.text, ctx.schema, cache_key=ctx.role.meta, fallback=fallback, retry=retry if continue_ else None
     )
     detail = {"extract": outcome.extracted.method, "corrections": outcome.corrections}
+    if outcome.extracted.evidence is not None:
+        detail["extractEvidence"] = outcome.extracted.evidence
     if outcome.usage is not None:
         from ..llm.client import model_alias_for
 

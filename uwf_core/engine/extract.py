@@ -27,7 +27,8 @@ class ExtractError(UwfError):
 class Extracted:
     output: dict
     body: str
-    method: str  # "frontmatter" or "json"
+    method: str  # "frontmatter", "json" or "llm"
+    evidence: dict | None = None  # "llm": each field's quotes from the answer, checked verbatim
 
 
 def _json_object(text: str) -> dict | None:

@@ -1,6 +1,11 @@
 """Extract, layer two: one JSON-mode chat completion with the extract model
 (`modelOverrides.extract` → `defaultModel`), the schema in the system prompt,
-the result validated against it."""
+the result validated against it.
+
+The agent's text is evidence, not a form to fill: the model must quote, for every field, the
+words of the answer that support it, and uwf checks each quote is in the answer (design §16).
+A field without support, or a model that says the answer holds none (an error transcript, a
+refusal), fails the attempt; a model that invents values cannot make a step `done`."""
 
 from __future__ import annotations
 
@@ -18,9 +23,16 @@ if TYPE_CHECKING:
     from typing import Callable
 
 SYSTEM_PROMPT = (
-    "You extract structured data from an agent's answer. Reply with one JSON object that matches this JSON Schema "
-    "exactly, using only information present in the answer. No prose, no code fences.\n\nJSON Schema:\n{schema}"
+    "You read an agent's answer and report the structured output it gives, with evidence. Reply with one JSON object "
+    "and nothing else (no prose, no code fences), in one of two forms:\n"
+    '  {{"output": {{...}}, "evidence": {{"<field>": "<quote>", ...}}}}\n'
+    '  {{"noAnswer": "<why the answer does not give this output>"}}\n'
+    '"output" must match the JSON Schema below and hold only what the answer itself says. For every field of "output", '
+    '"evidence" gives the words of the answer that support it, copied exactly (one quote, or a list of quotes). '
+    "If the answer is an error message, a refusal, or does not contain what a field needs, reply with noAnswer: "
+    "never invent a value.\n\nJSON Schema:\n{schema}"
 )
+MIN_QUOTE_CHARACTERS = 3  # letters or digits: a quote of "a" or "." is found in any text
 
 
 class LlmExtractor:
@@ -45,15 +57,17 @@ class LlmExtractor:
 
     def __call__(self, text: str, schema: dict) -> tuple[Extracted, Usage]:
         model = resolve_model(self.config, self.alias, self.env, purpose="extract")
+        sent = text if self.secrets is None else self.secrets.text(text)
         response = ChatClient(model, time_left=self.time_left).complete(
             [
                 {"role": "system", "content": SYSTEM_PROMPT.format(schema=json.dumps(schema, indent=2))},
-                {"role": "user", "content": text if self.secrets is None else self.secrets.text(text)},
+                {"role": "user", "content": sent},
             ],
             json_mode=True,
         )
         try:
-            return Extracted(_parse(response.content, schema), text, "llm"), response.usage
+            output, evidence = _parse(response.content, schema, sent)
+            return Extracted(output, text, "llm", evidence), response.usage
         except ExtractError as exc:
             exc.usage = response.usage  # the tokens were spent all the same
             raise
@@ -69,24 +83,51 @@ def fallback_for(
     return extractor if extractor.available else None
 
 
-def _parse(content: str, schema: dict) -> dict:
+def _parse(content: str, schema: dict, answer: str) -> tuple[dict, dict]:
+    """(output, evidence) from the extract model's reply, each field's quotes found in `answer`."""
+    from ..encoding.limits import StructureError, check_json_text
     from ..store.schemas import validation_errors
 
     content = content.strip()
     if content.startswith("```"):
         content = content.strip("`").removeprefix("json").strip()
-    from ..encoding.limits import StructureError, check_json_text
-
     try:
         check_json_text(content, "the extract model's answer")
-        output = json.loads(content)
+        reply = json.loads(content)
     except StructureError as exc:
         raise ExtractError(exc.message) from None
     except ValueError:
         raise ExtractError(f"the extract model did not answer with JSON: {content[:80]!r}") from None
-    if not isinstance(output, dict):
+    if not isinstance(reply, dict):
         raise ExtractError("the extract model did not answer with a JSON object")
+    if reply.get("noAnswer") is not None:
+        reason = " ".join(str(reply["noAnswer"]).split())[:200]
+        raise ExtractError(f"the extract model found no answer in the agent's output ({reason})")
+    output, evidence = reply.get("output"), reply.get("evidence")
+    if not isinstance(output, dict) or not isinstance(evidence, dict):
+        raise ExtractError('the extract model did not give "output" and "evidence" objects')
     errors = validation_errors(schema, output)
     if errors:
         raise ExtractError(f"the extract model's answer does not match the schema: {errors[0]}", errors)
-    return output
+    haystack = _normal(answer)
+    for field in output:
+        quotes = evidence.get(field)
+        quotes = [quotes] if isinstance(quotes, str) else quotes
+        if not quotes or not all(isinstance(quote, str) for quote in quotes):
+            raise ExtractError(f"the extract model quoted nothing of the agent's output for field '{field}'")
+        for quote in quotes:
+            needle = _normal(quote)
+            if sum(c.isalnum() for c in needle) < min(MIN_QUOTE_CHARACTERS, sum(c.isalnum() for c in haystack)):
+                raise ExtractError(f"the extract model's quote for field '{field}' is too short to support it: {quote!r}")
+            if needle not in haystack:
+                raise ExtractError(f"field '{field}': the extract model's quote is not in the agent's output: {quote[:80]!r}")
+    return output, {field: evidence[field] for field in output}
+
+
+QUOTE_MARKS = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
+
+
+def _normal(text: str) -> str:
+    """Text as a quote is compared: case, runs of white space and typographic quotes aside, and
+    without the marks a quote is often trimmed of at its ends."""
+    return " ".join(text.translate(QUOTE_MARKS).lower().split()).strip(" \"'`*_.,;:")

@@ -1,0 +1,105 @@
+"""No answer from an error (design §16): the LLM extract fallback reads an agent's output as
+evidence. The extract model must quote, for every field, the words of the output that support
+it, and uwf checks each quote is there; a field without support, or a model that says there is
+no answer, fails the attempt — so a model that fills any schema with invented values can never
+turn an error transcript into a `done` step."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import EXAMPLES
+from fake_openai import FakeOpenAI, fill_any_schema, grounded, reply
+from uwf_core.engine.extract import ExtractError
+from uwf_core.engine.extract_llm import _parse
+
+SCHEMA = {"type": "object", "properties": {"thesis": {"type": "string"}, "approved": {"type": "boolean"}}, "required": ["thesis"]}
+OUTPUT = "I looked at it closely.\nMy thesis: cats rule the internet.\nI would not approve this change as it stands."
+
+
+def _reply(data: dict) -> str:
+    return json.dumps(data)
+
+
+def test_each_field_must_rest_on_a_quote_of_the_output():
+    output, evidence = _parse(
+        _reply({"output": {"thesis": "Cats rule", "approved": False},
+                "evidence": {"thesis": "My  thesis: Cats rule the internet", "approved": ["would not approve this change"]}}),
+        SCHEMA, OUTPUT,
+    )
+    assert output == {"thesis": "Cats rule", "approved": False}
+    assert evidence["approved"] == ["would not approve this change"]  # case and white space aside, verbatim
+
+
+@pytest.mark.parametrize(
+    "reply_, says",
+    [
+        ({"noAnswer": "the output is an error message"}, "found no answer in the agent's output (the output is an error message)"),
+        ({"output": {"thesis": "x"}, "evidence": {}}, "quoted nothing of the agent's output for field 'thesis'"),
+        ({"output": {"thesis": "x"}, "evidence": {"thesis": "as the agent clearly explained"}}, "quote is not in the agent's output"),
+        ({"output": {"thesis": "x"}, "evidence": {"thesis": "i."}}, "too short to support it"),
+        ({"thesis": "cats"}, 'did not give "output" and "evidence" objects'),  # a plain form, filled: no evidence
+        ({"output": {"approved": "yes"}, "evidence": {"approved": "approve"}}, "does not match the schema"),
+    ],
+)
+def test_an_answer_without_support_is_refused_saying_why(reply_, says):
+    with pytest.raises(ExtractError) as caught:
+        _parse(_reply(reply_), SCHEMA, OUTPUT)
+    assert says in caught.value.message
+
+
+def _setup(uwf, root_dir, server, script: str) -> str:
+    assert uwf("setup", "--provider", "fake", "--base-url", server.base_url, "--api-key", "sk-test-extract-key",
+               "--model", "fake-model").code == 0
+    config = root_dir / "config.yaml"
+    config.write_text(config.read_text() + f"agents:\n  cli:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: text\n")
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    return uwf("thread", "start", "analyze-topic", "-p", "topic").json()["thread"]
+
+
+def test_an_error_transcript_is_a_failed_attempt_even_with_a_model_that_fills_any_schema(uwf, root_dir):
+    """hermes and aider exit 0 when their API call fails; the extract model here invents a value
+    for every field of whatever schema it is given, with a made-up quote for each."""
+    with FakeOpenAI([fill_any_schema] * 3) as server:
+        thread = _setup(uwf, root_dir, server, "echo 'Error: 401 Unauthorized'; echo 'API call failed after 3 retries'")
+        head = uwf("thread", "show", thread).json()["head"]
+        result = uwf("thread", "step", thread, "--agent", "cli")
+        assert len(server.requests) == 3  # the first run and two corrections, each read by the model
+    assert result.code == 1
+    assert "quote is not in the agent's output" in result.err
+    assert "began: 'Error: 401 Unauthorized ⏎ API call failed after 3 retries'" in result.err  # the agent's own words
+    assert uwf("thread", "show", thread).json()["head"] == head
+    assert [run["status"] for run in uwf("thread", "runs", thread).json()] == ["failed"]
+
+
+def test_agent_test_fails_an_agent_that_answers_with_an_error(uwf, root_dir):
+    with FakeOpenAI([fill_any_schema] * 3) as server:
+        _setup(uwf, root_dir, server, "echo 'Error: connect ECONNREFUSED 127.0.0.1:443'")
+        result = uwf("agent", "test", "cli")
+    assert result.code == 1 and result.json()["ok"] is False
+    assert "ECONNREFUSED" in result.json()["error"]
+
+
+def test_prose_that_holds_the_answer_is_extracted_with_its_evidence_kept(uwf, root_dir):
+    prose = "After reading the sources, my thesis is that cats rule. The key points: they are cute."
+    extracted = {"thesis": "cats rule", "keyPoints": ["they are cute"]}
+    with FakeOpenAI([grounded(extracted, {"thesis": "my thesis is that cats rule", "keyPoints": ["they are cute"]})]) as server:
+        thread = _setup(uwf, root_dir, server, f"echo {json.dumps(prose)}")
+        result = uwf("thread", "step", thread, "--agent", "cli")
+        system = server.requests[0]["body"]["messages"][0]["content"]
+    assert result.code == 0, result
+    assert "noAnswer" in system and "never invent a value" in system
+    step = uwf("thread", "steps", thread).json()[-1]
+    assert step["output"] == extracted
+    detail = uwf("cas", "get", "--payload", step["detail"]).json()
+    assert detail["extract"] == "llm" and detail["extractEvidence"]["thesis"] == "my thesis is that cats rule"
+
+
+def test_the_model_saying_there_is_no_answer_fails_the_step_with_its_reason(uwf, root_dir):
+    no = reply(json.dumps({"noAnswer": "the text is a stack trace, not an analysis"}))
+    with FakeOpenAI([no, no, no]) as server:
+        thread = _setup(uwf, root_dir, server, "echo 'Traceback (most recent call last):'; exit 0")
+        result = uwf("thread", "step", thread, "--agent", "cli")
+    assert result.code == 1 and "the text is a stack trace, not an analysis" in result.err
