@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -30,7 +31,11 @@ def test_add_list_and_remove(uwf, root_dir):
         "timeout": 30.0,
         "secrets": ["DEPLOY_TOKEN"],
         "source": "config.yaml",
+        "sandbox": True,
+        "network": True,
+        "containment": listed["echo"]["containment"],  # bubblewrap where it can start (test_sandbox.py)
     }
+    assert listed["codex"]["writable"] == ["${CODEX_HOME:-~/.codex}/"]
     assert listed["codex"]["source"] == "config.yaml (preset codex)"
     assert listed["uwf-builtin"]["source"] == "built-in" and listed["human"]["protocol"] == "human"
     assert "env:\n      MODE: fast" in (root_dir / "config.yaml").read_text().replace('"', "")
@@ -53,7 +58,10 @@ def test_presets_are_listed_with_their_safe_flags(uwf):
     assert all(entry["timeout"] == 1800 and entry["secrets"] == [] for entry in presets.values())
     assert "--skip-git-repo-check" in presets["codex"]["args"]
     assert {"--permission-mode", "acceptEdits"} <= set(presets["claude"]["args"])
-    assert {"--no-detect-urls", "--disable-playwright", "{prompt_file}"} <= set(presets["aider"]["args"])
+    assert {"--no-detect-urls", "--disable-playwright", "{prompt_file}", "--no-auto-test"} <= set(presets["aider"]["args"])
+    assert presets["aider"]["hide"] == [".aider.conf.yml", ".env"]  # a workspace's own config runs nothing
+    assert {"--setting-sources", "user"} <= set(presets["claude"]["args"])  # nor its hooks
+    assert not any("{prompt}" in arg for entry in presets.values() for arg in entry["args"])  # never in `ps`
 
 
 @pytest.mark.parametrize(
@@ -281,3 +289,21 @@ def test_an_agent_that_fails_on_stdout_is_quoted_from_stdout(uwf):
     assert _add(uwf, "quiet", 'echo "Not logged in · Please run /login"; exit 1').code == 0
     report = uwf("agent", "test", "quiet").json()
     assert report["error"] == "agent 'quiet' exited with code 1; no stderr; stdout: Not logged in · Please run /login"
+
+
+def test_setup_warns_when_a_preset_cannot_work_yet(uwf, tmp_path):
+    """A preset whose CLI is not on PATH, or aider without an extract model to read its answer
+    (it prints a banner first): written all the same, with one warning line each."""
+    bare_path = {"PATH": f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin"}  # no agent CLI here
+    result = uwf("setup", "--agent-preset", "aider", "--agent-preset", "llm", env=bare_path)
+    assert result.code == 0, result
+    warnings = [line for line in result.err.splitlines() if line.startswith("uwf: warning:")]
+    assert any("'aider': aider is not on PATH" in line for line in warnings)
+    assert any("'llm': llm is not on PATH" in line for line in warnings)
+    assert any("'aider' prints more than its answer" in line and "uwf setup --provider" in line for line in warnings)
+    fake = tmp_path / "aider"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    quiet = uwf("setup", "--provider", "p", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                "--agent-preset", "aider", env=bare_path)
+    assert quiet.code == 0 and "warning" not in quiet.err, quiet

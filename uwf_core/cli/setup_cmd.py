@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from .common import repo_of
-from .output import emit_json, note
+from .output import emit_json, note, warn
 
 
 def register(groups, common) -> None:
@@ -29,7 +29,7 @@ def register(groups, common) -> None:
 
 
 def cmd_setup(args) -> int:
-    from ..config.setup import SetupRequest, apply_setup
+    from ..config.setup import SetupRequest, apply_setup, preset_warnings
     from ..engine.resolve import parse_assignments
     from ..errors import UwfError
 
@@ -57,6 +57,8 @@ def cmd_setup(args) -> int:
             raise UwfError("setup cancelled (end of input); nothing was written") from None
     config = apply_setup(repo, request)
     note(f"wrote {repo.backend.config.location}" + (f" and {repo.env_path}" if request.api_key else ""))
+    for warning in preset_warnings(config, request.presets):
+        warn(warning)
     emit_json(config.to_dict())
     return 0
 

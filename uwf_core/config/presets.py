@@ -1,9 +1,12 @@
 """Known agent CLIs as ready-made config entries (`uwf setup --agent-preset NAME`).
 
-Each line runs unattended (no question can hang a step) and safely (nothing installs
-software, scrapes URLs or reaches outside the workspace unasked). docs/agents.md records
-the version each was tried with and what worked; a preset names no secret, since each CLI
-keeps its own login (`uwf agent add NAME --secret VAR -- ...` for one that reads a key).
+Each line runs unattended (no question can hang a step) and runs only what the user asked:
+nothing installs software, scrapes URLs, or runs commands a workspace configures (hooks,
+test and lint commands, a `.env` that points the CLI elsewhere). Each names what its CLI must
+write outside the workspace (its own state directory) and nothing more; the sandbox allows
+that and no other write (engine/sandbox.py). docs/agents.md records the version each was tried
+with, inside the sandbox, and what it may write, reach and run. A preset names no secret, since
+each CLI keeps its own login (`uwf agent add NAME --secret VAR -- ...` for one that reads a key).
 """
 
 from __future__ import annotations
@@ -12,14 +15,39 @@ from .model import AgentConfig
 
 PRESET_TIMEOUT = 1800.0  # seconds: an agent CLI doing real work takes minutes; none may hang forever
 
-# {prompt_file} where the CLI reads a file, stdin where it reads that; {prompt} only when the
-# CLI takes neither (a prompt over 128 KiB is then refused with a clear error before spawning).
+# For CLIs that take a prompt only as an argument (hermes, cursor-agent): an argument is seen by
+# every local user (`ps`) and limited to 128 KiB, so the prompt goes in a file of the agent's
+# private /tmp and the argument only says where it is.
+PROMPT_FILE_TASK = (
+    "Your whole task is in the file {prompt_file}. Read all of it first, then do what it says, "
+    "and give your answer exactly in the format it asks for."
+)
+
 PRESETS: dict[str, AgentConfig] = {
     "claude": AgentConfig(
-        "claude", "claude", ("-p", "--permission-mode", "acceptEdits", "--output-format", "text"), "text", PRESET_TIMEOUT
+        "claude",
+        "claude",
+        (
+            "-p", "--permission-mode", "acceptEdits", "--output-format", "text",
+            "--setting-sources", "user",  # a workspace's .claude/settings*.json (its hooks) is not read
+        ),
+        "text",
+        PRESET_TIMEOUT,
+        env={"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},  # no telemetry, error reports or update checks
+        writable=("~/.claude/", "~/.claude.json"),
     ),
     "codex": AgentConfig(
-        "codex", "codex", ("exec", "--skip-git-repo-check", "--sandbox", "workspace-write", "-"), "text", PRESET_TIMEOUT
+        "codex",
+        "codex",
+        (
+            "exec", "--skip-git-repo-check", "--sandbox", "workspace-write",
+            "-c", "sandbox_workspace_write.exclude_slash_tmp=true",  # its shell writes the workspace only
+            "-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true",
+            "-",
+        ),
+        "text",
+        PRESET_TIMEOUT,
+        writable=("${CODEX_HOME:-~/.codex}/",),
     ),
     "aider": AgentConfig(
         "aider",
@@ -29,14 +57,31 @@ PRESETS: dict[str, AgentConfig] = {
             "--yes-always", "--no-pretty", "--no-stream",
             "--no-detect-urls", "--disable-playwright",  # never scrape a URL or install a browser
             "--no-auto-commits", "--no-gitignore",  # committing is the workflow's call, not aider's
+            "--no-auto-test", "--no-notifications",  # it runs no command the workspace could name
             "--no-check-update", "--no-show-release-notes", "--no-show-model-warnings", "--analytics-disable",
         ),
         "text",
         PRESET_TIMEOUT,
+        writable=("~/.aider/",),
+        hide=(".aider.conf.yml", ".env"),  # a workspace's own aider config and keys file are not read
     ),
-    "hermes": AgentConfig("hermes", "hermes", ("-z", "{prompt}"), "text", PRESET_TIMEOUT),
-    "llm": AgentConfig("llm", "llm", ("--no-stream", "--no-log"), "text", PRESET_TIMEOUT),
+    "hermes": AgentConfig(
+        "hermes", "hermes", ("-z", PROMPT_FILE_TASK), "text", PRESET_TIMEOUT, writable=("${HERMES_HOME:-~/.hermes}/",)
+    ),
+    "llm": AgentConfig(
+        "llm", "llm", ("--no-stream", "--no-log"), "text", PRESET_TIMEOUT,
+        writable=("${LLM_USER_PATH:-~/.config/io.datasette.llm}/",),  # it opens its database even with --no-log
+    ),
     "cursor-agent": AgentConfig(
-        "cursor-agent", "cursor-agent", ("-p", "{prompt}", "--output-format", "text", "--force"), "text", PRESET_TIMEOUT
+        "cursor-agent",
+        "cursor-agent",
+        ("-p", PROMPT_FILE_TASK, "--output-format", "text", "--force"),
+        "text",
+        PRESET_TIMEOUT,
+        writable=("~/.cursor/",),
     ),
 }
+
+# Presets whose CLI prints more than its answer (aider: its banner first), so that uwf reads the
+# answer with the extract model: `uwf setup` warns when none is configured.
+NEEDS_EXTRACT_MODEL = frozenset({"aider"})

@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 from ..errors import UwfError
 from .agents import BUILT_IN
 from .model import AgentConfig, Config, ModelConfig, ProviderConfig
-from .presets import PRESETS
+from .presets import NEEDS_EXTRACT_MODEL, PRESETS
 
 if TYPE_CHECKING:
     from ..repo import (
@@ -128,6 +128,24 @@ def _merge_agents(agents: dict[str, AgentConfig], request: SetupRequest) -> dict
             raise UwfError(f"--agent {alias}= needs a command")
         agents[alias] = AgentConfig(alias, argv[0], tuple(argv[1:]), "step")
     return agents
+
+
+def preset_warnings(config: Config, presets: list[str]) -> list[str]:
+    """What would make a preset just added fail its first step: its CLI not on PATH, or (aider) no
+    extract model to read an answer that does not start with its frontmatter."""
+    import shutil
+
+    warnings = []
+    for name in dict.fromkeys(presets):
+        agent = config.agents.get(name)
+        if agent is not None and shutil.which(agent.command) is None:
+            warnings.append(f"agent preset '{name}': {agent.command} is not on PATH; install it, or its steps fail with 'not found'")
+        if name in NEEDS_EXTRACT_MODEL and not (config.model_overrides.get("extract") or config.default_model):
+            warnings.append(
+                f"agent preset '{name}' prints more than its answer, which uwf reads with an extract model, and none is "
+                f"configured: add one with `uwf setup --provider NAME --api-key KEY --model MODEL`"
+            )
+    return warnings
 
 
 def apply_setup(repo: Repo, request: SetupRequest) -> Config:
