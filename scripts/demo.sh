@@ -10,4 +10,5 @@ if [ ! -x .venv/bin/uwf-tui ]; then
   .venv/bin/python -m pip install --quiet -e .
   .venv/bin/python -m compileall -q uwf_core uwf_tui >/dev/null  # editable installs are not byte-compiled
 fi
+command -v bwrap >/dev/null 2>&1 || echo "note: bubblewrap is not installed, so agents run without a sandbox (apt-get install bubblewrap)" >&2
 exec .venv/bin/uwf-tui --demo "$@"

@@ -426,14 +426,39 @@ def tui(report: Report, uwf: Uwf, length: int) -> None:
     report.add(Row(f"TUI peak memory with that thread open", rss, unit="MB", note="uwf only"))
 
 
+def sandbox(report: Report, uwf: Uwf, runs: int) -> None:
+    """A step's cost in bubblewrap's sandbox against the same step in a process group only (the
+    fallback, UWF_BWRAP set empty), interleaved in one run."""
+    from uwf_core.engine.sandbox import BUBBLEWRAP, containment
+
+    print("the agents' sandbox", flush=True)
+    box = containment()
+    if box.kind != BUBBLEWRAP:
+        report.add(Row("CLI step in the sandbox", None, note=f"no sandbox here: {box.reason}"))
+        return
+    roots = {agent: uwf.root(f"sandbox-{agent}", 1, agent=agent) for agent in ("text", "step")}
+    without = dict(os.environ, UWF_BWRAP="")
+    times: dict[tuple[str, bool], list[float]] = {}
+    for _ in range(runs):
+        for agent, (root, thread) in roots.items():
+            for boxed in (True, False):
+                argv = uwf.cli("--root", root, "thread", "step", thread)
+                times.setdefault((agent, boxed), []).append(run_timed(argv, None if boxed else without))
+    for agent, label in (("text", "no-op text agent"), ("step", "no-op step agent")):
+        boxed, bare = median(times[(agent, True)]), median(times[(agent, False)])
+        report.add(Row(f"CLI step, {label}, in bubblewrap's sandbox", boxed, bare, "process group only", goal="≤ +15 ms"))
+        report.add(Row(f"  the sandbox's own cost ({label})", boxed - bare, note="same run", goal="≤ 15 ms"))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/benchmarks.md)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs, for a first look")
-    parser.add_argument("--only", choices=["startup", "cli", "inproc", "disk", "fork", "cas", "tui", "workers"], action="append")
+    sections = ["startup", "cli", "sandbox", "inproc", "disk", "fork", "cas", "tui", "workers"]
+    parser.add_argument("--only", choices=sections, action="append")
     args = parser.parse_args(argv)
     compile_sources()
     quick = args.quick
-    only = set(args.only or ["startup", "cli", "inproc", "disk", "fork", "cas", "tui", "workers"])
+    only = set(args.only or sections)
     work = Path(tempfile.mkdtemp(prefix="uwf-bench-"))
     report = Report()
     uwf, lang = Uwf(work), LangGraph(work)
@@ -443,6 +468,8 @@ def main(argv: list[str] | None = None) -> None:
             startup(report, uwf, 10 if quick else 40)
         if "cli" in only:
             cli_steps(report, uwf, lang, [1, 100, 1000] if quick else [1, 100, 1000, 10000], 3 if quick else 7)
+        if "sandbox" in only:
+            sandbox(report, uwf, 5 if quick else 21)
         if "inproc" in only:
             in_process(report, uwf, lang, [1, 1000], 10 if quick else 30)
         if "disk" in only:
