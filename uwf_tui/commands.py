@@ -179,8 +179,11 @@ class Commands:
 
     def agent_checked(self, message: AgentChecked) -> None:
         result = message.result
+        if result.warning:
+            self.app.notify(result.warning, title="agent test", severity="warning", timeout=10)
         if result.ok:
-            self.app.notify(f"agent '{result.agent}' ok in {result.seconds:.1f}s (answered {result.answer!r})", title="agent test")
+            contained = f", {result.containment}" if result.containment else ""
+            self.app.notify(f"agent '{result.agent}' ok in {result.seconds:.1f}s{contained} (answered {result.answer!r})", title="agent test")
         else:
             first = result.stderr_first_line
             detail = f"\nstderr: {first}" if first and first not in (result.error or "") else ""

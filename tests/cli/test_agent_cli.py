@@ -33,12 +33,17 @@ def test_add_list_and_remove(uwf, root_dir):
         "source": "config.yaml",
         "sandbox": True,
         "network": True,
+        "env": {"MODE": "fast"},
         "containment": listed["echo"]["containment"],  # bubblewrap where it can start (test_sandbox.py)
+        **({"containmentReason": listed["echo"]["containmentReason"]} if "containmentReason" in listed["echo"] else {}),
     }
     assert listed["codex"]["writable"] == ["${CODEX_HOME:-~/.codex}/"]
     assert listed["codex"]["source"] == "config.yaml (preset codex)"
     assert listed["uwf-builtin"]["source"] == "built-in" and listed["human"]["protocol"] == "human"
     assert "env:\n      MODE: fast" in (root_dir / "config.yaml").read_text().replace('"', "")
+    keyed = _add(uwf, "keyed", "true", "--env", "OPENAI_API_KEY=sk-would-be-in-config")
+    assert keyed.code == 2 and "looks like a key: put it in .env and pass --secret OPENAI_API_KEY" in keyed.err
+    assert "sk-would-be-in-config" not in (root_dir / "config.yaml").read_text()
     assert uwf("agent", "remove", "echo").code == 0
     assert "echo" not in {entry["name"] for entry in uwf("agent", "list").json()}
 
@@ -59,7 +64,8 @@ def test_presets_are_listed_with_their_safe_flags(uwf):
     assert "--skip-git-repo-check" in presets["codex"]["args"]
     assert {"--permission-mode", "acceptEdits"} <= set(presets["claude"]["args"])
     assert {"--no-detect-urls", "--disable-playwright", "{prompt_file}", "--no-auto-test"} <= set(presets["aider"]["args"])
-    assert presets["aider"]["hide"] == [".aider.conf.yml", ".env"]  # a workspace's own config runs nothing
+    assert presets["aider"]["hide"] == [".aider.conf.yml", ".aider.model.settings.yml", ".aider.model.metadata.json", ".env"]
+    assert presets["claude"]["writable"] == ["~/.claude/projects/", "~/.claude/.credentials.json"]  # never its settings (hooks)
     assert {"--setting-sources", "user"} <= set(presets["claude"]["args"])  # nor its hooks
     assert not any("{prompt}" in arg for entry in presets.values() for arg in entry["args"])  # never in `ps`
 

@@ -39,7 +39,7 @@ def test_each_field_must_rest_on_a_quote_of_the_output():
         ({"noAnswer": "the output is an error message"}, "found no answer in the agent's output (the output is an error message)"),
         ({"output": {"thesis": "x"}, "evidence": {}}, "quoted nothing of the agent's output for field 'thesis'"),
         ({"output": {"thesis": "x"}, "evidence": {"thesis": "as the agent clearly explained"}}, "quote is not in the agent's output"),
-        ({"output": {"thesis": "x"}, "evidence": {"thesis": "i."}}, "too short to support it"),
+        ({"output": {"thesis": "x"}, "evidence": {"thesis": "i."}}, "quoted for it do not say 'x'"),
         ({"thesis": "cats"}, 'did not give "output" and "evidence" objects'),  # a plain form, filled: no evidence
         ({"output": {"approved": "yes"}, "evidence": {"approved": "approve"}}, "does not match the schema"),
     ],
@@ -103,3 +103,40 @@ def test_the_model_saying_there_is_no_answer_fails_the_step_with_its_reason(uwf,
         thread = _setup(uwf, root_dir, server, "echo 'Traceback (most recent call last):'; exit 0")
         result = uwf("thread", "step", thread, "--agent", "cli")
     assert result.code == 1 and "the text is a stack trace, not an analysis" in result.err
+
+
+LIST_SCHEMA = {"type": "object", "properties": {"thesis": {"type": "string"}, "points": {"type": "array", "items": {"type": "string"}},
+                                                "score": {"type": "number"}, "note": {"type": ["string", "null"]}}}
+
+
+@pytest.mark.parametrize(
+    "output, evidence, answer, says",
+    [
+        # a quote that is in the output but does not say the value: the lie of an error transcript
+        ({"thesis": "The topic is thoroughly analysed and sound"}, {"thesis": "Error"}, "Error: 401 Unauthorized", "do not say"),
+        ({"points": ["fast", "cheap"]}, {"points": ["it is fast and cheap"]}, "it is fast and cheap", "each item needs its own"),
+        ({"score": 9}, {"score": "score: 7/10"}, "score: 7/10", "do not say '9'"),
+        ({"thesis": "x"}, {"thesis": 5}, "x", "quoted nothing"),  # a number given as a quote: refused, no traceback
+        ({"thesis": "x"}, {"thesis": {"a": "x"}}, "x", "quoted nothing"),
+        ({}, {}, "anything", "extracted nothing"),
+    ],
+)
+def test_quotes_must_say_the_values_they_support(output, evidence, answer, says):
+    with pytest.raises(ExtractError) as caught:
+        _parse(_reply({"output": output, "evidence": evidence}), LIST_SCHEMA, answer)
+    assert says in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "output, evidence, answer",
+    [
+        ({"thesis": "No"}, {"thesis": "No"}, "Verdict: No."),  # short values are said as they are
+        ({"score": 3}, {"score": "3"}, "Score: 3"),
+        ({"thesis": "reject"}, {"thesis": "Verdict: reject"}, "**Verdict:** reject"),  # markdown marks aside
+        ({"thesis": "well-tested code"}, {"thesis": "well–tested code"}, "It is well-tested code."),  # an en dash for a hyphen
+        ({"thesis": "cats rule", "note": None}, {"thesis": "Cats rules the web"}, "Cats rules the web"),  # null: nothing to quote
+        ({"points": ["fast", "cheap"]}, {"points": ["it is fast", "and cheap"]}, "it is fast and cheap"),
+    ],
+)
+def test_honest_quotes_are_taken_as_a_reader_would(output, evidence, answer):
+    assert _parse(_reply({"output": output, "evidence": evidence}), LIST_SCHEMA, answer)[0] == output

@@ -120,9 +120,10 @@ def test_a_sigkilled_uwf_leaves_no_prompt_file(mode, uwf, root_dir, tmp_path):
     thread = _thread(uwf, workspace)
     step = _step_in_background(root_dir, thread, "reads", mode)
     deadline = time.monotonic() + 20
-    while not (workspace / "seen").exists() and time.monotonic() < deadline:
+    seen = workspace / "seen"
+    while not (seen.exists() and "## Task" in seen.read_text()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert "## Task" in (workspace / "seen").read_text()
+    assert "## Task" in seen.read_text()
     step.send_signal(signal.SIGKILL)
     step.wait(timeout=30)
     assert _gone_within(marker) == []
@@ -143,7 +144,8 @@ def test_an_agent_writes_only_its_workspace_and_never_reads_the_env_file(uwf, ro
         f"touch {workspace}/inside; printf -- {json.dumps(ANSWER)}"
     )
     _agent(root_dir, "text-agent", tries)
-    _agent(root_dir, "step-agent", tries.replace(f"printf -- {json.dumps(ANSWER)}", "exit 3"), protocol="step")
+    step_tries = tries.replace(f"printf -- {json.dumps(ANSWER)}", f"echo 'sandbox: false' >> {root_dir}/config.yaml; exit 3")
+    _agent(root_dir, "step-agent", step_tries, protocol="step")
     thread = _thread(uwf, workspace)
     assert uwf("thread", "step", thread, "--agent", "text-agent").code == 0
     assert (workspace / "inside").exists()
@@ -152,10 +154,12 @@ def test_an_agent_writes_only_its_workspace_and_never_reads_the_env_file(uwf, ro
     assert "tok-never-readable" not in (workspace / "env-text").read_text()
     assert "threads.yaml" not in (workspace / "root-list").read_text()  # a text agent does not see the root
     other = uwf("thread", "start", "analyze-topic", "-p", "step", "-w", str(workspace)).json()["thread"]
+    config = (root_dir / "config.yaml").read_text()
     assert uwf("thread", "step", other, "--agent", "step-agent").code == 1
-    assert "threads.yaml" in (workspace / "root-list").read_text()  # a step agent writes its nodes there...
-    assert "tok-never-readable" not in (workspace / "env-text").read_text()  # ...but never sees .env
-    assert (root_dir / "planted").exists()
+    assert "threads.yaml" in (workspace / "root-list").read_text()  # a step agent sees the root...
+    assert "tok-never-readable" not in (workspace / "env-text").read_text()  # ...but never .env,
+    assert not (root_dir / "planted").exists()  # and writes only where nodes go
+    assert (root_dir / "config.yaml").read_text() == config
 
 
 def test_an_entry_widens_or_narrows_its_sandbox(uwf, root_dir, tmp_path):
@@ -198,6 +202,10 @@ def test_without_a_sandbox_uwf_says_so_once_and_agent_list_shows_it(uwf, root_di
     assert listed["plain"]["containment"] == "process-group"
     listed = {entry["name"]: entry for entry in uwf("agent", "list").json()}
     assert listed["open"]["containment"] == "process-group" and listed["open"]["sandbox"] is False
+    _agent(root_dir, "open-topic", f"printf -- {json.dumps(ANSWER)}", "    sandbox: false\n")
+    other = uwf("thread", "start", "analyze-topic", "-p", "open", "-w", str(workspace)).json()["thread"]
+    stepped = uwf("thread", "step", other, "--agent", "open-topic")
+    assert stepped.code == 0 and "agent 'open-topic' runs without a sandbox (sandbox: false in its entry)" in stepped.err
     tested = uwf("agent", "test", "open")
     assert tested.code == 0 and "runs without a sandbox (sandbox: false)" in tested.err
     assert tested.json()["containment"] == "process-group"
@@ -223,7 +231,7 @@ def test_mounts_go_shallowest_first_so_a_workspace_inside_a_hidden_root_stays_vi
 
 
 def test_configured_paths_expand_home_variables_and_defaults():
-    from uwf_core.engine.sandbox import expand
+    from uwf_core.engine.sandbox_policy import expand
 
     env = {"HOME": "/home/u", "CODEX_HOME": "/opt/codex"}
     assert expand("${CODEX_HOME:-~/.codex}/", env) == "/opt/codex"
@@ -233,7 +241,7 @@ def test_configured_paths_expand_home_variables_and_defaults():
 
 
 def test_a_text_agent_is_shown_neither_the_store_nor_env_files_and_a_step_agent_writes_the_store(tmp_path):
-    from uwf_core.engine.sandbox import agent_policy
+    from uwf_core.engine.sandbox_policy import agent_policy
 
     root, workspace, scripts = tmp_path / "root", tmp_path / "ws", tmp_path / "scripts"
     for path in (root, workspace, scripts):
@@ -242,13 +250,153 @@ def test_a_text_agent_is_shown_neither_the_store_nor_env_files_and_a_step_agent_
     (workspace / ".aider.conf.yml").write_text("x: 1\n")
     script = scripts / "agent.sh"
     script.write_text("#!/bin/sh\n")
-    common = dict(cwd=str(workspace), workspace=str(workspace), store_dirs=(str(root),), socket_dirs=("/run/pg",),
+    common = dict(cwd=str(workspace), workspace=str(workspace), store=((str(root),), (str(root / "cas"),), ("/run/pg",)),
                   env_files=(str(root / ".env"), "/nonexistent/.env"), argv=(str(script), "--data", str(tmp_path / "data")),
                   env={"HOME": "/home/u", "PATH": "/usr/bin"}, hide=(".aider.conf.yml", "absent.yml"))
     text = agent_policy(sees_store=False, **common)
     assert str(root) in text.hidden_dirs and str(root) not in text.writable
-    assert text.hidden_files == (str(workspace / ".aider.conf.yml"),)  # the .env is in the hidden root already
+    assert str(workspace / ".aider.conf.yml") in text.hidden_files and "/etc/shadow" in text.hidden_files
+    assert str(root / ".env") not in text.hidden_files  # in the hidden root already
     assert str(scripts) in text.readable and "/run/pg" not in text.readable
     step = agent_policy(sees_store=True, **common)
-    assert step.writable == (str(workspace), str(root)) and step.hidden_dirs == ()
-    assert str(root / ".env") in step.hidden_files and "/run/pg" in step.readable
+    assert step.writable == (str(workspace), str(root / "cas")) and step.hidden_dirs == ()  # its nodes, nothing else
+    assert str(root) in step.readable and str(root / ".env") in step.hidden_files and "/run/pg" in step.readable
+    assert agent_policy(sees_store=True, runs_steps=True, **common).writable == (str(workspace), str(root))  # uwf-subflow
+
+
+def test_paths_through_symlinks_are_contained_as_the_places_they_lead_to(tmp_path):
+    """A root, a workspace or a CLI's state directory reached through a symlink (/home ->
+    /var/home, a dotfile manager): bubblewrap cannot mount through one, so uwf resolves them."""
+    _needs({})
+    real, links = tmp_path / "real", tmp_path / "links"
+    (real / "ws").mkdir(parents=True)
+    (real / "state").mkdir()
+    (real / "root").mkdir()
+    links.mkdir()
+    for name in ("ws", "state"):
+        (links / name).symlink_to(real / name)
+    (links / "root").symlink_to(real / "root", target_is_directory=True)
+    env = {**os.environ, "UWF_STORAGE_ROOT": str(links / "root")}
+
+    def uwf(*args):
+        return subprocess.run([*_uwf_command(), *args], env=env, capture_output=True, text=True, timeout=60)
+
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).returncode == 0
+    # The sandbox mounts the places the links lead to (links kept in the private /tmp are not there).
+    _agent(real / "root", "linked", f"touch {real}/state/seen inside; printf -- {json.dumps(ANSWER)}",
+           f"    writable: [\"{links}/state\"]\n")
+    thread = json.loads(uwf("thread", "start", "analyze-topic", "-p", "t", "-w", str(links / "ws")).stdout)["thread"]
+    stepped = uwf("thread", "step", thread, "--agent", "linked")
+    assert stepped.returncode == 0, stepped.stderr
+    assert (real / "state" / "seen").exists() and (real / "ws" / "inside").exists()
+    again = json.loads(uwf("thread", "start", "analyze-topic", "-p", "t2", "-w", str(links / "ws")).stdout)["thread"]
+    scripted = uwf("thread", "step", again, "--agent", f"uwf-script --script {EXAMPLES / 'analyze-topic.script.yaml'}")
+    assert scripted.returncode == 0, scripted.stderr  # a step agent writes its nodes through the linked root
+    inside = uwf("thread", "start", "analyze-topic", "-p", "t", "-w", str(real / "root" / "cas"))
+    assert inside.returncode == 1 and "is inside the storage root" in inside.stderr
+
+
+def test_a_workspace_of_the_whole_system_or_home_is_refused_in_one_line(uwf, root_dir, tmp_path):
+    """The agent may write all of its workspace: `/`, the home directory, or a thread without a
+    workspace stepped from home would hand it everything."""
+    home = Path(os.environ["HOME"])
+    _agent(root_dir, "any", f"touch escaped; printf -- {json.dumps(ANSWER)}")
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    for where in ("/", str(home)):
+        thread = uwf("thread", "start", "analyze-topic", "-p", "t", "-w", where).json()["thread"]
+        refused = uwf("thread", "step", thread, "--agent", "any")
+        assert refused.code == 1 and "cannot be an agent's workspace" in refused.err and "Traceback" not in refused.err
+    homeless = uwf("thread", "start", "analyze-topic", "-p", "t").json()["thread"]
+    refused = uwf("thread", "step", homeless, "--agent", "any", cwd=str(home))
+    assert refused.code == 1 and f"{home} cannot be an agent's workspace" in refused.err
+    assert not (home / "escaped").exists() and not Path("/escaped").exists()
+
+
+def test_other_tools_keys_sockets_and_the_session_stay_out_of_reach(uwf, root_dir, tmp_path, monkeypatch):
+    _needs({})
+    home = Path(os.environ["HOME"])
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-MATERIAL\n")
+    (home / ".netrc").write_text("machine example.com password NETRC-SECRET\n")
+    sock_dir = tmp_path / "agent-sock"
+    sock_dir.mkdir()
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sock_dir / "agent.sock"))
+    server.listen(1)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    probe = (
+        "cat ~/.ssh/id_ed25519 ~/.netrc > found.txt 2>&1; echo \"sock=$SSH_AUTH_SOCK\" >> found.txt; "
+        f"python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{sock_dir}/agent.sock\")' 2>> found.txt; "
+        f"ls /run > run.txt 2>&1; printf -- {json.dumps(ANSWER)}"
+    )
+    _agent(root_dir, "nosy", probe)
+    thread = _thread(uwf, workspace)
+    with server:
+        assert uwf("thread", "step", thread, "--agent", "nosy", env={"SSH_AUTH_SOCK": str(sock_dir / "agent.sock")}).code == 0
+    found = (workspace / "found.txt").read_text()
+    assert "PRIVATE-KEY-MATERIAL" not in found and "NETRC-SECRET" not in found
+    assert "sock=\n" in found and "No such file or directory" in found  # not handed, and not there
+    assert (workspace / "run.txt").read_text().split() in ([], ["systemd"])  # /run is the sandbox's own (name resolution aside)
+
+
+def test_a_link_that_leads_around_a_hidden_root_shows_it_hidden(uwf, tmp_path):
+    """The agent's script is reached through a link to a project that holds the root: the
+    project is shown as the place the link leads to, with the root hidden in it."""
+    _needs({})
+    project = tmp_path / "project"
+    (project / "root").mkdir(parents=True)
+    (project / "root" / ".env").write_text("DEPLOY_TOKEN=tok-behind-a-link-0123456789\n")
+    (tmp_path / "link").symlink_to(project)
+    script = project / "agent.sh"
+    script.write_text(f"#!/bin/sh\ncat {tmp_path}/link/root/.env {project}/root/.env > seen.txt 2>&1\nprintf -- {json.dumps(ANSWER)!s}\n")
+    script.chmod(0o755)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {**os.environ, "UWF_STORAGE_ROOT": str(project / "root")}
+    run = lambda *args: subprocess.run([*_uwf_command(), *args], env=env, capture_output=True, text=True, timeout=60)  # noqa: E731
+    assert run("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).returncode == 0
+    thread = json.loads(run("thread", "start", "analyze-topic", "-p", "t", "-w", str(workspace)).stdout)["thread"]
+    stepped = run("thread", "step", thread, "--agent", str(tmp_path / "link" / "agent.sh"))
+    assert "tok-behind-a-link" not in (workspace / "seen.txt").read_text(), stepped.stderr
+
+
+NEIGHBOURS = """
+import os, sys, threading, time
+from uwf_core.engine.process import run_process
+from uwf_core.engine.sandbox import Policy
+
+here, marker = sys.argv[1], sys.argv[2]
+open_policy = Policy(cwd=here, writable=(here,), sandbox=False)
+boxed_policy = Policy(cwd=here, writable=(here,))
+results = {}
+
+def long_agent(name, policy):
+    results[name] = run_process(["sh", "-c", f"sh -c 'sleep 30 # {marker}-{name}' & sleep 3; echo done"],
+                                cwd=here, env=dict(os.environ), policy=policy)
+
+lanes = [threading.Thread(target=long_agent, args=(name, policy)) for name, policy in (("boxed", boxed_policy), ("helper", open_policy))]
+for lane in lanes:
+    lane.start()
+time.sleep(1)
+quick = run_process(["sh", "-c", "true"], cwd=here, env=dict(os.environ), policy=open_policy)  # ends meanwhile
+print("quick", quick.exit_code, flush=True)
+time.sleep(0.3)
+print("helper alive" if any(f"{marker}-helper" in open(f"/proc/{p}/cmdline").read() for p in os.listdir("/proc")
+      if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline")) else "helper gone", flush=True)
+for lane in lanes:
+    lane.join(timeout=30)
+print("boxed", results["boxed"].exit_code, results["boxed"].stdout.strip(), "helper", results["helper"].exit_code, flush=True)
+"""
+
+
+def test_one_agents_end_never_kills_another_agents_processes(tmp_path):
+    """A TUI or worker runs agents side by side (here: one process, three agents): a fallback-
+    contained agent that ends cleans up only what it started, not a sandboxed agent beside it nor
+    the other fallback agent's helper. (In its own process: a subreaper adopts every orphan.)"""
+    import sys
+
+    marker = f"uwf-neighbour-{uuid.uuid4().hex[:8]}"
+    done = subprocess.run([sys.executable, "-c", NEIGHBOURS, str(tmp_path), marker], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == ["quick 0", "helper alive", "boxed 0 done helper 0"], done.stderr
+    assert _gone_within(marker) == []  # each agent's own helper ended with it

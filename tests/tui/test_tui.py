@@ -1117,12 +1117,21 @@ def test_the_palette_tests_an_agent_and_reports_the_result(fixed, tmp_path):
             await pilot.pause(0.1)
             if any("failed" in (n.title or "") for n in app._notifications):
                 break
+        # an agent without a sandbox: the test's warning reaches the log too (run here, it would make
+        # the test process every orphan's parent, so its result is posted as the worker would)
+        from uwf_core.api import AgentCheck
+        from uwf_tui.messages import AgentChecked
+
+        app.post_message(AgentChecked(AgentCheck("open", True, 0.1, answer="pong", containment="process-group",
+                                                 warning="agent 'open' runs without a sandbox (sandbox: false)")))
+        await pilot.pause(0.3)
         return labels, [(n.title, n.message) for n in app._notifications], " ".join(log_text(app).split())
 
     labels, notes, log = run_app(root, script)
     assert any(label.startswith("script") for label in labels) and not any(label.startswith("human") for label in labels)
     assert [title for title, _ in notes if title == "agent 'broken' failed"]
     assert "agent 'broken' failed:" in log and "exited with code 3" in log and "stderr: cannot reach the model" in log
+    assert "runs without a sandbox (sandbox: false)" in log  # said, as on the CLI
     assert snapshot_tree(Path(root.location)) == before
 
 

@@ -33,7 +33,11 @@ def register(groups, common) -> None:
         "--writable", action="append", default=[], metavar="PATH",
         help="a path besides the workspace the agent may write, e.g. its CLI's state directory (repeatable; ~ and $VAR expand)",
     )
-    add.add_argument("--readable", action="append", default=[], metavar="PATH", help="a path under /tmp the agent may read (repeatable)")
+    add.add_argument(
+        "--readable", action="append", default=[], metavar="PATH",
+        help="a path the agent may only read: one under /tmp, or a file inside a --writable directory (repeatable)",
+    )
+    add.add_argument("--hide", action="append", default=[], metavar="FILE", help="a workspace file the agent is shown empty (repeatable)")
     add.add_argument("--no-network", dest="network", action="store_false", help="no network in its sandbox (loopback only)")
     add.add_argument(
         "--no-sandbox", dest="sandbox", action="store_false",
@@ -65,7 +69,10 @@ def _with_containment(entry) -> dict:
 
     data = entry.to_json()
     if entry.protocol != "human":
-        data["containment"] = BUBBLEWRAP if entry.sandbox and containment().kind == BUBBLEWRAP else PROCESS_GROUP
+        box = containment()
+        data["containment"] = BUBBLEWRAP if entry.sandbox and box.kind == BUBBLEWRAP else PROCESS_GROUP
+        if data["containment"] == PROCESS_GROUP:
+            data["containmentReason"] = "sandbox: false in its entry" if not entry.sandbox else box.reason
     return data
 
 
@@ -87,7 +94,7 @@ def cmd_add(args) -> int:
     env = parse_assignments(args.env, "KEY=VALUE") if args.env else {}
     agent = new_agent(
         args.name, argv, protocol=args.protocol, timeout=args.timeout, secrets=args.secret, env=env,
-        sandbox=args.sandbox, network=args.network, writable=args.writable, readable=args.readable,
+        sandbox=args.sandbox, network=args.network, writable=args.writable, readable=args.readable, hide=args.hide,
     )
     repo = repo_of(args)
     repo.save_config(add_agent(repo.config, agent, replace_existing=args.replace))

@@ -46,5 +46,10 @@ def cmd_worker(args) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     sys.stderr.write(f"uwf worker {name}: {args.concurrency} lane{'s' if args.concurrency > 1 else ''} on {repo.location}\n")
+    from ..engine.sandbox import BUBBLEWRAP, containment
+
+    box = containment()
+    if box.kind != BUBBLEWRAP and not box.nested:  # said once here: a worker streams no agent's stderr
+        sys.stderr.write(f"uwf: warning: agents run without a sandbox: {box.reason} (see README: Agents run contained)\n")
     worker.run()
     return 0

@@ -8,6 +8,7 @@ import os
 
 from ..encoding.records import record, replace
 from ..errors import UsageError, UwfError
+from .env import is_key_name
 from .model import PROTOCOLS, AgentConfig, Config, is_env_name
 from .presets import PRESETS
 
@@ -36,7 +37,9 @@ class AgentEntry:
     sandbox: bool = True  # `sandbox: false`: no sandbox for this agent, a process group only
     network: bool = True
     writable: tuple[str, ...] = ()  # what it may write besides the workspace (its CLI's state)
+    readable: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()  # workspace files it is shown empty
+    env: tuple[tuple[str, str], ...] = ()  # its fixed variables (never a key: `agent add` refuses one)
 
     def to_json(self) -> dict:
         data = {
@@ -47,13 +50,14 @@ class AgentEntry:
             "timeout": self.timeout,
             "secrets": list(self.secrets),
             "source": self.source,
-            "sandbox": self.sandbox,
-            "network": self.network,
         }
-        if self.writable:
-            data["writable"] = list(self.writable)
-        if self.hide:
-            data["hide"] = list(self.hide)
+        if self.protocol != "human":  # a person runs no process
+            data.update(sandbox=self.sandbox, network=self.network)
+        for key in ("writable", "readable", "hide"):
+            if getattr(self, key):
+                data[key] = list(getattr(self, key))
+        if self.env:
+            data["env"] = dict(self.env)
         if self.description:
             data["description"] = self.description
         return data
@@ -80,7 +84,8 @@ def preset_entries() -> list[AgentEntry]:
 def _entry(agent: AgentConfig, source: str) -> AgentEntry:
     return AgentEntry(
         agent.name, agent.command, agent.args, agent.protocol, agent.timeout, agent.secrets, source,
-        sandbox=agent.sandbox, network=agent.network, writable=agent.writable, hide=agent.hide,
+        sandbox=agent.sandbox, network=agent.network, writable=agent.writable, readable=agent.readable, hide=agent.hide,
+        env=tuple(agent.env.items()),
     )
 
 
@@ -96,6 +101,7 @@ def new_agent(
     network: bool = True,
     writable: list[str] | None = None,
     readable: list[str] | None = None,
+    hide: list[str] | None = None,
 ) -> AgentConfig:
     """A checked entry: every value a user can get wrong is refused here, in one line. Without a
     protocol, uwf's own agents (uwf-script, uwf-builtin, uwf-subflow) speak step, any other CLI text."""
@@ -114,12 +120,20 @@ def new_agent(
     for secret in secrets or []:
         if not is_env_name(secret):
             raise UsageError(f"--secret {secret!r} is not a .env key name (letters, digits and '_')")
+    for variable in env or {}:
+        if is_key_name(variable):
+            raise UsageError(
+                f"--env {variable}=... looks like a key: put it in .env and pass --secret {variable} (config.yaml holds no secrets)"
+            )
     for path in [*(writable or []), *(readable or [])]:
         if not path.startswith(("/", "~", "$")):
             raise UsageError(f"--writable and --readable take absolute paths (or ~/..., $VAR/...), not {path!r}")
+    for path in hide or []:
+        if path.startswith(("/", "~", "$")) or ".." in path.split("/"):
+            raise UsageError(f"--hide takes a path inside the workspace (relative, no '..'), not {path!r}")
     return AgentConfig(
         name, argv[0], tuple(argv[1:]), protocol, timeout, dict(env or {}), tuple(dict.fromkeys(secrets or [])),
-        sandbox=sandbox, network=network, writable=tuple(writable or ()), readable=tuple(readable or ()),
+        sandbox=sandbox, network=network, writable=tuple(writable or ()), readable=tuple(readable or ()), hide=tuple(hide or ()),
     )
 
 

@@ -140,6 +140,8 @@ class Secrets:
             named.update(agent.secrets)
         from_environ = {name: value for name, value in environ.items() if value and (name in named or is_key_name(name))}
         more = [(name, value) for name, value in from_environ.items() if name in env_values and env_values[name] != value]
+        for agent in config.agents.values():  # a key put in an entry's env (it belongs in .env) is still a key
+            more += [(name, value) for name, value in agent.env.items() if value and (name in named or is_key_name(name))]
         return cls({**from_environ, **env_values}, more)
 
     @property

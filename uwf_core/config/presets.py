@@ -23,6 +23,8 @@ PROMPT_FILE_TASK = (
     "and give your answer exactly in the format it asks for."
 )
 
+LLM_CONFIG = ("extra-openai-models.yaml", "keys.json", "default_model.txt", "aliases.json")
+
 PRESETS: dict[str, AgentConfig] = {
     "claude": AgentConfig(
         "claude",
@@ -34,7 +36,8 @@ PRESETS: dict[str, AgentConfig] = {
         "text",
         PRESET_TIMEOUT,
         env={"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},  # no telemetry, error reports or update checks
-        writable=("~/.claude/", "~/.claude.json"),
+        # its transcripts and a login's refreshed token; never settings.json (hooks) or ~/.claude.json (MCP servers)
+        writable=("~/.claude/projects/", "~/.claude/.credentials.json"),
     ),
     "codex": AgentConfig(
         "codex",
@@ -62,8 +65,8 @@ PRESETS: dict[str, AgentConfig] = {
         ),
         "text",
         PRESET_TIMEOUT,
-        writable=("~/.aider/",),
-        hide=(".aider.conf.yml", ".env"),  # a workspace's own aider config and keys file are not read
+        # a workspace's own aider config, model settings (an api_base) and .env are not read
+        hide=(".aider.conf.yml", ".aider.model.settings.yml", ".aider.model.metadata.json", ".env"),
     ),
     "hermes": AgentConfig(
         "hermes", "hermes", ("-z", PROMPT_FILE_TASK), "text", PRESET_TIMEOUT, writable=("${HERMES_HOME:-~/.hermes}/",)
@@ -71,6 +74,7 @@ PRESETS: dict[str, AgentConfig] = {
     "llm": AgentConfig(
         "llm", "llm", ("--no-stream", "--no-log"), "text", PRESET_TIMEOUT,
         writable=("${LLM_USER_PATH:-~/.config/io.datasette.llm}/",),  # it opens its database even with --no-log
+        readable=tuple(f"${{LLM_USER_PATH:-~/.config/io.datasette.llm}}/{name}" for name in LLM_CONFIG),  # its config stays as it is
     ),
     "cursor-agent": AgentConfig(
         "cursor-agent",
@@ -78,7 +82,6 @@ PRESETS: dict[str, AgentConfig] = {
         ("-p", PROMPT_FILE_TASK, "--output-format", "text", "--force"),
         "text",
         PRESET_TIMEOUT,
-        writable=("~/.cursor/",),
     ),
 }
 

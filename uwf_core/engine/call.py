@@ -131,8 +131,13 @@ class AgentCall:
         from .reuse import AGENT_ENV
 
         env = agent_env(self.repo, self.resolved)
+        if self.resolved.sandbox:
+            from .sandbox_policy import agent_environment
+
+            env = agent_environment(env)  # no agent socket or session bus: a way out of any sandbox
         if self.sees_store or not self.contained:
-            env["UWF_STORAGE_ROOT"] = self.repo.location
+            location = self.repo.location  # a directory as the place it leads to (the sandbox mounts that)
+            env["UWF_STORAGE_ROOT"] = os.path.realpath(location) if os.path.isdir(location) else location
         else:
             env.pop("UWF_STORAGE_ROOT", None)  # the root is hidden from it: no path to a store that is not there
         env.update(
@@ -178,7 +183,7 @@ class AgentCall:
     @cached_property
     def policy(self) -> Policy:
         """What the agent may see and touch (engine/sandbox.py)."""
-        from .sandbox import agent_policy
+        from .sandbox_policy import agent_policy
 
         backend = self.repo.backend
         env_files = (self.repo.env_path, os.environ.get("UWF_ENV_FILE") or "", os.path.join(os.path.expanduser("~"), ".uwf", ".env"))
@@ -186,11 +191,11 @@ class AgentCall:
             cwd=self.cwd,
             workspace=self.workspace,
             sees_store=self.sees_store,
-            store_dirs=backend.store_dirs,
-            socket_dirs=backend.socket_dirs,
+            store=(backend.store_dirs, backend.node_dirs, backend.socket_dirs),
             env_files=tuple(path for path in env_files if path),
             argv=self.resolved.argv,
             env=self.env,
+            runs_steps=self.is_ours("uwf-subflow"),
             writable=self.resolved.writable,
             readable=self.resolved.readable,
             hide=self.resolved.hide,
@@ -198,11 +203,21 @@ class AgentCall:
             sandbox=self.resolved.sandbox,
         )
 
+    def is_ours(self, *names: str) -> bool:
+        """Whether the agent is one of uwf's own bundled commands (uwf-subflow, uwf-builtin...),
+        installed beside this uwf: a command of that name elsewhere is anyone's."""
+        import shutil
+
+        if not self.resolved.argv or os.path.basename(self.resolved.argv[0]) not in names:
+            return False
+        found = shutil.which(self.resolved.argv[0], path=self.env.get("PATH"))
+        return found is not None and os.path.dirname(os.path.abspath(found)) == os.path.dirname(os.path.abspath(sys.executable))
+
     def spawn(self, argv: list[str], stdin_text: str | None, prompt_data: bytes | None = None) -> ProcessOutcome:
         """Run the agent, contained; `prompt_data` is its {prompt_file} in a sandbox's /tmp."""
         shown = self.options.on_output
         on_output = None if shown is None else lambda line: shown(self.secrets.text(line))
-        _warn_uncontained(self.resolved.sandbox, on_output)
+        _warn_uncontained(self.resolved, on_output)
         env, fds = self.env, ()
         if self.sees_store:  # its kit reads its keys from this file, since the sandbox hides .env
             from ..config.env import SECRETS_FD_ENV, secrets_file
@@ -230,10 +245,14 @@ class AgentCall:
         return outcome
 
     def step_agent_keys(self) -> dict[str, str]:
-        """What a step agent may use of .env: the keys its entry names, and each provider's key
-        (the agent kit's own model calls: uwf-builtin's model, the extract fallback)."""
+        """What a step agent may use of .env: the keys its entry names; for uwf's own agents, each
+        provider's key (uwf-builtin's model, the extract fallback); for uwf-subflow, which runs a
+        child thread's agents as uwf does, all of it (each child gets only what its entry names)."""
+        if self.is_ours("uwf-subflow"):
+            return dict(self.repo.env_values)
         names = set(self.resolved.secrets)
-        names.update(provider.api_key_env for provider in self.repo.config.providers.values() if provider.api_key_env)
+        if self.is_ours("uwf-builtin", "uwf-script"):
+            names.update(provider.api_key_env for provider in self.repo.config.providers.values() if provider.api_key_env)
         return {name: value for name, value in self.repo.env_values.items() if name in names}
 
     def _check(self, outcome: ProcessOutcome) -> None:
@@ -253,6 +272,12 @@ class AgentCall:
             )
         if outcome.exit_code == 0:
             return  # a kill meanwhile is caught by the compare-and-set of the head
+        if self.contained:
+            from .sandbox import setup_failure
+
+            failure = setup_failure(outcome.raw_exit_code, outcome.stderr_tail)
+            if failure:
+                raise StepError(f"agent '{label}' could not be started: its sandbox could not be set up ({failure})", "failed", tail)
         if self.info.thread not in self.repo.threads.heads():
             raise StepError(f"thread {self.info.thread} was killed while agent '{label}' ran", "killed", tail)
         how = f"was killed by signal {-outcome.exit_code}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
@@ -264,24 +289,32 @@ class AgentCall:
         raise StepError(f"agent '{label}' {how}{suffix}", "failed", tail)
 
 
-_WARNED: list[bool] = []
+_WARNED: set[str] = set()
 
 
-def _warn_uncontained(wanted: bool, on_output) -> None:
-    """Once per process: where no sandbox can start, say so (and why) before the first agent runs."""
+def _warn_uncontained(resolved: ResolvedAgent, on_output) -> None:
+    """Once per process (and per agent that turned it off): an agent about to run without a
+    sandbox is said to, and why, before it runs."""
     from .sandbox import BUBBLEWRAP, containment
 
-    if not wanted or _WARNED:
-        return
-    box = containment()
-    if box.kind == BUBBLEWRAP or box.nested:
-        return
-    _WARNED.append(True)
-    if on_output is not None:
-        on_output(
-            f"uwf: warning: agents run without a sandbox: {box.reason}; each runs in a process group that uwf ends "
-            f"with its step, but it can write outside its workspace and read the root (install bubblewrap)"
+    if not resolved.sandbox:
+        key, message = resolved.label, (
+            f"uwf: warning: agent '{resolved.label}' runs without a sandbox (sandbox: false in its entry): it can write "
+            f"anywhere you can and read the root's .env; only its processes are ended with the step"
         )
+    else:
+        box = containment()
+        if box.kind == BUBBLEWRAP or box.nested:
+            return
+        advice = "install bubblewrap" if "not installed" in (box.reason or "") else "see README: Agents run contained"
+        key, message = "", (
+            f"uwf: warning: agents run without a sandbox: {box.reason}; each runs in a process group that uwf ends "
+            f"with its step, but it can write outside its workspace and read the root ({advice})"
+        )
+    if key in _WARNED or on_output is None:  # said where it can be seen (a worker says it once as it starts)
+        return
+    _WARNED.add(key)
+    on_output(message)
 
 
 class KillWatch:

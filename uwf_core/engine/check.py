@@ -117,11 +117,13 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
         try:
             result = perform_step(check, info.thread, StepOptions(agent=agent, timeout=timeout, on_output=on_output))
         except StepError as exc:
+            error = exc.message.replace(check.env_path, repo.env_path)  # the user's .env, not the scratch copy
             return AgentCheck(
-                resolved.label, False, time.monotonic() - started, error=exc.message, stderr_first_line=_first_line(exc.stderr), **report
+                resolved.label, False, time.monotonic() - started, error=error, stderr_first_line=_first_line(exc.stderr), **report
             )
         except UwfError as exc:
-            return AgentCheck(resolved.label, False, time.monotonic() - started, error=exc.message, **report)
+            error = exc.message.replace(check.env_path, repo.env_path)
+            return AgentCheck(resolved.label, False, time.monotonic() - started, error=error, **report)
         step = StepNode.from_payload(check.nodes.get(result.head).payload)
         output = check.nodes.payload(step.output)
         return AgentCheck(resolved.label, True, time.monotonic() - started, answer=output.get("answer"), **report)

@@ -28,11 +28,11 @@ SYSTEM_PROMPT = (
     '  {{"output": {{...}}, "evidence": {{"<field>": "<quote>", ...}}}}\n'
     '  {{"noAnswer": "<why the answer does not give this output>"}}\n'
     '"output" must match the JSON Schema below and hold only what the answer itself says. For every field of "output", '
-    '"evidence" gives the words of the answer that support it, copied exactly (one quote, or a list of quotes). '
-    "If the answer is an error message, a refusal, or does not contain what a field needs, reply with noAnswer: "
-    "never invent a value.\n\nJSON Schema:\n{schema}"
+    '"evidence" gives the words of the answer that say its value, copied exactly: one quote, or a list of quotes '
+    "with one for each item of a list field; leave out optional fields the answer does not fill. If the answer is "
+    "an error message, a refusal, or does not contain what a field needs, reply with noAnswer: never invent a "
+    "value.\n\nJSON Schema:\n{schema}"
 )
-MIN_QUOTE_CHARACTERS = 3  # letters or digits: a quote of "a" or "." is found in any text
 
 
 class LlmExtractor:
@@ -84,7 +84,8 @@ def fallback_for(
 
 
 def _parse(content: str, schema: dict, answer: str) -> tuple[dict, dict]:
-    """(output, evidence) from the extract model's reply, each field's quotes found in `answer`."""
+    """(output, evidence) from the extract model's reply, the evidence checked against `answer`
+    (engine/evidence.py)."""
     from ..encoding.limits import StructureError, check_json_text
     from ..store.schemas import validation_errors
 
@@ -109,25 +110,6 @@ def _parse(content: str, schema: dict, answer: str) -> tuple[dict, dict]:
     errors = validation_errors(schema, output)
     if errors:
         raise ExtractError(f"the extract model's answer does not match the schema: {errors[0]}", errors)
-    haystack = _normal(answer)
-    for field in output:
-        quotes = evidence.get(field)
-        quotes = [quotes] if isinstance(quotes, str) else quotes
-        if not quotes or not all(isinstance(quote, str) for quote in quotes):
-            raise ExtractError(f"the extract model quoted nothing of the agent's output for field '{field}'")
-        for quote in quotes:
-            needle = _normal(quote)
-            if sum(c.isalnum() for c in needle) < min(MIN_QUOTE_CHARACTERS, sum(c.isalnum() for c in haystack)):
-                raise ExtractError(f"the extract model's quote for field '{field}' is too short to support it: {quote!r}")
-            if needle not in haystack:
-                raise ExtractError(f"field '{field}': the extract model's quote is not in the agent's output: {quote[:80]!r}")
-    return output, {field: evidence[field] for field in output}
+    from .evidence import check_evidence
 
-
-QUOTE_MARKS = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
-
-
-def _normal(text: str) -> str:
-    """Text as a quote is compared: case, runs of white space and typographic quotes aside, and
-    without the marks a quote is often trimmed of at its ends."""
-    return " ".join(text.translate(QUOTE_MARKS).lower().split()).strip(" \"'`*_.,;:")
+    return output, check_evidence(output, evidence, answer)

@@ -2,10 +2,11 @@
 (PR_SET_CHILD_SUBREAPER), so a process an agent leaves behind — even one that moved to a session
 of its own with setsid — is re-parented to uwf instead of to init. While the agent runs, its
 descendants are looked up a few times a second; when its step ends, every one still alive is
-killed, and the watchdog is told of each, so a SIGKILLed uwf takes them along too.
+stopped and killed, and the watchdog is told of each, so a SIGKILLed uwf takes them along too.
 
-It is best effort, as a PID namespace is not: a process that forks away and is orphaned
-between two looks is caught only as an orphan of uwf, not by name.
+It is best effort, as a PID namespace is not: a process orphaned between two looks is known
+only as a child of uwf that no agent claimed, and is killed when the last agent running in this
+uwf ends (a TUI or worker runs several; one's end never kills another's processes).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 from .watchdog import WATCHDOG
 
 PR_SET_CHILD_SUBREAPER = 36
-LEADERS: set[int] = set()  # the agents this uwf runs now: its children that are not orphans
+LEADERS: set[int] = set()  # every agent this uwf runs now (sandboxed too): its children that are no orphans
 SPAWN_LOCK = threading.Lock()  # held while an agent starts: a look meanwhile would take it for an orphan
 _SUBREAPER: list[bool] = []
 
@@ -37,8 +38,8 @@ def become_subreaper() -> bool:
     return _SUBREAPER[0]
 
 
-def process_table() -> dict[int, tuple[int, int, bytes, int]]:
-    """pid -> (ppid, process group, state, start time) of every process, from /proc."""
+def process_table() -> dict[int, tuple[int, int, bytes, int, int]]:
+    """pid -> (ppid, process group, state, start time, session) of every process, from /proc."""
     table = {}
     try:
         entries = os.listdir("/proc")
@@ -54,7 +55,7 @@ def process_table() -> dict[int, tuple[int, int, bytes, int]]:
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) > 19:
-            table[int(entry)] = (int(fields[1]), int(fields[2]), fields[0], int(fields[19]))
+            table[int(entry)] = (int(fields[1]), int(fields[2]), fields[0], int(fields[19]), int(fields[3]))
     return table
 
 
@@ -62,47 +63,44 @@ class Orphans:
     """The processes one agent started, for the fallback containment."""
 
     def __init__(self, leader: int) -> None:
-        """Call with SPAWN_LOCK held, right after the agent started."""
+        """Call with SPAWN_LOCK held, right after the agent started (run_process registers it as a leader)."""
         self.leader = leader
         self.seen: dict[int, int] = {}  # pid -> start time (a reused pid is another process)
-        LEADERS.add(leader)
 
-    def look(self) -> None:
-        """Note every live descendant of the agent, and every orphan re-parented to uwf."""
-        me = os.getpid()
+    def look(self, *, alone: bool = False) -> None:
+        """Note every live descendant of the agent; `alone` (no other agent runs here), also every
+        unclaimed orphan re-parented to uwf. Reap what ended among them."""
+        me, my_session = os.getpid(), os.getsid(0)
         with SPAWN_LOCK:
             table = process_table()
             others = set(LEADERS)
         children: dict[int, list[int]] = {}
-        for pid, (ppid, _, _, _) in table.items():
+        for pid, (ppid, *_) in table.items():
             children.setdefault(ppid, []).append(pid)
-        found = []
-        stack = list(children.get(self.leader, []))
-        stack += [pid for pid in children.get(me, []) if pid not in others and pid != WATCHDOG.pid]
+        # uwf's own children that no agent runs: not one it started itself in its session (an editor)
+        strays = [pid for pid in children.get(me, []) if pid not in others and pid != WATCHDOG.pid and table[pid][4] != my_session]
+        stack = [*children.get(self.leader, []), *(pid for pid in strays if pid in self.seen or alone)]
         while stack:
             pid = stack.pop()
-            found.append(pid)
+            ppid, _, state, started, _ = table[pid]
             stack.extend(children.get(pid, []))
-        for pid in found:
-            ppid, _, state, started = table[pid]
             if state == b"Z":
                 if ppid == me:  # an orphan that ended: uwf, its new parent, must reap it
                     self._reap(pid)
-                continue
-            if self.seen.get(pid) != started:
+            elif self.seen.get(pid) != started:
                 self.seen[pid] = started
                 WATCHDOG.guard_pid(pid)
         for pid in [pid for pid in self.seen if pid not in table]:
             self._forget(pid)
 
     def end(self) -> None:
-        """Kill every process the agent left, and reap those that were re-parented to uwf."""
+        """Stop and kill every process the agent left, and reap those that were re-parented to uwf."""
         import time
 
-        with SPAWN_LOCK:
-            LEADERS.discard(self.leader)
         for _ in range(40):  # a killed parent's children come to uwf in turn: look until none is left
-            self.look()
+            with SPAWN_LOCK:
+                alone = not (LEADERS - {self.leader})
+            self.look(alone=alone)
             table = process_table()
             alive = [pid for pid, started in self.seen.items() if pid in table and table[pid][3] == started and table[pid][2] != b"Z"]
             if not alive:

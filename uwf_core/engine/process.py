@@ -46,6 +46,7 @@ class ProcessOutcome:
     duration_ms: int
     pid: int
     overflowed: bool = False  # stdout passed MAX_STDOUT_BYTES: the group was killed, the answer dropped
+    raw_exit_code: int | None = None  # as the process uwf started ended (bubblewrap's own, in a sandbox)
 
 
 class Cancel:
@@ -73,7 +74,7 @@ def _group_alive(pgid: int) -> bool:
     table = process_table()
     if not table:
         return True  # no /proc to look in: the group answered the signal
-    return any(group == pgid and state != b"Z" for _, group, state, _ in table.values())
+    return any(group == pgid and state != b"Z" for _, group, state, *_ in table.values())
 
 
 def kill_group(pgid: int, proc: subprocess.Popen | None = None, grace: float = TERM_GRACE_SECONDS) -> None:
@@ -129,14 +130,15 @@ def run_process(
 ) -> ProcessOutcome:
     """Run `argv` to its end. With a `policy`, contained: in the sandbox it describes (where
     `prompt_data` becomes its /tmp/uwf-prompt.md), or else under uwf as subreaper."""
-    from .orphans import SPAWN_LOCK, Orphans, become_subreaper
+    from .orphans import LEADERS, SPAWN_LOCK, Orphans, become_subreaper
     from .sandbox import BUBBLEWRAP, bwrap_argv, containment, empty_document
 
     started = time.monotonic()
     command, fds, orphans, own_fds = argv, tuple(pass_fds), None, []
     box = containment() if policy is not None and policy.sandbox else None
-    if box is not None and box.kind == BUBBLEWRAP:
-        _check_command(argv[0], cwd, env)  # inside, bubblewrap would only say "execvp" with exit 1
+    boxed = box is not None and box.kind == BUBBLEWRAP
+    if boxed:
+        argv = [_check_command(argv[0], cwd, env), *argv[1:]]  # inside, bubblewrap would only say "execvp"
         prompt_fd = _memory_file(prompt_data) if prompt_data is not None else None
         empty_fds = tuple(_memory_file(empty_document(path)) for path in policy.hidden_files)
         own_fds = [*empty_fds, *([prompt_fd] if prompt_fd is not None else [])]
@@ -147,8 +149,9 @@ def run_process(
     try:
         with SPAWN_LOCK:
             proc = _spawn(command, argv[0], cwd, env, stdin_text is not None, fds)
-            if policy is not None and command is argv:
-                orphans = Orphans(proc.pid)
+            if policy is not None:
+                LEADERS.add(proc.pid)  # no other agent's fallback containment takes it for an orphan
+                orphans = None if boxed else Orphans(proc.pid)
     finally:
         for fd in own_fds:
             os.close(fd)
@@ -167,10 +170,10 @@ def run_process(
             proc.wait()
         if orphans is not None:
             orphans.end()  # after the leader is reaped: its pid is no orphan's to take
+        with SPAWN_LOCK:
+            LEADERS.discard(proc.pid)
         WATCHDOG.release(proc.pid)
-    exit_code = proc.returncode
-    if command is not argv:  # it ran in a sandbox
-        exit_code = _inner_exit(exit_code)
+    exit_code = _inner_exit(proc.returncode) if boxed else proc.returncode
     return ProcessOutcome(
         exit_code=exit_code,
         stdout=stdout,
@@ -180,6 +183,7 @@ def run_process(
         duration_ms=int((time.monotonic() - started) * 1000),
         pid=proc.pid,
         overflowed=overflowed,
+        raw_exit_code=proc.returncode,
     )
 
 
@@ -210,7 +214,10 @@ def _inner_exit(code: int | None) -> int | None:
     return code
 
 
-def _check_command(name: str, cwd: str | None, env: dict[str, str]) -> None:
+def _check_command(name: str, cwd: str | None, env: dict[str, str]) -> str:
+    """The command to run in a sandbox: a path's directory is resolved (a link kept in the caller's
+    /tmp is not in the sandbox's), its name kept (a venv's python is a link that must stay one);
+    a bare name is looked up on PATH there, as here."""
     import shutil
 
     if os.sep in name:
@@ -219,8 +226,10 @@ def _check_command(name: str, cwd: str | None, env: dict[str, str]) -> None:
             raise UwfError(f"agent command '{name}' not found")
         if not os.access(path, os.X_OK) or os.path.isdir(path):
             raise UwfError(f"agent command '{name}' is not executable")
-    elif shutil.which(name, path=env.get("PATH")) is None:
+        return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    if shutil.which(name, path=env.get("PATH")) is None:
         raise UwfError(f"agent command '{name}' not found")
+    return name
 
 
 def _memory_file(data: bytes) -> int:

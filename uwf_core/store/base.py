@@ -152,7 +152,8 @@ class Backend(Protocol):
     config: TextFile
     env_path: str  # this host's .env: secrets never live in shared storage
     scratch_dir: str  # this host's temp space (prompt files)
-    store_dirs: tuple[str, ...]  # the directories the store is (a step agent's sandbox may write them; a text agent's hides them)
+    store_dirs: tuple[str, ...]  # the directories the store is (a step agent's sandbox shows them read-only; a text agent's hides them)
+    node_dirs: tuple[str, ...]  # where nodes are written (a step agent's sandbox may write them)
     socket_dirs: tuple[str, ...]  # Unix-socket directories the store is reached through (shown to step agents)
 
     def change_token(self) -> Hashable:

@@ -105,9 +105,12 @@ def start_thread(
         if role not in definition.roles:
             raise UwfError(f"--agent {role}=...: workflow '{definition.name}' has no role '{role}' (roles: {', '.join(definition.roles)})")
     if workspace is not None:
-        workspace = os.path.abspath(workspace)
         if not os.path.isdir(workspace):
-            raise UwfError(f"workspace {workspace} is not a directory")
+            raise UwfError(f"workspace {os.path.abspath(workspace)} is not a directory")
+        workspace = os.path.realpath(workspace)  # the place a link leads to: what an agent's sandbox mounts
+        for store_dir in map(os.path.realpath, repo.backend.store_dirs):
+            if workspace == store_dir or workspace.startswith(store_dir.rstrip(os.sep) + os.sep):
+                raise UwfError(f"workspace {workspace} is inside the storage root {store_dir}: give the thread a directory of its own")
     if not prompt.strip():
         raise UwfError("the prompt is empty")
     _check_budget(max_tokens, max_cost)

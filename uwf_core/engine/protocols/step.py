@@ -15,9 +15,6 @@ if TYPE_CHECKING:
 
 
 def run(call: AgentCall) -> str:
-    import time
-
-    since = time.time()
     outcome = call.spawn([*call.resolved.argv, call.info.thread, call.role.name], None)
     lines = [line.strip() for line in outcome.stdout.splitlines() if line.strip()]
     if not lines:
@@ -27,14 +24,15 @@ def run(call: AgentCall) -> str:
     answer = lines[-1]
     hash_ = answer.upper() if is_cas_ref(answer.upper()) else answer
     check_step_node(call.repo.nodes, hash_, call.context, call.role.name, call.role.meta, call.resolved.label)
-    _refuse_keys(call, hash_, since)
+    _refuse_keys(call, hash_)
     return hash_
 
 
-def _refuse_keys(call: AgentCall, step: str, since: float) -> None:
-    """Refuse the step if a node the agent wrote in it holds a key uwf knows (its .env, keys
-    named like keys), and remove those nodes and the new ones that name them: a key must never
-    stay in the store. Older nodes were checked when they were written."""
+def _refuse_keys(call: AgentCall, step: str) -> None:
+    """Refuse the step if a node it brings in holds a key uwf knows (its .env, keys named like
+    keys), and remove those nodes and the ones of the step that name them: a key must never stay
+    in the store. The walk stops at what the thread held before (its head, that head's history
+    entry, its StartNode): those were checked when they came in."""
     import json
 
     if call.secrets.empty:
@@ -42,13 +40,17 @@ def _refuse_keys(call: AgentCall, step: str, since: float) -> None:
     from ...thread.history import KEY as ENTRY_KEY
 
     store, nodes = call.repo.nodes, call.repo.backend.nodes
-    fresh: dict[str, list[str]] = {}  # node written in this step -> the fresh nodes it names
-    entry = nodes.derived(ENTRY_KEY + step)  # the step as later prompts show it: written beside it
-    queue = [step, *([entry.decode("ascii", "replace")] if entry else [])]
+
+    def entry_of(hash_: str) -> list[str]:
+        raw = nodes.derived(ENTRY_KEY + hash_)  # the step as later prompts show it: kept beside it
+        return [raw.decode("ascii", "replace")] if raw else []
+
+    known = {call.info.head, call.context.start_hash, *entry_of(call.info.head)}
+    fresh: dict[str, list[str]] = {}  # a node of the step -> the nodes it names
+    queue = [step, *entry_of(step)]
     while queue:
         hash_ = queue.pop()
-        touched = nodes.touched_at(hash_)
-        if hash_ in fresh or not store.has(hash_) or touched is None or touched < since - 2:  # touched: to the second
+        if hash_ in fresh or hash_ in known or not store.has(hash_):
             continue
         fresh[hash_] = store.refs(hash_)
         queue.extend(fresh[hash_])
@@ -70,7 +72,6 @@ def _refuse_keys(call: AgentCall, step: str, since: float) -> None:
         store.forget(hash_)
     first, names = next(iter(leaking.items()))
     raise StepError(
-        f"agent '{call.resolved.label}' wrote the value of {', '.join(names)} into node {first}: a key it was not given "
-        f"(it came across it some other way), which no stored node may hold; the step is refused and the "
-        f"{len(doomed)} node{'s' if len(doomed) != 1 else ''} it wrote with it removed"
+        f"agent '{call.resolved.label}' wrote the value of {', '.join(names)} into node {first}: no stored node may hold "
+        f"a key; the step is refused and the {len(doomed)} node{'s' if len(doomed) != 1 else ''} it wrote with it removed"
     )

@@ -41,8 +41,11 @@ def run(call: AgentCall) -> str:
     except ExtractError as exc:
         call.time_left()  # out of time: that is the failure, not the unread output
         looked = _looked_like(secrets.text(last[0].stdout))
+        hint = ""
+        if "no frontmatter" in exc.message and last[0].stdout.strip() and not _has_extract_model(call):
+            hint = " (no extract model is configured to read an answer that does not start with its frontmatter: `uwf setup --model ...`)"
         raise StepError(
-            f"could not read the output of agent '{call.resolved.label}': {exc.message}; {looked}",
+            f"could not read the output of agent '{call.resolved.label}': {exc.message}; {looked}{hint}",
             "failed",
             secrets.text(last[0].stderr_tail),
         ) from None
@@ -75,6 +78,11 @@ def run(call: AgentCall) -> str:
         started_ms=call.started_ms,
         agent_key=call.agent_key,
     )
+
+
+def _has_extract_model(call: AgentCall) -> bool:
+    config = call.repo.config
+    return bool(config.model_overrides.get("extract") or config.default_model)
 
 
 def _looked_like(stdout: str) -> str:

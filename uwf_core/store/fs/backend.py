@@ -36,7 +36,8 @@ class FsBackend:
         self.config = FsConfigFile(self.root.config_file)
         self.env_path = self.root.env_file
         self.scratch_dir = self.root.join("tmp")
-        self.store_dirs = (self.root.path,)  # what a step agent writes its nodes in
+        self.store_dirs = (self.root.path,)  # the whole store: hidden from text agents, read-only to step agents
+        self.node_dirs = (self.root.cas_dir,)  # where a step agent writes its nodes
         self.socket_dirs: tuple[str, ...] = ()
 
     @cached_property

@@ -28,6 +28,7 @@ class PgBackend:
         self.env_path = os.environ.get("UWF_ENV_FILE") or os.path.join(os.path.expanduser("~"), ".uwf", ".env")
         self.scratch_dir = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"uwf-{os.getuid()}")
         self.store_dirs: tuple[str, ...] = ()  # nothing of the store is a directory here
+        self.node_dirs: tuple[str, ...] = ()
         self.socket_dirs = socket_dirs(url)
 
     def __repr__(self) -> str:

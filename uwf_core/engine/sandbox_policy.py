@@ -1,0 +1,193 @@
+"""What one agent run may see and touch (design §16), as a Policy for engine/sandbox.py.
+
+Its workspace is writable; the store is hidden from a text agent and read-only to a step agent
+but for where nodes are written (uwf-subflow, which steps threads itself, writes it all); every
+.env of uwf's and the well-known credential stores of other tools are hidden; the entry adds
+what its CLI must write (or read) and hides what a workspace could use to run commands; and
+what the agent needs from the private /tmp — its program, the files its command line and
+environment name, this Python — stays readable. Every path is resolved first: bubblewrap cannot
+mount through a symlink, and a second path to a hidden place must not lead around it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+from ..errors import UwfError
+from .sandbox import Policy
+
+PRIVATE_TMP_NAMES = frozenset({"TMPDIR", "TMP", "TEMP", "PWD", "OLDPWD"})  # never a reason to show a path of /tmp
+# What an agent must not be handed through its environment: a way into the user's session.
+SESSION_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
+# Other tools' keys, hidden from every agent (an entry's `readable` shows one again).
+CREDENTIALS = (
+    "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube", "~/.docker/config.json",
+    "~/.netrc", "~/.git-credentials", "~/.config/gh/hosts.yml", "~/.pypirc", "~/.npmrc",
+    "/etc/shadow", "/etc/gshadow",
+)
+SYSTEM_PLACES = ("/", "/tmp", "/dev", "/proc", "/sys", "/run", "/etc", "/usr", "/var", "/home")
+
+
+class SandboxError(UwfError):
+    """An agent's sandbox cannot be what it must be (a workspace of / or the whole home)."""
+
+
+def agent_policy(
+    *,
+    cwd: str,
+    workspace: str,
+    sees_store: bool,
+    store: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]],
+    env_files: tuple[str, ...],
+    argv: tuple[str, ...],
+    env: dict[str, str],
+    runs_steps: bool = False,
+    writable: tuple[str, ...] = (),
+    readable: tuple[str, ...] = (),
+    hide: tuple[str, ...] = (),
+    network: bool = True,
+    sandbox: bool = True,
+) -> Policy:
+    """The Policy of one agent run. `store` is the backend's (store_dirs, node_dirs, socket_dirs);
+    `hide` names workspace files, looked for in the workspace and in `cwd` (a role's location)."""
+    home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
+    workspace, cwd = os.path.realpath(workspace), os.path.realpath(cwd)
+    check_workspace(workspace, home)
+    store_dirs, node_dirs, socket_dirs = (tuple(os.path.realpath(path) for path in paths) for paths in store)
+    hidden_dirs = [] if sees_store else [*store_dirs, *_existing_dirs(os.path.join(home, ".uwf"))]
+    extra_writable = [*_writable(writable, env), *((store_dirs if runs_steps else node_dirs) if sees_store else ())]
+    hidden_files = [*env_files, *(os.path.join(base, item) for item in hide for base in dict.fromkeys((workspace, cwd)))]
+    chosen_readable = [expand(item, env) for item in readable]
+    for item in CREDENTIALS:
+        path = expand(item, env)
+        if path and os.path.lexists(path) and path not in chosen_readable:
+            (hidden_dirs if os.path.isdir(path) else hidden_files).append(path)
+    hidden_files = [os.path.realpath(path) for path in hidden_files if os.path.isfile(path)]
+    hidden_dirs = [os.path.realpath(path) for path in hidden_dirs]
+    hidden_files = [path for path in hidden_files if not _inside_any(path, hidden_dirs)]
+    writable_all = [workspace, *extra_writable]
+    auto = [*((*store_dirs, *socket_dirs) if sees_store else ()), *_named_paths(argv, env, cwd)]
+    auto = [path for path in map(os.path.realpath, auto) if not _inside_any(path, writable_all)]  # never read-only in its own workspace
+    shown = [os.path.realpath(path) for path in chosen_readable if path] + auto
+    shown = [path for path in shown if not _inside_any(path, hidden_dirs)]  # one that holds a hidden one is fine: the hiding goes on top
+    return Policy(
+        cwd=cwd,
+        writable=tuple(dict.fromkeys(writable_all)),
+        readable=tuple(dict.fromkeys(shown)),
+        hidden_dirs=tuple(dict.fromkeys(hidden_dirs)),
+        hidden_files=tuple(dict.fromkeys(hidden_files)),
+        network=network,
+        sandbox=sandbox,
+    )
+
+
+def check_workspace(workspace: str, home: str) -> None:
+    """A workspace is what the agent may write: never the whole system or the whole home."""
+    if workspace in SYSTEM_PLACES or workspace == home or under(home, workspace):
+        raise SandboxError(
+            f"{workspace} cannot be an agent's workspace: the agent may write all of it (give the thread a directory "
+            f"of its own with `uwf thread start -w DIR`, or step it from one)"
+        )
+
+
+def agent_environment(env: dict[str, str]) -> dict[str, str]:
+    """The agent's environment without the ways into the user's session (agent sockets, D-Bus)."""
+    return {name: value for name, value in env.items() if name not in SESSION_VARIABLES}
+
+
+def _writable(items: tuple[str, ...], env: dict[str, str]) -> list[str]:
+    found = []
+    for item in items:
+        path = expand(item, env)
+        if path is None:
+            continue
+        if item.endswith("/") and not os.path.exists(path):
+            try:
+                os.makedirs(path, exist_ok=True)  # a CLI's state directory, as the CLI would make it
+            except OSError:
+                continue
+        path = os.path.realpath(path)
+        if path in ("/", "/tmp", "/dev", "/proc"):
+            raise SandboxError(f"writable: {item} would take the sandbox apart (it is {path}): name a directory of the agent's own")
+        found.append(path)
+    return found
+
+
+def _existing_dirs(*paths: str) -> list[str]:
+    return [path for path in paths if os.path.isdir(path)]
+
+
+def _inside_any(path: str, parents: list[str]) -> bool:
+    return any(under(path, parent) for parent in parents)
+
+
+def expand(path: str, env: dict[str, str]) -> str | None:
+    """A configured path with ~, $VAR and ${VAR:-default} expanded against the agent's environment
+    (a preset's `${CODEX_HOME:-~/.codex}/`); None when a variable it names is unset or the result
+    is not absolute."""
+    import re
+
+    home = env.get("HOME") or os.path.expanduser("~")
+    missing = False
+
+    def tilde(text: str) -> str:
+        return home + text[1:] if text == "~" or text.startswith("~/") else text
+
+    def variable(match) -> str:
+        nonlocal missing
+        value = env.get(match[1] or match[3])
+        if value:
+            return value
+        if match[2] is not None:
+            return tilde(match[2])
+        missing = True
+        return ""
+
+    text = tilde(re.sub(r"\$\{(\w+)(?::-([^}]*))?\}|\$(\w+)", variable, path))
+    if missing:
+        return None
+    return os.path.normpath(text) if os.path.isabs(text) else None
+
+
+def under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def _named_paths(argv: tuple[str, ...], env: dict[str, str], cwd: str) -> list[str]:
+    """Existing paths under /tmp that the agent's command (the directory it is in), its arguments
+    or its environment name, and this Python's own (uwf's bundled agents run on it): a script, a
+    checkout or a venv in /tmp still runs, with the files beside it. Sockets are never shown."""
+    import shutil
+
+    candidates = [sys.prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    program = shutil.which(argv[0], path=env.get("PATH")) if argv and os.sep not in argv[0] else None
+    program = program or (os.path.join(cwd, argv[0]) if argv and os.sep in argv[0] else None)
+    if program:
+        candidates += [os.path.dirname(program), os.path.dirname(os.path.realpath(program))]
+    values = [*argv, *(value for name, value in env.items() if name not in PRIVATE_TMP_NAMES and name not in SESSION_VARIABLES)]
+    for value in values:
+        for piece in value.split(os.pathsep) if value.startswith("/") else (value.split("=", 1)[-1],):
+            if piece.startswith("/"):
+                candidates.append(piece)
+    found = []
+    for path in candidates:
+        path = os.path.normpath(path)
+        if under(path, "/tmp") and path != "/tmp" and not under(cwd, path) and _plain(path):
+            found.append(path)
+    found.sort(key=len)
+    kept: list[str] = []
+    for path in found:  # one mount for a directory and what is in it
+        if not any(under(path, parent) for parent in kept):
+            kept.append(path)
+    return kept
+
+
+def _plain(path: str) -> bool:
+    """A file or a directory that exists: not a socket, a pipe or a device."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode) or stat.S_ISREG(mode)
