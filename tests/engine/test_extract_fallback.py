@@ -426,7 +426,7 @@ def test_llm_extractor_request_and_code_fences():
         return_value=httpx.Response(
             200,
             json={
-                "choices": [{"message": {"role": "assistant", "content": '```json\n{"output": {"thesis": "t", "keyPoints": ["a"]}, '
+                "choices": [{"message": {"role": "assistant", "content": '```json\n{"output": {"thesis": "Cats rule", "keyPoints": ["aloof"]}, '
                                          '"evidence": {"thesis": "Cats rule", "keyPoints": "they are aloof"}}\n```'}}],
                 "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13},
             },
@@ -434,7 +434,7 @@ def test_llm_extractor_request_and_code_fences():
     )
     extractor = LlmExtractor(llm_config(default_model="m", model_overrides={"extract": "x"}), {"ACME_API_KEY": "k-123456"})
     extracted, usage = extractor(PROSE, SCHEMA)
-    assert extracted == Extracted({"thesis": "t", "keyPoints": ["a"]}, PROSE, "llm", {"thesis": "Cats rule", "keyPoints": "they are aloof"})
+    assert extracted == Extracted({"thesis": "Cats rule", "keyPoints": ["aloof"]}, PROSE, "llm", {"thesis": "Cats rule", "keyPoints": "they are aloof"})
     assert usage == Usage(9, 4, 13, 1)
     request = route.calls.last.request
     assert request.headers["Authorization"] == "Bearer k-123456"

@@ -119,6 +119,12 @@ LIST_SCHEMA = {"type": "object", "properties": {"thesis": {"type": "string"}, "p
         ({"thesis": "x"}, {"thesis": 5}, "x", "quoted nothing"),  # a number given as a quote: refused, no traceback
         ({"thesis": "x"}, {"thesis": {"a": "x"}}, "x", "quoted nothing"),
         ({}, {}, "anything", "extracted nothing"),
+        # a second item resting on the first one's quote
+        ({"points": ["src/auth.py", "src/backdoor.py"]}, {"points": ["changed src/auth.py", "changed src/auth.py"]},
+         "changed src/auth.py", "do not say 'src/backdoor.py'"),
+        ({"thesis": "no"}, {"thesis": "Not done"}, "Not done", "do not say 'no'"),  # a short value is a word of its own
+        ({"score": 3}, {"score": "-3 points"}, "-3 points", "do not say '3'"),
+        ({"thesis": "fixed the login bug"}, {"thesis": "the login page"}, "the login page", "do not say"),  # every word of a short value
     ],
 )
 def test_quotes_must_say_the_values_they_support(output, evidence, answer, says):

@@ -259,7 +259,7 @@ def test_a_text_agent_is_shown_neither_the_store_nor_env_files_and_a_step_agent_
     assert str(root / ".env") not in text.hidden_files  # in the hidden root already
     assert str(scripts) in text.readable and "/run/pg" not in text.readable
     step = agent_policy(sees_store=True, **common)
-    assert step.writable == (str(workspace), str(root / "cas")) and step.hidden_dirs == ()  # its nodes, nothing else
+    assert step.writable == (str(workspace), str(root / "cas")) and str(root) not in step.hidden_dirs  # its nodes, nothing else
     assert str(root) in step.readable and str(root / ".env") in step.hidden_files and "/run/pg" in step.readable
     assert agent_policy(sees_store=True, runs_steps=True, **common).writable == (str(workspace), str(root))  # uwf-subflow
 
@@ -400,3 +400,33 @@ def test_one_agents_end_never_kills_another_agents_processes(tmp_path):
     done = subprocess.run([sys.executable, "-c", NEIGHBOURS, str(tmp_path), marker], capture_output=True, text=True, timeout=60)
     assert done.stdout.splitlines() == ["quick 0", "helper alive", "boxed 0 done helper 0"], done.stderr
     assert _gone_within(marker) == []  # each agent's own helper ended with it
+
+
+def test_a_step_agent_only_adds_nodes_even_in_a_workspace_that_holds_the_root(tmp_path):
+    """A project-local root (the workspace holds it): the step agent still cannot touch
+    config.yaml, threads.yaml or the node file (its writes are staged and checked), nor plant a
+    link that a later `cas gc` would follow."""
+    _needs({})
+    project = tmp_path / "project"
+    root = project / ".uwf"
+    root.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine\n")
+    env = {**os.environ, "UWF_STORAGE_ROOT": str(root)}
+    run = lambda *args: subprocess.run([*_uwf_command(), *args], env=env, capture_output=True, text=True, timeout=60)  # noqa: E731
+    assert run("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).returncode == 0
+    evil = (f"echo 'sandbox: false' >> {root}/config.yaml; echo x >> {root}/threads.yaml; "
+            f"ln -s {victim} {root}/cas/_index; rm -f {root}/cas/nodes.sqlite; "
+            f"python3 -c \"import sqlite3; sqlite3.connect('{root}/cas/nodes.sqlite').execute('delete from derived')\"; exit 1")
+    _agent(root, "evil", evil, protocol="step")
+    config = (root / "config.yaml").read_text()
+    thread = json.loads(run("thread", "start", "analyze-topic", "-p", "t", "-w", str(project)).stdout)["thread"]
+    tried = run("thread", "step", thread, "--agent", "evil")
+    assert tried.returncode == 1 and "Read-only file system" in tried.stderr and "readonly database" in tried.stderr
+    assert (root / "config.yaml").read_text() == config and "x" not in (root / "threads.yaml").read_text()
+    assert (root / "cas" / "nodes.sqlite").exists() and not (root / "cas" / "_index").exists()
+    assert run("cas", "gc", "--grace", "0").returncode == 0 and (victim / "keep.txt").exists()
+    scripted = run("thread", "step", thread, "--agent", f"uwf-script --script {EXAMPLES / 'analyze-topic.script.yaml'}")
+    assert scripted.returncode == 0, scripted.stderr  # its nodes taken in from its staging file
+    assert run("cas", "fsck").returncode == 0 and list(root.glob("tmp/stage-*")) == []

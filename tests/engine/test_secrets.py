@@ -112,7 +112,8 @@ def test_a_failing_agent_that_prints_keys_on_stderr_leaks_nothing(uwf, root_dir)
 
 def test_the_extract_model_never_sees_a_key_the_agent_printed(uwf, root_dir):
     prose = f'echo "The thesis is that the key $DEPLOY_TOKEN works."'
-    extracted = grounded({"thesis": "the key works", "keyPoints": ["works"]}, {"thesis": "the key", "keyPoints": "works"})
+    extracted = grounded({"thesis": "the key works", "keyPoints": ["works"]},
+                         {"thesis": "the key [redacted:DEPLOY_TOKEN] works", "keyPoints": "works"})
     with FakeOpenAI([extracted]) as server:
         _config(root_dir, _agent("prose", prose, "    secrets: [DEPLOY_TOKEN]\n"), server.base_url)
         with (root_dir / "config.yaml").open("a") as handle:

@@ -207,6 +207,18 @@ def run_agent(
     return 0
 
 
+def make_undumpable() -> None:
+    """The keys this agent holds stay out of reach of the processes it starts: a process that is
+    not dumpable cannot be read through /proc (its memory, environment, open files) by another
+    of the same user without the right to trace it, nor traced."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass  # not Linux
+
+
 def _agent_label(name: str) -> str:
     """The name the step is recorded under: the config alias uwf ran this agent as (so the
     StepNode, runs.jsonl and every view agree), else the agent's own name."""

@@ -19,7 +19,7 @@ import sys
 
 from ..engine.process import Cancel
 from ..errors import UwfError
-from .kit import AgentAnswer, AgentContext, run_agent
+from .kit import AgentAnswer, AgentContext, make_undumpable, run_agent
 
 NAME = "uwf-subflow"
 DEFAULT_MAX_DEPTH = 3
@@ -60,6 +60,7 @@ def run(ctx: AgentContext) -> AgentAnswer:
     from ..engine.resolve import parse_assignments
     from ..thread.ops import start_thread
 
+    make_undumpable()  # it holds .env for its children's agents: none of them may read it from /proc
     options = ctx.options
     depth = int(os.environ.get("UWF_DEPTH") or 0)
     if depth >= options["max_depth"]:

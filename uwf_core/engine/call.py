@@ -66,6 +66,7 @@ class AgentCall:
     options: StepOptions
     deadline: float | None = None  # time.monotonic() when the step's --timeout (or the entry's) runs out
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    stage: str | None = None  # a sandboxed step agent's staging directory (engine/protocols/step.py)
 
     @property
     def role(self) -> Role:
@@ -196,6 +197,8 @@ class AgentCall:
             argv=self.resolved.argv,
             env=self.env,
             runs_steps=self.is_ours("uwf-subflow"),
+            stage=self.stage,
+            reader_files=backend.reader_files,
             writable=self.resolved.writable,
             readable=self.resolved.readable,
             hide=self.resolved.hide,
@@ -203,15 +206,30 @@ class AgentCall:
             sandbox=self.resolved.sandbox,
         )
 
+    def open_stage(self) -> str | None:
+        """A staging directory for a sandboxed step agent's nodes (uwf takes them in after checking
+        them); None where it writes the store itself: no sandbox, uwf-subflow, a PostgreSQL root."""
+        if self.sees_store and self.contained and not self.is_ours("uwf-subflow"):
+            self.repo.backend.nodes.exists(self.info.head)  # the node file open here: its -wal and -shm are there to share
+            self.stage = self.repo.backend.new_stage()
+        return self.stage
+
     def is_ours(self, *names: str) -> bool:
         """Whether the agent is one of uwf's own bundled commands (uwf-subflow, uwf-builtin...),
-        installed beside this uwf: a command of that name elsewhere is anyone's."""
+        installed beside this uwf: a command of that name elsewhere is anyone's. A relative path is
+        the agent's (its cwd), as the sandbox runs it; a relative PATH entry counts for nothing."""
         import shutil
 
-        if not self.resolved.argv or os.path.basename(self.resolved.argv[0]) not in names:
+        command = self.resolved.argv[0] if self.resolved.argv else ""
+        if os.path.basename(command) not in names:
             return False
-        found = shutil.which(self.resolved.argv[0], path=self.env.get("PATH"))
-        return found is not None and os.path.dirname(os.path.abspath(found)) == os.path.dirname(os.path.abspath(sys.executable))
+        if os.sep in command:
+            found = os.path.join(self.cwd, command)
+        else:
+            path = os.pathsep.join(entry for entry in self.env.get("PATH", "").split(os.pathsep) if os.path.isabs(entry))
+            found = shutil.which(command, path=path)
+        ours = os.path.dirname(os.path.abspath(sys.executable))
+        return found is not None and os.path.dirname(os.path.normpath(found)) == ours
 
     def spawn(self, argv: list[str], stdin_text: str | None, prompt_data: bytes | None = None) -> ProcessOutcome:
         """Run the agent, contained; `prompt_data` is its {prompt_file} in a sandbox's /tmp."""
@@ -224,6 +242,8 @@ class AgentCall:
 
             fds = (secrets_file(self.step_agent_keys()),)
             env = {**env, SECRETS_FD_ENV: str(fds[0])}
+        if self.stage:
+            env = {**env, "UWF_STAGING": self.stage}
         try:
             outcome = run_process(
                 argv,

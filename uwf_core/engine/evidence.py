@@ -1,12 +1,14 @@
 """An extract model's output held to what the agent said (design §16): every field comes with
 quotes of the agent's output, each quote must be in the output, and the quotes must say the
-field's value — its words for a string, its digits for a number, one quote for each item of a
-list. A model told to fill a form fills it from anything, an error message included; this is
-what makes its answer evidence instead.
+field's value — its words for a string (all of them for a short one, most for a longer one),
+its digits for a number, a quote of its own for each item of a list, an object's keys too. A
+model told to fill a form fills it from anything, an error message included; this is what makes
+its answer evidence instead.
 
 Quotes are compared as a reader would: case, white space, typographic quotes and dashes,
-Unicode compatibility forms and markdown marks aside. A boolean cannot be checked against words:
-it needs a quote, nothing more.
+Unicode compatibility forms, markdown marks and a word's plain endings (-s, -ed, -ing) aside.
+What words cannot check is not checked: a boolean needs a quote, nothing more, and a value
+built from the output's own words but saying the opposite ("not approved") passes.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from .extract import ExtractError
 FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-", "\u2212": "-"})
 MARKS = re.compile(r"[*_`#]+")
 WORD = re.compile(r"[^\W_]+")
-PREFIX = 5  # a word is said when a quoted word begins like it ("rule" / "rules", "analysed" / "analysis")
+ENDINGS = ("ing", "ed", "es", "s")
+SHORT = 3  # a value of up to this many words must have every one of them said; a longer one, most (MOST)
+MOST = 0.75
 
 
 def check_evidence(output: dict, evidence: dict, answer: str) -> dict:
@@ -38,12 +42,16 @@ def check_evidence(output: dict, evidence: dict, answer: str) -> dict:
         for quote in quotes:
             if normal(quote) not in haystack:
                 raise ExtractError(f"field '{field}': the extract model's quote is not in the agent's output: {quote[:80]!r}")
+        said = [normal(quote) for quote in quotes]
+        items = value if isinstance(value, list) else [value]
         if isinstance(value, list) and len(quotes) < len(value):
             raise ExtractError(f"field '{field}' has {len(value)} items but {len(quotes)} quote(s): each item needs its own")
-        said = " ".join(normal(quote) for quote in quotes)
-        for leaf in _leaves(value):
-            if not _supported(leaf, said):
-                raise ExtractError(f"field '{field}': the agent's words quoted for it do not say {str(leaf)[:80]!r}")
+        for item in items:  # each item in one quote of its own (a list: not the same quote for two)
+            for leaf in _leaves(item):
+                if not any(_supported(leaf, quote) for quote in said):
+                    raise ExtractError(f"field '{field}': the agent's words quoted for it do not say {str(leaf)[:80]!r}")
+        if isinstance(value, list) and len(set(said)) < len({str(item) for item in value}):
+            raise ExtractError(f"field '{field}': {len(value)} different items rest on {len(set(said))} quote(s)")
         kept[field] = evidence[field]
     return kept
 
@@ -55,9 +63,10 @@ def normal(text: str) -> str:
 
 
 def _leaves(value: object) -> list[object]:
-    """The strings and numbers a value claims (booleans and nulls claim no words)."""
+    """The strings and numbers a value claims, an object's keys among them (booleans and nulls
+    claim no words)."""
     if isinstance(value, dict):
-        return [leaf for item in value.values() for leaf in _leaves(item)]
+        return [leaf for key, item in value.items() for leaf in (key, *_leaves(item))]
     if isinstance(value, list):
         return [leaf for item in value for leaf in _leaves(item)]
     if isinstance(value, bool) or value is None:
@@ -68,10 +77,15 @@ def _leaves(value: object) -> list[object]:
 def _supported(leaf: object, said: str) -> bool:
     if isinstance(leaf, (int, float)):
         digits = str(int(leaf)) if float(leaf).is_integer() else repr(float(leaf))
-        return re.search(rf"(?<![\d.]){re.escape(digits)}(?![\d])", said) is not None
+        return re.search(rf"(?<![\d.\-]){re.escape(digits)}(?![\d])", said) is not None
     words = {word for word in WORD.findall(normal(str(leaf))) if len(word) >= 3}
-    if not words:  # a short value ("no", "3a"): it must be said as it is
-        return normal(str(leaf)) in said
-    quoted = set(WORD.findall(said))
-    found = sum(1 for word in words if any(other.startswith(word[:PREFIX]) for other in quoted))
-    return found * 2 >= len(words)  # at least half of its words: a summary, not an invention
+    if not words:  # a short value ("no", "3a"): said as it is, as a word of its own
+        return re.search(rf"(?<![^\W_]){re.escape(normal(str(leaf)))}(?![^\W_])", said) is not None
+    quoted = set().union(*(_stems(word) for word in WORD.findall(said)))
+    found = sum(1 for word in words if _stems(word) & quoted)
+    return found == len(words) if len(words) <= SHORT else found >= MOST * len(words)
+
+
+def _stems(word: str) -> set[str]:
+    """A word and what it is without a plain ending: "rules" is "rule" (or "rul"), "checked" "check"."""
+    return {word, *(word[: -len(ending)] for ending in ENDINGS if word.endswith(ending) and len(word) - len(ending) >= 3)}

@@ -21,13 +21,24 @@ from .sandbox import Policy
 PRIVATE_TMP_NAMES = frozenset({"TMPDIR", "TMP", "TEMP", "PWD", "OLDPWD"})  # never a reason to show a path of /tmp
 # What an agent must not be handed through its environment: a way into the user's session.
 SESSION_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
-# Other tools' keys, hidden from every agent (an entry's `readable` shows one again).
+# Other tools' keys, hidden from every agent but one whose entry names the place (`writable` or
+# `readable`): the claude preset keeps Claude Code's login, no other agent sees it.
 CREDENTIALS = (
     "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube", "~/.docker/config.json",
-    "~/.netrc", "~/.git-credentials", "~/.config/gh/hosts.yml", "~/.pypirc", "~/.npmrc",
-    "/etc/shadow", "/etc/gshadow",
+    "~/.netrc", "~/.git-credentials", "~/.config/gh/hosts.yml", "~/.pypirc", "~/.npmrc", "~/.pgpass", "~/.Xauthority",
+    "~/.claude/.credentials.json", "~/.codex/auth.json", "~/.aider/oauth-keys.env", "~/.hermes/.env", "~/.hermes/auth.json",
+    "~/.config/io.datasette.llm/keys.json", "/etc/shadow", "/etc/gshadow",
 )
+# Variables that point at credentials: never a reason to show a path of /tmp.
+CREDENTIAL_VARIABLES = frozenset({
+    "KUBECONFIG", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "DOCKER_CONFIG",
+    "NETRC", "GIT_ASKPASS", "SSH_ASKPASS", "PGPASSFILE", "XAUTHORITY",
+})
 SYSTEM_PLACES = ("/", "/tmp", "/dev", "/proc", "/sys", "/run", "/etc", "/usr", "/var", "/home")
+SYSTEM_TREES = ("/usr", "/etc", "/boot", "/proc", "/sys", "/dev", "/run", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                "/libx32", "/var/lib", "/var/run")  # no workspace in there: the system's own programs and state
+# In a workspace, kept read-only: what runs the next time you use git there.
+WORKSPACE_PROTECTED = (".git/hooks", ".git/config")
 
 
 class SandboxError(UwfError):
@@ -44,6 +55,8 @@ def agent_policy(
     argv: tuple[str, ...],
     env: dict[str, str],
     runs_steps: bool = False,
+    stage: str | None = None,
+    reader_files: tuple[str, ...] = (),
     writable: tuple[str, ...] = (),
     readable: tuple[str, ...] = (),
     hide: tuple[str, ...] = (),
@@ -51,26 +64,39 @@ def agent_policy(
     sandbox: bool = True,
 ) -> Policy:
     """The Policy of one agent run. `store` is the backend's (store_dirs, node_dirs, socket_dirs);
-    `hide` names workspace files, looked for in the workspace and in `cwd` (a role's location)."""
-    home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
+    a step agent given a `stage` writes its nodes there and reads the node file (`reader_files`:
+    what a reader writes beside it), else it writes `node_dirs`. `hide` names workspace files,
+    looked for in the workspace and in `cwd` (a role's location)."""
+    homes = tuple(dict.fromkeys(map(os.path.realpath, (env.get("HOME") or os.path.expanduser("~"), _real_home()))))
+    home = homes[0]
     workspace, cwd = os.path.realpath(workspace), os.path.realpath(cwd)
-    check_workspace(workspace, home)
     store_dirs, node_dirs, socket_dirs = (tuple(os.path.realpath(path) for path in paths) for paths in store)
-    hidden_dirs = [] if sees_store else [*store_dirs, *_existing_dirs(os.path.join(home, ".uwf"))]
-    extra_writable = [*_writable(writable, env), *((store_dirs if runs_steps else node_dirs) if sees_store else ())]
+    for each in homes:
+        check_workspace(workspace, each, store_dirs)
+    hidden_dirs = [] if sees_store else [*store_dirs, *_existing_dirs(*(os.path.join(each, ".uwf") for each in homes))]
+    store_writes: tuple[str, ...] = ()
+    if sees_store:
+        store_writes = store_dirs if runs_steps else (stage, *reader_files) if stage else node_dirs
+    extra_writable = [*_writable(writable, env), *map(os.path.realpath, store_writes)]
     hidden_files = [*env_files, *(os.path.join(base, item) for item in hide for base in dict.fromkeys((workspace, cwd)))]
     chosen_readable = [expand(item, env) for item in readable]
+    named = [path for path in [*chosen_readable, *(expand(item, env) for item in writable)] if path]
     for item in CREDENTIALS:
-        path = expand(item, env)
-        if path and os.path.lexists(path) and path not in chosen_readable:
-            (hidden_dirs if os.path.isdir(path) else hidden_files).append(path)
+        for each in homes:  # the home the caller's $HOME names, and the real one
+            path = expand(item, {**env, "HOME": each})
+            if path and os.path.lexists(path) and not any(under(path, place) for place in named):
+                (hidden_dirs if os.path.isdir(path) else hidden_files).append(path)
     hidden_files = [os.path.realpath(path) for path in hidden_files if os.path.isfile(path)]
     hidden_dirs = [os.path.realpath(path) for path in hidden_dirs]
     hidden_files = [path for path in hidden_files if not _inside_any(path, hidden_dirs)]
     writable_all = [workspace, *extra_writable]
-    auto = [*((*store_dirs, *socket_dirs) if sees_store else ()), *_named_paths(argv, env, cwd)]
+    auto = [*(socket_dirs if sees_store else ()), *_named_paths(argv, env, cwd)]
     auto = [path for path in map(os.path.realpath, auto) if not _inside_any(path, writable_all)]  # never read-only in its own workspace
-    shown = [os.path.realpath(path) for path in chosen_readable if path] + auto
+    # Read-only even inside the workspace: the store, uwf itself (its venv), and git's hooks and config.
+    uwf_itself = [os.path.realpath(sys.prefix), os.path.dirname(os.path.dirname(os.path.realpath(__file__)))]
+    kept = [*uwf_itself, *(os.path.join(workspace, item) for item in WORKSPACE_PROTECTED)]
+    kept = [path for path in kept if _inside_any(path, writable_all) and os.path.exists(path)]
+    shown = [*(store_dirs if sees_store else ()), *kept, *(os.path.realpath(path) for path in chosen_readable if path), *auto]
     shown = [path for path in shown if not _inside_any(path, hidden_dirs)]  # one that holds a hidden one is fine: the hiding goes on top
     return Policy(
         cwd=cwd,
@@ -83,9 +109,16 @@ def agent_policy(
     )
 
 
-def check_workspace(workspace: str, home: str) -> None:
-    """A workspace is what the agent may write: never the whole system or the whole home."""
-    if workspace in SYSTEM_PLACES or workspace == home or under(home, workspace):
+def check_workspace(workspace: str, home: str, store_dirs: tuple[str, ...] = ()) -> None:
+    """A workspace is what the agent may write: never the whole system or a system tree, the whole
+    home, or the store."""
+    if (
+        workspace in SYSTEM_PLACES
+        or _inside_any(workspace, list(SYSTEM_TREES))
+        or workspace == home
+        or under(home, workspace)
+        or _inside_any(workspace, list(store_dirs))
+    ):
         raise SandboxError(
             f"{workspace} cannot be an agent's workspace: the agent may write all of it (give the thread a directory "
             f"of its own with `uwf thread start -w DIR`, or step it from one)"
@@ -113,6 +146,16 @@ def _writable(items: tuple[str, ...], env: dict[str, str]) -> list[str]:
             raise SandboxError(f"writable: {item} would take the sandbox apart (it is {path}): name a directory of the agent's own")
         found.append(path)
     return found
+
+
+def _real_home() -> str:
+    """The home directory of the user uwf runs as, whatever $HOME says."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError):
+        return os.path.expanduser("~")
 
 
 def _existing_dirs(*paths: str) -> list[str]:
@@ -166,7 +209,8 @@ def _named_paths(argv: tuple[str, ...], env: dict[str, str], cwd: str) -> list[s
     program = program or (os.path.join(cwd, argv[0]) if argv and os.sep in argv[0] else None)
     if program:
         candidates += [os.path.dirname(program), os.path.dirname(os.path.realpath(program))]
-    values = [*argv, *(value for name, value in env.items() if name not in PRIVATE_TMP_NAMES and name not in SESSION_VARIABLES)]
+    skipped = PRIVATE_TMP_NAMES | CREDENTIAL_VARIABLES | frozenset(SESSION_VARIABLES)
+    values = [*argv, *(value for name, value in env.items() if name not in skipped)]
     for value in values:
         for piece in value.split(os.pathsep) if value.startswith("/") else (value.split("=", 1)[-1],):
             if piece.startswith("/"):

@@ -2,7 +2,7 @@
 
 uwf tells it what must not outlive uwf — `+ PGID` / `- PGID` for an agent's process group,
 `p PID` / `q PID` for a process the fallback containment found (engine/orphans.py), `f PATH` /
-`r PATH` for a prompt file on disk — and end-of-file means uwf has exited, whether it finished
+`r PATH` for a prompt file or a staging directory on disk — and end-of-file means uwf has exited, whether it finished
 or was SIGKILLed: what is still listed then is killed or removed. A SIGKILLed `uwf thread step`
 or worker would otherwise leave its agent running beside the one the next step starts from the
 same head, two agents at work in one workspace. One for every agent a TUI or worker runs.
@@ -23,7 +23,7 @@ PROGRAM = (
     '$1 == "f" { files[arg] = 1 } $1 == "r" { delete files[arg] } '
     'END { targets = ""; for (g in groups) targets = targets " -" g; for (p in pids) targets = targets " " p; '
     'if (targets != "") system("kill -STOP" targets " 2>/dev/null; kill -KILL" targets " 2>/dev/null"); '
-    "for (f in files) system(\"rm -f -- '\" f \"'\") }"
+    "for (f in files) system(\"rm -rf -- '\" f \"'\") }"
 )
 
 

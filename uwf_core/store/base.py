@@ -153,9 +153,15 @@ class Backend(Protocol):
     env_path: str  # this host's .env: secrets never live in shared storage
     scratch_dir: str  # this host's temp space (prompt files)
     store_dirs: tuple[str, ...]  # the directories the store is (a step agent's sandbox shows them read-only; a text agent's hides them)
-    node_dirs: tuple[str, ...]  # where nodes are written (a step agent's sandbox may write them)
+    node_dirs: tuple[str, ...]  # where nodes are written (a step agent without staging writes them)
+    reader_files: tuple[str, ...]  # files a reader of the store must write (SQLite's shared memory)
     socket_dirs: tuple[str, ...]  # Unix-socket directories the store is reached through (shown to step agents)
 
+    def new_stage(self) -> str | None:
+        """A staging directory for one sandboxed step agent's nodes, or None (it writes the store)."""
+    def staged(self, stage: str) -> dict[str, bytes]: ...
+    def staged_derived(self, stage: str) -> dict[str, bytes]: ...
+    def drop_stage(self, stage: str) -> None: ...
     def change_token(self) -> Hashable:
         """Changes whenever threads, runs, the registry, a step lock or the queue change (for live views)."""
 

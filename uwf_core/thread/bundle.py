@@ -307,48 +307,15 @@ def _check_manifest(manifest: object, nodes: dict[str, bytes], where: str) -> di
 def verify_bundle(repo: Repo, path: str, manifest: dict, nodes: dict[str, bytes]) -> dict[str, object]:
     """Every node's bytes against its name, its payload against its schema, its references and
     the threads' heads: the decoded nodes (hash -> Node), or a BundleError naming what is wrong."""
-    from ..store.builtin_schemas import META_HASH
-    from ..store.cas import _collect_refs, _verified_node
-    from ..store.schemas import check_schema, validation_errors
+    from ..store.verify import NodesRefused, verify_nodes
     from .nodes import START_TYPES, STEP_TYPE
 
     where = f"bundle {path}"
     store = repo.nodes
-    decoded = {}
-    for hash_ in sorted(nodes):
-        try:
-            decoded[hash_] = _verified_node(hash_, nodes[hash_])
-        except CorruptError as exc:
-            raise BundleError(f"{where} was refused, nothing was imported: {exc.message}") from None
-
-    def schema_of(type_hash: str) -> object:
-        if type_hash in decoded:
-            return decoded[type_hash].payload
-        try:
-            return store.schema(type_hash)
-        except UwfError:
-            return None
-
-    for hash_, node in decoded.items():
-        if node.type == META_HASH:
-            try:
-                check_schema(node.payload, f"schema {hash_}")
-            except UwfError as exc:
-                raise BundleError(f"{where} was refused, nothing was imported: node {hash_} is not an allowed schema: {exc.message}") from None
-            continue
-        if node.type == hash_:
-            continue  # the meta-schema itself (verified by its hash)
-        schema = schema_of(node.type)
-        if not isinstance(schema, (dict, bool)):
-            raise BundleError(f"{where} was refused, nothing was imported: node {hash_} has type {node.type}, which is neither in the bundle nor in this root")
-        errors = validation_errors(schema, node.payload, cache_key=node.type)
-        if errors:
-            raise BundleError(f"{where} was refused, nothing was imported: node {hash_} does not match its schema: {errors[0]}")
-        refs: list[str] = []
-        _collect_refs(schema, node.payload, refs)
-        for ref in refs:
-            if ref not in decoded and not store.has(ref):
-                raise BundleError(f"{where} was refused, nothing was imported: node {hash_} refers to {ref}, which is neither in the bundle nor in this root")
+    try:
+        decoded = verify_nodes(store, {hash_: nodes[hash_] for hash_ in sorted(nodes)}, "in the bundle")
+    except NodesRefused as exc:
+        raise BundleError(f"{where} was refused, nothing was imported: {exc.message}") from None
     for item in manifest["threads"]:
         head = item["head"]
         node = decoded.get(head)

@@ -17,7 +17,7 @@ from ...encoding.records import field, record
 from ...errors import UwfError
 from ...llm.client import ChatClient, model_alias_for, resolve_model
 from ...llm.usage import Usage
-from ..kit import AgentAnswer, AgentContext, run_agent
+from ..kit import AgentAnswer, AgentContext, make_undumpable, run_agent
 from .tools import ToolSettings, call_tool, tool_definitions, truncate
 
 NAME = "uwf-builtin"
@@ -128,23 +128,11 @@ def run(ctx: AgentContext) -> AgentAnswer:
         hidden_env=secrets.names,  # run_command's shell never sees a .env key
     )
     if settings.allow_run_command:
-        _undumpable()
+        make_undumpable()  # the keys it holds for its model calls stay out of its shell's reach
     session = Session(ChatClient(model), settings, int(options.get("max_turns") or DEFAULT_MAX_TURNS), secrets)
     session.messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": ctx.prompt}]
     text = _loop(session)
     return AgentAnswer(text, session.detail(), session)
-
-
-def _undumpable() -> None:
-    """The keys this process holds for its model calls stay out of its shell's reach: a process
-    that is not dumpable cannot be read through /proc (its memory, its environment, its open
-    files) by another of the same user, nor traced."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
-    except (OSError, AttributeError):
-        pass  # not Linux: run_command is as exposed as the README says
 
 
 def continue_(ctx: AgentContext, session: Session, message: str) -> AgentAnswer:

@@ -15,6 +15,20 @@ if TYPE_CHECKING:
 
 
 def run(call: AgentCall) -> str:
+    from ..watchdog import WATCHDOG
+
+    stage = call.open_stage()
+    if stage:
+        WATCHDOG.guard_file(stage)  # uwf SIGKILLed: nothing staged is left behind
+    try:
+        return _run(call, stage)
+    finally:
+        if stage:
+            call.repo.backend.drop_stage(stage)
+            WATCHDOG.release_file(stage)
+
+
+def _run(call: AgentCall, stage: str | None) -> str:
     outcome = call.spawn([*call.resolved.argv, call.info.thread, call.role.name], None)
     lines = [line.strip() for line in outcome.stdout.splitlines() if line.strip()]
     if not lines:
@@ -23,9 +37,55 @@ def run(call: AgentCall) -> str:
         )
     answer = lines[-1]
     hash_ = answer.upper() if is_cas_ref(answer.upper()) else answer
+    if stage:
+        _take_in(call, stage)
     check_step_node(call.repo.nodes, hash_, call.context, call.role.name, call.role.meta, call.resolved.label)
-    _refuse_keys(call, hash_)
+    if stage:
+        _take_in_reuse_entry(call, stage, hash_)
+    if not stage:
+        _refuse_keys(call, hash_)
     return hash_
+
+
+def _take_in(call: AgentCall, stage: str) -> None:
+    """Every node the agent staged, checked whole — its hash, its schema, its references, no key in
+    it — then written to the store in one transaction; or none, and the step fails. What else it
+    staged (derived data) is uwf's to compute, and is left behind."""
+    import json
+
+    from ...store.verify import NodesRefused, verify_nodes
+
+    staged = call.repo.backend.staged(stage)
+    label = call.resolved.label
+    try:
+        decoded = verify_nodes(call.repo.nodes, staged, "among the nodes it wrote")
+    except NodesRefused as exc:
+        raise StepError(f"agent '{label}' wrote a node uwf refuses: {exc.message}; nothing it wrote was kept") from None
+    for hash_, node in decoded.items():
+        names = call.secrets.found(json.dumps(node.payload, ensure_ascii=False))
+        if names:
+            raise StepError(
+                f"agent '{label}' wrote the value of {', '.join(names)} into node {hash_}: no stored node may hold a key; "
+                f"the step is refused and nothing it wrote was kept"
+            )
+    nodes = call.repo.backend.nodes
+    with nodes.batch():
+        for hash_, node in decoded.items():
+            if not nodes.freshen(hash_):
+                nodes.write(hash_, node.type, staged[hash_])
+
+
+def _take_in_reuse_entry(call: AgentCall, stage: str, step: str) -> None:
+    """The kit indexes its answer for memoized replay; uwf keeps that entry only for this step and
+    under the key uwf computes for this call itself (an agent may not index anything else)."""
+    from ..reuse import KEY, call_key, remember
+
+    staged = call.repo.backend.staged_derived(stage)
+    if not any(key.startswith(KEY) and value == step.encode("ascii") for key, value in staged.items()):
+        return
+    expected = call_key(call)
+    if staged.get(KEY + expected) == step.encode("ascii"):
+        remember(call.repo.nodes, expected, step)
 
 
 def _refuse_keys(call: AgentCall, step: str) -> None:

@@ -37,14 +37,21 @@ class FsBackend:
         self.env_path = self.root.env_file
         self.scratch_dir = self.root.join("tmp")
         self.store_dirs = (self.root.path,)  # the whole store: hidden from text agents, read-only to step agents
-        self.node_dirs = (self.root.cas_dir,)  # where a step agent writes its nodes
+        self.node_dirs = (self.root.cas_dir,)  # where nodes are written (a step agent without a sandbox writes there)
+        self.reader_files = (self.root.join("cas", "nodes.sqlite-shm"),)  # what a reader of the node file writes
         self.socket_dirs: tuple[str, ...] = ()
 
     @cached_property
     def nodes(self):
         from .nodes import FsNodeStore
 
-        return FsNodeStore(self.root)
+        main = FsNodeStore(self.root)
+        stage = os.environ.get("UWF_STAGING")  # a sandboxed step agent: its writes go to uwf's staging file
+        if stage:
+            from .staged import StagedNodeStore
+
+            return StagedNodeStore(main, stage)
+        return main
 
     @cached_property
     def threads(self):
@@ -75,6 +82,32 @@ class FsBackend:
         from .queue import FsWorkQueue
 
         return FsWorkQueue(self.root)
+
+    # -- a sandboxed step agent's staging file (store/fs/staged.py) --------------------------
+
+    def new_stage(self) -> str | None:
+        """A directory of its own for one step agent's nodes (in this root's scratch space)."""
+        import tempfile
+
+        os.makedirs(self.scratch_dir, exist_ok=True)
+        return os.path.realpath(tempfile.mkdtemp(prefix="stage-", dir=self.scratch_dir))  # as the sandbox mounts it
+
+    def staged(self, stage: str) -> dict[str, bytes]:
+        """The nodes an agent wrote there, in the order it wrote them."""
+        from .node_db import NodeDb
+
+        return {hash_: bytes(data) for hash_, data in NodeDb(stage).read_query("select hash, data from nodes order by seq")}
+
+    def staged_derived(self, stage: str) -> dict[str, bytes]:
+        """The derived data an agent wrote there (uwf takes in only what it can check)."""
+        from .node_db import NodeDb
+
+        return {key: bytes(value) for key, value in NodeDb(stage).read_query("select key, value from derived")}
+
+    def drop_stage(self, stage: str) -> None:
+        import shutil
+
+        shutil.rmtree(stage, ignore_errors=True)
 
     def wait_for_change(self, token, timeout: float):
         """Polled: a directory root has no one to notify it (twice a second is enough for a view or a worker)."""

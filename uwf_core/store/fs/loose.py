@@ -93,8 +93,17 @@ class LooseNodes:
         except (OSError, UnicodeDecodeError) as exc:
             raise UwfError(f"cannot read the type index {path}: {getattr(exc, 'strerror', None) or 'not text'} (`uwf cas reindex` rebuilds it)") from None
 
+    def _index_is_a_link(self) -> bool:
+        """A link in its place leads elsewhere: never followed (what is listed there is not ours to
+        delete); the link itself goes."""
+        if os.path.islink(self.index_dir):
+            os.unlink(self.index_dir)
+            return True
+        return False
+
     def rebuild_index(self, members: dict[str, list[str]]) -> None:
         """The legacy index lists only loose nodes: types with none lose their file."""
+        self._index_is_a_link()
         if not os.path.isdir(self.index_dir) and not members:
             return
         ensure_dir(self.index_dir)
@@ -107,6 +116,8 @@ class LooseNodes:
     def drop_index(self) -> None:
         """After packing: no loose node is left for the legacy index to list."""
         try:
+            if self._index_is_a_link():
+                return
             for name in os.listdir(self.index_dir):
                 os.unlink(os.path.join(self.index_dir, name))
             os.rmdir(self.index_dir)

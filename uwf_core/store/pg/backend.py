@@ -29,10 +29,24 @@ class PgBackend:
         self.scratch_dir = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"uwf-{os.getuid()}")
         self.store_dirs: tuple[str, ...] = ()  # nothing of the store is a directory here
         self.node_dirs: tuple[str, ...] = ()
+        self.reader_files: tuple[str, ...] = ()
         self.socket_dirs = socket_dirs(url)
 
     def __repr__(self) -> str:
         return f"PgBackend({display(self.location)})"
+
+    def new_stage(self) -> str | None:
+        """No staging: a step agent reaches the database itself (README: Agents run contained)."""
+        return None
+
+    def staged(self, stage: str) -> dict[str, bytes]:
+        return {}
+
+    def staged_derived(self, stage: str) -> dict[str, bytes]:
+        return {}
+
+    def drop_stage(self, stage: str) -> None:
+        pass
 
     def check(self) -> None:
         """Connect once (creating or migrating the schema): an unreachable URL is one clear error."""
