@@ -283,7 +283,7 @@ def _supervise(proc, timeout, on_output, cancel, started, orphans=None):
     partial = bytearray()
     timed_out = cancelled = overflowed = False
     exited_at = None
-    next_look = started
+    next_look = started + LOOK_EVERY_SECONDS  # a quick agent's processes are looked up at its end
     while selector.get_map():
         if orphans is not None and time.monotonic() >= next_look:
             orphans.look()

@@ -81,11 +81,9 @@ def agent_policy(
     hidden_files = [*env_files, *(os.path.join(base, item) for item in hide for base in dict.fromkeys((workspace, cwd)))]
     chosen_readable = [expand(item, env) for item in readable]
     named = [path for path in [*chosen_readable, *(expand(item, env) for item in writable)] if path]
-    for item in CREDENTIALS:
-        for each in homes:  # the home the caller's $HOME names, and the real one
-            path = expand(item, {**env, "HOME": each})
-            if path and os.path.lexists(path) and not any(under(path, place) for place in named):
-                (hidden_dirs if os.path.isdir(path) else hidden_files).append(path)
+    for path, is_dir in _credentials(homes):  # in the home the caller's $HOME names, and the real one
+        if not any(under(path, place) for place in named):
+            (hidden_dirs if is_dir else hidden_files).append(path)
     hidden_files = [os.path.realpath(path) for path in hidden_files if os.path.isfile(path)]
     hidden_dirs = [os.path.realpath(path) for path in hidden_dirs]
     hidden_files = [path for path in hidden_files if not _inside_any(path, hidden_dirs)]
@@ -148,14 +146,32 @@ def _writable(items: tuple[str, ...], env: dict[str, str]) -> list[str]:
     return found
 
 
+_CACHE: dict = {}  # what does not change while uwf runs: the real home, which credentials exist
+
+
 def _real_home() -> str:
     """The home directory of the user uwf runs as, whatever $HOME says."""
-    try:
-        import pwd
+    if "home" not in _CACHE:
+        try:
+            import pwd
 
-        return pwd.getpwuid(os.getuid()).pw_dir
-    except (ImportError, KeyError):
-        return os.path.expanduser("~")
+            _CACHE["home"] = pwd.getpwuid(os.getuid()).pw_dir
+        except (ImportError, KeyError):
+            _CACHE["home"] = os.path.expanduser("~")
+    return _CACHE["home"]
+
+
+def _credentials(homes: tuple[str, ...]) -> list[tuple[str, bool]]:
+    """The credential stores that exist under these homes (and the system's), as (path, is a directory)."""
+    if homes not in _CACHE:
+        found = {}
+        for item in CREDENTIALS:
+            for home in homes:
+                path = expand(item, {"HOME": home})
+                if path and os.path.lexists(path):
+                    found[path] = os.path.isdir(path)
+        _CACHE[homes] = list(found.items())
+    return _CACHE[homes]
 
 
 def _existing_dirs(*paths: str) -> list[str]:

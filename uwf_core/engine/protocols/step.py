@@ -76,14 +76,20 @@ def _take_in(call: AgentCall, stage: str) -> None:
 
 
 def _take_in_reuse_entry(call: AgentCall, stage: str, step: str) -> None:
-    """The kit indexes its answer for memoized replay; uwf keeps that entry only for this step and
-    under the key uwf computes for this call itself (an agent may not index anything else)."""
-    from ..reuse import KEY, call_key, remember
+    """The kit indexes its answer for memoized replay; uwf keeps that entry only for this step,
+    under the key of this call's role and agent entry and the prompt the step's detail names (an
+    agent may index nothing else)."""
+    from ...thread.model import StepNode
+    from ..reuse import KEY, agent_fingerprint, inputs_key, remember
 
     staged = call.repo.backend.staged_derived(stage)
     if not any(key.startswith(KEY) and value == step.encode("ascii") for key, value in staged.items()):
         return
-    expected = call_key(call)
+    detail = call.repo.nodes.payload(StepNode.from_payload(call.repo.nodes.get(step).payload).detail)
+    prompt = detail.get("prompt") if isinstance(detail, dict) else None
+    if not isinstance(prompt, str) or not call.repo.nodes.has(prompt):
+        return
+    expected = inputs_key(call.role, agent_fingerprint(call.resolved), prompt)
     if staged.get(KEY + expected) == step.encode("ascii"):
         remember(call.repo.nodes, expected, step)
 

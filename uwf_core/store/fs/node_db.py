@@ -45,8 +45,11 @@ class NodeDb:
     """One connection per thread (the TUI's workers read while a step writes), opened on first use.
     Reads of a root with no node file yet find nothing and create nothing."""
 
-    def __init__(self, cas_dir: str) -> None:
+    def __init__(self, cas_dir: str, *, durable: bool = True) -> None:
+        """`durable=False`: a scratch file (a step agent's staging file), written without fsync or
+        a journal on disk; what matters is what uwf takes from it into the durable one."""
         self.path = os.path.join(cas_dir, DB_NAME)
+        self.durable = durable
         self._local = thread_local()
 
     # -- connections ---------------------------------------------------------------------
@@ -69,7 +72,7 @@ class NodeDb:
             if write:
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)
-            conn.execute("pragma synchronous=FULL")  # a head is never durable before its nodes
+            conn.execute("pragma synchronous=FULL" if self.durable else "pragma synchronous=OFF")  # a head is never durable before its nodes
             conn.execute("pragma wal_autocheckpoint=256")  # ~1 MB of WAL, then into the file...
             conn.execute("pragma journal_size_limit=1048576")  # ...and the WAL file cut back to 1 MB
             conn.execute("pragma secure_delete=ON")  # a deleted node's bytes are zeroed, not left in a free page
@@ -110,7 +113,7 @@ class NodeDb:
             raise UwfError(f"the node store {self.path} is version {row[0]}, newer than this uwf reads ({SCHEMA_VERSION}): upgrade uwf")
 
     def _set_up(self, conn: sqlite3.Connection) -> None:
-        conn.execute("pragma journal_mode=WAL")  # readers never wait for a writer
+        conn.execute("pragma journal_mode=WAL" if self.durable else "pragma journal_mode=MEMORY")  # readers never wait for a writer
         conn.executescript(SCHEMA)
         conn.execute("insert or ignore into meta (key, value) values ('version', ?)", (str(SCHEMA_VERSION),))
 

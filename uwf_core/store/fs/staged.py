@@ -21,7 +21,7 @@ class StagedNodeStore:
 
     def __init__(self, main: FsNodeStore, stage_dir: str) -> None:
         self.main = main
-        self.stage = NodeDb(stage_dir)
+        self.stage = NodeDb(stage_dir, durable=False)
         self.location = main.location
 
     def read(self, hash_: str) -> bytes | None:
