@@ -19,7 +19,7 @@ LAYERS = [
     ("errors", "version", "encoding"),
     ("store",),
     ("config",),
-    ("repo", "llm"),
+    ("repo", "llm", "workspace"),
     ("workflow",),
     ("thread",),
     ("engine",),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import zlib
 from contextlib import closing
 from pathlib import Path
 
@@ -20,9 +21,15 @@ def _query(root_dir, sql: str, args: tuple = ()) -> list[tuple]:
         return conn.execute(sql, args).fetchall()
 
 
+def stored(data) -> bytes:
+    """A node's envelope from its row (rows of some size are stored zlib-compressed)."""
+    data = bytes(data)
+    return zlib.decompress(data) if data[:1] == b"\x78" else data
+
+
 def node_bytes(root_dir, hash_: str) -> bytes | None:
     rows = _query(root_dir, "select data from nodes where hash = ?", (hash_,))
-    return bytes(rows[0][0]) if rows else None
+    return stored(rows[0][0]) if rows else None
 
 
 def set_node_bytes(root_dir, hash_: str, data: bytes) -> None:
@@ -55,7 +62,7 @@ def unpack(root_dir) -> list[str]:
     rows = _query(root_dir, "select hash, type, data from nodes order by seq")
     (cas / "_index").mkdir(exist_ok=True)
     for hash_, type_hash, data in rows:
-        (cas / f"{hash_}.bin").write_bytes(bytes(data))
+        (cas / f"{hash_}.bin").write_bytes(stored(data))
         with open(cas / "_index" / type_hash, "a") as index:
             index.write(hash_ + "\n")
     for suffix in ("", "-wal", "-shm", "-journal"):

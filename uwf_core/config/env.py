@@ -167,6 +167,10 @@ class Secrets:
     def empty(self) -> bool:
         return not self._ordered
 
+    def byte_replacements(self) -> tuple[tuple[bytes, bytes], ...]:
+        """(secret, [redacted:NAME]) as UTF-8 bytes, longest first: `redact` for file contents."""
+        return tuple((secret.encode(), f"[redacted:{name}]".encode()) for secret, name in self._ordered)
+
     def found(self, text: str) -> list[str]:
         """The names of the secrets `text` holds."""
         return list(dict.fromkeys(name for secret, name in self._ordered if secret in text))

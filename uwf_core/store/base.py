@@ -72,6 +72,9 @@ class ThreadIndex(Protocol):
         """Hold every head still (gc's sweep); compare_and_set and archive wait meanwhile."""
     def history(self) -> list[ArchivedThread]: ...
     def last_archived(self, thread: str) -> ArchivedThread | None: ...
+    def workspaces(self) -> dict[str, str]:
+        """Thread → its own workspace directory, where it is not its StartNode's (a fork's)."""
+    def set_workspace(self, thread: str, path: str) -> None: ...
     def restore_archived(self, record: ArchivedThread) -> None:
         """Append an archive record as it is (`uwf root copy`)."""
 
@@ -152,6 +155,7 @@ class Backend(Protocol):
     config: TextFile
     env_path: str  # this host's .env: secrets never live in shared storage
     scratch_dir: str  # this host's temp space (prompt files)
+    cache_dir: str  # this host's caches (the workspaces' stat caches): losing it costs time only
     store_dirs: tuple[str, ...]  # the directories the store is (a step agent's sandbox shows them read-only; a text agent's hides them)
     node_dirs: tuple[str, ...]  # where nodes are written (a step agent without staging writes them)
     reader_files: tuple[str, ...]  # files a reader of the store must write (SQLite's shared memory)

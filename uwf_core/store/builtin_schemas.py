@@ -165,7 +165,17 @@ WORKFLOW_WITH_BUDGET = {
     **WORKFLOW_WITH_LOCATIONS,
     "properties": {**WORKFLOW_WITH_LOCATIONS["properties"], "maxTokens": {"type": "integer"}, "maxCost": {"type": "number"}},
 }
-WORKFLOW_TYPES = frozenset({BUILTIN_HASHES["workflow"], schema_hash(WORKFLOW_WITH_LOCATIONS), schema_hash(WORKFLOW_WITH_BUDGET)})
+# A workflow that turns snapshots of its threads' files off (`workspace: {snapshot: false}`).
+WORKFLOW_WITH_WORKSPACE = {
+    **WORKFLOW_WITH_BUDGET,
+    "properties": {
+        **WORKFLOW_WITH_BUDGET["properties"],
+        "workspace": {"type": "object", "additionalProperties": False, "properties": {"snapshot": {"type": "boolean"}}},
+    },
+}
+WORKFLOW_TYPES = frozenset(
+    {BUILTIN_HASHES["workflow"], schema_hash(WORKFLOW_WITH_LOCATIONS), schema_hash(WORKFLOW_WITH_BUDGET), schema_hash(WORKFLOW_WITH_WORKSPACE)}
+)
 
 # A StartNode with a budget of its own (`thread start --max-tokens/--max-cost`); one without keeps
 # the start-node schema and its hash. Both are StartNodes (thread/nodes.py START_TYPES).
@@ -176,6 +186,55 @@ BUDGET = {
 }
 START_NODE_WITH_BUDGET = {**START_NODE, "properties": {**START_NODE["properties"], "budget": BUDGET}}
 START_WITH_BUDGET_HASH = schema_hash(START_NODE_WITH_BUDGET)
+
+# A thread's files (workspace/): a directory is a tree node, one entry per name, sorted by the
+# name's bytes; a file's bytes are a content node when they are UTF-8 text, else a bytes node. An
+# entry is named by `name`, or by `nameBase64` when the name is not UTF-8; `kind` is file, exec
+# (the executable bit), link (its `target`, never followed) or dir (`ref`, a tree).
+TREE_ENTRY = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["kind"],
+    "properties": {
+        "name": STRING,
+        "nameBase64": STRING,
+        "kind": {"type": "string", "enum": ["file", "exec", "link", "dir"]},
+        "ref": CAS_REF,
+        "size": {"type": "integer"},
+        "target": STRING,
+        "targetBase64": STRING,
+    },
+}
+TREE = {
+    "title": "tree",
+    "description": "One directory of a workspace snapshot: its entries, sorted by name bytes",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["entries"],
+    "properties": {"entries": {"type": "array", "items": TREE_ENTRY}},
+}
+TREE_HASH = schema_hash(TREE)
+BYTES = {
+    "title": "bytes",
+    "description": "A file's bytes that are not UTF-8 text, in base64",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["base64"],
+    "properties": {"base64": STRING},
+}
+BYTES_HASH = schema_hash(BYTES)
+
+# A StartNode or StepNode that names the thread's files: `files`, the workspace's tree (at the
+# start; after the step), and on a step `filesBefore`, the tree it began from when that was not
+# the previous snapshot (the workspace was changed by hand in between). A StartNode may turn
+# snapshots off (`snapshot: false`). Threads without files keep the older schemas and hashes.
+START_NODE_WITH_FILES = {
+    **START_NODE_WITH_BUDGET,
+    "properties": {**START_NODE_WITH_BUDGET["properties"], "files": CAS_REF, "snapshot": {"type": "boolean"}},
+}
+START_WITH_FILES_HASH = schema_hash(START_NODE_WITH_FILES)
+STEP_NODE_WITH_FILES = {**STEP_NODE, "properties": {**STEP_NODE["properties"], "files": CAS_REF, "filesBefore": CAS_REF}}
+STEP_WITH_FILES_HASH = schema_hash(STEP_NODE_WITH_FILES)
 
 
 # A text agent's prompt as it was sent, stored so that what repeats from step to step is stored

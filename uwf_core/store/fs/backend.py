@@ -36,6 +36,7 @@ class FsBackend:
         self.config = FsConfigFile(self.root.config_file)
         self.env_path = self.root.env_file
         self.scratch_dir = self.root.join("tmp")
+        self.cache_dir = self.root.join("cache")  # the workspaces' stat caches
         self.store_dirs = (self.root.path,)  # the whole store: hidden from text agents, read-only to step agents
         self.node_dirs = (self.root.cas_dir,)  # where nodes are written (a step agent without a sandbox writes there)
         self.reader_files = (self.root.join("cas", "nodes.sqlite-shm"),)  # what a reader of the node file writes
@@ -94,9 +95,9 @@ class FsBackend:
 
     def staged(self, stage: str) -> dict[str, bytes]:
         """The nodes an agent wrote there, in the order it wrote them."""
-        from .node_db import NodeDb
+        from .node_db import NodeDb, node_data
 
-        return {hash_: bytes(data) for hash_, data in NodeDb(stage).read_query("select hash, data from nodes order by seq")}
+        return {hash_: node_data(data) for hash_, data in NodeDb(stage).read_query("select hash, data from nodes order by seq")}
 
     def staged_derived(self, stage: str) -> dict[str, bytes]:
         """The derived data an agent wrote there (uwf takes in only what it can check)."""

@@ -3,7 +3,10 @@
 One small file per node made the disk hold ~20x what the data weighs (the block size) and
 cost an fsync per node; in one SQLite file (WAL, synchronous=FULL) a step's nodes are one
 transaction and one fsync, and the disk holds about what they weigh (docs/benchmarks.md).
-The bytes stored are exactly the CBOR envelope the CAS hashes; SQLite only holds them.
+The bytes stored are the CBOR envelope the CAS hashes, zlib-compressed when that saves space (a
+node of some size: file contents in workspace snapshots, prompts). A CBOR envelope begins with
+0xA3 (a map of three), a zlib stream with 0x78, so each row says which it is; version 1 files
+hold only the former, and are marked version 2 when this uwf first opens them for writing.
 
 Tables: `nodes` (hash → type, bytes, when last written or freshened: gc's grace),
 `derived` (rebuildable data keyed by a node hash, e.g. a head's step count; dropping it
@@ -15,6 +18,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+import zlib
 from _thread import (
     _local as thread_local,  # threading.local itself, without importing threading (~1 ms)
 )
@@ -24,7 +28,9 @@ from ...errors import CorruptError, UwfError
 
 DB_NAME = "nodes.sqlite"
 DB_FILES = (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+COMPRESS_FROM = 256  # bytes: a smaller node is stored as it is
+MAX_NODE_BYTES = 1 << 30  # what one row may inflate to (a staged row is an agent's)
 BUSY_SECONDS = 30.0  # another process's write: wait this long before calling the store busy
 
 SCHEMA = """
@@ -76,8 +82,11 @@ class NodeDb:
             conn.execute("pragma wal_autocheckpoint=256")  # ~1 MB of WAL, then into the file...
             conn.execute("pragma journal_size_limit=1048576")  # ...and the WAL file cut back to 1 MB
             conn.execute("pragma secure_delete=ON")  # a deleted node's bytes are zeroed, not left in a free page
-            if not self._is_set_up(conn):
+            version = self._version(conn)
+            if version is None:
                 self._set_up(conn)
+            elif version < SCHEMA_VERSION:
+                conn.execute("update meta set value = ? where key = 'version'", (str(SCHEMA_VERSION),))
             return conn, True
         except (sqlite3.Error, OSError) as exc:
             if write or not _read_only(exc):
@@ -93,14 +102,14 @@ class NodeDb:
         except sqlite3.Error as exc:
             raise _error(exc, f"cannot open the node store {self.path}") from None
 
-    def _is_set_up(self, conn: sqlite3.Connection) -> bool:
+    def _version(self, conn: sqlite3.Connection) -> int | None:
+        """The file's version; None when it was never set up."""
         try:
-            self._check_version(conn)
-            return True
+            return self._check_version(conn)
         except _NotSetUp:
-            return False
+            return None
 
-    def _check_version(self, conn: sqlite3.Connection) -> None:
+    def _check_version(self, conn: sqlite3.Connection) -> int:
         try:
             row = conn.execute("select value from meta where key = 'version'").fetchone()
         except sqlite3.OperationalError as exc:
@@ -111,6 +120,7 @@ class NodeDb:
             raise _NotSetUp()
         if int(row[0]) > SCHEMA_VERSION:
             raise UwfError(f"the node store {self.path} is version {row[0]}, newer than this uwf reads ({SCHEMA_VERSION}): upgrade uwf")
+        return int(row[0])
 
     def _set_up(self, conn: sqlite3.Connection) -> None:
         conn.execute("pragma journal_mode=WAL" if self.durable else "pragma journal_mode=MEMORY")  # readers never wait for a writer
@@ -164,12 +174,12 @@ class NodeDb:
 
     def read(self, hash_: str) -> bytes | None:
         rows = self.read_query("select data from nodes where hash = ?", (hash_,))
-        return _blob(rows[0][0]) if rows else None
+        return node_data(rows[0][0]) if rows else None
 
     def write(self, hash_: str, type_hash: str, data: bytes) -> None:
         self.write_query(
             "insert or ignore into nodes (hash, type, data, touched) values (?, ?, ?, ?)",
-            (hash_, type_hash, data, time.time()),
+            (hash_, type_hash, _packed(data), time.time()),
             f"cannot write node {hash_}",
         )
 
@@ -221,6 +231,27 @@ def _blob(value: object) -> bytes:
     if isinstance(value, (bytes, memoryview)):
         return bytes(value)
     return str(value).encode("utf-8", "surrogateescape")
+
+
+def node_data(value: object) -> bytes:
+    """A node's envelope from its row: inflated when it was stored compressed. A row that does not
+    inflate is returned as it is, for verification to call corrupt."""
+    data = _blob(value)
+    if data[:1] != b"\x78":
+        return data
+    inflate = zlib.decompressobj()
+    try:
+        inflated = inflate.decompress(data, MAX_NODE_BYTES)
+    except zlib.error:
+        return data
+    return inflated if inflate.eof and not inflate.unconsumed_tail else data  # cut short or a bomb: corrupt
+
+
+def _packed(data: bytes) -> bytes:
+    if len(data) < COMPRESS_FROM:
+        return data
+    packed = zlib.compress(data, 6)
+    return packed if len(packed) < len(data) else data
 
 
 class _NotSetUp(Exception):

@@ -27,6 +27,7 @@ class PgBackend:
         self.location = url  # what agents get in UWF_STORAGE_ROOT to open it again
         self.env_path = os.environ.get("UWF_ENV_FILE") or os.path.join(os.path.expanduser("~"), ".uwf", ".env")
         self.scratch_dir = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"uwf-{os.getuid()}")
+        self.cache_dir = os.path.join(self.scratch_dir, "cache")  # host-local, as the workspaces are
         self.store_dirs: tuple[str, ...] = ()  # nothing of the store is a directory here
         self.node_dirs: tuple[str, ...] = ()
         self.reader_files: tuple[str, ...] = ()

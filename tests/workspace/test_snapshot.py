@@ -1,0 +1,243 @@
+"""Snapshots of a workspace as CAS trees (uwf_core/workspace): what is kept, what is left out and
+said, the stat cache, and restoring files without ever writing outside the directory."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from uwf_core.errors import CorruptError
+from uwf_core.store.builtin_schemas import TREE_HASH
+from uwf_core.workspace import snapshot as snapshot_module
+from uwf_core.workspace.changes import tree_changes, unified
+from uwf_core.workspace.materialize import bring, checkout
+from uwf_core.workspace.snapshot import Limits, SnapshotError, take_snapshot
+from uwf_core.workspace.tree import flatten, tree_payload
+
+OLD = 1_600_000_000  # an mtime well in the past: out of the stat cache's racy window
+
+
+def write(path, data: bytes = b"x\n", *, mode: int | None = None, old: bool = True) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    if mode is not None:
+        path.chmod(mode)
+    if old:
+        os.utime(path, (OLD, OLD))
+
+
+def paths(store, tree) -> dict[bytes, str]:
+    return {path: entry.kind for path, entry in flatten(store, tree).items()}
+
+
+def test_kinds_names_and_links_are_kept_and_checked_out_exactly(store, tmp_path):
+    ws = tmp_path / "ws"
+    write(ws / "a.txt", b"text\n")
+    write(ws / "bin.dat", b"\xff\x00\xfe")
+    write(ws / "run.sh", b"#!/bin/sh\n", mode=0o755)
+    write(ws / os.fsdecode(b"caf\xe9.txt"), b"latin-1 name\n")
+    (ws / "empty").mkdir()
+    (ws / "out").symlink_to("/etc")  # pointing out: kept as a link, never followed
+    (ws / "rel").symlink_to("a.txt")
+    taken = take_snapshot(store, str(ws))
+    kinds = paths(store, taken.tree)
+    assert kinds == {
+        b"a.txt": "file",
+        b"bin.dat": "file",
+        b"run.sh": "exec",
+        b"caf\xe9.txt": "file",
+        b"empty": "dir",
+        b"out": "link",
+        b"rel": "link",
+    }
+    out = tmp_path / "out"
+    checkout(store, taken.tree, str(out))
+    assert (out / "bin.dat").read_bytes() == b"\xff\x00\xfe"
+    assert os.access(out / "run.sh", os.X_OK) and not os.access(out / "a.txt", os.X_OK)
+    assert os.readlink(out / "out") == "/etc" and os.readlink(out / "rel") == "a.txt"
+    assert (out / os.fsdecode(b"caf\xe9.txt")).read_bytes() == b"latin-1 name\n"
+    assert (out / "empty").is_dir()
+    assert take_snapshot(store, str(out)).tree == taken.tree  # the same files, the same tree
+
+
+def test_gitignore_uwfignore_negation_nesting_and_dot_git(store, tmp_path):
+    ws = tmp_path / "ws"
+    write(ws / ".gitignore", b"*.log\nbuild/\n!keep.log\n/top.txt\n")
+    write(ws / ".uwfignore", b"secret*\n")
+    for name in ("a.log", "keep.log", "build/x.o", "top.txt", "sub/top.txt", "secret.key", "sub/b.log", "sub/c.tmp", ".git/HEAD", "ok.txt"):
+        write(ws / name)
+    write(ws / "sub" / ".gitignore", b"*.tmp\n")
+    kept = set(paths(store, take_snapshot(store, str(ws)).tree))
+    assert kept == {b".gitignore", b".uwfignore", b"keep.log", b"sub/top.txt", b"sub/.gitignore", b"ok.txt"}
+
+
+def test_a_file_over_the_cap_is_left_out_and_said_a_snapshot_over_its_cap_fails_naming_the_largest(store, tmp_path):
+    ws = tmp_path / "ws"
+    write(ws / "small.txt", b"s" * 10)
+    write(ws / "huge.bin", b"h" * 5000)
+    taken = take_snapshot(store, str(ws), limits=Limits(max_file_bytes=1000))
+    assert set(paths(store, taken.tree)) == {b"small.txt"}
+    assert any("huge.bin" in note and "maxFileBytes" in note for note in taken.notes)
+    write(ws / "mid.txt", b"m" * 800)
+    with pytest.raises(SnapshotError) as caught:
+        take_snapshot(store, str(ws), limits=Limits(max_file_bytes=1000, max_total_bytes=500))
+    assert "maxSnapshotBytes" in caught.value.message and caught.value.message.index("mid.txt") < caught.value.message.index("small.txt")
+
+
+def test_a_file_that_vanishes_mid_snapshot_is_noted_not_a_traceback(store, tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    write(ws / "stays.txt")
+    write(ws / "goes.txt")
+    original = snapshot_module._Walker.read_file
+
+    def vanishing(self, path, rel):
+        if rel == "goes.txt":
+            os.unlink(path)  # listed and stat'ed, gone before it is read
+        return original(self, path, rel)
+
+    monkeypatch.setattr(snapshot_module._Walker, "read_file", vanishing)
+    taken = take_snapshot(store, str(ws))
+    assert set(paths(store, taken.tree)) == {b"stays.txt"}
+    assert taken.notes == ["goes.txt vanished during the snapshot; left out"]
+
+
+def test_special_files_are_left_out_and_said(store, tmp_path):
+    ws = tmp_path / "ws"
+    write(ws / "a.txt")
+    os.mkfifo(ws / "pipe")
+    taken = take_snapshot(store, str(ws))
+    assert set(paths(store, taken.tree)) == {b"a.txt"}
+    assert taken.notes == ["pipe is not a file, directory or link; left out"]
+
+
+def test_the_stat_cache_reads_only_changed_files(store, tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)  # files made just now count as settled
+    ws = tmp_path / "ws"
+    for number in range(50):
+        write(ws / f"d{number % 5}" / f"f{number}.txt", f"file {number}\n".encode())
+    cache = str(tmp_path / "cache.json")
+    first = take_snapshot(store, str(ws), cache_path=cache)
+    assert first.read == 50
+    again = take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree)
+    assert (again.tree, again.read) == (first.tree, 0)
+    write(ws / "d1" / "f1.txt", b"FILE 1\n")  # the same size and mtime (utime put it back), another ctime: read again
+    changed = take_snapshot(store, str(ws), cache_path=cache, trusted=again.tree)
+    assert changed.read == 1
+    assert [(c.path, c.status) for c in tree_changes(store, first.tree, changed.tree)] == [(b"d1/f1.txt", "modified")]
+    (tmp_path / "cache.json").write_text("{not json")  # a damaged cache costs a full read, nothing else
+    assert take_snapshot(store, str(ws), cache_path=cache).tree == changed.tree
+
+
+def test_a_file_changed_within_the_racy_window_is_read_again(store, tmp_path):
+    ws = tmp_path / "ws"
+    write(ws / "fresh.txt", b"one\n", old=False)
+    cache = str(tmp_path / "cache.json")
+    first = take_snapshot(store, str(ws), cache_path=cache)
+    assert take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree).read == 1
+
+
+def test_bring_moves_a_directory_between_trees_touching_only_changes(store, tmp_path):
+    ws = tmp_path / "ws"
+    write(ws / "same.txt", b"same\n")
+    write(ws / "edit.txt", b"before\n")
+    write(ws / "gone" / "x.txt", b"x\n")
+    before = take_snapshot(store, str(ws)).tree
+    target = tmp_path / "target"
+    write(target / "same.txt", b"same\n")
+    write(target / "edit.txt", b"after\n")
+    write(target / "new" / "deep" / "y.txt", b"y\n", mode=0o755)
+    after = take_snapshot(store, str(target)).tree
+    assert "-before" in "\n".join(unified(store, next(c for c in tree_changes(store, before, after) if c.path == b"edit.txt")))
+    bring(store, str(ws), before, after)
+    assert take_snapshot(store, str(ws)).tree == after
+    assert not (ws / "gone").exists()
+
+
+def test_restoring_never_follows_a_link_planted_in_the_directory(store, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    source = tmp_path / "source"
+    write(source / "d" / "f.txt", b"data\n")
+    tree = take_snapshot(store, str(source)).tree
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "d").symlink_to(outside)  # a link where the tree has a directory
+    bring(store, str(ws), None, tree)
+    assert list(outside.iterdir()) == []
+    assert (ws / "d").is_dir() and not (ws / "d").is_symlink() and (ws / "d" / "f.txt").read_bytes() == b"data\n"
+
+
+@pytest.mark.parametrize("name", ["..", ".", "a/b", ""])
+def test_a_tree_naming_a_path_that_leaves_its_directory_is_refused(store, tmp_path, name):
+    from uwf_core.workspace.tree import ensure_schemas
+
+    ensure_schemas(store)
+    blob = store.put(store.ensure_builtins()["content"], "evil\n")
+    hostile = store.put(TREE_HASH, {"entries": [{"name": name, "kind": "file", "ref": blob}]})
+    with pytest.raises(CorruptError):
+        checkout(store, hostile, str(tmp_path / "out"))
+    assert not (tmp_path / "evil").exists()
+
+
+def test_tree_payloads_sort_by_name_bytes():
+    from uwf_core.workspace.tree import Entry
+
+    payload = tree_payload([Entry(b"b", "file", "X" * 13, 1), Entry(b"B", "file", "X" * 13, 1), Entry(b"\xff", "file", "X" * 13, 1)])
+    assert [item.get("name") or item.get("nameBase64") for item in payload["entries"]] == ["B", "b", "/w=="]
+
+
+def test_fsck_names_a_tree_that_cannot_be_restored(uwf, root_dir, store, tmp_path):
+    from uwf_core.workspace.tree import ensure_schemas
+
+    ensure_schemas(store)
+    blob = store.put(store.ensure_builtins()["content"], "evil\n")
+    hostile = store.put(TREE_HASH, {"entries": [{"name": "..", "kind": "file", "ref": blob}]})
+    wrong = store.put(TREE_HASH, {"entries": [{"name": "d", "kind": "dir", "ref": blob}]})
+    result = uwf("cas", "fsck")
+    assert result.code == 1 and "Traceback" not in result.err
+    targets = {problem["target"] for problem in json.loads(result.out)["problems"]}
+    assert {hostile, wrong} <= targets
+
+
+def test_the_cache_follows_ignore_rules_links_and_kinds_as_they_change(store, tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)
+    ws = tmp_path / "ws"
+    write(ws / "sub" / "a.txt", b"a\n")
+    write(ws / "sub" / "b.log", b"b\n")
+    (ws / "link").symlink_to("sub")
+    cache = str(tmp_path / "cache.json")
+    first = take_snapshot(store, str(ws), cache_path=cache)
+    write(ws / ".gitignore", b"*.log\n")  # a parent's rules change what a cached directory holds
+    second = take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree)
+    assert set(paths(store, second.tree)) == {b".gitignore", b"sub/a.txt", b"link"}
+    (ws / "link").unlink()
+    (ws / "link").symlink_to("elsewhere")
+    (ws / "sub" / "a.txt").unlink()
+    (ws / "sub" / "a.txt").mkdir()  # a file became a directory
+    third = take_snapshot(store, str(ws), cache_path=cache, trusted=second.tree)
+    entries = flatten(store, third.tree)
+    assert entries[b"link"].target == b"elsewhere" and entries[b"sub/a.txt"].kind == "dir"
+    assert third.tree == take_snapshot(store, str(ws)).tree  # what a snapshot without a cache says
+
+
+def test_new_files_made_just_now_are_in_the_snapshot_after_a_cached_one(store, tmp_path):
+    """Racy files are left out of the cache, never out of the tree."""
+    ws = tmp_path / "ws"
+    write(ws / "old.txt")
+    cache = str(tmp_path / "cache.json")
+    first = take_snapshot(store, str(ws), cache_path=cache)
+    write(ws / "new.txt", b"new\n", old=False)
+    second = take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree)
+    assert set(paths(store, second.tree)) == {b"old.txt", b"new.txt"}
+
+
+def test_a_file_holding_a_key_is_stored_redacted_and_said(store, tmp_path):
+    ws = tmp_path / "ws"
+    write(ws / "notes.txt", b"token: sk-test-0123456789abcdef\n")
+    taken = take_snapshot(store, str(ws), redactions=((b"sk-test-0123456789abcdef", b"[redacted:OPENAI_API_KEY]"),))
+    out = tmp_path / "out"
+    checkout(store, taken.tree, str(out))
+    assert (out / "notes.txt").read_bytes() == b"token: [redacted:OPENAI_API_KEY]\n"
+    assert taken.notes == ["notes.txt holds the value of OPENAI_API_KEY: stored redacted"]

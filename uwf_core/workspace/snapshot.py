@@ -1,0 +1,244 @@
+"""A snapshot of a workspace: its files into the CAS as trees, as cheaply as git's index allows.
+
+The stat cache (stat_cache.py) remembers each file's size, mtime and inode with the node its bytes
+became; a file whose stat still matches is not read again. Trees and files the previous snapshot
+of this thread stored are known to be there (its head names them, so gc keeps them), and are not
+even looked up. Everything a snapshot writes is one batch: it lands whole or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+from ..encoding.records import field, record
+from ..errors import UwfError
+from ..store.builtin_schemas import TREE_HASH
+from ..store.cas import CasStore, node_hash
+from .ignore import ALWAYS, Rules
+from .stat_cache import RACY_NS, DirRecord, StatCache
+from .tree import Entry, blob_payload, ensure_schemas, show_path, tree_payload
+
+MB = 1 << 20
+
+
+class SnapshotError(UwfError):
+    """A workspace that cannot be snapshot within its limits."""
+
+
+@record(frozen=True)
+class Limits:
+    max_file_bytes: int = 50 * MB  # a larger file is left out, with a note naming it
+    max_total_bytes: int = 1024 * MB  # a larger snapshot fails, naming the largest files
+
+
+@record
+class Snapshot:
+    tree: str
+    files: int = 0
+    bytes: int = 0
+    read: int = 0  # files whose bytes were read (the rest came from the stat cache)
+    notes: list[str] = field(default_factory=list)
+
+
+def take_snapshot(
+    store: CasStore,
+    workspace: str,
+    *,
+    limits: Limits = Limits(),
+    cache_path: str | None = None,
+    trusted: str | None = None,
+    redactions: tuple[tuple[bytes, bytes], ...] = (),
+) -> Snapshot:
+    """Snapshot `workspace`. `trusted`: a tree the thread's head names (its nodes are there).
+    `redactions`: (secret, replacement) pairs; a file holding a secret is stored with it
+    replaced, as everything uwf stores is (config/env.Secrets), and a note says so."""
+    ensure_schemas(store)
+    cache = StatCache.load(cache_path) if cache_path else StatCache()
+    walker = _Walker(store, limits, cache, trust=trusted is not None and cache.root == trusted)
+    walker.redactions = redactions
+    root = os.path.abspath(workspace)
+    try:
+        with store.nodes.batch():  # one transaction: an over-cap snapshot leaves nothing behind
+            tree = walker.directory(root, "", Rules())
+    except OSError as exc:
+        raise SnapshotError(f"the workspace {workspace} cannot be read: {exc.strerror or exc}") from None
+    except _OverCap:
+        largest = sorted(walker.sizes, key=lambda item: -item[1])[:3]
+        named = ", ".join(f"{_shown(path)} ({size / MB:.1f} MB)" for path, size in largest)
+        raise SnapshotError(
+            f"the workspace {workspace} holds more than {limits.max_total_bytes / MB:.0f} MB (workspace.maxSnapshotBytes); "
+            f"the largest files: {named} (add them to .uwfignore, raise the limit, or start the thread with --no-snapshot)"
+        ) from None
+    if cache_path and (walker.new_cache.changed or cache.root != tree or len(walker.new_cache.dirs) != len(cache.dirs)):
+        walker.new_cache.root = tree
+        walker.new_cache.save(cache_path)
+    return Snapshot(tree, walker.count, walker.total, walker.read, walker.notes)
+
+
+class _OverCap(Exception):
+    pass
+
+
+class _Walker:
+    """Paths are str as os.fsdecode makes them (a name that is not UTF-8 keeps its bytes as
+    surrogates); they become bytes only in the trees written, so an unchanged directory costs a
+    listing and a stat per entry, nothing more."""
+
+    def __init__(self, store: CasStore, limits: Limits, cache: StatCache, trust: bool) -> None:
+        self.store = store
+        self.limits = limits
+        self.cache = cache
+        self.trust = trust  # the cache's nodes are the head's: there, without looking
+        self.known_trees = {record.tree for record in cache.dirs.values()} if trust else set()
+        self.new_cache = StatCache()
+        self.new_cache.changed = False
+        self.racy_after = time.time_ns() - RACY_NS  # a file changed since may change again unseen
+        self.notes: list[str] = []
+        self.sizes: list[tuple[str, int]] = []
+        self.total = self.count = self.read = 0
+        self.redactions: tuple[tuple[bytes, bytes], ...] = ()
+
+    def directory(self, path: str, rel: str, rules: Rules) -> str:
+        """The tree of one directory: its cached tree when every entry is as the cache saw it."""
+        rules = rules.below(path, rel)
+        cached = self.cache.dirs.get(rel)
+        if cached is not None and cached.rules != rules.fingerprint:
+            cached = None
+        before = cached.entries if cached is not None else {}
+        rows: list[tuple] = []  # (name, kind, ref, size, target)
+        seen: dict[str, tuple] = {}
+        same = cached is not None
+        for item in self._listing(path, rel):
+            name = item.name
+            old = before.get(name)
+            is_dir = item.is_dir(follow_symlinks=False)
+            if (old is None or (old[0] == "dir") != is_dir) and (rules.patterns or name in ALWAYS) and rules.ignored(rel, name, is_dir):
+                continue
+            if is_dir:
+                inner = rel + name + "/"
+                previous = self.cache.dirs.get(inner)
+                tree = self.directory(item.path, inner, rules)
+                rows.append((name, "dir", tree, None, None))
+                seen[name] = ("dir",)
+                same = same and old is not None and old[0] == "dir" and previous is not None and previous.tree == tree
+                continue
+            row, record = self.leaf(item, rel, old)
+            if row is None:
+                same = False
+                continue
+            rows.append(row)
+            if record is not None:
+                seen[name] = record
+            same = same and old is not None and record is old
+        if same and seen.keys() == before.keys() and (self.trust or self.store.nodes.exists(cached.tree)):
+            tree = cached.tree
+        else:
+            payload = tree_payload([_entry(*row) for row in rows])
+            tree = node_hash(TREE_HASH, payload)
+            if tree not in self.known_trees:
+                self.store.put(TREE_HASH, payload, what="tree")
+        if cached is None or tree != cached.tree or seen != before:
+            self.new_cache.changed = True
+        self.new_cache.dirs[rel] = DirRecord(tree, rules.fingerprint, seen)
+        return tree
+
+    def _listing(self, path: str, rel: str) -> list[os.DirEntry]:
+        try:
+            return list(os.scandir(path))
+        except FileNotFoundError:
+            self.notes.append(f"{_shown(rel) or '.'} vanished during the snapshot; kept as an empty directory")
+        except OSError as exc:
+            self.notes.append(f"{_shown(rel) or '.'} cannot be read ({exc.strerror}); kept as an empty directory")
+        return []
+
+    def leaf(self, item: os.DirEntry, rel: str, old: tuple | None) -> tuple[tuple | None, tuple | None]:
+        """A file's or link's row, and its cache record: `old` itself when the stat still matches
+        it (nothing read), None while the file is racy."""
+        name = item.name
+        try:
+            info = item.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            self.notes.append(f"{_shown(rel + name)} vanished during the snapshot; left out")
+            return None, None
+        mode = info.st_mode
+        if stat.S_ISREG(mode):
+            kind = "exec" if mode & stat.S_IXUSR else "file"
+        elif stat.S_ISLNK(mode):
+            kind = "link"
+        else:
+            self.notes.append(f"{_shown(rel + name)} is not a file, directory or link; left out")
+            return None, None
+        size = info.st_size
+        if (
+            old is not None and old[0] == kind and old[1] == size and old[2] == info.st_mtime_ns
+            and old[3] == info.st_ctime_ns and old[4] == info.st_ino
+            and (kind == "link" or self.trust or self.store.nodes.exists(old[5]))
+        ):
+            if kind == "link":
+                return (name, kind, None, None, old[5]), old
+            return self._counted(rel, name, kind, old[5], size), old
+        settled = max(info.st_mtime_ns, info.st_ctime_ns) < self.racy_after
+        signature = (info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+        if kind == "link":
+            try:
+                target = os.fsdecode(os.readlink(item.path))
+            except OSError:
+                self.notes.append(f"{_shown(rel + name)} vanished during the snapshot; left out")
+                return None, None
+            return (name, kind, None, None, target), ("link", size, *signature, target) if settled else None
+        if size > self.limits.max_file_bytes:
+            self.notes.append(
+                f"{_shown(rel + name)} ({size / MB:.1f} MB) is over workspace.maxFileBytes "
+                f"({self.limits.max_file_bytes / MB:.0f} MB); left out"
+            )
+            return None, None
+        read = self.read_file(item.path, rel + name)
+        if read is None:
+            return None, None
+        ref, size = read
+        return self._counted(rel, name, kind, ref, size), (kind, size, *signature, ref) if settled else None
+
+    def _counted(self, rel: str, name: str, kind: str, ref: str, size: int) -> tuple:
+        self.count += 1
+        self.total += size
+        self.sizes.append((rel + name, size))
+        if self.total > self.limits.max_total_bytes:
+            raise _OverCap()  # stop here: a workspace of the whole disk is not read to the end
+        return (name, kind, ref, size, None)
+
+    def read_file(self, path: str, rel: str) -> tuple[str, int] | None:
+        try:
+            with open(path, "rb", opener=_no_follow) as handle:
+                data = handle.read(self.limits.max_file_bytes + 1)
+        except FileNotFoundError:
+            self.notes.append(f"{_shown(rel)} vanished during the snapshot; left out")
+            return None
+        except OSError as exc:
+            self.notes.append(f"{_shown(rel)} cannot be read ({exc.strerror}); left out")
+            return None
+        if len(data) > self.limits.max_file_bytes:
+            self.notes.append(f"{_shown(rel)} grew over workspace.maxFileBytes during the snapshot; left out")
+            return None
+        held = [replacement for secret, replacement in self.redactions if secret in data]
+        if held:
+            for secret, replacement in self.redactions:
+                data = data.replace(secret, replacement)
+            names = ", ".join(item.decode()[10:-1] for item in held)
+            self.notes.append(f"{_shown(rel)} holds the value of {names}: stored redacted")
+        type_hash, payload = blob_payload(data)
+        self.read += 1
+        return self.store.put(type_hash, payload, what="file"), len(data)
+
+
+def _entry(name: str, kind: str, ref: str | None, size: int | None, target: str | None) -> Entry:
+    return Entry(os.fsencode(name), kind, ref, size, None if target is None else os.fsencode(target))
+
+
+def _shown(path: str) -> str:
+    return show_path(os.fsencode(path))
+
+
+def _no_follow(path, flags):
+    return os.open(path, flags | os.O_NOFOLLOW)

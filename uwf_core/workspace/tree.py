@@ -1,0 +1,143 @@
+"""Workspace trees as nodes: one tree node per directory, a content or bytes node per file.
+
+Names and link targets are bytes (a file system's names need not be UTF-8); in a node they are
+text where they decode, base64 where they do not. A tree read back is checked the way a bundle
+from a stranger must be: no entry may name `.`, `..`, a path separator or a NUL, and names are
+unique, so restoring a tree can write nowhere but inside its directory.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from ..encoding.records import record
+from ..errors import CorruptError
+from ..store.builtin_schemas import BUILTIN_HASHES, BYTES, BYTES_HASH, TREE, TREE_HASH
+from ..store.cas import CasStore
+
+CONTENT_HASH = BUILTIN_HASHES["content"]
+KINDS = ("file", "exec", "link", "dir")
+
+
+@record(frozen=True)
+class Entry:
+    name: bytes
+    kind: str  # file, exec (the executable bit), link, dir
+    ref: str | None = None  # a file's content or bytes node; a directory's tree
+    size: int | None = None  # a file's length in bytes
+    target: bytes | None = None  # a link's target, as the link holds it
+
+    @property
+    def is_file(self) -> bool:
+        return self.kind in ("file", "exec")
+
+    def to_payload(self) -> dict:
+        data: dict = _named("name", self.name)
+        data["kind"] = self.kind
+        if self.ref is not None:
+            data["ref"] = self.ref
+        if self.size is not None:
+            data["size"] = self.size
+        if self.target is not None:
+            data.update(_named("target", self.target))
+        return data
+
+    @classmethod
+    def from_payload(cls, payload: dict, where: str) -> Entry:
+        name = _unnamed(payload, "name", where)
+        if name is None or not valid_name(name):
+            raise CorruptError(f"tree {where} has an entry with the name {name!r}, which cannot be a file's")
+        kind = payload.get("kind")
+        target = _unnamed(payload, "target", where)
+        ref = payload.get("ref")
+        if kind == "link" and target is None or kind != "link" and ref is None:
+            raise CorruptError(f"tree {where}: entry {name!r} ({kind}) lacks its {'target' if kind == 'link' else 'ref'}")
+        return cls(name, kind, ref, payload.get("size"), target)
+
+
+def _named(key: str, value: bytes) -> dict:
+    try:
+        return {key: value.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {key + "Base64": base64.b64encode(value).decode("ascii")}
+
+
+def _unnamed(payload: dict, key: str, where: str) -> bytes | None:
+    if key in payload:
+        return payload[key].encode("utf-8")
+    if key + "Base64" in payload:
+        try:
+            return base64.b64decode(payload[key + "Base64"], validate=True)
+        except ValueError:
+            raise CorruptError(f"tree {where}: {key}Base64 is not base64") from None
+    return None
+
+
+def valid_name(name: bytes) -> bool:
+    return bool(name) and name not in (b".", b"..") and b"/" not in name and b"\0" not in name
+
+
+def ensure_schemas(store: CasStore) -> None:
+    """Register the tree and bytes schemas (once per store; cheap after)."""
+    store.ensure_builtins()
+    if not store.has(TREE_HASH):
+        store.put_schema(TREE)
+    if not store.has(BYTES_HASH):
+        store.put_schema(BYTES)
+
+
+def blob_payload(data: bytes) -> tuple[str, object]:
+    """(type, payload) of a file's bytes: text as a content node, anything else as bytes."""
+    try:
+        return CONTENT_HASH, data.decode("utf-8")
+    except UnicodeDecodeError:
+        return BYTES_HASH, {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def put_blob(store: CasStore, data: bytes) -> str:
+    type_hash, payload = blob_payload(data)
+    return store.put(type_hash, payload, what="file")
+
+
+def read_blob(store: CasStore, ref: str) -> bytes:
+    node = store.get(ref)
+    if node.type == CONTENT_HASH and isinstance(node.payload, str):
+        return node.payload.encode("utf-8")
+    if node.type == BYTES_HASH and isinstance(node.payload, dict):
+        return base64.b64decode(node.payload["base64"])
+    raise CorruptError(f"{ref} is not a file's content (its type is {node.type})")
+
+
+def tree_payload(entries: list[Entry]) -> dict:
+    return {"entries": [entry.to_payload() for entry in sorted(entries, key=lambda entry: entry.name)]}
+
+
+def read_tree(store: CasStore, ref: str) -> list[Entry]:
+    """A directory's entries, checked (see the module docstring), sorted by name."""
+    node = store.get(ref)
+    if node.type != TREE_HASH:
+        raise CorruptError(f"{ref} is not a tree of files (its type is {node.type})")
+    entries = [Entry.from_payload(item, ref) for item in node.payload["entries"]]
+    names = [entry.name for entry in entries]
+    if len(set(names)) != len(names):
+        raise CorruptError(f"tree {ref} names one entry twice")
+    return sorted(entries, key=lambda entry: entry.name)
+
+
+def flatten(store: CasStore, ref: str, prefix: bytes = b"") -> dict[bytes, Entry]:
+    """Every file and link under a tree, by its path relative to the tree (directories are implied,
+    but an empty directory is kept as itself)."""
+    found: dict[bytes, Entry] = {}
+    for entry in read_tree(store, ref):
+        path = prefix + entry.name
+        if entry.kind == "dir":
+            inner = flatten(store, entry.ref, path + b"/")
+            found.update(inner or {path: entry})
+        else:
+            found[path] = entry
+    return found
+
+
+def show_path(path: bytes) -> str:
+    """A path as a person reads it: undecodable bytes as \\xNN escapes."""
+    return path.decode("utf-8", "backslashreplace")
