@@ -71,6 +71,9 @@ _EXPORTS = {
     "Decision": "thread.moderator",
     # forks: diff, cost ledger and budgets, bundles
     "diff_threads": "thread.diff",
+    "step_files_text": "thread.files",
+    "step_changes": "thread.files",
+    "files_of": "thread.files",
     "ThreadDiff": "thread.diff",
     "StepPair": "thread.diff",
     "DiffStep": "thread.diff",

@@ -53,7 +53,7 @@ class AgentContext:
 
     @property
     def workspace(self) -> str:
-        return self.context.start.workspace or os.getcwd()
+        return os.environ.get("UWF_WORKSPACE") or self.context.start.workspace or os.getcwd()
 
     @cached_property
     def prompt_parts(self):

@@ -67,7 +67,7 @@ def run(ctx: AgentContext) -> AgentAnswer:
         raise UwfError(f"sub-workflow depth limit reached: this would be depth {depth + 1}, --max-depth is {options['max_depth']}")
     os.environ["UWF_DEPTH"] = str(depth + 1)
     bindings = parse_assignments(options["bind"]) or None
-    child = start_thread(ctx.repo, options["workflow"], child_prompt(ctx), ctx.context.start.workspace, bindings)
+    child = start_thread(ctx.repo, options["workflow"], child_prompt(ctx), ctx.workspace if ctx.context.start.workspace else None, bindings)
     sys.stderr.write(f"{NAME}: child thread {child.thread} ({options['workflow']})\n")
     _run_child(ctx, child.thread)
     return _answer_from_child(ctx, child.thread)

@@ -109,10 +109,12 @@ def cmd_reindex(args) -> int:
 
 
 def cmd_fsck(args) -> int:
-    from ..store.fsck import fsck
+    from ..store.fsck import FsckProblem, fsck
+    from ..workspace.check import tree_problems
 
     repo = repo_of(args)
     report = fsck(repo.nodes, repo.backend)
+    report.problems.extend(FsckProblem(target, message) for target, message in tree_problems(repo.nodes))
     emit_json(report.to_dict())
     errors = report.errors
     if errors:

@@ -80,6 +80,11 @@ def diff_lines(diff: ThreadDiff) -> list[tuple[str, str | None]]:
     for pair in diff.pairs:
         out.append(("", None))
         out.extend(_pair(pair))
+    if diff.files is not None:
+        out.append(("", None))
+        count = len(diff.files)
+        out.append((f"Files: {count} path{'s' if count != 1 else ''} differ" if count else "Files: the same", "bold"))
+        out.extend(_unified(diff.files_text))
     return out
 
 

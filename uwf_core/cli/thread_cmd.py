@@ -1,4 +1,5 @@
-"""`uwf thread start | step | run | dry-run | show | list | steps | read | fork | resume | kill | step-details | runs | cost`."""
+"""`uwf thread start | step | run | dry-run | show | list | steps | read | fork | resume | kill | step-details | runs | cost`
+(`files`, `checkout`, `export-git`: files_cmd.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def register(groups, common) -> None:
     start.add_argument(
         "--agent", action="append", default=[], metavar="ROLE=AGENT", help="bind a role to an agent for this thread (repeatable)"
     )
+    start.add_argument("--no-snapshot", action="store_true", help="keep no snapshots of the workspace's files (a huge tree)")
     start.add_argument("--max-tokens", type=positive_int, metavar="N", help="budget: no new step once the thread's steps used N tokens")
     start.add_argument("--max-cost", type=positive_number_any, metavar="X", help="budget: no new step once they cost X (prices in config.yaml)")
     step = command(sub, common, "step", cmd_step, "run one moderator → agent → verify cycle")
@@ -59,6 +61,9 @@ def register(groups, common) -> None:
         metavar="FILE",
         help="fork from a copy of the step with this output (JSON or YAML mapping, - for stdin), recorded as agent 'human'",
     )
+    fork.add_argument(
+        "-w", "--workspace", metavar="DIR", help="the fork's own directory (default: a new one in the root's workspaces directory)"
+    )
     resume = command(sub, common, "resume", cmd_resume, "continue an archived thread with a new prompt")
     resume.add_argument("thread")
     resume.add_argument("-p", "--prompt", required=True, help="the new task (use - to read it from stdin)")
@@ -68,6 +73,9 @@ def register(groups, common) -> None:
     details.add_argument("step")
     runs = command(sub, common, "runs", cmd_runs, "a thread's step attempts from runs.jsonl (ok, failed, timeout, killed)")
     runs.add_argument("thread")
+    from .files_cmd import register as register_files
+
+    register_files(sub, common)
 
 
 def _agent_options(parser) -> None:
@@ -94,7 +102,14 @@ def cmd_start(args) -> int:
 
     bindings = parse_assignments(args.agent)
     info = start_thread(
-        repo_of(args), args.workflow, _prompt(args.prompt), args.workspace, bindings or None, max_tokens=args.max_tokens, max_cost=args.max_cost
+        repo_of(args),
+        args.workflow,
+        _prompt(args.prompt),
+        args.workspace,
+        bindings or None,
+        max_tokens=args.max_tokens,
+        max_cost=args.max_cost,
+        snapshot=not args.no_snapshot,
     )
     emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
     return 0
@@ -165,6 +180,7 @@ def cmd_show(args) -> int:
     info = thread_info(repo, args.thread)
     data = info.to_json()
     data["steps"], usage = thread_stats(repo, info.head)
+    data.update(_files_of(repo, info))
     if usage.requests:
         data["usage"] = usage.to_json()
     running = repo.locks.running(info.thread) if info.active else None
@@ -223,14 +239,35 @@ def cmd_read(args) -> int:
     return 0
 
 
+def _files_of(repo, info) -> dict:
+    """`workspace` (the thread's directory) and `files` (the tree its head names), where it has them."""
+    from ..thread.files import files_of, thread_workspace
+    from ..thread.nodes import start_of
+
+    start = start_of(repo.nodes, info.head)[1]
+    data = {}
+    workspace = thread_workspace(repo, info.thread, start) if start.workspace else None
+    if workspace:
+        data["workspace"] = workspace
+    files = files_of(repo.nodes, info.head)
+    if files:
+        data["files"] = files
+    return data
+
+
 def cmd_fork(args) -> int:
     from ..thread.ops import fork_thread, fork_with_output
 
+    repo = repo_of(args)
     if args.edit_output:
-        info = fork_with_output(repo_of(args), args.step, _read_mapping(args.edit_output))
+        info = fork_with_output(repo, args.step, _read_mapping(args.edit_output), args.workspace)
     else:
-        info = fork_thread(repo_of(args), args.step)
-    emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
+        info = fork_thread(repo, args.step, args.workspace)
+    data = {"workflow": info.workflow, "thread": info.thread, "head": info.head}
+    workspace = repo.threads.workspaces().get(info.thread)
+    if workspace:
+        data["workspace"] = workspace
+    emit_json(data)
     return 0
 
 

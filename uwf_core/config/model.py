@@ -94,6 +94,28 @@ def _number_text(value: float) -> int | str:
 
 
 @record(frozen=True)
+class WorkspaceConfig:
+    """`workspace:` in config.yaml: snapshots of threads' files (workspace/), and where forks go."""
+
+    snapshot: bool = True
+    max_file_bytes: int = 50 << 20
+    max_snapshot_bytes: int = 1 << 30
+    dir: str | None = None  # forks' workspaces; default: <root>/workspaces for a directory root
+
+    def to_dict(self) -> dict:
+        data: dict = {}
+        if not self.snapshot:
+            data["snapshot"] = "false"
+        if self.max_file_bytes != WorkspaceConfig.max_file_bytes:
+            data["maxFileBytes"] = self.max_file_bytes
+        if self.max_snapshot_bytes != WorkspaceConfig.max_snapshot_bytes:
+            data["maxSnapshotBytes"] = self.max_snapshot_bytes
+        if self.dir:
+            data["dir"] = self.dir
+        return data
+
+
+@record(frozen=True)
 class Config:
     providers: dict[str, ProviderConfig] = field(default_factory=dict)
     models: dict[str, ModelConfig] = field(default_factory=dict)
@@ -103,6 +125,7 @@ class Config:
     default_model: str | None = None
     model_overrides: dict[str, str] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)  # model alias or name -> its price; unknown: tokens only
+    workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
     settings: dict[str, str] = field(default_factory=dict)  # other top-level scalars, kept as written
 
     def price_of(self, *models: str | None) -> Price | None:
@@ -134,6 +157,8 @@ class Config:
             data["modelOverrides"] = dict(self.model_overrides)
         if self.prices:
             data["prices"] = {model: price.to_dict() for model, price in self.prices.items()}
+        if self.workspace.to_dict():
+            data["workspace"] = self.workspace.to_dict()
         data.update(self.settings)
         return data
 
@@ -173,7 +198,7 @@ def _text(value: object, where: str) -> str:
 
 
 def _parse(raw: dict, file: str) -> Config:
-    known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides", "prices"}
+    known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides", "prices", "workspace"}
     providers = {}
     for name, spec in _mapping(raw, "providers", file).items():
         where = f"{file}: providers.{name}"
@@ -207,8 +232,41 @@ def _parse(raw: dict, file: str) -> Config:
         default_model=None if _none(raw.get("defaultModel")) else _text(raw.get("defaultModel"), f"{file}: defaultModel"),
         model_overrides=model_overrides,
         prices=prices,
+        workspace=_workspace(_mapping(raw, "workspace", file), f"{file}: workspace"),
         settings=settings,
     )
+
+
+def _workspace(raw: dict, where: str) -> WorkspaceConfig:
+    unknown = set(raw) - {"snapshot", "maxFileBytes", "maxSnapshotBytes", "dir"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key '{sorted(unknown)[0]}' (snapshot, maxFileBytes, maxSnapshotBytes, dir)")
+    default = WorkspaceConfig()
+    return WorkspaceConfig(
+        snapshot=_flag(raw.get("snapshot"), f"{where}.snapshot", True),
+        max_file_bytes=_size(raw.get("maxFileBytes"), f"{where}.maxFileBytes", default.max_file_bytes),
+        max_snapshot_bytes=_size(raw.get("maxSnapshotBytes"), f"{where}.maxSnapshotBytes", default.max_snapshot_bytes),
+        dir=None if _none(raw.get("dir")) else _text(raw.get("dir"), f"{where}.dir"),
+    )
+
+
+_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "k": 1 << 10, "mb": 1 << 20, "m": 1 << 20, "gb": 1 << 30, "g": 1 << 30}
+
+
+def _size(value: object, where: str, default: int) -> int:
+    """A size in bytes: a number, or one with KB, MB or GB (powers of 1024)."""
+    if _none(value):
+        return default
+    text = str(value).strip().lower().replace(" ", "")
+    number = text.rstrip("kmgb")
+    unit = text[len(number) :]
+    try:
+        size = int(float(number) * _UNITS[unit])
+    except (ValueError, KeyError):
+        raise ConfigError(f"{where} must be a size such as 50MB, not {value!r}") from None
+    if size <= 0:
+        raise ConfigError(f"{where} must be more than zero, not {value!r}")
+    return size
 
 
 def _price(model: str, spec: object, where: str) -> Price:

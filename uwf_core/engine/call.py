@@ -148,6 +148,7 @@ class AgentCall:
             UWF_WORKFLOW=self.workflow.hash or "",
         )
         env[AGENT_ENV] = self.agent_key  # the kit indexes its answer for memoized replay
+        env["UWF_WORKSPACE"] = self.workspace
         if self.resolved.alias:
             env["UWF_AGENT"] = self.resolved.label  # the kit records the step under the user's name for it
         else:
@@ -162,6 +163,10 @@ class AgentCall:
     def workspace(self) -> str:
         """The thread's workspace, else the caller's directory: what the agent may write."""
         workspace = self.context.start.workspace
+        if workspace:
+            from ..thread.files import thread_workspace
+
+            workspace = thread_workspace(self.repo, self.info.thread, self.context.start)
         if workspace and not os.path.isdir(workspace):
             raise StepError(f"the thread's workspace {workspace} does not exist")
         return os.path.abspath(workspace or os.getcwd())
@@ -204,7 +209,19 @@ class AgentCall:
             hide=self.resolved.hide,
             network=self.resolved.network,
             sandbox=self.resolved.sandbox,
+            forks_dir=self._forks_dir(),
         )
+
+    def _forks_dir(self) -> str | None:
+        """The root's directory of forks' workspaces, when this thread's workspace is one of them."""
+        if self.context.start.workspace is None or self.workspace == os.path.realpath(self.context.start.workspace):
+            return None
+        from ..thread.files import workspaces_dir
+
+        try:
+            return workspaces_dir(self.repo)
+        except UwfError:
+            return None
 
     def open_stage(self) -> str | None:
         """A staging directory for a sandboxed step agent's nodes (uwf takes them in after checking

@@ -85,10 +85,15 @@ def call_key(call: AgentCall) -> str:
     return inputs_key(call.role, agent_fingerprint(call.resolved), prompt_node_hash(call.repo.nodes, call.prompt_parts, call.secrets, call.context))
 
 
+def with_files(key: str, tree: str) -> str:
+    """The inputs key of a step of a thread with snapshots: its inputs and the files it found."""
+    return xxh64_hash(encode({"inputs": key, "files": tree}))
+
+
 def find_reusable(store: CasStore, key: str, role: str) -> str | None:
     """The step indexed under `key`, if it is still there whole (a StepNode of this role whose
     output and detail exist); None otherwise."""
-    from ..thread.nodes import STEP_TYPE
+    from ..thread.nodes import STEP_TYPES
 
     raw = store.nodes.derived(KEY + key)
     if raw is None:
@@ -101,7 +106,7 @@ def find_reusable(store: CasStore, key: str, role: str) -> str | None:
     except (UwfError, UnicodeDecodeError):
         return None
     payload = node.payload
-    if node.type != STEP_TYPE or not isinstance(payload, dict) or payload.get("role") != role:
+    if node.type not in STEP_TYPES or not isinstance(payload, dict) or payload.get("role") != role:
         return None
     if not all(isinstance(payload.get(name), str) and store.has(payload[name]) for name in ("output", "detail")):
         return None

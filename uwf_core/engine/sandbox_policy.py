@@ -16,6 +16,7 @@ import stat
 import sys
 
 from ..errors import UwfError
+from ..workspace.places import check_workspace, inside_any, real_home, under
 from .sandbox import Policy
 
 PRIVATE_TMP_NAMES = frozenset({"TMPDIR", "TMP", "TEMP", "PWD", "OLDPWD"})  # never a reason to show a path of /tmp
@@ -34,9 +35,6 @@ CREDENTIAL_VARIABLES = frozenset({
     "KUBECONFIG", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "DOCKER_CONFIG",
     "NETRC", "GIT_ASKPASS", "SSH_ASKPASS", "PGPASSFILE", "XAUTHORITY",
 })
-SYSTEM_PLACES = ("/", "/tmp", "/dev", "/proc", "/sys", "/run", "/etc", "/usr", "/var", "/home")
-SYSTEM_TREES = ("/usr", "/etc", "/boot", "/proc", "/sys", "/dev", "/run", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
-                "/libx32", "/var/lib", "/var/run")  # no workspace in there: the system's own programs and state
 # In a workspace, kept read-only: what runs the next time you use git there.
 WORKSPACE_PROTECTED = (".git/hooks", ".git/config")
 
@@ -62,17 +60,17 @@ def agent_policy(
     hide: tuple[str, ...] = (),
     network: bool = True,
     sandbox: bool = True,
+    forks_dir: str | None = None,
 ) -> Policy:
     """The Policy of one agent run. `store` is the backend's (store_dirs, node_dirs, socket_dirs);
     a step agent given a `stage` writes its nodes there and reads the node file (`reader_files`:
     what a reader writes beside it), else it writes `node_dirs`. `hide` names workspace files,
     looked for in the workspace and in `cwd` (a role's location)."""
     homes = tuple(dict.fromkeys(map(os.path.realpath, (env.get("HOME") or os.path.expanduser("~"), _real_home()))))
-    home = homes[0]
     workspace, cwd = os.path.realpath(workspace), os.path.realpath(cwd)
     store_dirs, node_dirs, socket_dirs = (tuple(os.path.realpath(path) for path in paths) for paths in store)
     for each in homes:
-        check_workspace(workspace, each, store_dirs)
+        check_workspace(workspace, each, store_dirs, forks_dir)
     hidden_dirs = [] if sees_store else [*store_dirs, *_existing_dirs(*(os.path.join(each, ".uwf") for each in homes))]
     store_writes: tuple[str, ...] = ()
     if sees_store:
@@ -86,16 +84,16 @@ def agent_policy(
             (hidden_dirs if is_dir else hidden_files).append(path)
     hidden_files = [os.path.realpath(path) for path in hidden_files if os.path.isfile(path)]
     hidden_dirs = [os.path.realpath(path) for path in hidden_dirs]
-    hidden_files = [path for path in hidden_files if not _inside_any(path, hidden_dirs)]
+    hidden_files = [path for path in hidden_files if not inside_any(path, hidden_dirs)]
     writable_all = [workspace, *extra_writable]
     auto = [*(socket_dirs if sees_store else ()), *_named_paths(argv, env, cwd)]
-    auto = [path for path in map(os.path.realpath, auto) if not _inside_any(path, writable_all)]  # never read-only in its own workspace
+    auto = [path for path in map(os.path.realpath, auto) if not inside_any(path, writable_all)]  # never read-only in its own workspace
     # Read-only even inside the workspace: the store, uwf itself (its venv), and git's hooks and config.
     uwf_itself = [os.path.realpath(sys.prefix), os.path.dirname(os.path.dirname(os.path.realpath(__file__)))]
     kept = [*uwf_itself, *(os.path.join(workspace, item) for item in WORKSPACE_PROTECTED)]
-    kept = [path for path in kept if _inside_any(path, writable_all) and os.path.exists(path)]
+    kept = [path for path in kept if inside_any(path, writable_all) and os.path.exists(path)]
     shown = [*(store_dirs if sees_store else ()), *kept, *(os.path.realpath(path) for path in chosen_readable if path), *auto]
-    shown = [path for path in shown if not _inside_any(path, hidden_dirs)]  # one that holds a hidden one is fine: the hiding goes on top
+    shown = [path for path in shown if not inside_any(path, hidden_dirs)]  # one that holds a hidden one is fine: the hiding goes on top
     return Policy(
         cwd=cwd,
         writable=tuple(dict.fromkeys(writable_all)),
@@ -105,22 +103,6 @@ def agent_policy(
         network=network,
         sandbox=sandbox,
     )
-
-
-def check_workspace(workspace: str, home: str, store_dirs: tuple[str, ...] = ()) -> None:
-    """A workspace is what the agent may write: never the whole system or a system tree, the whole
-    home, or the store."""
-    if (
-        workspace in SYSTEM_PLACES
-        or _inside_any(workspace, list(SYSTEM_TREES))
-        or workspace == home
-        or under(home, workspace)
-        or _inside_any(workspace, list(store_dirs))
-    ):
-        raise SandboxError(
-            f"{workspace} cannot be an agent's workspace: the agent may write all of it (give the thread a directory "
-            f"of its own with `uwf thread start -w DIR`, or step it from one)"
-        )
 
 
 def agent_environment(env: dict[str, str]) -> dict[str, str]:
@@ -150,14 +132,9 @@ _CACHE: dict = {}  # what does not change while uwf runs: the real home, which c
 
 
 def _real_home() -> str:
-    """The home directory of the user uwf runs as, whatever $HOME says."""
+    """The home directory of the user uwf runs as, whatever $HOME says (looked up once)."""
     if "home" not in _CACHE:
-        try:
-            import pwd
-
-            _CACHE["home"] = pwd.getpwuid(os.getuid()).pw_dir
-        except (ImportError, KeyError):
-            _CACHE["home"] = os.path.expanduser("~")
+        _CACHE["home"] = real_home()
     return _CACHE["home"]
 
 
@@ -176,10 +153,6 @@ def _credentials(homes: tuple[str, ...]) -> list[tuple[str, bool]]:
 
 def _existing_dirs(*paths: str) -> list[str]:
     return [path for path in paths if os.path.isdir(path)]
-
-
-def _inside_any(path: str, parents: list[str]) -> bool:
-    return any(under(path, parent) for parent in parents)
 
 
 def expand(path: str, env: dict[str, str]) -> str | None:
@@ -208,10 +181,6 @@ def expand(path: str, env: dict[str, str]) -> str | None:
     if missing:
         return None
     return os.path.normpath(text) if os.path.isabs(text) else None
-
-
-def under(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
 def _named_paths(argv: tuple[str, ...], env: dict[str, str], cwd: str) -> list[str]:

@@ -23,6 +23,7 @@ from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_in
 from ..workflow.ops import workflow_of
 from .attempt import Attempt, StepError, StepOptions, StepResult, redact_error
 from .call import AgentCall
+from .files import Before, after_step, before_step, restore
 from .protocols import run_protocol
 from .resolve import resolve_agent
 
@@ -95,20 +96,26 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     attempt.agent = resolved.label
     lease.update(role=decision.role, agent=resolved.label)
     call = AgentCall(repo, info, workflow, context, decision, resolved, lease, options, deadline=deadline)
-    new_head = reused_from = None
+    before = before_step(repo, info.thread, context, options.on_output) if context.start.workspace else None
+    new_head = reused_from = reuse_key = None
+    if reuse_enabled(options, resolved) or before is not None:
+        reuse_key = _reuse_key(call, before)
     if reuse_enabled(options, resolved):
-        from .reuse import call_key, find_reusable, write_reused
+        from .reuse import find_reusable, write_reused
 
-        reuse_key = call_key(call)
         reused_from = find_reusable(repo.nodes, reuse_key, decision.role)
         if reused_from is not None:
+            if before is not None:
+                restore(call, before, reused_from)  # the files the replayed step left
             new_head = write_reused(call, reused_from, reuse_key)  # no agent runs, no tokens: within any budget
     if new_head is None:
         if context.start.has_budget or workflow.has_budget:
             _check_budget(repo, info, context, workflow)
         new_head = run_protocol(call)
-        if reuse_enabled(options, resolved):
-            _remember_run(repo, reuse_key, new_head)
+    if before is not None:
+        new_head = after_step(call, before, new_head)
+    if reuse_key is not None and reused_from is None:
+        _remember_run(repo, reuse_key, new_head, overwrite=before is not None)
     left = max(0.001, deadline - time.monotonic()) if deadline is not None else None
     done = _next_is_end(repo, workflow, context, new_head, left)
     try:
@@ -140,11 +147,20 @@ def reuse_enabled(options: StepOptions, resolved: ResolvedAgent) -> bool:
     return (options.reuse or resolved.reuse) and resolved.protocol != "human"
 
 
-def _remember_run(repo: Repo, key: str, new_head: str) -> None:
-    """Index a step run with reuse on, unless its agent did (an agent that writes its StepNode itself)."""
+def _reuse_key(call: AgentCall, before: Before | None) -> str:
+    """The step's inputs key; with snapshots on, the files the step found are part of it."""
+    from .reuse import call_key, with_files
+
+    key = call_key(call)
+    return with_files(key, before.tree) if before is not None else key
+
+
+def _remember_run(repo: Repo, key: str, new_head: str, *, overwrite: bool) -> None:
+    """Index a step run with reuse on, unless its agent did (an agent that writes its StepNode
+    itself); a step with files always (its StepNode is uwf's, the key is uwf's alone)."""
     from .reuse import KEY, remember
 
-    if repo.nodes.nodes.derived(KEY + key) is None:
+    if overwrite or repo.nodes.nodes.derived(KEY + key) is None:
         remember(repo.nodes, key, new_head)
 
 
@@ -171,7 +187,7 @@ def _still_stored(repo: Repo, step_hash: str) -> None:
     """The new step and what it names are still there (checked with the heads held, so gc cannot
     sweep them between this and the move)."""
     step = StepNode.from_payload(repo.nodes.get(step_hash).payload)
-    for hash_ in (step_hash, step.output, step.detail):
+    for hash_ in (step_hash, step.output, step.detail, *filter(None, (step.files, step.files_before))):
         if not repo.backend.nodes.exists(hash_):
             raise StepError(f"node {hash_} of the new step was removed (by `uwf cas gc`?) before the head could move; the head stays")
 

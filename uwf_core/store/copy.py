@@ -87,6 +87,10 @@ def _copy_registry(src, dst) -> int:
 
 
 def _copy_threads(src, dst) -> tuple[int, int]:
+    own = dst.threads.workspaces()
+    for thread, path in src.threads.workspaces().items():  # before the heads: a fork is never listed without its directory
+        if own.get(thread) != path:
+            dst.threads.set_workspace(thread, path)
     heads = dst.threads.heads()
     archived_there = {(r.thread, r.head, r.reason, r.completed_at) for r in dst.threads.history()}
     threads = 0

@@ -34,7 +34,7 @@ import os
 
 from ..encoding.ids import is_cas_ref
 from ..encoding.records import field, record
-from ..errors import CorruptError, NotFoundError, UwfError
+from ..errors import NotFoundError, UwfError
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
@@ -308,7 +308,7 @@ def verify_bundle(repo: Repo, path: str, manifest: dict, nodes: dict[str, bytes]
     """Every node's bytes against its name, its payload against its schema, its references and
     the threads' heads: the decoded nodes (hash -> Node), or a BundleError naming what is wrong."""
     from ..store.verify import NodesRefused, verify_nodes
-    from .nodes import START_TYPES, STEP_TYPE
+    from .nodes import START_TYPES, STEP_TYPES
 
     where = f"bundle {path}"
     store = repo.nodes
@@ -323,7 +323,7 @@ def verify_bundle(repo: Repo, path: str, manifest: dict, nodes: dict[str, bytes]
             node = store.get(head)
         if node is None:
             raise BundleError(f"{where} was refused, nothing was imported: thread {item['thread']}'s head {head} is not in the bundle")
-        if node.type != STEP_TYPE and node.type not in START_TYPES:
+        if node.type not in STEP_TYPES and node.type not in START_TYPES:
             raise BundleError(f"{where} was refused, nothing was imported: thread {item['thread']}'s head {head} is not a StartNode or StepNode")
     return decoded
 

@@ -15,7 +15,7 @@ import json
 from ..encoding.records import field, record
 from ..errors import CorruptError, UwfError
 from ..store.cas import CasStore
-from .nodes import START_TYPES, STEP_TYPE, thread_node
+from .nodes import START_TYPES, STEP_TYPES, thread_node
 
 KEY = "chain1:"  # the version is in the key: a changed shape is simply rebuilt
 
@@ -104,7 +104,7 @@ def _parent(node) -> str | None:
     """The node a head's record is computed from: prev (or the StartNode) of a step, the resumed
     head of a StartNode; None for a StartNode that begins a thread."""
     payload = node.payload
-    if node.type == STEP_TYPE:
+    if node.type in STEP_TYPES:
         return payload.get("prev") or payload["start"]
     return payload.get("resumes")
 

@@ -15,7 +15,7 @@ from ..errors import CorruptError
 from ..store.cas import CasStore
 from .chain_index import chain_record
 from .model import LazySteps, StepContext, StepNode, ThreadContext
-from .nodes import START_TYPES, STEP_TYPE, read_start, thread_node
+from .nodes import START_TYPES, STEP_TYPES, read_start, thread_node
 
 if TYPE_CHECKING:
     from ..repo import Repo
@@ -51,7 +51,7 @@ def newest_step(store: CasStore, head: str | None) -> str | None:
     """The newest StepNode at or behind `head`, through the heads that StartNodes resume."""
     while head is not None:
         node = thread_node(store, head)
-        if node.type == STEP_TYPE:
+        if node.type in STEP_TYPES:
             return head
         head = node.payload.get("resumes")
     return None
@@ -64,7 +64,7 @@ def _reader(store: CasStore):
 
     def older(hash_: str) -> tuple[StepContext, str | None]:
         node = thread_node(store, hash_)
-        if node.type != STEP_TYPE:
+        if node.type not in STEP_TYPES:
             raise CorruptError(f"{hash_} is not a StepNode: the chain is broken")
         step = StepNode.from_payload(node.payload)
         start = expected.pop(hash_, step.start)

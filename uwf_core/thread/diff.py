@@ -215,9 +215,12 @@ class ThreadDiff:
     shared: int  # steps both have (those up to the ancestor)
     pairs: tuple[StepPair, ...]
     prompt: tuple[str, ...] = ()  # a text diff of the task prompts, when the StartNodes differ
+    files: tuple | None = None  # workspace/changes.Change from a's files to b's; None: neither has snapshots
+    files_text: tuple[str, ...] = ()  # those changes as unified diffs (sizes for binary files)
 
     def to_json(self) -> dict:
         return {
+            "files": None if self.files is None else [change.to_json() for change in self.files],
             "a": self.a.to_json(),
             "b": self.b.to_json(),
             "ancestor": None if self.ancestor is None else {"hash": self.ancestor, "role": self.ancestor_role, "step": self.shared},
@@ -228,7 +231,9 @@ class ThreadDiff:
 
 
 def diff_threads(repo: Repo, a: str, b: str) -> ThreadDiff:
-    """Compare two threads (or steps): find their common ancestor, pair the steps after it."""
+    """Compare two threads (or steps): find their common ancestor, pair the steps after it, and
+    their files (the snapshots their heads name)."""
+    from ..workspace.changes import unified
     from .timeline import runs_by_step
 
     side_a, context_a = _side(repo, a)
@@ -253,7 +258,20 @@ def diff_threads(repo: Repo, a: str, b: str) -> ThreadDiff:
         body = text_diff(left.body, right.body, f"a/{left.hash}", f"b/{right.hash}") if left and right else ()
         pairs.append(StepPair(number, left, right, output, body))
     prompt = () if context_a.start.prompt == context_b.start.prompt else text_diff(context_a.start.prompt, context_b.start.prompt, "a/prompt", "b/prompt")
-    return ThreadDiff(side_a, side_b, ancestor, ancestor_role, shared, tuple(pairs), prompt)
+    files = _file_changes(repo, context_a, context_b)
+    files_text = tuple(line for change in files or () for line in unified(repo.nodes, change))
+    return ThreadDiff(side_a, side_b, ancestor, ancestor_role, shared, tuple(pairs), prompt, files, files_text)
+
+
+def _file_changes(repo: Repo, a: ThreadContext, b: ThreadContext) -> tuple | None:
+    """The files of a's head against b's (a missing snapshot counts as no files)."""
+    from ..workspace.changes import tree_changes
+    from .files import files_of
+
+    tree_a, tree_b = files_of(repo.nodes, a.head), files_of(repo.nodes, b.head)
+    if tree_a is None and tree_b is None:
+        return None
+    return tuple(tree_changes(repo.nodes, tree_a, tree_b))
 
 
 def _side(repo: Repo, text: str) -> tuple[DiffSide, ThreadContext]:

@@ -24,7 +24,7 @@ from ..store.builtin_schemas import (
     schema_hash,
 )
 from ..store.cas import CasStore, node_hash
-from .nodes import STEP_TYPE, thread_node
+from .nodes import STEP_TYPES, thread_node
 
 KEY = "entry1:"
 HISTORY_ENTRY = {
@@ -122,5 +122,5 @@ def entry_behind(store: CasStore, head: str, *, keep: bool = True) -> str | None
     from .context import newest_step
 
     node = thread_node(store, head)
-    step = head if node.type == STEP_TYPE else newest_step(store, node.payload.get("resumes"))
+    step = head if node.type in STEP_TYPES else newest_step(store, node.payload.get("resumes"))
     return entry_of(store, step, keep=keep) if step is not None else None

@@ -27,7 +27,7 @@ from ..errors import UwfError
 from ..llm.usage import Usage
 from .context import context_of
 from .model import StepContext, ThreadContext
-from .nodes import STEP_TYPE, thread_node
+from .nodes import STEP_TYPES, thread_node
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
@@ -623,7 +623,7 @@ def _running_total(store: CasStore, head: str, *, keep: bool) -> _RunningTotal:
         if base is not None:
             break
         node = thread_node(store, cursor)
-        if node.type != STEP_TYPE:
+        if node.type not in STEP_TYPES:
             base = _RunningTotal(0, 0, 0, ())  # a StartNode: nothing spent since it
             break
         pending.append((cursor, node.payload))

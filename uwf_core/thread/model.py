@@ -22,10 +22,17 @@ class StartNode:
     agents: dict[str, str] | None = None
     max_tokens: int | None = None  # the thread's own budget (`thread start --max-tokens`), over the workflow's
     max_cost: float | None = None
+    files: str | None = None  # the workspace's tree at the start (workspace/)
+    snapshot: bool = True  # False: this thread's files are not snapshot (`thread start --no-snapshot`)
 
     @property
     def has_budget(self) -> bool:
         return self.max_tokens is not None or self.max_cost is not None
+
+    @property
+    def has_files(self) -> bool:
+        """Stored under the schema that allows `files` and `snapshot`."""
+        return self.files is not None or not self.snapshot
 
     def to_payload(self) -> dict:
         data = {
@@ -38,6 +45,10 @@ class StartNode:
         if self.has_budget:  # only then: a StartNode without one keeps the plain schema and its hash
             budget = {"maxTokens": self.max_tokens, "maxCost": self.max_cost}
             data["budget"] = {key: value for key, value in budget.items() if value is not None}
+        if self.files is not None:
+            data["files"] = self.files
+        if not self.snapshot:
+            data["snapshot"] = False
         return data
 
     @classmethod
@@ -51,6 +62,8 @@ class StartNode:
             agents=payload.get("agents") or None,
             max_tokens=budget.get("maxTokens"),
             max_cost=budget.get("maxCost"),
+            files=payload.get("files"),
+            snapshot=payload.get("snapshot", True) is not False,
         )
 
 
@@ -65,6 +78,8 @@ class StepNode:
     instruction: str | None = None
     started_at: int | None = None
     completed_at: int | None = None
+    files: str | None = None  # the workspace's tree after this step
+    files_before: str | None = None  # the tree it began from, when changed by hand since the last snapshot
 
     def to_payload(self) -> dict:
         data = {
@@ -80,6 +95,10 @@ class StepNode:
             data["startedAt"] = self.started_at
         if self.completed_at is not None:
             data["completedAt"] = self.completed_at
+        if self.files is not None:
+            data["files"] = self.files
+        if self.files_before is not None:
+            data["filesBefore"] = self.files_before
         return data
 
     @classmethod
@@ -94,6 +113,8 @@ class StepNode:
             instruction=payload.get("instruction"),
             started_at=payload.get("startedAt"),
             completed_at=payload.get("completedAt"),
+            files=payload.get("files"),
+            files_before=payload.get("filesBefore"),
         )
 
 

@@ -6,21 +6,39 @@ from ..errors import UwfError
 from ..store.builtin_schemas import (
     BUILTIN_HASHES,
     START_NODE_WITH_BUDGET,
+    START_NODE_WITH_FILES,
     START_WITH_BUDGET_HASH,
+    START_WITH_FILES_HASH,
+    STEP_NODE_WITH_FILES,
+    STEP_WITH_FILES_HASH,
 )
 from ..store.cas import CasStore, Node
 from .model import StartNode, StepNode
 
 START_TYPE = BUILTIN_HASHES["start-node"]
-START_TYPES = frozenset({START_TYPE, START_WITH_BUDGET_HASH})  # a StartNode with a budget has its own schema
+START_TYPES = frozenset({START_TYPE, START_WITH_BUDGET_HASH, START_WITH_FILES_HASH})  # with a budget, with files
 STEP_TYPE = BUILTIN_HASHES["step-node"]
+STEP_TYPES = frozenset({STEP_TYPE, STEP_WITH_FILES_HASH})  # a StepNode that names the workspace's files has its own
+
+
+def step_type(store: CasStore, step: StepNode) -> str:
+    """The schema a StepNode is stored under: the plain one, or the one with files."""
+    if step.files is None and step.files_before is None:
+        return STEP_TYPE
+    return store.put_schema(STEP_NODE_WITH_FILES)
+
+
+def put_step(store: CasStore, step: StepNode, what: str = "StepNode") -> str:
+    return store.put(step_type(store, step), step.to_payload(), what=what)
 
 
 def put_start(store: CasStore, start: StartNode) -> str:
     """Store a StartNode: under the start-node schema, or the one that allows a budget."""
     store.ensure_builtins()
     type_hash = START_TYPE
-    if start.has_budget:
+    if start.has_files:
+        type_hash = store.put_schema(START_NODE_WITH_FILES)
+    elif start.has_budget:
         type_hash = store.put_schema(START_NODE_WITH_BUDGET)
     return store.put(type_hash, start.to_payload(), what="StartNode")
 
@@ -34,7 +52,7 @@ def read_start(store: CasStore, hash_: str) -> StartNode:
 
 def read_step(store: CasStore, hash_: str) -> StepNode:
     node = store.get(hash_)
-    if node.type != STEP_TYPE:
+    if node.type not in STEP_TYPES:
         raise UwfError(f"{hash_} is not a StepNode")
     return StepNode.from_payload(node.payload)
 
@@ -42,7 +60,7 @@ def read_step(store: CasStore, hash_: str) -> StepNode:
 def thread_node(store: CasStore, hash_: str) -> Node:
     """A node that can be a thread's head: a StartNode or a StepNode."""
     node = store.get(hash_)
-    if node.type != STEP_TYPE and node.type not in START_TYPES:
+    if node.type not in STEP_TYPES and node.type not in START_TYPES:
         raise UwfError(f"{hash_} is neither a StartNode nor a StepNode")
     return node
 

@@ -95,9 +95,11 @@ def start_thread(
     *,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    snapshot: bool = True,
 ) -> ThreadInfo:
     """A new thread (no step is run). `max_tokens` / `max_cost` give it a budget of its own,
-    kept in its StartNode, over the workflow's."""
+    kept in its StartNode, over the workflow's; a workspace is snapshot as the thread's start
+    unless `snapshot` is False or config.yaml turns snapshots off."""
     store = repo.nodes
     workflow_hash = resolve_workflow_hash(repo, workflow)
     definition = workflow_of(repo, workflow_hash)
@@ -108,17 +110,26 @@ def start_thread(
         if not os.path.isdir(workspace):
             raise UwfError(f"workspace {os.path.abspath(workspace)} is not a directory")
         workspace = os.path.realpath(workspace)  # the place a link leads to: what an agent's sandbox mounts
-        for store_dir in map(os.path.realpath, repo.backend.store_dirs):
-            if workspace == store_dir or workspace.startswith(store_dir.rstrip(os.sep) + os.sep):
-                raise UwfError(f"workspace {workspace} is inside the storage root {store_dir}: give the thread a directory of its own")
+        _check_workspace(repo, workspace)
     if not prompt.strip():
         raise UwfError("the prompt is empty")
     _check_budget(max_tokens, max_cost)
-    start = StartNode(workflow_hash, prompt, workspace, None, dict(agents) if agents else None, max_tokens, _cost_number(max_cost))
-    head = put_start(store, start)
+    start = StartNode(
+        workflow_hash, prompt, workspace, None, dict(agents) if agents else None, max_tokens, _cost_number(max_cost), snapshot=snapshot
+    )
+    head = put_start(store, _with_files(repo, start))
     thread = new_ulid()
     repo.threads.add(thread, head)
     return ThreadInfo(thread, workflow_hash, head, True)
+
+
+def _check_workspace(repo: Repo, workspace: str) -> None:
+    """Refused now, not at the first step: agents may write all of it and uwf snapshots all of it."""
+    from ..workspace.places import check_workspace, real_home
+
+    store_dirs = tuple(map(os.path.realpath, repo.backend.store_dirs))
+    for home in dict.fromkeys(map(os.path.realpath, (os.path.expanduser("~"), real_home()))):
+        check_workspace(workspace, home, store_dirs)
 
 
 def _check_budget(max_tokens: int | None, max_cost: float | None) -> None:
@@ -161,13 +172,33 @@ def thread_steps(repo: Repo, thread: str) -> list[StepContext]:
     return context_of(repo, thread_info(repo, thread).head).steps
 
 
-def fork_thread(repo: Repo, node_hash: str) -> ThreadInfo:
-    """A new thread whose head is an existing step (or start): O(1), nothing copied."""
+def _with_files(repo: Repo, start: StartNode, directory: str | None = None) -> StartNode:
+    """The StartNode with a snapshot of its workspace (or the thread's own `directory`), when it keeps them."""
+    from .files import snapshot, snapshots_on
+
+    directory = directory or start.workspace
+    if directory is None or not snapshots_on(repo, start) or not os.path.isdir(directory):
+        return start
+    from ..encoding.records import replace
+    from ..workspace.snapshot import SnapshotError
+
+    try:
+        return replace(start, files=snapshot(repo, directory).tree)
+    except SnapshotError as exc:
+        raise UwfError(exc.message) from None
+
+
+def fork_thread(repo: Repo, node_hash: str, workspace: str | None = None) -> ThreadInfo:
+    """A new thread whose head is an existing step (or start): O(1) in nodes, nothing copied; a
+    thread with files gets a directory of its own holding that step's (thread/files.py)."""
+    from .files import give_workspace
+
     store = repo.nodes
     _refuse_thread_id(repo, node_hash)
     hash_ = store.resolve(node_hash)
     thread_node(store, hash_)
     thread = new_ulid()
+    give_workspace(repo, thread, hash_, workspace)
     repo.threads.add(thread, hash_)
     return ThreadInfo(thread, _workflow_of(store, hash_), hash_, True)
 
@@ -196,13 +227,30 @@ def resume_thread(repo: Repo, thread: str, prompt: str) -> ThreadInfo:
         raise UwfError("the prompt is empty")
     _, old_start = start_of(store, info.head)
     # The budget goes on with the thread; like maxSteps, it counts the steps since this StartNode.
-    start = StartNode(old_start.workflow, prompt, old_start.workspace, info.head, old_start.agents, old_start.max_tokens, old_start.max_cost)
-    head = put_start(store, start)
+    start = StartNode(
+        old_start.workflow, prompt, old_start.workspace, info.head, old_start.agents, old_start.max_tokens, old_start.max_cost,
+        snapshot=old_start.snapshot,
+    )
+    head = put_start(store, _resumed_files(repo, info, start))
     repo.threads.add(info.thread, head)
     return ThreadInfo(info.thread, old_start.workflow, head, True)
 
 
-def fork_with_output(repo: Repo, step_hash: str, output: object) -> ThreadInfo:
+def _resumed_files(repo: Repo, info: ThreadInfo, start: StartNode) -> StartNode:
+    """A resumed thread goes on with its files: its directory, restored from its head's snapshot
+    when it is gone, snapshot as the new start."""
+    from .files import files_of, thread_workspace
+
+    workspace = thread_workspace(repo, info.thread, start) if start.workspace else None
+    tree = files_of(repo.nodes, info.head)
+    if workspace and tree and not os.path.isdir(workspace):
+        from ..workspace.materialize import checkout
+
+        checkout(repo.nodes, tree, workspace)
+    return _with_files(repo, start, workspace)
+
+
+def fork_with_output(repo: Repo, step_hash: str, output: object, workspace: str | None = None) -> ThreadInfo:
     """Fork from a copy of a step whose output a person replaced (agent 'human').
 
     The edited output is validated against the role's schema; the new thread's
@@ -232,7 +280,12 @@ def fork_with_output(repo: Repo, step_hash: str, output: object) -> ThreadInfo:
         instruction=step.instruction,
         detail={"agent": "human", "protocol": "edit", "editedFrom": hash_, "originalOutput": step.output},
         what=f"edited output of role '{step.role}'",
+        files=step.files,
+        files_before=step.files_before,
     )
     thread = new_ulid()
+    from .files import give_workspace
+
+    give_workspace(repo, thread, head, workspace)
     repo.threads.add(thread, head)
     return ThreadInfo(thread, start.workflow, head, True)

@@ -12,7 +12,7 @@ from ..store.cas import CasStore
 from .chain_index import remember_step
 from .history import remember_entry
 from .model import StepNode, ThreadContext
-from .nodes import STEP_TYPE
+from .nodes import STEP_TYPES, put_step
 
 
 class InvalidStepError(UwfError):
@@ -32,16 +32,23 @@ def write_step(
     instruction: str | None = None,
     started_ms: int | None = None,
     what: str | None = None,
+    files: str | None = None,
+    files_before: str | None = None,
 ) -> str:
     """Store output, detail and the StepNode after `prev` (None: first after `start`); returns its hash."""
     now = int(time.time() * 1000)
     output_hash = store.put(meta, output, what=what or f"output of role '{role}'")
     detail = {**detail, "startedAt": started_ms or now, "completedAt": now}
     detail_hash = store.put(BUILTIN_HASHES["detail"], detail, what="detail")
-    step = StepNode(start, prev, role, output_hash, detail_hash, agent, instruction, started_ms or now, now)
-    step_hash = store.put(STEP_TYPE, step.to_payload(), what="StepNode")
-    chain = remember_step(store, step_hash, prev or start, role)  # its chain record: the next step reads no history
-    remember_entry(store, step_hash, chain.count, role, agent, output_hash)  # how later prompts show it
+    step = StepNode(start, prev, role, output_hash, detail_hash, agent, instruction, started_ms or now, now, files, files_before)
+    return store_step(store, step)
+
+
+def store_step(store: CasStore, step: StepNode) -> str:
+    """Store a StepNode with its derived records (callers batch them with it)."""
+    step_hash = put_step(store, step)
+    chain = remember_step(store, step_hash, step.prev or step.start, step.role)  # its chain record: the next step reads no history
+    remember_entry(store, step_hash, chain.count, step.role, step.agent, step.output)  # how later prompts show it
     return step_hash
 
 
@@ -60,7 +67,7 @@ def check_step_node(store: CasStore, answer: str, context: ThreadContext, role: 
     if not store.has(answer):
         raise InvalidStepError(f"{who} answered {answer}, which is not in the store")
     node = store.get(answer)
-    if node.type != STEP_TYPE:
+    if node.type not in STEP_TYPES:
         raise InvalidStepError(f"{who} answered {answer}, which is not a StepNode (its type is {node.type})")
     step = StepNode.from_payload(node.payload)
     if step.start != context.start_hash:

@@ -30,7 +30,7 @@ from .model import (
 from .yaml_doc import YamlDocument
 
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-TOP_FIELDS = {"name", "description", "maxSteps", "maxTokens", "maxCost", "roles", "conditions", "graph"}
+TOP_FIELDS = {"name", "description", "maxSteps", "maxTokens", "maxCost", "workspace", "roles", "conditions", "graph"}
 ROLE_FIELDS = {"description", "goal", "capabilities", "procedure", "output", "meta"}
 REQUIRED_ROLE_FIELDS = ("description", "goal", "procedure", "output", "meta")
 START_STATUSES = ("new", "resume")
@@ -145,7 +145,23 @@ class _Parser:
         graph = self.graph(data.get("graph"))
         if self.draft.errors:
             return None
-        return Workflow(name, description, max_steps, roles, conditions, graph, max_tokens=max_tokens, max_cost=max_cost)
+        return Workflow(
+            name, description, max_steps, roles, conditions, graph, max_tokens=max_tokens, max_cost=max_cost, snapshot=self.snapshot(data)
+        )
+
+    def snapshot(self, data: dict) -> bool:
+        """`workspace: {snapshot: false}`: this workflow's threads keep no snapshots of their files."""
+        workspace = data.get("workspace")
+        if workspace is None:
+            return True
+        if not isinstance(workspace, dict) or set(workspace) - {"snapshot"}:
+            self.error(("workspace",), "must be a mapping {snapshot: true|false}")
+            return True
+        value = workspace.get("snapshot", True)
+        if not isinstance(value, bool):
+            self.error(("workspace", "snapshot"), f"must be true or false, got {value!r}")
+            return True
+        return value
 
     def budget(self, data: dict) -> tuple[int | None, float | None]:
         """maxTokens (a positive integer) and maxCost (a positive number, in the currency of the

@@ -104,6 +104,7 @@ class Workflow:
     hash: str | None = field(default=None, compare=False)
     max_tokens: int | None = None  # budget: no new step once the thread's steps used this many tokens
     max_cost: float | None = None  # budget: ... or cost this much (prices in config.yaml)
+    snapshot: bool = True  # False: its threads' files are not snapshot (`workspace: {snapshot: false}`)
 
     @property
     def has_budget(self) -> bool:
@@ -126,6 +127,7 @@ class Workflow:
             "graph": {key: routes.to_payload() for key, routes in self.graph.items()},
             **({"maxTokens": self.max_tokens} if self.max_tokens is not None else {}),
             **({"maxCost": self.max_cost} if self.max_cost is not None else {}),
+            **({} if self.snapshot else {"workspace": {"snapshot": False}}),
         }
 
     @classmethod
@@ -161,6 +163,7 @@ class Workflow:
             hash=hash_,
             max_tokens=payload.get("maxTokens"),
             max_cost=payload.get("maxCost"),
+            snapshot=(payload.get("workspace") or {}).get("snapshot", True) is not False,
         )
 
 

@@ -15,6 +15,7 @@ from ..store.builtin_schemas import (
     BUILTIN_HASHES,
     WORKFLOW_TYPES,
     WORKFLOW_WITH_BUDGET,
+    WORKFLOW_WITH_WORKSPACE,
     WORKFLOW_WITH_LOCATIONS,
 )
 from ..store.cas import CasStore
@@ -54,7 +55,9 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
     roles = {name: replace(role, meta=metas[name]) for name, role in workflow.roles.items()}
     stored = replace(workflow, roles=roles)
     type_hash = BUILTIN_HASHES["workflow"]
-    if stored.has_budget:
+    if not stored.snapshot:
+        type_hash = store.put_schema(WORKFLOW_WITH_WORKSPACE)
+    elif stored.has_budget:
         type_hash = store.put_schema(WORKFLOW_WITH_BUDGET)
     elif stored.names_locations:
         type_hash = store.put_schema(WORKFLOW_WITH_LOCATIONS)

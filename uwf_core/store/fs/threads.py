@@ -13,6 +13,7 @@ from ..records import ArchivedThread
 from .root import Root, load_yaml_state
 
 HEADER = "uwf active threads: thread id -> head node (a StartNode or the newest StepNode)"
+WORKSPACES_HEADER = "uwf threads' own workspaces: thread id -> directory (a fork's; others use their StartNode's)"
 
 
 class FsThreadIndex:
@@ -49,6 +50,18 @@ class FsThreadIndex:
 
     def exclusive(self):
         return self.root.lock("index")
+
+    def workspaces(self) -> dict[str, str]:
+        raw = load_yaml_state(self.root.join("workspaces.yaml"))
+        if not isinstance(raw, dict):
+            return {}  # a damaged mapping: threads fall back to their StartNode's workspace
+        return {thread: path for thread, path in raw.items() if is_ulid(thread) and isinstance(path, str) and path}
+
+    def set_workspace(self, thread: str, path: str) -> None:
+        with self.root.lock("index"):
+            mapping = self.workspaces()
+            mapping[thread] = path
+            atomic_write(self.root.join("workspaces.yaml"), dumps(mapping, WORKSPACES_HEADER).encode("utf-8"))
 
     def compare_and_set(
         self, thread: str, expected: str, new: str, *, archive_reason: str | None = None, workflow: str | None = None, check=None

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from ...errors import StoreUnavailableError, UwfError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CHANGES_CHANNEL = "uwf_changes"
 KEEPALIVE = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3, "connect_timeout": 10}
 
@@ -54,6 +54,9 @@ create table uwf_registry (name text primary key, entry text not null);
 create table uwf_config (id integer primary key check (id = 1), text text not null);
 create table uwf_running (thread text primary key, info text not null);
 create table uwf_queue (thread text primary key, queued_at bigint not null, worker text);
+""",
+    2: """
+create table uwf_workspaces (thread text primary key, path text not null);
 """,
 }
 

@@ -22,6 +22,16 @@ class PgThreadIndex:
     def heads(self) -> dict[str, str]:
         return dict(self.db.query("select thread, head from uwf_heads order by added"))
 
+    def workspaces(self) -> dict[str, str]:
+        return dict(self.db.query("select thread, path from uwf_workspaces"))
+
+    def set_workspace(self, thread: str, path: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute(
+                "insert into uwf_workspaces (thread, path) values (%s, %s) on conflict (thread) do update set path = excluded.path",
+                (thread, path),
+            )
+
     def add(self, thread: str, head: str) -> None:
         with self.db.transaction() as conn:
             conn.execute(

@@ -1,0 +1,77 @@
+"""`uwf thread files | checkout | export-git`: a thread's files as its steps left them."""
+
+from __future__ import annotations
+
+from .common import command, repo_of
+from .output import emit_json, emit_text
+
+
+def register(sub, common) -> None:
+    files = command(sub, common, "files", cmd_files, "the paths a step added, modified and deleted in the workspace")
+    files.add_argument("step", help="a StepNode hash or prefix")
+    files.add_argument("--diff", action="store_true", help="the changes as a unified diff (sizes for binary files)")
+    files.add_argument("--json", action="store_true", help="JSON: each path with its status, kinds, hashes and sizes")
+    checkout = command(sub, common, "checkout", cmd_checkout, "write a step's (or start's) files into a directory")
+    checkout.add_argument("step", help="a StepNode or StartNode hash or prefix")
+    checkout.add_argument("directory", metavar="DIR")
+    checkout.add_argument("--force", action="store_true", help="replace what DIR holds")
+    export = command(sub, common, "export-git", cmd_export_git, "one git commit per step on branch uwf/<thread>")
+    export.add_argument("thread")
+    export.add_argument("--repo", required=True, metavar="DIR", help="a git repository (created if missing)")
+
+
+def cmd_files(args) -> int:
+    from ..thread.files import step_changes
+    from ..workspace.changes import unified
+
+    repo = repo_of(args)
+    step = repo.nodes.resolve(args.step)
+    hand, changes = step_changes(repo, step)
+    if args.json:
+        emit_json({"step": step, "byHand": [c.to_json() for c in hand], "changes": [c.to_json() for c in changes]})
+        return 0
+    lines = []
+    for title, group in (("changed by hand before the step", hand), ("changed by the step", changes)):
+        if title.startswith("changed by hand") and not group:
+            continue
+        lines.append(f"{title}: {len(group)} path{'s' if len(group) != 1 else ''}")
+        for change in group:
+            if args.diff:
+                lines.extend(unified(repo.nodes, change))
+            else:
+                lines.append(f"  {_status_mark(change.status)} {change.to_json()['path']}{_sizes(change)}")
+    emit_text("\n".join(lines))
+    return 0
+
+
+def _status_mark(status: str) -> str:
+    return {"added": "A", "modified": "M", "deleted": "D"}[status]
+
+
+def _sizes(change) -> str:
+    old = change.old.size if change.old is not None else None
+    new = change.new.size if change.new is not None else None
+    if old is None and new is None:
+        return ""
+    return f"  ({old if old is not None else '-'} -> {new if new is not None else '-'} bytes)"
+
+
+def cmd_checkout(args) -> int:
+    import os
+
+    from ..thread.files import node_files
+    from ..workspace.materialize import checkout
+
+    repo = repo_of(args)
+    tree = node_files(repo, args.step)
+    written = checkout(repo.nodes, tree, args.directory, force=args.force)
+    emit_json({"files": tree, "directory": os.path.abspath(args.directory), "written": written})
+    return 0
+
+
+def cmd_export_git(args) -> int:
+    from ..thread.export_git import export_git
+
+    result = export_git(repo_of(args), args.thread, args.repo)
+    emit_json(result)
+    return 0

@@ -1,0 +1,86 @@
+"""The snapshots around one step: the workspace as the step found it, and as the step left it.
+
+Before the agent runs, the workspace is snapshot and held against the tree the head names: a
+difference was made by hand between steps, and the step records it (`filesBefore`) and says so.
+After the agent (whose processes have all ended: engine/sandbox.py), the workspace is snapshot
+again and the new StepNode names that tree (`files`). A step-protocol agent's StepNode is
+rewritten with it; the agent's own copy is left for gc. A failed snapshot fails the step: the
+head stays.
+"""
+
+from __future__ import annotations
+
+from ..encoding.records import record, replace
+from ..thread.files import files_of, snapshot, snapshots_on, thread_workspace
+from ..thread.nodes import read_step
+from ..thread.write import store_step
+from ..workspace.snapshot import SnapshotError
+from ..workspace.tree import show_path
+from .attempt import StepError
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from ..repo import Repo
+    from ..thread.model import ThreadContext
+    from .call import AgentCall
+
+
+@record(frozen=True)
+class Before:
+    workspace: str
+    tree: str  # the workspace as the step found it
+    by_hand: bool  # not the tree the head names: changed between steps
+
+
+def before_step(repo: Repo, thread: str, context: ThreadContext, say) -> Before | None:
+    """None when the thread keeps no snapshots (no workspace, or turned off)."""
+    start = context.start
+    workspace = thread_workspace(repo, thread, start)
+    if workspace is None or not snapshots_on(repo, start):
+        return None
+    head_tree = files_of(repo.nodes, context.head)
+    taken = _snapshot(repo, workspace, head_tree, say)
+    by_hand = head_tree is not None and taken.tree != head_tree
+    if by_hand:
+        from ..workspace.changes import tree_changes
+
+        changes = tree_changes(repo.nodes, head_tree, taken.tree)
+        paths = ", ".join(show_path(change.path) for change in changes[:5]) + (", ..." if len(changes) > 5 else "")
+        say(f"uwf: the workspace changed since the last snapshot ({len(changes)} paths: {paths}); recorded with this step")
+    return Before(workspace, taken.tree, by_hand)
+
+
+def after_step(call: AgentCall, before: Before, new_head: str) -> str:
+    """The step `new_head` with the files it left; its hash (a new StepNode when rewritten)."""
+    store = call.repo.nodes
+    taken = _snapshot(call.repo, before.workspace, before.tree, call.options.on_output)
+    step = read_step(store, new_head)
+    files_before = before.tree if before.by_hand else None
+    if step.files == taken.tree and step.files_before == files_before:
+        return new_head
+    with store.nodes.batch():
+        return store_step(store, replace(step, files=taken.tree, files_before=files_before))
+
+
+def restore(call: AgentCall, before: Before, found: str) -> None:
+    """A replayed step's files: the workspace brought to the tree the step it replays left."""
+    from ..workspace.materialize import bring
+
+    tree = read_step(call.repo.nodes, found).files
+    if tree is not None and tree != before.tree:
+        try:
+            bring(call.repo.nodes, before.workspace, before.tree, tree)
+        except OSError as exc:
+            raise StepError(f"the files of the replayed step {found} could not be restored: {exc.strerror or exc}") from None
+
+
+def _snapshot(repo: Repo, workspace: str, trusted: str | None, say):
+    try:
+        taken = snapshot(repo, workspace, trusted)
+    except SnapshotError as exc:
+        raise StepError(exc.message) from None
+    for note in taken.notes:
+        if say is not None:
+            say(f"uwf: snapshot: {note}")
+    return taken

@@ -1,0 +1,142 @@
+"""A thread's files: where its workspace is, the snapshot each step names, forks' own directories,
+and what a step changed (workspace/ does the trees; this knows threads).
+
+A thread's workspace is its StartNode's, unless it was given one of its own (a fork's, kept in
+the backend's thread → directory mapping). A fork of a step with a snapshot gets a new directory
+holding that step's files, so two threads never write one directory unless a user says so.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import UwfError
+from ..store.cas import CasStore
+from ..workspace.changes import Change, tree_changes
+from .model import StartNode
+from .nodes import START_TYPES, STEP_TYPES, read_step, start_of, thread_node
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from ..repo import Repo
+    from ..workspace.snapshot import Limits, Snapshot
+
+
+def files_of(store: CasStore, hash_: str) -> str | None:
+    """The tree a head names: a StepNode's files after it, a StartNode's at the start."""
+    node = thread_node(store, hash_)
+    files = node.payload.get("files")
+    return files if isinstance(files, str) else None
+
+
+def thread_workspace(repo: Repo, thread: str, start: StartNode) -> str | None:
+    return repo.threads.workspaces().get(thread) or start.workspace
+
+
+def snapshots_on(repo: Repo, start: StartNode) -> bool:
+    """Unless config.yaml, the thread (`--no-snapshot`) or its workflow turns them off."""
+    from ..workflow.ops import workflow_of
+
+    return repo.config.workspace.snapshot and start.snapshot and workflow_of(repo, start.workflow).snapshot
+
+
+def limits(repo: Repo) -> Limits:
+    from ..workspace.snapshot import Limits
+
+    config = repo.config.workspace
+    return Limits(config.max_file_bytes, config.max_snapshot_bytes)
+
+
+def snapshot(repo: Repo, workspace: str, trusted: str | None = None) -> Snapshot:
+    """A snapshot of `workspace`, with this host's stat cache for it."""
+    from ..workspace.snapshot import take_snapshot
+    from ..workspace.stat_cache import cache_path
+
+    return take_snapshot(
+        repo.nodes,
+        workspace,
+        limits=limits(repo),
+        cache_path=cache_path(repo.backend.cache_dir, workspace),
+        trusted=trusted,
+        redactions=repo.secrets.byte_replacements(),
+    )
+
+
+def workspaces_dir(repo: Repo) -> str:
+    """Where forks' workspaces go: config's workspace.dir, else <root>/workspaces (a directory root)."""
+    configured = repo.config.workspace.dir
+    if configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    if os.path.isdir(repo.location):
+        return os.path.join(os.path.realpath(repo.location), "workspaces")
+    raise UwfError(
+        "this root keeps no directories of its own: set workspace.dir in config.yaml, or give the fork --workspace DIR"
+    )
+
+
+def give_workspace(repo: Repo, thread: str, node_hash: str, directory: str | None) -> str | None:
+    """Before a new thread (a fork at `node_hash`) is listed: its own directory with that node's
+    files. Returns the directory, or None when the thread has no workspace to give."""
+    from ..workspace.materialize import checkout
+
+    store = repo.nodes
+    _, start = start_of(store, node_hash)
+    tree = files_of(store, node_hash)
+    if directory is None and (start.workspace is None or tree is None):
+        return None  # no workspace, or snapshots off: the fork shares its StartNode's, as the user chose
+    target = os.path.realpath(directory or os.path.join(workspaces_dir(repo), thread))
+    if tree is None:
+        os.makedirs(target, exist_ok=True)  # a directory the user named, used as it is
+    else:
+        try:
+            checkout(store, tree, target)
+        except OSError as exc:
+            raise UwfError(f"cannot restore the files of {node_hash} into {target}: {exc.strerror or exc}") from None
+    repo.threads.set_workspace(thread, target)
+    return target
+
+
+def step_changes(repo: Repo, step_hash: str) -> tuple[list[Change], list[Change]]:
+    """(changes made by hand before the step, changes the step made) to the thread's files."""
+    store = repo.nodes
+    step = read_step(store, step_hash)
+    if step.files is None:
+        raise UwfError(f"step {step_hash} has no snapshot of its files (its thread has no workspace, or snapshots were off)")
+    previous = files_of(store, step.prev or step.start)
+    began = step.files_before or previous
+    hand = tree_changes(store, previous, step.files_before) if step.files_before and previous else []
+    return hand, tree_changes(store, began, step.files)
+
+
+def node_files(repo: Repo, hash_: str) -> str:
+    """The tree of a step or start, or a one-line error saying why there is none."""
+    store = repo.nodes
+    node = thread_node(store, store.resolve(hash_))
+    tree = node.payload.get("files")
+    if not isinstance(tree, str):
+        kind = "step" if node.type in STEP_TYPES else "start" if node.type in START_TYPES else "node"
+        raise UwfError(f"{kind} {node.hash} has no snapshot of its files (its thread has no workspace, or snapshots were off)")
+    return tree
+
+
+def step_files_text(repo: Repo, step_hash: str, limit: int = 4000) -> str | None:
+    """What a step did to the files as a person reads it: the paths, then a unified diff of each
+    (sizes for binary files); at most `limit` lines. None when the step has no snapshot."""
+    from ..workspace.changes import unified
+
+    step = read_step(repo.nodes, step_hash)
+    if step.files is None:
+        return None
+    hand, changes = step_changes(repo, step_hash)
+    lines = []
+    for title, group in (("changed by hand before the step", hand), ("changed by the step", changes)):
+        if group or title.endswith("by the step"):
+            lines.append(f"# {title}: {len(group)} path{'s' if len(group) != 1 else ''}")
+            lines.extend(f"#   {change.status:<8} {change.to_json()['path']}" for change in group)
+    for change in hand + changes:
+        lines.extend(unified(repo.nodes, change))
+        if len(lines) > limit:
+            lines = lines[:limit] + [f"# ... (more than {limit} lines; `uwf thread files {step_hash} --diff` shows all)"]
+            break
+    return "\n".join(lines)
