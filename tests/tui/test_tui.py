@@ -701,7 +701,7 @@ def test_tab_moves_between_panes_and_brackets_switch_tabs(fixed, size):
 
     panes, tabs, footers, workflow_tab, focus = run_app(root, script, size=size)
     assert panes == ["timeline", "tab-output", "log", "threads", "log"]
-    assert tabs == [("tab-body", "tab-body"), ("tab-prompt", "tab-prompt"), ("tab-body", "tab-body"), ("tab-output", "tab-output"), ("tab-detail", "tab-detail")]
+    assert tabs == [("tab-body", "tab-body"), ("tab-prompt", "tab-prompt"), ("tab-body", "tab-body"), ("tab-output", "tab-output"), ("tab-files", "tab-files")]  # round: before Output is the last tab, Files
     assert "right_square_bracket" in footers["2"] and "right_square_bracket" in footers["1"]
     assert "right_square_bracket" not in footers["3"]
     assert workflow_tab == "tab-yaml" and focus == "tab-yaml"

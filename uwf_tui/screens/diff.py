@@ -48,6 +48,10 @@ class DiffScreen(ReportScreen):
                 widgets.append(Static(unified(pair.body, "body"), classes="diff-body"))
             elif pair.a is not None and pair.b is not None:
                 widgets.append(Static(Text("body: the same", style="dim"), classes="diff-body"))
+        if diff.files is not None:
+            count = len(diff.files)
+            title = f"files: {count} path{'s' if count != 1 else ''} differ" if count else "files: the same"
+            widgets.append(Static(unified(diff.files_text, title) if count else Text(title, style="dim"), classes="diff-body"))
         return widgets
 
 

@@ -1,5 +1,6 @@
-"""What one timeline row holds, in four tabs: the structured output, the body (or stderr), the
-prompt the agent got, and the detail node made readable (what the step cost first)."""
+"""What one timeline row holds, in five tabs: the structured output, the body (or stderr), the
+prompt the agent got, the detail node made readable (what the step cost first), and the files the
+step changed (a highlighted diff)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from ..formatting import attempt_mark, clock, money, took, when
 from .panes import active_scroll
 
 
+NO_FILES = "No snapshot of the files: the thread has no workspace, or snapshots are off (workspace.snapshot)."
+
+
 class StepPane(TabbedContent):
     def __init__(self, **kwargs) -> None:
         super().__init__(id="step-tabs", **kwargs)
-        for label, name in (("Output", "output"), ("Body", "body"), ("Prompt", "prompt"), ("Detail", "detail")):
+        for label, name in (("Output", "output"), ("Body", "body"), ("Prompt", "prompt"), ("Detail", "detail"), ("Files", "files")):
             # compose_add_child is how TabbedContent takes its panes (what `with TabPane` does in a compose)
             self.compose_add_child(TabPane(label, VerticalScroll(Static("", id=f"step-{name}")), id=f"tab-{name}"))
 
@@ -26,17 +30,18 @@ class StepPane(TabbedContent):
         """The active tab's scrollable body (what h/l and Enter focus)."""
         return active_scroll(self)
 
-    def show(self, output="", body="", prompt="", detail="") -> None:
-        for name, value in (("output", output), ("body", body), ("prompt", prompt), ("detail", detail)):
+    def show(self, output="", body="", prompt="", detail="", files="") -> None:
+        for name, value in (("output", output), ("body", body), ("prompt", prompt), ("detail", detail), ("files", files)):
             self.query_one(f"#step-{name}", Static).update(value)
 
-    def show_step(self, details, body: str, cost=None) -> None:
-        """`cost`: the step's StepCost from the ledger, when it is known."""
+    def show_step(self, details, body: str, cost=None, files: str | None = None) -> None:
+        """`cost`: the step's StepCost from the ledger, when it is known; `files`: what it changed."""
         self.show(
             Syntax(yaml_text(details.output), "yaml", word_wrap=True),  # in the schema's field order
             body,
             details.prompt or "(the agent did not record its prompt)",
             detail_view(details, cost),
+            Syntax(files, "diff", word_wrap=True) if files else Text(NO_FILES, style="dim"),
         )
 
     def show_start(self, start, workflow_name: str) -> None:

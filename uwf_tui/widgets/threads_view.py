@@ -21,6 +21,7 @@ from uwf_core.api import (
     step_body,
     step_cost,
     step_details,
+    step_files_text,
     thread_cost,
     thread_statuses,
     thread_timeline,
@@ -339,11 +340,12 @@ class ThreadsView(Horizontal):
         if kind == "step":
             try:
                 details = step_details(self.repo, rest)
+                files = step_files_text(self.repo, rest)
             except UwfError as exc:
                 self.app.notify(exc.message, severity="error")
                 return
             step = next((s for s in timeline.steps if s.hash == rest), None) if timeline else None
-            pane.show_step(details, step_body(self.repo.nodes, step) if step is not None else "", self.step_costs.get(rest))
+            pane.show_step(details, step_body(self.repo.nodes, step) if step is not None else "", self.step_costs.get(rest), files)
         elif kind == "start" and timeline is not None:
             start = timeline.context.start
             pane.show_start(start, self._workflow_name(start.workflow))
