@@ -117,7 +117,7 @@ def test_the_stat_cache_reads_only_changed_files(store, tmp_path, monkeypatch):
     ws = tmp_path / "ws"
     for number in range(50):
         write(ws / f"d{number % 5}" / f"f{number}.txt", f"file {number}\n".encode())
-    cache = str(tmp_path / "cache.json")
+    cache = str(tmp_path / "cache")
     first = take_snapshot(store, str(ws), cache_path=cache)
     assert first.read == 50
     again = take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree)
@@ -126,14 +126,15 @@ def test_the_stat_cache_reads_only_changed_files(store, tmp_path, monkeypatch):
     changed = take_snapshot(store, str(ws), cache_path=cache, trusted=again.tree)
     assert changed.read == 1
     assert [(c.path, c.status) for c in tree_changes(store, first.tree, changed.tree)] == [(b"d1/f1.txt", "modified")]
-    (tmp_path / "cache.json").write_text("{not json")  # a damaged cache costs a full read, nothing else
+    for damaged in (tmp_path / "cache").iterdir():  # a damaged cache costs a full read, nothing else
+        damaged.write_text("{not json")
     assert take_snapshot(store, str(ws), cache_path=cache).tree == changed.tree
 
 
 def test_a_file_changed_within_the_racy_window_is_read_again(store, tmp_path):
     ws = tmp_path / "ws"
     write(ws / "fresh.txt", b"one\n", old=False)
-    cache = str(tmp_path / "cache.json")
+    cache = str(tmp_path / "cache")
     first = take_snapshot(store, str(ws), cache_path=cache)
     assert take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree).read == 1
 
@@ -207,7 +208,7 @@ def test_the_cache_follows_ignore_rules_links_and_kinds_as_they_change(store, tm
     write(ws / "sub" / "a.txt", b"a\n")
     write(ws / "sub" / "b.log", b"b\n")
     (ws / "link").symlink_to("sub")
-    cache = str(tmp_path / "cache.json")
+    cache = str(tmp_path / "cache")
     first = take_snapshot(store, str(ws), cache_path=cache)
     write(ws / ".gitignore", b"*.log\n")  # a parent's rules change what a cached directory holds
     second = take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree)
@@ -226,7 +227,7 @@ def test_new_files_made_just_now_are_in_the_snapshot_after_a_cached_one(store, t
     """Racy files are left out of the cache, never out of the tree."""
     ws = tmp_path / "ws"
     write(ws / "old.txt")
-    cache = str(tmp_path / "cache.json")
+    cache = str(tmp_path / "cache")
     first = take_snapshot(store, str(ws), cache_path=cache)
     write(ws / "new.txt", b"new\n", old=False)
     second = take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree)

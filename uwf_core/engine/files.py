@@ -63,6 +63,20 @@ def after_step(call: AgentCall, before: Before, new_head: str) -> str:
         return store_step(store, replace(step, files=taken.tree, files_before=files_before))
 
 
+def files_key(call: AgentCall, before: Before, step_hash: str) -> str | None:
+    """The reuse key of a step just taken, from the prompt its detail names (no prompt rebuilt);
+    None when the detail names none (an agent that records no prompt is not indexed)."""
+    from ..thread.model import StepNode
+    from .reuse import agent_fingerprint, inputs_key, with_files
+
+    store = call.repo.nodes
+    detail = store.payload(StepNode.from_payload(store.get(step_hash).payload).detail)
+    prompt = detail.get("prompt") if isinstance(detail, dict) else None
+    if not isinstance(prompt, str) or not store.has(prompt):
+        return None
+    return with_files(inputs_key(call.role, agent_fingerprint(call.resolved), prompt), before.tree)
+
+
 def restore(call: AgentCall, before: Before, found: str) -> None:
     """A replayed step's files: the workspace brought to the tree the step it replays left."""
     from ..workspace.materialize import bring

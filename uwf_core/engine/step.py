@@ -23,12 +23,13 @@ from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_in
 from ..workflow.ops import workflow_of
 from .attempt import Attempt, StepError, StepOptions, StepResult, redact_error
 from .call import AgentCall
-from .files import Before, after_step, before_step, restore
 from .protocols import run_protocol
 from .resolve import resolve_agent
 
 if TYPE_CHECKING:
     from typing import Callable
+
+    from .files import Before
 
     from ..repo import Repo
     from ..store.base import StepLease
@@ -96,16 +97,21 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     attempt.agent = resolved.label
     lease.update(role=decision.role, agent=resolved.label)
     call = AgentCall(repo, info, workflow, context, decision, resolved, lease, options, deadline=deadline)
-    before = before_step(repo, info.thread, context, options.on_output) if context.start.workspace else None
+    before = None
+    if context.start.workspace:
+        from .files import before_step
+
+        before = before_step(repo, info.thread, context, options.on_output)
     new_head = reused_from = reuse_key = None
-    if reuse_enabled(options, resolved) or before is not None:
-        reuse_key = _reuse_key(call, before)
     if reuse_enabled(options, resolved):
         from .reuse import find_reusable, write_reused
 
+        reuse_key = _reuse_key(call, before)
         reused_from = find_reusable(repo.nodes, reuse_key, decision.role)
         if reused_from is not None:
             if before is not None:
+                from .files import restore
+
                 restore(call, before, reused_from)  # the files the replayed step left
             new_head = write_reused(call, reused_from, reuse_key)  # no agent runs, no tokens: within any budget
     if new_head is None:
@@ -113,7 +119,10 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
             _check_budget(repo, info, context, workflow)
         new_head = run_protocol(call)
     if before is not None:
+        from .files import after_step, files_key
+
         new_head = after_step(call, before, new_head)
+        reuse_key = reuse_key or files_key(call, before, new_head)  # indexed whether or not reuse was on
     if reuse_key is not None and reused_from is None:
         _remember_run(repo, reuse_key, new_head, overwrite=before is not None)
     left = max(0.001, deadline - time.monotonic()) if deadline is not None else None

@@ -25,12 +25,14 @@ class Rules:
         self.patterns = patterns  # (base: bytes, regex, negated, dir_only), oldest first
         self.fingerprint = fingerprint
 
-    def below(self, directory: str, rel: str) -> Rules:
-        """The rules of `directory` (at `rel` in the workspace): these plus its ignore files'.
-        Paths are str as os.fsdecode makes them (undecodable bytes kept as surrogates)."""
+    def below(self, directory: str, rel: str, names) -> Rules:
+        """The rules of `directory` (at `rel` in the workspace, holding `names`): these plus its
+        ignore files'. Paths are str as os.fsdecode makes them (undecodable bytes as surrogates)."""
         added = []
         sources = []
         for name in IGNORE_FILES:
+            if name not in names:
+                continue
             try:
                 with open(directory + "/" + name, "rb") as handle:
                     data = handle.read(1 << 20)

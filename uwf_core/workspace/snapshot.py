@@ -1,6 +1,6 @@
 """A snapshot of a workspace: its files into the CAS as trees, as cheaply as git's index allows.
 
-The stat cache (stat_cache.py) remembers each file's size, mtime and inode with the node its bytes
+The stat cache (stat_cache.py) remembers each file's size, mtimes and inode with the node its bytes
 became; a file whose stat still matches is not read again. Trees and files the previous snapshot
 of this thread stored are known to be there (its head names them, so gc keeps them), and are not
 even looked up. Everything a snapshot writes is one batch: it lands whole or not at all.
@@ -15,8 +15,8 @@ import time
 from ..encoding.records import field, record
 from ..errors import UwfError
 from ..store.builtin_schemas import TREE_HASH
-from ..store.cas import CasStore, node_hash
-from .ignore import ALWAYS, Rules
+from ..store.cas import CasStore
+from .ignore import ALWAYS, IGNORE_FILES, Rules
 from .stat_cache import RACY_NS, DirRecord, StatCache
 from .tree import Entry, blob_payload, ensure_schemas, show_path, tree_payload
 
@@ -65,16 +65,18 @@ def take_snapshot(
     except OSError as exc:
         raise SnapshotError(f"the workspace {workspace} cannot be read: {exc.strerror or exc}") from None
     except _OverCap:
-        largest = sorted(walker.sizes, key=lambda item: -item[1])[:3]
-        named = ", ".join(f"{_shown(path)} ({size / MB:.1f} MB)" for path, size in largest)
+        largest = sorted(walker.sizes, key=lambda item: -item[0])[:3]
+        named = ", ".join(f"{_shown(rel + name)} ({size / MB:.1f} MB)" for size, rel, name in largest)
         raise SnapshotError(
             f"the workspace {workspace} holds more than {limits.max_total_bytes / MB:.0f} MB (workspace.maxSnapshotBytes); "
             f"the largest files: {named} (add them to .uwfignore, raise the limit, or start the thread with --no-snapshot)"
         ) from None
-    if cache_path and (walker.new_cache.changed or cache.root != tree or len(walker.new_cache.dirs) != len(cache.dirs)):
-        walker.new_cache.root = tree
-        walker.new_cache.save(cache_path)
+    cache.save(tree, walker.visited)
     return Snapshot(tree, walker.count, walker.total, walker.read, walker.notes)
+
+
+KIND_BITS = stat.S_IFMT(0o170000) | stat.S_IXUSR
+KIND_OF = {stat.S_IFREG: "file", stat.S_IFREG | stat.S_IXUSR: "exec", stat.S_IFLNK: "link", stat.S_IFLNK | stat.S_IXUSR: "link"}
 
 
 class _OverCap(Exception):
@@ -91,34 +93,54 @@ class _Walker:
         self.limits = limits
         self.cache = cache
         self.trust = trust  # the cache's nodes are the head's: there, without looking
-        self.known_trees = {record.tree for record in cache.dirs.values()} if trust else set()
-        self.new_cache = StatCache()
-        self.new_cache.changed = False
+        self.visited: set[str] = set()
         self.racy_after = time.time_ns() - RACY_NS  # a file changed since may change again unseen
         self.notes: list[str] = []
-        self.sizes: list[tuple[str, int]] = []
+        self.sizes: list[tuple[int, str, str]] = []  # (size, directory, name): the largest are named when over the cap
         self.total = self.count = self.read = 0
         self.redactions: tuple[tuple[bytes, bytes], ...] = ()
 
     def directory(self, path: str, rel: str, rules: Rules) -> str:
         """The tree of one directory: its cached tree when every entry is as the cache saw it."""
-        rules = rules.below(path, rel)
-        cached = self.cache.dirs.get(rel)
+        listing = self._listing(path, rel)
+        rules = rules.below(path, rel, {item.name for item in listing if item.name in IGNORE_FILES})
+        self.visited.add(rel)
+        cached = self.cache.get(rel)
         if cached is not None and cached.rules != rules.fingerprint:
             cached = None
         before = cached.entries if cached is not None else {}
         rows: list[tuple] = []  # (name, kind, ref, size, target)
         seen: dict[str, tuple] = {}
         same = cached is not None
-        for item in self._listing(path, rel):
+        trust = self.trust
+        for item in listing:
             name = item.name
             old = before.get(name)
             is_dir = item.is_dir(follow_symlinks=False)
+            if old is not None and not is_dir and old[0] != "dir":  # the common case, inline: as cached?
+                try:
+                    info = item.stat(follow_symlinks=False)
+                except OSError:
+                    info = None
+                if (
+                    info is not None and old[1] == info.st_size and old[2] == info.st_mtime_ns and old[3] == info.st_ctime_ns
+                    and old[4] == info.st_ino and KIND_OF.get(info.st_mode & KIND_BITS) == old[0]
+                    and (trust or old[0] == "link" or self.store.nodes.exists(old[5]))
+                ):
+                    seen[name] = old
+                    if old[0] == "link":
+                        rows.append((name, "link", None, None, old[5]))
+                    else:
+                        rows.append((name, old[0], old[5], old[1], None))
+                        self.count += 1
+                        self.total += old[1]
+                        self.sizes.append((old[1], rel, name))
+                    continue
             if (old is None or (old[0] == "dir") != is_dir) and (rules.patterns or name in ALWAYS) and rules.ignored(rel, name, is_dir):
                 continue
             if is_dir:
                 inner = rel + name + "/"
-                previous = self.cache.dirs.get(inner)
+                previous = self.cache.get(inner)
                 tree = self.directory(item.path, inner, rules)
                 rows.append((name, "dir", tree, None, None))
                 seen[name] = ("dir",)
@@ -132,16 +154,14 @@ class _Walker:
             if record is not None:
                 seen[name] = record
             same = same and old is not None and record is old
+        if self.total > self.limits.max_total_bytes:
+            raise _OverCap()
         if same and seen.keys() == before.keys() and (self.trust or self.store.nodes.exists(cached.tree)):
             tree = cached.tree
         else:
-            payload = tree_payload([_entry(*row) for row in rows])
-            tree = node_hash(TREE_HASH, payload)
-            if tree not in self.known_trees:
-                self.store.put(TREE_HASH, payload, what="tree")
-        if cached is None or tree != cached.tree or seen != before:
-            self.new_cache.changed = True
-        self.new_cache.dirs[rel] = DirRecord(tree, rules.fingerprint, seen)
+            tree = self.store.put(TREE_HASH, tree_payload([_entry(*row) for row in rows]), what="tree")
+        changed = cached is None or tree != cached.tree or seen != before
+        self.cache.put(rel, DirRecord(tree, rules.fingerprint, seen), changed)
         return tree
 
     def _listing(self, path: str, rel: str) -> list[os.DirEntry]:
@@ -171,14 +191,6 @@ class _Walker:
             self.notes.append(f"{_shown(rel + name)} is not a file, directory or link; left out")
             return None, None
         size = info.st_size
-        if (
-            old is not None and old[0] == kind and old[1] == size and old[2] == info.st_mtime_ns
-            and old[3] == info.st_ctime_ns and old[4] == info.st_ino
-            and (kind == "link" or self.trust or self.store.nodes.exists(old[5]))
-        ):
-            if kind == "link":
-                return (name, kind, None, None, old[5]), old
-            return self._counted(rel, name, kind, old[5], size), old
         settled = max(info.st_mtime_ns, info.st_ctime_ns) < self.racy_after
         signature = (info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
         if kind == "link":
@@ -203,7 +215,7 @@ class _Walker:
     def _counted(self, rel: str, name: str, kind: str, ref: str, size: int) -> tuple:
         self.count += 1
         self.total += size
-        self.sizes.append((rel + name, size))
+        self.sizes.append((size, rel, name))
         if self.total > self.limits.max_total_bytes:
             raise _OverCap()  # stop here: a workspace of the whole disk is not read to the end
         return (name, kind, ref, size, None)

@@ -1,12 +1,15 @@
 """The stat cache, as git's index, one record per directory: the tree it became, the ignore rules
-that were in force, and each entry's stat signature (size, mtime, ctime, inode)
-with the node its bytes became (ctime too: a tool that puts an mtime back cannot put back the
-ctime). A directory whose entries all match is its cached tree, neither read nor encoded again.
+that were in force, and each entry's stat signature (size, mtime, ctime, inode) with the node its
+bytes became (ctime too: a tool that puts an mtime back cannot put back the ctime). A directory
+whose entries all match is its cached tree, neither read nor encoded again.
 
-Host-local (it names inodes) and only a cache: a missing or damaged file means the next snapshot
-reads every file once. JSON, never pickle: it lives where another user's agent may have written.
-A file changed within RACY_NS of a snapshot is not cached: it could change again within the same
-mtime tick and look unchanged (git's "racily clean" entries).
+On disk, a directory per workspace: `root.json` (the tree the records were written with) and one
+small JSON file per directory record, so a snapshot that changed one directory rewrites one
+record, not the whole cache. `root.json` is cleared before records are written and set after, so
+a cache cut short is never taken for the head's. Host-local (it names inodes) and only a cache: a
+missing or damaged file means those files are read once more. JSON, never pickle. A file changed
+within RACY_NS of a snapshot is not cached: it could change again within the same mtime tick and
+look unchanged (git's "racily clean" entries).
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from __future__ import annotations
 import json
 import os
 
-from ..encoding.ids import is_cas_ref
+from ..encoding.ids import is_cas_ref, xxh64_hash
 from ..store.files import atomic_write
 
-VERSION = 3
+VERSION = 4
 RACY_NS = 2_000_000_000
+ROOT_FILE = "root.json"
 
 
 class DirRecord:
@@ -34,46 +38,88 @@ class DirRecord:
 
 
 class StatCache:
-    def __init__(self) -> None:
-        self.root: str | None = None  # the tree this cache was written with
-        self.dirs: dict[str, DirRecord] = {}  # by path in the workspace ("" the top, "a/b/"), as os.fsdecode gives it
-        self.changed = True  # nothing to save when a snapshot found everything as cached
+    """Records by path in the workspace ("" the top, "a/b/" below), as os.fsdecode gives it;
+    read from disk on first use."""
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path
+        self.root: str | None = None  # the tree the records on disk were written with
+        self._records: dict[str, DirRecord | None] = {}
+        self._changed: set[str] = set()
 
     @classmethod
     def load(cls, path: str) -> StatCache:
-        cache = cls()
+        cache = cls(path)
         try:
-            with open(path, "rb") as handle:
+            with open(os.path.join(path, ROOT_FILE), "rb") as handle:
                 data = json.loads(handle.read())
-            if data.get("version") != VERSION:
-                return cache
-            cache.root = data["root"] if is_cas_ref(data.get("root")) else None
-            for rel, (tree, rules, entries) in data["dirs"].items():
-                if is_cas_ref(tree) and isinstance(rules, str):
-                    records = {name: tuple(entry) for name, entry in entries.items()}
-                    if not all(entry == ("dir",) or len(entry) == 6 and isinstance(entry[5], str) for entry in records.values()):
-                        return cls()
-                    cache.dirs[rel] = DirRecord(tree, rules, records)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return cls()  # no cache, or not one this uwf wrote: read everything once
-        cache.changed = False
+            if data.get("version") == VERSION and is_cas_ref(data.get("root")):
+                cache.root = data["root"]
+        except (OSError, ValueError, AttributeError):
+            pass  # no cache, or not one this uwf wrote: what is read is checked, or read again
         return cache
 
-    def save(self, path: str) -> None:
-        dirs = {
-            rel: [record.tree, record.rules, record.entries]
-            for rel, record in self.dirs.items()
-        }
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            atomic_write(path, json.dumps({"version": VERSION, "root": self.root, "dirs": dirs}, separators=(",", ":")).encode(), sync=False)
-        except OSError:
-            pass  # a cache that cannot be written costs the next snapshot time, nothing else
+    def get(self, rel: str) -> DirRecord | None:
+        if rel not in self._records:
+            self._records[rel] = self._read(rel) if self.path else None
+        return self._records[rel]
 
+    def _read(self, rel: str) -> DirRecord | None:
+        try:
+            with open(self._file(rel), "rb") as handle:
+                saved_rel, tree, rules, entries = json.loads(handle.read())
+            records = {name: tuple(entry) for name, entry in entries.items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return None
+        if saved_rel != rel or not is_cas_ref(tree) or not isinstance(rules, str):
+            return None
+        if not all(entry == ("dir",) or len(entry) == 6 and isinstance(entry[5], str) for entry in records.values()):
+            return None
+        return DirRecord(tree, rules, records)
+
+    def put(self, rel: str, record: DirRecord, changed: bool) -> None:
+        self._records[rel] = record
+        if changed:
+            self._changed.add(rel)
+
+    def save(self, root: str, visited: set[str]) -> None:
+        """Write the changed records, then `root`; prune the records of directories that are gone
+        once they outnumber the live ones."""
+        if self.path is None or (not self._changed and root == self.root):
+            return
+        try:
+            os.makedirs(self.path, exist_ok=True)
+            if self._changed:
+                self._write_root(None)
+            for rel in self._changed:
+                record = self._records[rel]
+                data = [rel, record.tree, record.rules, record.entries]
+                atomic_write(self._file(rel), json.dumps(data, separators=(",", ":")).encode(), sync=False)
+            self._write_root(root)
+            self._prune(visited)
+        except OSError:
+            pass  # a cache that cannot be written costs a later snapshot time, nothing else
+
+    def _write_root(self, root: str | None) -> None:
+        data = json.dumps({"version": VERSION, "root": root}).encode()
+        atomic_write(os.path.join(self.path, ROOT_FILE), data, sync=False)
+
+    def _prune(self, visited: set[str]) -> None:
+        names = os.listdir(self.path)
+        if len(names) <= 2 * len(visited) + 16:
+            return
+        live = {os.path.basename(self._file(rel)) for rel in visited} | {ROOT_FILE}
+        for name in names:
+            if name not in live:
+                try:
+                    os.unlink(os.path.join(self.path, name))
+                except OSError:
+                    pass
+
+    def _file(self, rel: str) -> str:
+        return os.path.join(self.path, xxh64_hash(os.fsencode(rel)) + ".json")
 
 
 def cache_path(cache_dir: str, workspace: str) -> str:
     """Where a workspace's stat cache lives on this host: the root's cache directory, by its path."""
-    from ..encoding.ids import xxh64_hash
-
-    return os.path.join(cache_dir, "snapshots", xxh64_hash(os.fsencode(os.path.realpath(workspace))) + ".json")
+    return os.path.join(cache_dir, "snapshots", xxh64_hash(os.fsencode(os.path.realpath(workspace))))

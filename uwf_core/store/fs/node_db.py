@@ -250,7 +250,7 @@ def node_data(value: object) -> bytes:
 def _packed(data: bytes) -> bytes:
     if len(data) < COMPRESS_FROM:
         return data
-    packed = zlib.compress(data, 6)
+    packed = zlib.compress(data, 1)  # the best speed, as git writes its loose objects
     return packed if len(packed) < len(data) else data
 
 
