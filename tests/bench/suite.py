@@ -450,10 +450,22 @@ def sandbox(report: Report, uwf: Uwf, runs: int) -> None:
         report.add(Row(f"  the sandbox's own cost ({label})", boxed - bare, note="same run", goal="≤ 15 ms"))
 
 
+def workspace_files(report: Report, uwf: Uwf, quick: bool) -> None:
+    """Snapshots of a thread's files against git (tests/bench/files.py)."""
+    import files
+
+    if shutil.which("git") is None:
+        report.add(Row("workspace snapshots against git", None, note="git is not installed"))
+        return
+    files.snapshot_rows(report, Row, uwf.work, 2_000 if quick else 10_000, 10_000, 5 if quick else 11)
+    files.storage_rows(report, Row, uwf.work, 100)
+    files.step_rows(report, Row, uwf, run_timed, median, 5 if quick else 21)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/benchmarks.md)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs, for a first look")
-    sections = ["startup", "cli", "sandbox", "inproc", "disk", "fork", "cas", "tui", "workers"]
+    sections = ["startup", "cli", "sandbox", "files", "inproc", "disk", "fork", "cas", "tui", "workers"]
     parser.add_argument("--only", choices=sections, action="append")
     args = parser.parse_args(argv)
     compile_sources()
@@ -470,6 +482,8 @@ def main(argv: list[str] | None = None) -> None:
             cli_steps(report, uwf, lang, [1, 100, 1000] if quick else [1, 100, 1000, 10000], 3 if quick else 7)
         if "sandbox" in only:
             sandbox(report, uwf, 5 if quick else 21)
+        if "files" in only:
+            workspace_files(report, uwf, quick)
         if "inproc" in only:
             in_process(report, uwf, lang, [1, 1000], 10 if quick else 30)
         if "disk" in only:
