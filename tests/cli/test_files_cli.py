@@ -163,6 +163,13 @@ def test_reuse_replays_only_with_the_same_files_and_restores_what_the_step_left(
     assert replay["reusedFrom"] == first
     fork_dir = Path(fork["workspace"])
     assert (fork_dir / "step1.txt").read_text() == "made by step 1\n"
+    # a dry run says which step a replay would reuse (the newest with those inputs and files)
+    again = ok(uwf("thread", "fork", t.start)).json()
+    foreseen = ok(uwf("thread", "dry-run", again["thread"], "--reuse")).json()["reuseFrom"]
+    assert foreseen in (first, ok(uwf("thread", "show", fork["thread"])).json()["head"])
+    assert ok(uwf("thread", "step", again["thread"], "--reuse")).json()["reusedFrom"] == foreseen
+    files = lambda step: ok(uwf("cas", "get", step)).json()["payload"]["files"]  # noqa: E731
+    assert files(ok(uwf("thread", "show", again["thread"])).json()["head"]) == files(first)
     # the same prompt with other files is not a replay
     other = ok(uwf("thread", "fork", t.start)).json()
     (Path(other["workspace"]) / "seed.txt").write_text("different\n")
@@ -286,3 +293,15 @@ def test_files_on_a_postgresql_root(pg_url, tmp_path):
     run("thread", "checkout", first, str(tmp_path / "co"))
     assert same_tree(tmp_path / "co", tmp_path / "fork") is False and (tmp_path / "co" / "step1.txt").exists()
     run("cas", "fsck")
+
+
+def test_root_copy_carries_files_and_forks_directories(uwf, root_dir, tmp_path):
+    t = FileThread(uwf, root_dir, tmp_path)
+    first = t.step()
+    fork = ok(uwf("thread", "fork", first)).json()
+    copy = tmp_path / "copy"
+    ok(uwf("root", "copy", str(root_dir), str(copy)))
+    env = {"UWF_STORAGE_ROOT": str(copy)}
+    assert ok(uwf("thread", "show", fork["thread"], env=env)).json()["workspace"] == fork["workspace"]
+    ok(uwf("thread", "checkout", first, str(tmp_path / "co"), env=env))
+    assert same_tree(tmp_path / "co", Path(fork["workspace"]))

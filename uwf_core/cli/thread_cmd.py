@@ -241,14 +241,14 @@ def cmd_read(args) -> int:
 
 def _files_of(repo, info) -> dict:
     """`workspace` (the thread's directory) and `files` (the tree its head names), where it has them."""
-    from ..thread.files import files_of, thread_workspace
     from ..thread.nodes import start_of
 
     start = start_of(repo.nodes, info.head)[1]
-    data = {}
-    workspace = thread_workspace(repo, info.thread, start) if start.workspace else None
-    if workspace:
-        data["workspace"] = workspace
+    if not start.workspace:
+        return {}
+    from ..thread.files import files_of, thread_workspace
+
+    data = {"workspace": thread_workspace(repo, info.thread, start)}
     files = files_of(repo.nodes, info.head)
     if files:
         data["files"] = files

@@ -198,4 +198,17 @@ def _key(repo: Repo, workflow, decision: Decision, resolved: ResolvedAgent, sche
 
     role = workflow.roles[decision.role]
     parts = build_prompt_parts(workflow, role, schema, context, decision.instruction)
-    return inputs_key(role, agent_fingerprint(resolved), prompt_node_hash(repo.nodes, parts, repo.secrets, context))
+    key = inputs_key(role, agent_fingerprint(resolved), prompt_node_hash(repo.nodes, parts, repo.secrets, context))
+    return _with_head_files(repo, context, key)
+
+
+def _with_head_files(repo: Repo, context, key: str) -> str:
+    """A thread with snapshots keys a step by the files it finds too: here, the files the head's
+    snapshot holds (a dry run writes nothing, so it takes no snapshot of its own)."""
+    if not context.start.workspace:
+        return key
+    from ..thread.files import files_of, snapshots_on
+    from .reuse import with_files
+
+    tree = files_of(repo.nodes, context.head) if snapshots_on(repo, context.start) else None
+    return with_files(key, tree) if tree else key

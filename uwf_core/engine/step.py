@@ -108,6 +108,8 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
 
         reuse_key = _reuse_key(call, before)
         reused_from = find_reusable(repo.nodes, reuse_key, decision.role)
+        if reused_from is not None and before is not None and _files_left(repo, reused_from) is None:
+            reused_from = None  # a step that kept no files cannot give them back
         if reused_from is not None:
             if before is not None:
                 from .files import restore
@@ -123,8 +125,8 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
 
         new_head = after_step(call, before, new_head)
         reuse_key = reuse_key or files_key(call, before, new_head)  # indexed whether or not reuse was on
-    if reuse_key is not None and reused_from is None:
-        _remember_run(repo, reuse_key, new_head, overwrite=before is not None)
+    if reuse_key is not None and (reused_from is None or before is not None):
+        _remember_run(repo, reuse_key, new_head, overwrite=before is not None)  # the StepNode with its files
     left = max(0.001, deadline - time.monotonic()) if deadline is not None else None
     done = _next_is_end(repo, workflow, context, new_head, left)
     try:
@@ -154,6 +156,10 @@ def reuse_enabled(options: StepOptions, resolved: ResolvedAgent) -> bool:
     """Memoized replay for this step: `--reuse`, or the agent entry's `reuse: true`; never for a
     person (a human role is asked every time)."""
     return (options.reuse or resolved.reuse) and resolved.protocol != "human"
+
+
+def _files_left(repo: Repo, step_hash: str) -> str | None:
+    return StepNode.from_payload(repo.nodes.get(step_hash).payload).files
 
 
 def _reuse_key(call: AgentCall, before: Before | None) -> str:

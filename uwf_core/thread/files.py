@@ -12,7 +12,6 @@ import os
 
 from ..errors import UwfError
 from ..store.cas import CasStore
-from ..workspace.changes import Change, tree_changes
 from .model import StartNode
 from .nodes import START_TYPES, STEP_TYPES, read_step, start_of, thread_node
 
@@ -20,6 +19,7 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 
 if TYPE_CHECKING:
     from ..repo import Repo
+    from ..workspace.changes import Change
     from ..workspace.snapshot import Limits, Snapshot
 
 
@@ -99,6 +99,8 @@ def give_workspace(repo: Repo, thread: str, node_hash: str, directory: str | Non
 
 def step_changes(repo: Repo, step_hash: str) -> tuple[list[Change], list[Change]]:
     """(changes made by hand before the step, changes the step made) to the thread's files."""
+    from ..workspace.changes import tree_changes
+
     store = repo.nodes
     step = read_step(store, step_hash)
     if step.files is None:

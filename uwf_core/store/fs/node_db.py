@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-import zlib
 from _thread import (
     _local as thread_local,  # threading.local itself, without importing threading (~1 ms)
 )
@@ -239,6 +238,8 @@ def node_data(value: object) -> bytes:
     data = _blob(value)
     if data[:1] != b"\x78":
         return data
+    import zlib  # only for a compressed row: most of what a command reads is small
+
     inflate = zlib.decompressobj()
     try:
         inflated = inflate.decompress(data, MAX_NODE_BYTES)
@@ -250,6 +251,8 @@ def node_data(value: object) -> bytes:
 def _packed(data: bytes) -> bytes:
     if len(data) < COMPRESS_FROM:
         return data
+    import zlib
+
     packed = zlib.compress(data, 1)  # the best speed, as git writes its loose objects
     return packed if len(packed) < len(data) else data
 
