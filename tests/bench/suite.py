@@ -15,7 +15,6 @@ protocol); LangGraph's nodes are Python functions, checkpointed in SQLite.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import shutil
@@ -423,7 +422,7 @@ def tui(report: Report, uwf: Uwf, length: int) -> None:
     out = subprocess.run([sys.executable, "-c", probe, root, thread, str(BENCH)], capture_output=True, text=True, check=True).stdout
     elapsed, blocked, rss = (float(x) for x in out.split()[-3:])
     report.add(Row(f"TUI opens a {length:,}-step thread (newest step on screen)", elapsed, goal="< 1 s", note=f"UI blocked ≤ {blocked * 1000:.0f} ms at a time"))
-    report.add(Row(f"TUI peak memory with that thread open", rss, unit="MB", note="uwf only"))
+    report.add(Row("TUI peak memory with that thread open", rss, unit="MB", note="uwf only"))
 
 
 def sandbox(report: Report, uwf: Uwf, runs: int) -> None:

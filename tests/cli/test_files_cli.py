@@ -149,7 +149,7 @@ def test_hand_changes_between_steps_are_said_and_recorded(uwf, root_dir, tmp_pat
     t.step()
     (t.workspace / "seed.txt").write_text("edited by a person\n")
     result = ok(uwf("thread", "step", t.thread))
-    assert "the workspace changed since the last snapshot (1 paths: seed.txt)" in result.err
+    assert "the workspace changed since the last snapshot (1 path: seed.txt)" in result.err
     files = t.files(result.json()["head"])
     assert [(c["path"], c["status"]) for c in files["byHand"]] == [("seed.txt", "modified")]
     assert "seed.txt" not in {c["path"] for c in files["changes"]}
@@ -206,7 +206,7 @@ def test_an_over_cap_workspace_fails_the_step_naming_the_largest_files_and_the_h
     assert result.code == 1 and "Traceback" not in result.err
     error = result.err.strip().splitlines()[-1]
     assert "(workspace.maxSnapshotBytes)" in error and "a.txt" in error
-    assert "big.bin (0.0 MB) is over workspace.maxFileBytes" in result.err
+    assert "big.bin (4.9 KB) is over workspace.maxFileBytes (600 bytes)" in result.err and result.err.count("big.bin (") == 1
     assert ok(uwf("thread", "show", t.thread)).json()["head"] == t.start
 
 
@@ -223,6 +223,16 @@ def test_a_bundle_carries_the_files_into_a_fresh_root(uwf, root_dir, tmp_path):
     ok(uwf("thread", "checkout", head, str(out), env={"UWF_STORAGE_ROOT": str(fresh)}))
     assert same_tree(out, t.workspace)
     ok(uwf("cas", "fsck", env={"UWF_STORAGE_ROOT": str(fresh)}))
+    # the imported thread gets a directory of its own there, filled when it first steps
+    (fresh / "config.yaml").write_text(config())
+    fork = ok(uwf("thread", "fork", steps_of_two := ok(uwf("thread", "steps", t.thread)).json()[1]["hash"])).json()
+    ok(uwf("bundle", "export", fork["thread"], "-o", str(tmp_path / "fork.uwfb")))
+    ok(uwf("bundle", "import", str(tmp_path / "fork.uwfb"), env={"UWF_STORAGE_ROOT": str(fresh)}))
+    before = {p.name: p.read_bytes() for p in t.workspace.iterdir()}
+    stepped = ok(uwf("thread", "step", fork["thread"], env={"UWF_STORAGE_ROOT": str(fresh)}))
+    assert f"was gone: restored the files of {steps_of_two}" in stepped.err
+    assert {p.name: p.read_bytes() for p in t.workspace.iterdir()} == before
+    assert (fresh / "workspaces" / fork["thread"] / "count.txt").read_text() == "3\n"
 
 
 def test_gc_during_steps_keeps_every_snapshot(uwf, root_dir, tmp_path):
@@ -305,3 +315,20 @@ def test_root_copy_carries_files_and_forks_directories(uwf, root_dir, tmp_path):
     assert ok(uwf("thread", "show", fork["thread"], env=env)).json()["workspace"] == fork["workspace"]
     ok(uwf("thread", "checkout", first, str(tmp_path / "co"), env=env))
     assert same_tree(tmp_path / "co", Path(fork["workspace"]))
+
+
+def test_a_root_kept_in_its_project_is_left_out_of_the_snapshots(uwf, tmp_path):
+    project = tmp_path / "project"
+    root = project / ".uwf"
+    root.mkdir(parents=True)
+    (project / "main.py").write_text("print('hi')\n")
+    env = {"UWF_STORAGE_ROOT": str(root)}
+    (root / "config.yaml").write_text(config())
+    (tmp_path / "wf.yaml").write_text(COUNT_TO_THREE)
+    ok(uwf("workflow", "put", str(tmp_path / "wf.yaml"), env=env))
+    thread = ok(uwf("thread", "start", "count-files", "-p", "x", "-w", str(project), env=env)).json()["thread"]
+    head = ok(uwf("thread", "step", thread, env=env)).json()["head"]
+    changes = ok(uwf("thread", "files", head, "--json", env=env)).json()["changes"]
+    assert {c["path"] for c in changes} == {"count.txt", "log.txt", "step1.txt"}
+    ok(uwf("thread", "checkout", head, str(tmp_path / "co"), env=env))
+    assert sorted(p.name for p in (tmp_path / "co").iterdir()) == ["count.txt", "log.txt", "main.py", "step1.txt"]

@@ -242,3 +242,19 @@ def test_a_file_holding_a_key_is_stored_redacted_and_said(store, tmp_path):
     checkout(store, taken.tree, str(out))
     assert (out / "notes.txt").read_bytes() == b"token: [redacted:OPENAI_API_KEY]\n"
     assert taken.notes == ["notes.txt holds the value of OPENAI_API_KEY: stored redacted"]
+
+
+def test_a_forced_checkout_keeps_what_snapshots_leave_out(store, tmp_path):
+    source = tmp_path / "source"
+    write(source / "a.txt", b"snapshot's\n")
+    tree = take_snapshot(store, str(source)).tree
+    target = tmp_path / "target"
+    write(target / ".git" / "HEAD", b"ref: refs/heads/main\n")
+    write(target / ".gitignore", b"*.log\nbuild/\n")
+    write(target / "run.log", b"kept\n")
+    write(target / "build" / "out.o", b"kept\n")
+    write(target / "a.txt", b"mine\n")
+    write(target / "extra.txt", b"gone\n")
+    checkout(store, tree, str(target), force=True)
+    assert (target / ".git" / "HEAD").exists() and (target / "run.log").exists() and (target / "build" / "out.o").exists()
+    assert (target / "a.txt").read_bytes() == b"snapshot's\n" and not (target / "extra.txt").exists()

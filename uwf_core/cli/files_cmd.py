@@ -14,26 +14,29 @@ def register(sub, common) -> None:
     checkout = command(sub, common, "checkout", cmd_checkout, "write a step's (or start's) files into a directory")
     checkout.add_argument("step", help="a StepNode or StartNode hash or prefix")
     checkout.add_argument("directory", metavar="DIR")
-    checkout.add_argument("--force", action="store_true", help="replace what DIR holds")
+    checkout.add_argument(
+        "--force", action="store_true", help="replace DIR's files with the snapshot's (its .git and ignored files are kept)"
+    )
     export = command(sub, common, "export-git", cmd_export_git, "one git commit per step on branch uwf/<thread>")
     export.add_argument("thread")
     export.add_argument("--repo", required=True, metavar="DIR", help="a git repository (created if missing)")
 
 
 def cmd_files(args) -> int:
-    from ..thread.files import step_changes
+    from ..thread.files import resolve_node, step_changes
     from ..workspace.changes import unified
 
     repo = repo_of(args)
-    step = repo.nodes.resolve(args.step)
+    step = resolve_node(repo, args.step)
     hand, changes = step_changes(repo, step)
     if args.json:
         emit_json({"step": step, "byHand": [c.to_json() for c in hand], "changes": [c.to_json() for c in changes]})
         return 0
     lines = []
-    for title, group in (("changed by hand before the step", hand), ("changed by the step", changes)):
-        if title.startswith("changed by hand") and not group:
-            continue
+    groups = [("changed by hand before it", hand)] if hand else []
+    if changes or not hand:  # a resumed start has hand changes only
+        groups.append(("changed by the step", changes))
+    for title, group in groups:
         lines.append(f"{title}: {len(group)} path{'s' if len(group) != 1 else ''}")
         for change in group:
             if args.diff:
@@ -49,21 +52,33 @@ def _status_mark(status: str) -> str:
 
 
 def _sizes(change) -> str:
-    old = change.old.size if change.old is not None else None
-    new = change.new.size if change.new is not None else None
-    if old is None and new is None:
-        return ""
-    return f"  ({old if old is not None else '-'} -> {new if new is not None else '-'} bytes)"
+    old, new = change.old, change.new
+    if old is not None and new is not None and old.kind != new.kind:
+        return f"  ({_kind(old)} -> {_kind(new)})"
+    old_size = old.size if old is not None else None
+    new_size = new.size if new is not None else None
+    if old_size is None and new_size is None:
+        return f"  ({_kind(old or new)})"
+    return f"  ({old_size if old_size is not None else '-'} -> {new_size if new_size is not None else '-'} bytes)"
+
+
+def _kind(entry) -> str:
+    if entry.kind == "link":
+        return f"link to {entry.target.decode('utf-8', 'backslashreplace')}"
+    return {"exec": "executable", "dir": "empty directory"}.get(entry.kind, "file")
 
 
 def cmd_checkout(args) -> int:
     import os
 
+    from ..errors import UwfError
     from ..thread.files import node_files
     from ..workspace.materialize import checkout
 
     repo = repo_of(args)
     tree = node_files(repo, args.step)
+    if os.path.exists(args.directory) and not os.path.isdir(args.directory):
+        raise UwfError(f"{args.directory} is a file, not a directory")
     written = checkout(repo.nodes, tree, args.directory, force=args.force)
     emit_json({"files": tree, "directory": os.path.abspath(args.directory), "written": written})
     return 0

@@ -110,6 +110,7 @@ def cmd_start(args) -> int:
         max_tokens=args.max_tokens,
         max_cost=args.max_cost,
         snapshot=not args.no_snapshot,
+        say=_stream_line,
     )
     emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
     return 0
@@ -260,9 +261,9 @@ def cmd_fork(args) -> int:
 
     repo = repo_of(args)
     if args.edit_output:
-        info = fork_with_output(repo, args.step, _read_mapping(args.edit_output), args.workspace)
+        info = fork_with_output(repo, args.step, _read_mapping(args.edit_output), args.workspace, say=_stream_line)
     else:
-        info = fork_thread(repo, args.step, args.workspace)
+        info = fork_thread(repo, args.step, args.workspace, say=_stream_line)
     data = {"workflow": info.workflow, "thread": info.thread, "head": info.head}
     workspace = repo.threads.workspaces().get(info.thread)
     if workspace:
@@ -301,7 +302,7 @@ def _read_mapping(path: str) -> dict:
 def cmd_resume(args) -> int:
     from ..thread.ops import resume_thread
 
-    info = resume_thread(repo_of(args), args.thread, _prompt(args.prompt))
+    info = resume_thread(repo_of(args), args.thread, _prompt(args.prompt), say=_stream_line)
     emit_json({"workflow": info.workflow, "thread": info.thread, "head": info.head})
     return 0
 

@@ -10,7 +10,10 @@ head stays.
 
 from __future__ import annotations
 
+import os
+
 from ..encoding.records import record, replace
+from ..errors import UwfError
 from ..thread.files import files_of, snapshot, snapshots_on, thread_workspace
 from ..thread.nodes import read_step
 from ..thread.write import store_step
@@ -31,15 +34,20 @@ class Before:
     workspace: str
     tree: str  # the workspace as the step found it
     by_hand: bool  # not the tree the head names: changed between steps
+    notes: tuple[str, ...] = ()  # what the snapshot said (said once, not again after the step)
 
 
 def before_step(repo: Repo, thread: str, context: ThreadContext, say) -> Before | None:
-    """None when the thread keeps no snapshots (no workspace, or turned off)."""
+    """None when the thread keeps no snapshots (no workspace, or turned off). A workspace that is
+    gone is restored from the files the head names (a fork's directory deleted, a thread imported
+    from a bundle)."""
     start = context.start
     workspace = thread_workspace(repo, thread, start)
     if workspace is None or not snapshots_on(repo, start):
         return None
     head_tree = files_of(repo.nodes, context.head)
+    if not os.path.isdir(workspace):
+        _restore_missing(repo, workspace, head_tree, context.head, say)
     taken = _snapshot(repo, workspace, head_tree, say)
     by_hand = head_tree is not None and taken.tree != head_tree
     if by_hand:
@@ -47,14 +55,27 @@ def before_step(repo: Repo, thread: str, context: ThreadContext, say) -> Before 
 
         changes = tree_changes(repo.nodes, head_tree, taken.tree)
         paths = ", ".join(show_path(change.path) for change in changes[:5]) + (", ..." if len(changes) > 5 else "")
-        say(f"uwf: the workspace changed since the last snapshot ({len(changes)} paths: {paths}); recorded with this step")
-    return Before(workspace, taken.tree, by_hand)
+        count = f"{len(changes)} path{'s' if len(changes) != 1 else ''}"
+        say(f"uwf: the workspace changed since the last snapshot ({count}: {paths}); recorded with this step")
+    return Before(workspace, taken.tree, by_hand, tuple(taken.notes))
+
+
+def _restore_missing(repo: Repo, workspace: str, tree: str | None, head: str, say) -> None:
+    if tree is None:
+        raise StepError(f"the thread's workspace {workspace} does not exist")
+    from ..workspace.materialize import checkout
+
+    try:
+        checkout(repo.nodes, tree, workspace)
+    except (OSError, UwfError) as exc:
+        raise StepError(f"the thread's workspace {workspace} is gone and cannot be restored: {getattr(exc, 'message', None) or exc}") from None
+    say(f"uwf: the thread's workspace {workspace} was gone: restored the files of {head}")
 
 
 def after_step(call: AgentCall, before: Before, new_head: str) -> str:
     """The step `new_head` with the files it left; its hash (a new StepNode when rewritten)."""
     store = call.repo.nodes
-    taken = _snapshot(call.repo, before.workspace, before.tree, call.options.on_output)
+    taken = _snapshot(call.repo, before.workspace, before.tree, call.options.on_output, said=before.notes)
     step = read_step(store, new_head)
     files_before = before.tree if before.by_hand else None
     if step.files == taken.tree and step.files_before == files_before:
@@ -89,12 +110,12 @@ def restore(call: AgentCall, before: Before, found: str) -> None:
             raise StepError(f"the files of the replayed step {found} could not be restored: {exc.strerror or exc}") from None
 
 
-def _snapshot(repo: Repo, workspace: str, trusted: str | None, say):
+def _snapshot(repo: Repo, workspace: str, trusted: str | None, say, said: tuple[str, ...] = ()):
     try:
         taken = snapshot(repo, workspace, trusted)
     except SnapshotError as exc:
-        raise StepError(exc.message) from None
+        raise StepError(f"{exc.message} (add them to .uwfignore, or raise workspace.maxSnapshotBytes in config.yaml)") from None
     for note in taken.notes:
-        if say is not None:
+        if say is not None and note not in said:
             say(f"uwf: snapshot: {note}")
     return taken

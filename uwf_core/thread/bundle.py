@@ -335,6 +335,7 @@ def import_bundle(repo: Repo, path: str) -> ImportReport:
     heads = repo.threads.heads()  # a damaged threads.yaml, history or registry is refused before any write
     archived = {record.thread: record for record in repo.threads.history()}
     registry = repo.registry.entries()
+    own_dirs = _own_directories(repo, manifest, decoded)  # refused before any write when there is nowhere to put them
     backend_nodes = repo.nodes.nodes
     new = [hash_ for hash_ in sorted(nodes) if not backend_nodes.exists(hash_)]
     if new:
@@ -353,8 +354,24 @@ def import_bundle(repo: Repo, path: str) -> ImportReport:
             workflows[name] = "present" if known.hash == hash_ else "kept"
     threads = []
     for item in manifest["threads"]:
+        if item["thread"] in own_dirs and item["thread"] not in heads and item["thread"] not in archived:
+            repo.threads.set_workspace(item["thread"], own_dirs[item["thread"]])
         threads.append(_register(repo, item, heads, archived))
     return ImportReport(os.path.abspath(path), len(nodes), len(new), tuple(threads), workflows, manifest.get("createdBy"))
+
+
+def _own_directories(repo: Repo, manifest: dict, decoded: dict) -> dict[str, str]:
+    """A directory of its own for each imported thread with files: the StartNode's workspace is
+    another host's (or another thread's) directory. Its files are restored there when it first
+    steps or resumes (thread/files.py)."""
+    from .files import workspaces_dir
+
+    with_files = [item["thread"] for item in manifest["threads"] if isinstance(getattr(decoded.get(item["head"]), "payload", None), dict)
+                  and decoded[item["head"]].payload.get("files")]
+    if not with_files:
+        return {}
+    place = workspaces_dir(repo)
+    return {thread: os.path.join(place, thread) for thread in with_files}
 
 
 def _register(repo: Repo, item: dict, heads: dict[str, str], archived: dict) -> ImportedThread:

@@ -131,6 +131,7 @@ class DiffStep:
     cost: float | None  # None: unpriced or unrecorded tokens (see thread/ledger.py)
     duration_ms: int | None
     reused_from: str | None = None
+    files: str | None = None  # the tree of the files it left, when its thread keeps snapshots
 
     def to_json(self) -> dict:
         return {
@@ -146,6 +147,7 @@ class DiffStep:
             "cost": self.cost,
             "durationMs": self.duration_ms,
             "reusedFrom": self.reused_from,
+            **({"files": self.files} if self.files else {}),
         }
 
 
@@ -165,8 +167,12 @@ class StepPair:
 
     @property
     def identical(self) -> bool:
-        """Both sides are the same step, or steps that say the same (the same output and body)."""
-        return self.a is not None and self.b is not None and not self.output and not self.body and self.same_role
+        """Both sides are the same step, or steps that say the same (the same output and body) and
+        left the same files."""
+        return (
+            self.a is not None and self.b is not None and not self.output and not self.body and self.same_role
+            and self.a.files == self.b.files
+        )
 
     def to_json(self) -> dict:
         return {
@@ -339,6 +345,7 @@ def _diff_step(repo: Repo, steps: list[StepContext], number: int, runs: dict[str
     return DiffStep(
         step.hash, number, step.role, step.agent, output, step_body(repo.nodes, step), step.instruction,
         _routing_after(repo, step), cost.spend.tokens if cost.recorded else None, cost.spend.cost, cost.duration_ms, cost.reused_from,
+        repo.nodes.get(step.hash).payload.get("files"),
     )
 
 

@@ -46,14 +46,17 @@ def export_git(repo: Repo, thread: str, directory: str) -> dict:
         step = read_step(store, step_context.hash)
         if step.files is None:
             continue
-        if step.files_before and step.files_before != previous:
-            commits.append((f"changed by hand before step {step_context.hash}", step.started_at, step.files_before))
-            previous = step.files_before
+        began = step.files_before or files_of(store, step.prev or step.start)  # a resume's start may hold hand changes
+        if began and began != previous:
+            commits.append((f"changed by hand before step {step_context.hash}", step.started_at, began))
+            previous = began
         message = f"{step.role} ({step.agent})\n\nuwf step {step_context.hash}\nthread {info.thread}"
         commits.append((message, step.completed_at, step.files))
         previous = step.files
     if not commits:
         raise UwfError(f"thread {info.thread} has no snapshots of its files to export (no workspace, or snapshots were off)")
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise UwfError(f"--repo {directory} is a file, not a directory")
     os.makedirs(directory, exist_ok=True)
     if not os.path.exists(os.path.join(directory, ".git")):
         _git(git, directory, "init", "-q")

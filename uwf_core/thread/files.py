@@ -60,6 +60,7 @@ def snapshot(repo: Repo, workspace: str, trusted: str | None = None) -> Snapshot
         cache_path=cache_path(repo.backend.cache_dir, workspace),
         trusted=trusted,
         redactions=repo.secrets.byte_replacements(),
+        exclude=tuple(os.path.realpath(path) for path in repo.backend.store_dirs),  # a root kept in its project
     )
 
 
@@ -68,14 +69,15 @@ def workspaces_dir(repo: Repo) -> str:
     configured = repo.config.workspace.dir
     if configured:
         return os.path.abspath(os.path.expanduser(configured))
-    if os.path.isdir(repo.location):
-        return os.path.join(os.path.realpath(repo.location), "workspaces")
+    if repo.backend.store_dirs:  # a directory root
+        return os.path.join(os.path.realpath(repo.backend.store_dirs[0]), "workspaces")
     raise UwfError(
-        "this root keeps no directories of its own: set workspace.dir in config.yaml, or give the fork --workspace DIR"
+        "this root keeps no directories of its own for threads' workspaces: set workspace.dir in config.yaml "
+        "(or give a fork its directory with -w DIR)"
     )
 
 
-def give_workspace(repo: Repo, thread: str, node_hash: str, directory: str | None) -> str | None:
+def give_workspace(repo: Repo, thread: str, node_hash: str, directory: str | None, say=None) -> str | None:
     """Before a new thread (a fork at `node_hash`) is listed: its own directory with that node's
     files. Returns the directory, or None when the thread has no workspace to give."""
     from ..workspace.materialize import checkout
@@ -84,11 +86,17 @@ def give_workspace(repo: Repo, thread: str, node_hash: str, directory: str | Non
     _, start = start_of(store, node_hash)
     tree = files_of(store, node_hash)
     if directory is None and (start.workspace is None or tree is None):
+        if start.workspace is not None and say is not None:
+            say(f"uwf: {node_hash} has no snapshot of its files: the fork shares the directory {start.workspace}")
         return None  # no workspace, or snapshots off: the fork shares its StartNode's, as the user chose
     target = os.path.realpath(directory or os.path.join(workspaces_dir(repo), thread))
     if tree is None:
         os.makedirs(target, exist_ok=True)  # a directory the user named, used as it is
+        if say is not None:
+            say(f"uwf: {node_hash} has no snapshot of its files: the fork works in {target} as it is")
     else:
+        if os.path.isdir(target) and os.listdir(target):
+            raise UwfError(f"{target} is not empty: give the fork a new or empty directory (it gets the files of {node_hash})")
         try:
             checkout(store, tree, target)
         except OSError as exc:
@@ -98,10 +106,17 @@ def give_workspace(repo: Repo, thread: str, node_hash: str, directory: str | Non
 
 
 def step_changes(repo: Repo, step_hash: str) -> tuple[list[Change], list[Change]]:
-    """(changes made by hand before the step, changes the step made) to the thread's files."""
+    """(changes made by hand before the step, changes the step made) to the thread's files; for
+    a StartNode that resumes a thread, the changes made by hand before the resume."""
     from ..workspace.changes import tree_changes
 
     store = repo.nodes
+    if thread_node(store, step_hash).type in START_TYPES:
+        _, start = start_of(store, step_hash)
+        if start.files is None:
+            raise UwfError(f"start {step_hash} has no snapshot of its files (its thread has no workspace, or snapshots were off)")
+        before = files_of(store, start.resumes) if start.resumes else None
+        return (tree_changes(store, before, start.files) if before else []), []
     step = read_step(store, step_hash)
     if step.files is None:
         raise UwfError(f"step {step_hash} has no snapshot of its files (its thread has no workspace, or snapshots were off)")
@@ -114,7 +129,7 @@ def step_changes(repo: Repo, step_hash: str) -> tuple[list[Change], list[Change]
 def node_files(repo: Repo, hash_: str) -> str:
     """The tree of a step or start, or a one-line error saying why there is none."""
     store = repo.nodes
-    node = thread_node(store, store.resolve(hash_))
+    node = thread_node(store, resolve_node(repo, hash_))
     tree = node.payload.get("files")
     if not isinstance(tree, str):
         kind = "step" if node.type in STEP_TYPES else "start" if node.type in START_TYPES else "node"
@@ -127,18 +142,38 @@ def step_files_text(repo: Repo, step_hash: str, limit: int = 4000) -> str | None
     (sizes for binary files); at most `limit` lines. None when the step has no snapshot."""
     from ..workspace.changes import unified
 
-    step = read_step(repo.nodes, step_hash)
-    if step.files is None:
+    node = thread_node(repo.nodes, step_hash)
+    tree = node.payload.get("files")
+    if tree is None:
         return None
     hand, changes = step_changes(repo, step_hash)
     lines = []
-    for title, group in (("changed by hand before the step", hand), ("changed by the step", changes)):
-        if group or title.endswith("by the step"):
+    if node.type in START_TYPES:  # the files the thread began with (and, on a resume, what changed by hand)
+        from ..workspace.tree import flatten, show_path
+
+        files = flatten(repo.nodes, tree)
+        lines.append(f"# the workspace at the start: {len(files)} path{'s' if len(files) != 1 else ''}")
+        lines.extend(f"#   {show_path(path)}" for path in list(files)[:200])
+        changes = None
+    for title, group in (("changed by hand before it", hand), ("changed by the step", changes)):
+        if group or (group is not None and title.endswith("by the step")):
             lines.append(f"# {title}: {len(group)} path{'s' if len(group) != 1 else ''}")
             lines.extend(f"#   {change.status:<8} {change.to_json()['path']}" for change in group)
-    for change in hand + changes:
+    for change in hand + (changes or []):
         lines.extend(unified(repo.nodes, change))
         if len(lines) > limit:
             lines = lines[:limit] + [f"# ... (more than {limit} lines; `uwf thread files {step_hash} --diff` shows all)"]
             break
     return "\n".join(lines)
+
+
+def resolve_node(repo: Repo, text: str) -> str:
+    """A node hash from a hash or prefix; a thread id says which hash to give instead."""
+    from ..encoding.ids import is_ulid
+
+    if is_ulid(text.strip().upper()):
+        from .ops import thread_info
+
+        head = thread_info(repo, text).head
+        raise UwfError(f"'{text}' is a thread; give one of its steps, e.g. its head {head} (`uwf thread steps` lists them)")
+    return repo.nodes.resolve(text)

@@ -96,10 +96,11 @@ def start_thread(
     max_tokens: int | None = None,
     max_cost: float | None = None,
     snapshot: bool = True,
+    say=None,
 ) -> ThreadInfo:
     """A new thread (no step is run). `max_tokens` / `max_cost` give it a budget of its own,
     kept in its StartNode, over the workflow's; a workspace is snapshot as the thread's start
-    unless `snapshot` is False or config.yaml turns snapshots off."""
+    unless `snapshot` is False or config.yaml turns snapshots off (`say` gets its notes)."""
     store = repo.nodes
     workflow_hash = resolve_workflow_hash(repo, workflow)
     definition = workflow_of(repo, workflow_hash)
@@ -117,7 +118,7 @@ def start_thread(
     start = StartNode(
         workflow_hash, prompt, workspace, None, dict(agents) if agents else None, max_tokens, _cost_number(max_cost), snapshot=snapshot
     )
-    head = put_start(store, _with_files(repo, start))
+    head = put_start(store, _with_files(repo, start, say=say))
     thread = new_ulid()
     repo.threads.add(thread, head)
     return ThreadInfo(thread, workflow_hash, head, True)
@@ -172,7 +173,7 @@ def thread_steps(repo: Repo, thread: str) -> list[StepContext]:
     return context_of(repo, thread_info(repo, thread).head).steps
 
 
-def _with_files(repo: Repo, start: StartNode, directory: str | None = None) -> StartNode:
+def _with_files(repo: Repo, start: StartNode, directory: str | None = None, *, say=None, trusted: str | None = None) -> StartNode:
     """The StartNode with a snapshot of its workspace (or the thread's own `directory`), when it keeps them."""
     from .files import snapshot, snapshots_on
 
@@ -183,12 +184,18 @@ def _with_files(repo: Repo, start: StartNode, directory: str | None = None) -> S
     from ..workspace.snapshot import SnapshotError
 
     try:
-        return replace(start, files=snapshot(repo, directory).tree)
+        taken = snapshot(repo, directory, trusted)
     except SnapshotError as exc:
-        raise UwfError(exc.message) from None
+        raise UwfError(
+            f"{exc.message} (add them to .uwfignore, raise workspace.maxSnapshotBytes in config.yaml, or start the thread "
+            f"with --no-snapshot)"
+        ) from None
+    for note in taken.notes if say is not None else ():
+        say(f"uwf: snapshot: {note}")
+    return replace(start, files=taken.tree)
 
 
-def fork_thread(repo: Repo, node_hash: str, workspace: str | None = None) -> ThreadInfo:
+def fork_thread(repo: Repo, node_hash: str, workspace: str | None = None, say=None) -> ThreadInfo:
     """A new thread whose head is an existing step (or start): O(1) in nodes, nothing copied; a
     thread with files gets a directory of its own holding that step's (thread/files.py)."""
     from .files import give_workspace
@@ -198,7 +205,7 @@ def fork_thread(repo: Repo, node_hash: str, workspace: str | None = None) -> Thr
     hash_ = store.resolve(node_hash)
     thread_node(store, hash_)
     thread = new_ulid()
-    give_workspace(repo, thread, hash_, workspace)
+    give_workspace(repo, thread, hash_, workspace, say)
     repo.threads.add(thread, hash_)
     return ThreadInfo(thread, _workflow_of(store, hash_), hash_, True)
 
@@ -217,7 +224,7 @@ def _refuse_thread_id(repo: Repo, text: str) -> None:
     )
 
 
-def resume_thread(repo: Repo, thread: str, prompt: str) -> ThreadInfo:
+def resume_thread(repo: Repo, thread: str, prompt: str, say=None) -> ThreadInfo:
     """Reactivate an archived thread with a new StartNode that resumes its old head."""
     store = repo.nodes
     info = thread_info(repo, thread)
@@ -231,14 +238,15 @@ def resume_thread(repo: Repo, thread: str, prompt: str) -> ThreadInfo:
         old_start.workflow, prompt, old_start.workspace, info.head, old_start.agents, old_start.max_tokens, old_start.max_cost,
         snapshot=old_start.snapshot,
     )
-    head = put_start(store, _resumed_files(repo, info, start))
+    head = put_start(store, _resumed_files(repo, info, start, say))
     repo.threads.add(info.thread, head)
     return ThreadInfo(info.thread, old_start.workflow, head, True)
 
 
-def _resumed_files(repo: Repo, info: ThreadInfo, start: StartNode) -> StartNode:
+def _resumed_files(repo: Repo, info: ThreadInfo, start: StartNode, say=None) -> StartNode:
     """A resumed thread goes on with its files: its directory, restored from its head's snapshot
-    when it is gone, snapshot as the new start."""
+    when it is gone, snapshot as the new start; changes made by hand since are said (and kept:
+    `uwf thread files` of the new start lists them)."""
     from .files import files_of, thread_workspace
 
     workspace = thread_workspace(repo, info.thread, start) if start.workspace else None
@@ -247,10 +255,17 @@ def _resumed_files(repo: Repo, info: ThreadInfo, start: StartNode) -> StartNode:
         from ..workspace.materialize import checkout
 
         checkout(repo.nodes, tree, workspace)
-    return _with_files(repo, start, workspace)
+    resumed = _with_files(repo, start, workspace, say=say, trusted=tree)
+    if say is not None and tree and resumed.files and resumed.files != tree:
+        from ..workspace.changes import tree_changes
+
+        count = len(tree_changes(repo.nodes, tree, resumed.files))
+        say(f"uwf: the workspace changed since the last snapshot ({count} path{'s' if count != 1 else ''}); "
+            f"recorded with the resumed start (`uwf thread files` of it lists them)")
+    return resumed
 
 
-def fork_with_output(repo: Repo, step_hash: str, output: object, workspace: str | None = None) -> ThreadInfo:
+def fork_with_output(repo: Repo, step_hash: str, output: object, workspace: str | None = None, say=None) -> ThreadInfo:
     """Fork from a copy of a step whose output a person replaced (agent 'human').
 
     The edited output is validated against the role's schema; the new thread's
@@ -286,6 +301,6 @@ def fork_with_output(repo: Repo, step_hash: str, output: object, workspace: str 
     thread = new_ulid()
     from .files import give_workspace
 
-    give_workspace(repo, thread, head, workspace)
+    give_workspace(repo, thread, head, workspace, say)
     repo.threads.add(thread, head)
     return ThreadInfo(thread, start.workflow, head, True)

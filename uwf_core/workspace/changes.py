@@ -6,6 +6,8 @@ cost a read of the directories on the changed paths only.
 
 from __future__ import annotations
 
+import base64
+
 from ..encoding.records import record
 from ..store.cas import CasStore
 from .tree import Entry, flatten, read_tree, show_path
@@ -22,6 +24,10 @@ class Change:
 
     def to_json(self) -> dict:
         data = {"path": show_path(self.path), "status": self.status}
+        try:
+            self.path.decode("utf-8")
+        except UnicodeDecodeError:  # "path" shows \xNN escapes; these are the bytes
+            data["pathBase64"] = base64.b64encode(self.path).decode("ascii")
         for side, entry in (("old", self.old), ("new", self.new)):
             if entry is not None:
                 data[side] = {"kind": entry.kind, "hash": entry.ref, "size": entry.size}

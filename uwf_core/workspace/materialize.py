@@ -12,6 +12,7 @@ import os
 from ..errors import UwfError
 from ..store.cas import CasStore
 from .changes import DELETED, tree_changes
+from .ignore import ALWAYS, IGNORE_FILES, Rules
 from .tree import Entry, read_blob, read_tree
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -19,18 +20,39 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
 def checkout(store: CasStore, tree: str, directory: str, *, force: bool = False) -> int:
     """Write `tree` into `directory` (created if missing); returns the number of files written.
-    A directory that is not empty is refused unless `force`, which replaces what is there."""
+    A directory that is not empty is refused unless `force`, which replaces its files with the
+    tree's but keeps what a snapshot leaves out (`.git`, ignored files): what it never kept, it
+    does not take away."""
     os.makedirs(directory, exist_ok=True)
     if os.listdir(directory) and not force:
         raise UwfError(f"{directory} is not empty (give --force to replace its files with the snapshot's)")
     fd = os.open(directory, DIR_FLAGS)
     try:
         if force:
-            for name in os.listdir(fd):
-                _remove(fd, os.fsencode(name))
+            _clear(fd, os.path.abspath(directory), "", Rules())
         return _write_tree(store, tree, fd)
     finally:
         os.close(fd)
+
+
+def _clear(fd: int, path: str, rel: str, rules: Rules) -> None:
+    """Remove what a snapshot of this directory would hold; keep `.git` and ignored paths."""
+    names = os.listdir(fd)
+    rules = rules.below(path, rel, {name for name in names if name in IGNORE_FILES})
+    for name in names:
+        is_dir = _is_dir(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        if (rules.patterns or name in ALWAYS) and rules.ignored(rel, name, is_dir):
+            continue
+        if not is_dir:
+            os.unlink(name, dir_fd=fd)
+            continue
+        inner = os.open(name, DIR_FLAGS, dir_fd=fd)
+        try:
+            _clear(inner, f"{path}/{name}", f"{rel}{name}/", rules)
+        finally:
+            os.close(inner)
+        if not os.listdir(os.path.join(path, name)):
+            os.rmdir(name, dir_fd=fd)
 
 
 def bring(store: CasStore, directory: str, old: str | None, new: str) -> int:
@@ -113,10 +135,16 @@ def _write_tree(store: CasStore, tree: str, fd: int) -> int:
 
 def _write_entry(store: CasStore, entry: Entry, fd: int) -> int:
     if entry.kind == "link":
+        _remove(fd, entry.name)  # what a forced checkout kept (an ignored file) gives way
         os.symlink(entry.target, entry.name, dir_fd=fd)
         return 1
     if entry.kind == "dir":
-        os.mkdir(entry.name, 0o755, dir_fd=fd)
+        try:
+            os.mkdir(entry.name, 0o755, dir_fd=fd)
+        except FileExistsError:  # a directory a forced checkout kept (it holds ignored files)
+            if not _is_dir(os.stat(entry.name, dir_fd=fd, follow_symlinks=False).st_mode):
+                _remove(fd, entry.name)
+                os.mkdir(entry.name, 0o755, dir_fd=fd)
         inner = os.open(entry.name, DIR_FLAGS, dir_fd=fd)
         try:
             return _write_tree(store, entry.ref, inner)
@@ -124,6 +152,7 @@ def _write_entry(store: CasStore, entry: Entry, fd: int) -> int:
             os.close(inner)
     data = read_blob(store, entry.ref)
     mode = 0o755 if entry.kind == "exec" else 0o644
+    _remove(fd, entry.name)
     out = os.open(entry.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=fd)
     try:
         with os.fdopen(out, "wb", closefd=False) as handle:

@@ -27,7 +27,9 @@ def inside_any(path: str, parents: list[str]) -> bool:
 
 def check_workspace(workspace: str, home: str, store_dirs: tuple[str, ...] = (), forks_dir: str | None = None) -> None:
     """Refuse a workspace (a real path) that is the system, a system tree, the home or holds it,
-    or inside the store (a fork's own directory in the root's workspaces directory is not the store)."""
+    or inside the store (a fork's own directory in the root's workspaces directory is not the
+    store). One that holds the store (a project-local root) is fine: the sandbox keeps the store
+    read-only or hidden, and snapshots leave it out."""
     forks_dir = os.path.realpath(forks_dir) if forks_dir else None
     if forks_dir and workspace != forks_dir and under(workspace, forks_dir):
         store_dirs = ()
@@ -39,9 +41,18 @@ def check_workspace(workspace: str, home: str, store_dirs: tuple[str, ...] = (),
         or inside_any(workspace, list(store_dirs))
     ):
         raise WorkspaceError(
-            f"{workspace} cannot be an agent's workspace: the agent may write all of it (give the thread a directory "
-            f"of its own with `uwf thread start -w DIR`, or step it from one)"
+            f"{workspace} cannot be an agent's workspace: the agent may write all of it, and it is "
+            f"{_what(workspace, home, store_dirs)} (give the thread a directory of its own with `uwf thread start -w DIR`, "
+            f"or step it from one)"
         )
+
+
+def _what(workspace: str, home: str, store_dirs: tuple[str, ...]) -> str:
+    if inside_any(workspace, list(store_dirs)):
+        return "inside the storage root"
+    if workspace == home or under(home, workspace):
+        return "your home directory or holds it"
+    return "the system's"
 
 
 def real_home() -> str:

@@ -50,15 +50,19 @@ def take_snapshot(
     cache_path: str | None = None,
     trusted: str | None = None,
     redactions: tuple[tuple[bytes, bytes], ...] = (),
+    exclude: tuple[str, ...] = (),
 ) -> Snapshot:
     """Snapshot `workspace`. `trusted`: a tree the thread's head names (its nodes are there).
     `redactions`: (secret, replacement) pairs; a file holding a secret is stored with it
-    replaced, as everything uwf stores is (config/env.Secrets), and a note says so."""
+    replaced, as everything uwf stores is (config/env.Secrets), and a note says so. `exclude`:
+    absolute paths left out as if ignored (a storage root kept inside its project)."""
     ensure_schemas(store)
     cache = StatCache.load(cache_path) if cache_path else StatCache()
     walker = _Walker(store, limits, cache, trust=trusted is not None and cache.root == trusted)
     walker.redactions = redactions
     root = os.path.abspath(workspace)
+    real = os.path.realpath(workspace)
+    walker.exclude = {os.path.relpath(path, real) + "/" for path in exclude if path.startswith(real.rstrip("/") + "/")}
     try:
         with store.nodes.batch():  # one transaction: an over-cap snapshot leaves nothing behind
             tree = walker.directory(root, "", Rules())
@@ -66,10 +70,10 @@ def take_snapshot(
         raise SnapshotError(f"the workspace {workspace} cannot be read: {exc.strerror or exc}") from None
     except _OverCap:
         largest = sorted(walker.sizes, key=lambda item: -item[0])[:3]
-        named = ", ".join(f"{_shown(rel + name)} ({size / MB:.1f} MB)" for size, rel, name in largest)
+        named = ", ".join(f"{_shown(rel + name)} ({size_text(size)})" for size, rel, name in largest)
         raise SnapshotError(
-            f"the workspace {workspace} holds more than {limits.max_total_bytes / MB:.0f} MB (workspace.maxSnapshotBytes); "
-            f"the largest files: {named} (add them to .uwfignore, raise the limit, or start the thread with --no-snapshot)"
+            f"the workspace {workspace} holds more than {size_text(limits.max_total_bytes)} (workspace.maxSnapshotBytes); "
+            f"the largest files: {named}"
         ) from None
     cache.save(tree, walker.visited)
     return Snapshot(tree, walker.count, walker.total, walker.read, walker.notes)
@@ -77,6 +81,14 @@ def take_snapshot(
 
 KIND_BITS = stat.S_IFMT(0o170000) | stat.S_IXUSR
 KIND_OF = {stat.S_IFREG: "file", stat.S_IFREG | stat.S_IXUSR: "exec", stat.S_IFLNK: "link", stat.S_IFLNK | stat.S_IXUSR: "link"}
+
+
+def size_text(size: int) -> str:
+    """A size as a person reads it: 512 bytes, 12.3 KB, 4.0 MB, 1.5 GB."""
+    for unit, factor in (("GB", 1 << 30), ("MB", MB), ("KB", 1 << 10)):
+        if size >= factor:
+            return f"{size / factor:.1f} {unit}"
+    return f"{size} byte{'s' if size != 1 else ''}"
 
 
 class _OverCap(Exception):
@@ -99,6 +111,7 @@ class _Walker:
         self.sizes: list[tuple[int, str, str]] = []  # (size, directory, name): the largest are named when over the cap
         self.total = self.count = self.read = 0
         self.redactions: tuple[tuple[bytes, bytes], ...] = ()
+        self.exclude: set[str] = set()  # directories left out, by their path in the workspace ("a/b/")
 
     def directory(self, path: str, rel: str, rules: Rules) -> str:
         """The tree of one directory: its cached tree when every entry is as the cache saw it."""
@@ -140,6 +153,8 @@ class _Walker:
                 continue
             if is_dir:
                 inner = rel + name + "/"
+                if inner in self.exclude:
+                    continue
                 previous = self.cache.get(inner)
                 tree = self.directory(item.path, inner, rules)
                 rows.append((name, "dir", tree, None, None))
@@ -202,8 +217,7 @@ class _Walker:
             return (name, kind, None, None, target), ("link", size, *signature, target) if settled else None
         if size > self.limits.max_file_bytes:
             self.notes.append(
-                f"{_shown(rel + name)} ({size / MB:.1f} MB) is over workspace.maxFileBytes "
-                f"({self.limits.max_file_bytes / MB:.0f} MB); left out"
+                f"{_shown(rel + name)} ({size_text(size)}) is over workspace.maxFileBytes ({size_text(self.limits.max_file_bytes)}); left out"
             )
             return None, None
         read = self.read_file(item.path, rel + name)

@@ -46,7 +46,8 @@ class Entry:
     def from_payload(cls, payload: dict, where: str) -> Entry:
         name = _unnamed(payload, "name", where)
         if name is None or not valid_name(name):
-            raise CorruptError(f"tree {where} has an entry with the name {name!r}, which cannot be a file's")
+            shown = "(none)" if name is None else repr(show_path(name))
+            raise CorruptError(f"tree {where} has an entry named {shown}, which cannot be a file's name")
         kind = payload.get("kind")
         target = _unnamed(payload, "target", where)
         ref = payload.get("ref")

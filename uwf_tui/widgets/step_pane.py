@@ -44,10 +44,12 @@ class StepPane(TabbedContent):
             Syntax(files, "diff", word_wrap=True) if files else Text(NO_FILES, style="dim"),
         )
 
-    def show_start(self, start, workflow_name: str) -> None:
-        """The StartNode, its workflow named (a hash alone says nothing), the hash beside it."""
+    def show_start(self, start, workflow_name: str, files: str | None = None) -> None:
+        """The StartNode, its workflow named (a hash alone says nothing), the hash beside it, and
+        the files the thread began with."""
         payload = {**start.to_payload(), "workflow": f"{workflow_name} ({start.workflow})"}
-        self.show(Syntax(yaml_text(payload), "yaml", word_wrap=True), start.prompt)
+        listing = Syntax(files, "diff", word_wrap=True) if files else Text(NO_FILES, style="dim")
+        self.show(Syntax(yaml_text(payload), "yaml", word_wrap=True), start.prompt, files=listing)
 
     def show_attempt(self, attempt) -> None:
         self.show(attempt_view(attempt), attempt.stderr or "(no stderr recorded)")

@@ -348,7 +348,11 @@ class ThreadsView(Horizontal):
             pane.show_step(details, step_body(self.repo.nodes, step) if step is not None else "", self.step_costs.get(rest), files)
         elif kind == "start" and timeline is not None:
             start = timeline.context.start
-            pane.show_start(start, self._workflow_name(start.workflow))
+            try:
+                files = step_files_text(self.repo, timeline.context.start_hash)
+            except UwfError as exc:
+                files = f"# {exc.message}"
+            pane.show_start(start, self._workflow_name(start.workflow), files)
         elif kind == "attempt" and timeline is not None:
             head, _, index = rest.rpartition(":")
             pane.show_attempt(timeline.attempts.get(head, [])[int(index)])
