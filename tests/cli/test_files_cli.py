@@ -332,3 +332,19 @@ def test_a_root_kept_in_its_project_is_left_out_of_the_snapshots(uwf, tmp_path):
     assert {c["path"] for c in changes} == {"count.txt", "log.txt", "step1.txt"}
     ok(uwf("thread", "checkout", head, str(tmp_path / "co"), env=env))
     assert sorted(p.name for p in (tmp_path / "co").iterdir()) == ["count.txt", "log.txt", "main.py", "step1.txt"]
+
+
+def test_a_forks_git_branch_shares_the_commits_of_the_steps_it_shares(uwf, root_dir, tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    t = FileThread(uwf, root_dir, tmp_path)
+    steps = [t.step() for _ in range(2)]
+    fork = ok(uwf("thread", "fork", steps[0])).json()
+    t.step(fork["thread"])
+    repo = tmp_path / "git"
+    ok(uwf("thread", "export-git", t.thread, "--repo", str(repo)))
+    ok(uwf("thread", "export-git", fork["thread"], "--repo", str(repo)))
+    base = subprocess.run(["git", "-C", str(repo), "merge-base", f"uwf/{t.thread}", f"uwf/{fork['thread']}"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    message = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%B", base], capture_output=True, text=True, check=True).stdout
+    assert f"uwf step {steps[0]}" in message

@@ -1,8 +1,9 @@
 """`uwf thread export-git`: a thread's files as git history, one commit per step, made by git
 itself (`git fast-import`), so `git log -p uwf/<thread>` shows what each role did.
 
-The branch is written anew each time (its commits are a function of the thread). Hand changes
-between steps get a commit of their own. Empty directories have no place in git and are left out.
+The branch is written anew each time (its commits are a function of the steps: a fork's branch
+shares the commits of the steps it shares with the thread it came from). Hand changes between
+steps get a commit of their own. Empty directories have no place in git and are left out.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def export_git(repo: Repo, thread: str, directory: str) -> dict:
         if began and began != previous:
             commits.append((f"changed by hand before step {step_context.hash}", step.started_at, began))
             previous = began
-        message = f"{step.role} ({step.agent})\n\nuwf step {step_context.hash}\nthread {info.thread}"
+        message = f"{step.role} ({step.agent})\n\nuwf step {step_context.hash}"  # no thread id: a fork shares the commits of the steps it shares
         commits.append((message, step.completed_at, step.files))
         previous = step.files
     if not commits:
