@@ -41,9 +41,10 @@ class NodeStore(Protocol):
         """Delete nodes that must leave no copy of their bytes behind (a key an agent wrote)."""
     def rebuild_index(self, members: dict[str, list[str]]) -> None: ...
     def index_lock(self) -> ContextManager: ...
-    def batch(self) -> ContextManager:
+    def batch(self, durable: bool = True) -> ContextManager:
         """Writes inside are made durable together, once, when the outermost batch ends (a step's
-        nodes: one commit); an exception inside undoes them."""
+        nodes: one commit); an exception inside undoes them. `durable=False`: nodes nothing names
+        yet, made durable by the next durable commit (a backend may skip their own fsync)."""
     def pack(self) -> int:
         """Fold whatever the backend keeps apart (a file root's loose node files) into its main
         store; returns how many nodes moved. Callers hold index_lock."""

@@ -64,7 +64,10 @@ def take_snapshot(
     real = os.path.realpath(workspace)
     walker.exclude = {os.path.relpath(path, real) + "/" for path in exclude if path.startswith(real.rstrip("/") + "/")}
     try:
-        with store.nodes.batch():  # one transaction: an over-cap snapshot leaves nothing behind
+        # One transaction: an over-cap snapshot leaves nothing behind. No fsync of its own: no
+        # head names these nodes until the StepNode's (or StartNode's) durable commit, whose fsync
+        # of the log takes these with it.
+        with store.nodes.batch(durable=False):
             tree = walker.directory(root, "", Rules())
     except OSError as exc:
         raise SnapshotError(f"the workspace {workspace} cannot be read: {exc.strerror or exc}") from None

@@ -127,11 +127,17 @@ class NodeDb:
         conn.execute("insert or ignore into meta (key, value) values ('version', ?)", (str(SCHEMA_VERSION),))
 
     @contextmanager
-    def batch(self):
+    def batch(self, durable: bool = True):
         """Writes inside are one transaction: committed (one fsync) when the outermost batch ends,
-        rolled back if it raises. Reads in this thread see them at once; others after the commit."""
+        rolled back if it raises. Reads in this thread see them at once; others after the commit.
+        `durable=False`: committed without an fsync of its own, for nodes nothing names until a
+        later durable commit (a snapshot's, before its StepNode): that commit's fsync of the WAL
+        makes these durable too, and a crash before it loses only nodes no head names."""
         conn = self._connection(write=True)
         local = self._local
+        relaxed = local.depth == 0 and not durable and self.durable
+        if relaxed:
+            conn.execute("pragma synchronous=NORMAL")
         if local.depth == 0:
             self._run(conn, "begin immediate", (), "cannot write the node store")
         local.depth += 1
@@ -141,10 +147,16 @@ class NodeDb:
             local.depth -= 1
             if local.depth == 0:
                 conn.execute("rollback")
+                if relaxed:
+                    conn.execute("pragma synchronous=FULL")
             raise
         local.depth -= 1
         if local.depth == 0:
-            self._run(conn, "commit", (), "cannot write the node store")
+            try:
+                self._run(conn, "commit", (), "cannot write the node store")
+            finally:
+                if relaxed:
+                    conn.execute("pragma synchronous=FULL")
 
     def _run(self, conn: sqlite3.Connection, sql: str, args: tuple, doing: str) -> sqlite3.Cursor:
         try:

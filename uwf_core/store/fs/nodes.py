@@ -40,8 +40,8 @@ class FsNodeStore:
     def write(self, hash_: str, type_hash: str, data: bytes) -> None:
         self.db.write(hash_, type_hash, data)
 
-    def batch(self):
-        return self.db.batch()
+    def batch(self, durable: bool = True):
+        return self.db.batch(durable)
 
     def exists(self, hash_: str) -> bool:
         return is_cas_ref(hash_) and ((self.has_loose and self.loose.exists(hash_)) or self.db.touched_at(hash_) is not None)

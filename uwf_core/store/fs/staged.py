@@ -31,7 +31,7 @@ class StagedNodeStore:
     def write(self, hash_: str, type_hash: str, data: bytes) -> None:
         self.stage.write(hash_, type_hash, data)
 
-    def batch(self):
+    def batch(self, durable: bool = True):
         return self.stage.batch()
 
     def exists(self, hash_: str) -> bool:

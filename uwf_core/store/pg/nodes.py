@@ -29,7 +29,7 @@ class PgNodeStore:
         )
 
     @contextmanager
-    def batch(self):
+    def batch(self, durable: bool = True):  # a PostgreSQL commit is durable either way
         depth = getattr(self._local, "depth", 0)
         if depth:
             self._local.depth = depth + 1
