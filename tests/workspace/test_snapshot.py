@@ -170,7 +170,7 @@ def test_restoring_never_follows_a_link_planted_in_the_directory(store, tmp_path
     assert (ws / "d").is_dir() and not (ws / "d").is_symlink() and (ws / "d" / "f.txt").read_bytes() == b"data\n"
 
 
-@pytest.mark.parametrize("name", ["..", ".", "a/b", ""])
+@pytest.mark.parametrize("name", ["..", ".", "a/b", "", ".git", ".GIT"])
 def test_a_tree_naming_a_path_that_leaves_its_directory_is_refused(store, tmp_path, name):
     from uwf_core.workspace.tree import ensure_schemas
 
@@ -258,3 +258,60 @@ def test_a_forced_checkout_keeps_what_snapshots_leave_out(store, tmp_path):
     checkout(store, tree, str(target), force=True)
     assert (target / ".git" / "HEAD").exists() and (target / "run.log").exists() and (target / "build" / "out.o").exists()
     assert (target / "a.txt").read_bytes() == b"snapshot's\n" and not (target / "extra.txt").exists()
+
+
+def test_git_of_any_kind_is_never_snapshot_or_restored_and_ignore_files_that_are_fifos_do_not_hang(store, tmp_path):
+    ws = tmp_path / "ws"
+    write(ws / ".git", b"gitdir: /elsewhere/.git/worktrees/ws\n")  # a worktree's .git file
+    write(ws / "a.txt")
+    os.mkfifo(ws / ".gitignore")
+    os.symlink("/etc/passwd", ws / ".uwfignore")
+    taken = take_snapshot(store, str(ws))
+    assert set(paths(store, taken.tree)) == {b"a.txt", b".uwfignore"}
+    clone = tmp_path / "clone"
+    write(clone / ".git" / "HEAD", b"ref: refs/heads/main\n")
+    checkout(store, taken.tree, str(clone), force=True)
+    assert (clone / ".git" / "HEAD").exists()
+
+
+def test_a_parent_record_from_another_snapshot_than_its_childs_is_not_trusted(store, tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)
+    ws = tmp_path / "ws"
+    write(ws / "P" / "C" / "f", b"one\n")
+    cache = tmp_path / "cache"
+    first = take_snapshot(store, str(ws), cache_path=str(cache))
+    old_records = tmp_path / "old"
+    shutil.copytree(cache, old_records)
+    write(ws / "P" / "C" / "f", b"two\n")
+    second = take_snapshot(store, str(ws), cache_path=str(cache), trusted=first.tree)
+    for record in old_records.iterdir():  # the parents' records of the first snapshot, the child's of the second
+        if record.name != "root.json" and b'"P/C/"' not in record.read_bytes():
+            shutil.copy(record, cache / record.name)
+    again = take_snapshot(store, str(ws), cache_path=str(cache), trusted=second.tree)
+    assert again.tree == second.tree == take_snapshot(store, str(ws)).tree
+
+
+def test_a_tree_deeper_than_the_limit_is_noted_not_a_traceback(store, tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshot_module, "MAX_DEPTH", 5)
+    ws = tmp_path / "ws"
+    write(ws / "a/b/c/d/e/f/g/deep.txt")
+    taken = take_snapshot(store, str(ws))
+    assert any("deeper than 5 directories" in note for note in taken.notes)
+
+
+def test_checkout_keeps_a_root_inside_the_directory_and_refuses_a_link_in_one_line(store, tmp_path):
+    from uwf_core.errors import UwfError
+
+    source = tmp_path / "source"
+    write(source / "a.txt")
+    tree = take_snapshot(store, str(source)).tree
+    project = tmp_path / "project"
+    write(project / ".uwfroot" / "threads.yaml", b"{}\n")
+    checkout(store, tree, str(project), force=True, keep=(str((project / ".uwfroot").resolve()),))
+    assert (project / ".uwfroot" / "threads.yaml").exists() and (project / "a.txt").exists()
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "empty")
+    with pytest.raises(UwfError, match="cannot write into"):
+        checkout(store, tree, str(tmp_path / "link"))

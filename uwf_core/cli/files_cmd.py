@@ -77,9 +77,10 @@ def cmd_checkout(args) -> int:
 
     repo = repo_of(args)
     tree = node_files(repo, args.step)
-    if os.path.exists(args.directory) and not os.path.isdir(args.directory):
+    if os.path.lexists(args.directory) and not os.path.isdir(args.directory):
         raise UwfError(f"{args.directory} is a file, not a directory")
-    written = checkout(repo.nodes, tree, args.directory, force=args.force)
+    keep = tuple(os.path.realpath(path) for path in repo.backend.store_dirs)  # a root kept inside DIR stays
+    written = checkout(repo.nodes, tree, args.directory, force=args.force, keep=keep)
     emit_json({"files": tree, "directory": os.path.abspath(args.directory), "written": written})
     return 0
 

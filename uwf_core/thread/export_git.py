@@ -56,9 +56,12 @@ def export_git(repo: Repo, thread: str, directory: str) -> dict:
         previous = step.files
     if not commits:
         raise UwfError(f"thread {info.thread} has no snapshots of its files to export (no workspace, or snapshots were off)")
-    if os.path.exists(directory) and not os.path.isdir(directory):
+    if os.path.lexists(directory) and not os.path.isdir(directory):
         raise UwfError(f"--repo {directory} is a file, not a directory")
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise UwfError(f"cannot make --repo {directory}: {exc.strerror or exc}") from None
     if not os.path.exists(os.path.join(directory, ".git")):
         _git(git, directory, "init", "-q")
     branch = f"uwf/{info.thread}"

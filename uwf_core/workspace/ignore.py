@@ -3,7 +3,8 @@
 Each file's patterns apply below its own directory; within a directory the last matching pattern
 wins, a `!` pattern takes a path back in, a pattern ending in `/` matches only directories, and
 one with a `/` before its end is anchored to the file's directory. An ignored directory is not
-entered (git cannot take a file back from inside one either). `.git` itself is always left out.
+entered (git cannot take a file back from inside one either). `.git` itself is always left out,
+a directory or a worktree's `.git` file, whatever its case.
 """
 
 from __future__ import annotations
@@ -33,10 +34,8 @@ class Rules:
         for name in IGNORE_FILES:
             if name not in names:
                 continue
-            try:
-                with open(directory + "/" + name, "rb") as handle:
-                    data = handle.read(1 << 20)
-            except OSError:
+            data = _read_regular(directory + "/" + name)
+            if data is None:
                 continue
             sources.append(name.encode() + b"\0" + data)
             added.extend((rel, *parsed) for parsed in map(_compile, os.fsdecode(data).splitlines()) if parsed)
@@ -49,7 +48,7 @@ class Rules:
 
     def ignored(self, rel: str, name: str, is_dir: bool) -> bool:
         """Is the entry `name` at workspace path `rel` (`rel` ends in `/` unless at the top) out?"""
-        if name in ALWAYS and is_dir:
+        if name.lower() in ALWAYS:  # git's own: a directory, or a worktree's `.git` file
             return True
         path = rel + name
         result = False
@@ -59,6 +58,26 @@ class Rules:
             if regex.match(path[len(base) :]):
                 result = not negated
         return result
+
+
+def _read_regular(path: str) -> bytes | None:
+    """An ignore file's bytes: only a regular file, never followed through a link, never a fifo
+    that would wait for a writer (an agent may leave any of these)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(1 << 20)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _compile(line: str):
@@ -71,7 +90,7 @@ def _compile(line: str):
     negated = line.startswith("!")
     if negated:
         line = line[1:]
-    elif line.startswith("\\"):
+    elif line.startswith(("\\!", "\\#")):  # a literal ! or # (git's escapes); any other \ escapes as in a glob
         line = line[1:]
     dir_only = line.endswith("/")
     line = line.rstrip("/")

@@ -18,37 +18,47 @@ from .tree import Entry, read_blob, read_tree
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
 
-def checkout(store: CasStore, tree: str, directory: str, *, force: bool = False) -> int:
+def checkout(store: CasStore, tree: str, directory: str, *, force: bool = False, keep: tuple[str, ...] = ()) -> int:
     """Write `tree` into `directory` (created if missing); returns the number of files written.
     A directory that is not empty is refused unless `force`, which replaces its files with the
-    tree's but keeps what a snapshot leaves out (`.git`, ignored files): what it never kept, it
-    does not take away."""
-    os.makedirs(directory, exist_ok=True)
-    if os.listdir(directory) and not force:
-        raise UwfError(f"{directory} is not empty (give --force to replace its files with the snapshot's)")
-    fd = os.open(directory, DIR_FLAGS)
+    tree's but keeps what a snapshot leaves out (`.git`, ignored files, and the `keep` paths: a
+    storage root kept inside its project): what it never kept, it does not take away. A problem
+    of the directory is one line (UwfError)."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        if os.listdir(directory) and not force:
+            raise UwfError(f"{directory} is not empty (give --force to replace its files with the snapshot's)")
+        fd = os.open(directory, DIR_FLAGS)
+    except OSError as exc:
+        raise UwfError(f"cannot write into {directory}: {exc.strerror or exc} (it must be a directory, not a link or a file)") from None
     try:
         if force:
-            _clear(fd, os.path.abspath(directory), "", Rules())
+            real = os.path.realpath(directory)
+            kept = {os.path.relpath(path, real) + "/" for path in keep if path.startswith(real.rstrip("/") + "/")}
+            _clear(fd, os.path.abspath(directory), "", Rules(), kept)
         return _write_tree(store, tree, fd)
+    except OSError as exc:
+        raise UwfError(f"cannot write the files of {tree} into {directory}: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise UwfError(f"tree {tree} is nested too deep to write") from None
     finally:
         os.close(fd)
 
 
-def _clear(fd: int, path: str, rel: str, rules: Rules) -> None:
-    """Remove what a snapshot of this directory would hold; keep `.git` and ignored paths."""
+def _clear(fd: int, path: str, rel: str, rules: Rules, kept: set[str]) -> None:
+    """Remove what a snapshot of this directory would hold; keep `.git`, ignored and kept paths."""
     names = os.listdir(fd)
     rules = rules.below(path, rel, {name for name in names if name in IGNORE_FILES})
     for name in names:
         is_dir = _is_dir(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
-        if (rules.patterns or name in ALWAYS) and rules.ignored(rel, name, is_dir):
+        if (rules.patterns or name.lower() in ALWAYS) and rules.ignored(rel, name, is_dir) or f"{rel}{name}/" in kept:
             continue
         if not is_dir:
             os.unlink(name, dir_fd=fd)
             continue
         inner = os.open(name, DIR_FLAGS, dir_fd=fd)
         try:
-            _clear(inner, f"{path}/{name}", f"{rel}{name}/", rules)
+            _clear(inner, f"{path}/{name}", f"{rel}{name}/", rules, kept)
         finally:
             os.close(inner)
         if not os.listdir(os.path.join(path, name)):
@@ -57,7 +67,10 @@ def _clear(fd: int, path: str, rel: str, rules: Rules) -> None:
 
 def bring(store: CasStore, directory: str, old: str | None, new: str) -> int:
     """Bring a workspace that holds tree `old` to tree `new`; returns the number of paths changed."""
-    changes = tree_changes(store, old, new, whole_dirs=True)
+    try:
+        changes = tree_changes(store, old, new, whole_dirs=True)
+    except RecursionError:
+        raise UwfError(f"tree {new} is nested too deep to write") from None
     fd = os.open(directory, DIR_FLAGS)
     try:
         for change in changes:

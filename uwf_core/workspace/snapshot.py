@@ -68,7 +68,7 @@ def take_snapshot(
         # head names these nodes until the StepNode's (or StartNode's) durable commit, whose fsync
         # of the log takes these with it.
         with store.nodes.batch(durable=False):
-            tree = walker.directory(root, "", Rules())
+            tree = walker.directory(root, "", Rules(fingerprint=_settings_fingerprint(limits, redactions)))
     except OSError as exc:
         raise SnapshotError(f"the workspace {workspace} cannot be read: {exc.strerror or exc}") from None
     except _OverCap:
@@ -84,6 +84,17 @@ def take_snapshot(
 
 KIND_BITS = stat.S_IFMT(0o170000) | stat.S_IXUSR
 KIND_OF = {stat.S_IFREG: "file", stat.S_IFREG | stat.S_IXUSR: "exec", stat.S_IFLNK: "link", stat.S_IFLNK | stat.S_IXUSR: "link"}
+
+
+MAX_DEPTH = 256  # directories below the workspace; deeper is left out with a note
+
+
+def _settings_fingerprint(limits: Limits, redactions: tuple[tuple[bytes, bytes], ...]) -> str:
+    """What else decides a file's node: a cache record made under other limits or other keys to
+    redact is not used (a key added to .env is looked for in every file again)."""
+    from ..encoding.ids import xxh64_hash
+
+    return xxh64_hash(b"\0".join([str(limits.max_file_bytes).encode(), *(secret for secret, _ in redactions)]))
 
 
 def size_text(size: int) -> str:
@@ -152,17 +163,20 @@ class _Walker:
                         self.total += old[1]
                         self.sizes.append((old[1], rel, name))
                     continue
-            if (old is None or (old[0] == "dir") != is_dir) and (rules.patterns or name in ALWAYS) and rules.ignored(rel, name, is_dir):
+            if (old is None or (old[0] == "dir") != is_dir) and (rules.patterns or name.lower() in ALWAYS) and rules.ignored(rel, name, is_dir):
                 continue
             if is_dir:
                 inner = rel + name + "/"
                 if inner in self.exclude:
                     continue
-                previous = self.cache.get(inner)
+                if inner.count("/") > MAX_DEPTH:
+                    self.notes.append(f"{_shown(inner)} is deeper than {MAX_DEPTH} directories; left out")
+                    same = False
+                    continue
                 tree = self.directory(item.path, inner, rules)
                 rows.append((name, "dir", tree, None, None))
-                seen[name] = ("dir",)
-                same = same and old is not None and old[0] == "dir" and previous is not None and previous.tree == tree
+                seen[name] = ("dir", tree)  # the parent's record names the child's tree: a record of either alone is never trusted
+                same = same and old is not None and old == seen[name]
                 continue
             row, record = self.leaf(item, rel, old)
             if row is None:
@@ -199,6 +213,9 @@ class _Walker:
             info = item.stat(follow_symlinks=False)
         except FileNotFoundError:
             self.notes.append(f"{_shown(rel + name)} vanished during the snapshot; left out")
+            return None, None
+        except OSError as exc:
+            self.notes.append(f"{_shown(rel + name)} cannot be read ({exc.strerror}); left out")
             return None, None
         mode = info.st_mode
         if stat.S_ISREG(mode):

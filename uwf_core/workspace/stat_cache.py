@@ -20,14 +20,15 @@ import os
 from ..encoding.ids import is_cas_ref, xxh64_hash
 from ..store.files import atomic_write
 
-VERSION = 4
+VERSION = 5
 RACY_NS = 2_000_000_000
 ROOT_FILE = "root.json"
 
 
 class DirRecord:
     """One directory as the last snapshot saw it. `entries`: name → (kind, size, mtime, ctime,
-    inode, ref or link target); a subdirectory is ("dir",) and has a record of its own."""
+    inode, ref or link target); a subdirectory is ("dir", its tree) and has a record of its own,
+    which is used for the parent only when it gives that same tree."""
 
     __slots__ = ("tree", "rules", "entries")
 
@@ -73,7 +74,7 @@ class StatCache:
             return None
         if saved_rel != rel or not is_cas_ref(tree) or not isinstance(rules, str):
             return None
-        if not all(entry == ("dir",) or len(entry) == 6 and isinstance(entry[5], str) for entry in records.values()):
+        if not all(len(entry) == 6 and isinstance(entry[5], str) or entry[0] == "dir" and len(entry) == 2 for entry in records.values()):
             return None
         return DirRecord(tree, rules, records)
 
@@ -83,8 +84,8 @@ class StatCache:
             self._changed.add(rel)
 
     def save(self, root: str, visited: set[str]) -> None:
-        """Write the changed records, then `root`; prune the records of directories that are gone
-        once they outnumber the live ones."""
+        """Write the changed records, then `root`; remove the records of directories it did not
+        visit (gone, or ignored now)."""
         if self.path is None or (not self._changed and root == self.root):
             return
         try:
@@ -96,7 +97,7 @@ class StatCache:
                 data = [rel, record.tree, record.rules, record.entries]
                 atomic_write(self._file(rel), json.dumps(data, separators=(",", ":")).encode(), sync=False)
             self._write_root(root)
-            self._prune(visited)
+            self._prune(visited)  # a record of a directory this snapshot did not see is never trusted later
         except OSError:
             pass  # a cache that cannot be written costs a later snapshot time, nothing else
 
@@ -106,8 +107,6 @@ class StatCache:
 
     def _prune(self, visited: set[str]) -> None:
         names = os.listdir(self.path)
-        if len(names) <= 2 * len(visited) + 16:
-            return
         live = {os.path.basename(self._file(rel)) for rel in visited} | {ROOT_FILE}
         for name in names:
             if name not in live:

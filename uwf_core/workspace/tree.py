@@ -49,6 +49,8 @@ class Entry:
             shown = "(none)" if name is None else repr(show_path(name))
             raise CorruptError(f"tree {where} has an entry named {shown}, which cannot be a file's name")
         kind = payload.get("kind")
+        if kind not in KINDS:
+            raise CorruptError(f"tree {where}: entry {show_path(name)!r} is of no kind uwf knows ({kind!r})")
         target = _unnamed(payload, "target", where)
         ref = payload.get("ref")
         if kind == "link" and target is None or kind != "link" and ref is None:
@@ -75,7 +77,9 @@ def _unnamed(payload: dict, key: str, where: str) -> bytes | None:
 
 
 def valid_name(name: bytes) -> bool:
-    return bool(name) and name not in (b".", b"..") and b"/" not in name and b"\0" not in name
+    """A name a snapshot can hold: one that stays in its directory, and never git's own `.git`
+    (restoring one would write hooks or config that git runs; snapshots leave it out)."""
+    return bool(name) and name not in (b".", b"..") and b"/" not in name and b"\0" not in name and name.lower() != b".git"
 
 
 def ensure_schemas(store: CasStore) -> None:

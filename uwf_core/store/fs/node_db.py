@@ -139,7 +139,12 @@ class NodeDb:
         if relaxed:
             conn.execute("pragma synchronous=NORMAL")
         if local.depth == 0:
-            self._run(conn, "begin immediate", (), "cannot write the node store")
+            try:
+                self._run(conn, "begin immediate", (), "cannot write the node store")
+            except BaseException:
+                if relaxed:
+                    conn.execute("pragma synchronous=FULL")  # later commits stay durable
+                raise
         local.depth += 1
         try:
             yield
