@@ -176,6 +176,15 @@ def test_archive_checks_the_expected_head_and_keeps_history_in_order(backend):
     assert threads.last_archived("01K5N00003ABCDEFGHJKMNPQR2") is None
 
 
+def test_a_threads_own_workspace_is_kept_and_replaced(backend):
+    threads = backend.threads
+    assert threads.workspaces() == {}
+    threads.set_workspace(THREAD_1, "/work/a")
+    threads.set_workspace(THREAD_2, "/work/b c")
+    threads.set_workspace(THREAD_1, "/work/a2")
+    assert threads.workspaces() == {THREAD_1: "/work/a2", THREAD_2: "/work/b c"}
+
+
 def test_racing_compare_and_set_has_exactly_one_winner(backend):
     backend.threads.add(THREAD_1, HASH_A)
     outcomes: list[str] = []

@@ -23,7 +23,8 @@ def register(sub, common) -> None:
 
 
 def cmd_files(args) -> int:
-    from ..thread.files import resolve_node, step_changes
+    from ..thread.files import step_changes
+    from ..thread.ops import resolve_node
     from ..workspace.changes import unified
 
     repo = repo_of(args)
@@ -73,10 +74,11 @@ def cmd_checkout(args) -> int:
 
     from ..errors import UwfError
     from ..thread.files import node_files
+    from ..thread.ops import resolve_node
     from ..workspace.materialize import checkout
 
     repo = repo_of(args)
-    tree = node_files(repo, args.step)
+    tree = node_files(repo, resolve_node(repo, args.step))
     if os.path.lexists(args.directory) and not os.path.isdir(args.directory):
         raise UwfError(f"{args.directory} is a file, not a directory")
     keep = tuple(os.path.realpath(path) for path in repo.backend.store_dirs)  # a root kept inside DIR stays

@@ -85,17 +85,12 @@ def after_step(call: AgentCall, before: Before, new_head: str) -> str:
 
 
 def files_key(call: AgentCall, before: Before, step_hash: str) -> str | None:
-    """The reuse key of a step just taken, from the prompt its detail names (no prompt rebuilt);
-    None when the detail names none (an agent that records no prompt is not indexed)."""
-    from ..thread.model import StepNode
-    from .reuse import agent_fingerprint, inputs_key, with_files
+    """The reuse key of a step just taken with the files it found; None when its detail names no
+    prompt (an agent that records none is not indexed)."""
+    from .reuse import taken_key, with_files
 
-    store = call.repo.nodes
-    detail = store.payload(StepNode.from_payload(store.get(step_hash).payload).detail)
-    prompt = detail.get("prompt") if isinstance(detail, dict) else None
-    if not isinstance(prompt, str) or not store.has(prompt):
-        return None
-    return with_files(inputs_key(call.role, agent_fingerprint(call.resolved), prompt), before.tree)
+    key = taken_key(call, step_hash)
+    return with_files(key, before.tree) if key is not None else None
 
 
 def restore(call: AgentCall, before: Before, found: str) -> None:

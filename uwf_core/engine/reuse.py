@@ -90,6 +90,19 @@ def with_files(key: str, tree: str) -> str:
     return xxh64_hash(encode({"inputs": key, "files": tree}))
 
 
+def taken_key(call: AgentCall, step_hash: str) -> str | None:
+    """The inputs key of a step already taken, from the prompt node its detail names (no prompt
+    is built again); None when the detail names none that is stored."""
+    from ..thread.model import StepNode
+
+    store = call.repo.nodes
+    detail = store.payload(StepNode.from_payload(store.get(step_hash).payload).detail)
+    prompt = detail.get("prompt") if isinstance(detail, dict) else None
+    if not isinstance(prompt, str) or not store.has(prompt):
+        return None
+    return inputs_key(call.role, agent_fingerprint(call.resolved), prompt)
+
+
 def find_reusable(store: CasStore, key: str, role: str) -> str | None:
     """The step indexed under `key`, if it is still there whole (a StepNode of this role whose
     output and detail exist); None otherwise."""

@@ -108,8 +108,11 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
 
         reuse_key = _reuse_key(call, before)
         reused_from = find_reusable(repo.nodes, reuse_key, decision.role)
-        if reused_from is not None and before is not None and _files_left(repo, reused_from) is None:
-            reused_from = None  # a step that kept no files cannot give them back
+        if reused_from is not None and before is not None:
+            from ..thread.files import files_of
+
+            if files_of(repo.nodes, reused_from) is None:
+                reused_from = None  # a step that kept no files cannot give them back
         if reused_from is not None:
             if before is not None:
                 from .files import restore
@@ -156,10 +159,6 @@ def reuse_enabled(options: StepOptions, resolved: ResolvedAgent) -> bool:
     """Memoized replay for this step: `--reuse`, or the agent entry's `reuse: true`; never for a
     person (a human role is asked every time)."""
     return (options.reuse or resolved.reuse) and resolved.protocol != "human"
-
-
-def _files_left(repo: Repo, step_hash: str) -> str | None:
-    return StepNode.from_payload(repo.nodes.get(step_hash).payload).files
 
 
 def _reuse_key(call: AgentCall, before: Before | None) -> str:

@@ -127,9 +127,9 @@ def step_changes(repo: Repo, step_hash: str) -> tuple[list[Change], list[Change]
 
 
 def node_files(repo: Repo, hash_: str) -> str:
-    """The tree of a step or start, or a one-line error saying why there is none."""
+    """The tree of a step or start (a full hash), or a one-line error saying why there is none."""
     store = repo.nodes
-    node = thread_node(store, resolve_node(repo, hash_))
+    node = thread_node(store, hash_)
     tree = node.payload.get("files")
     if not isinstance(tree, str):
         kind = "step" if node.type in STEP_TYPES else "start" if node.type in START_TYPES else "node"
@@ -165,15 +165,3 @@ def step_files_text(repo: Repo, step_hash: str, limit: int = 4000) -> str | None
             lines = lines[:limit] + [f"# ... (more than {limit} lines; `uwf thread files {step_hash} --diff` shows all)"]
             break
     return "\n".join(lines)
-
-
-def resolve_node(repo: Repo, text: str) -> str:
-    """A node hash from a hash or prefix; a thread id says which hash to give instead."""
-    from ..encoding.ids import is_ulid
-
-    if is_ulid(text.strip().upper()):
-        from .ops import thread_info
-
-        head = thread_info(repo, text).head
-        raise UwfError(f"'{text}' is a thread; give one of its steps, e.g. its head {head} (`uwf thread steps` lists them)")
-    return repo.nodes.resolve(text)

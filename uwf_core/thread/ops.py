@@ -210,6 +210,14 @@ def fork_thread(repo: Repo, node_hash: str, workspace: str | None = None, say=No
     return ThreadInfo(thread, _workflow_of(store, hash_), hash_, True)
 
 
+def resolve_node(repo: Repo, text: str) -> str:
+    """A node hash from a hash or prefix; a thread id says which hash to give instead."""
+    if is_ulid(text.strip().upper()):
+        head = thread_info(repo, text).head
+        raise UwfError(f"'{text}' is a thread; give one of its steps, e.g. its head {head} (`uwf thread steps` lists them)")
+    return repo.nodes.resolve(text)
+
+
 def _refuse_thread_id(repo: Repo, text: str) -> None:
     """A thread id where a step hash belongs: say which hash to give instead."""
     if not is_ulid(text.strip().upper()):

@@ -79,18 +79,13 @@ def _take_in_reuse_entry(call: AgentCall, stage: str, step: str) -> None:
     """The kit indexes its answer for memoized replay; uwf keeps that entry only for this step,
     under the key of this call's role and agent entry and the prompt the step's detail names (an
     agent may index nothing else)."""
-    from ...thread.model import StepNode
-    from ..reuse import KEY, agent_fingerprint, inputs_key, remember
+    from ..reuse import KEY, remember, taken_key
 
     staged = call.repo.backend.staged_derived(stage)
     if not any(key.startswith(KEY) and value == step.encode("ascii") for key, value in staged.items()):
         return
-    detail = call.repo.nodes.payload(StepNode.from_payload(call.repo.nodes.get(step).payload).detail)
-    prompt = detail.get("prompt") if isinstance(detail, dict) else None
-    if not isinstance(prompt, str) or not call.repo.nodes.has(prompt):
-        return
-    expected = inputs_key(call.role, agent_fingerprint(call.resolved), prompt)
-    if staged.get(KEY + expected) == step.encode("ascii"):
+    expected = taken_key(call, step)
+    if expected is not None and staged.get(KEY + expected) == step.encode("ascii"):
         remember(call.repo.nodes, expected, step)
 
 
