@@ -35,6 +35,7 @@ _EXPORTS = {
     "start_thread": "thread.ops",
     "thread_info": "thread.ops",
     "list_threads": "thread.ops",
+    "damaged_entries": "thread.ops",  # lines of threads.yaml / history.jsonl that cannot be read
     "thread_steps": "thread.ops",
     "fork_thread": "thread.ops",
     "fork_with_output": "thread.ops",

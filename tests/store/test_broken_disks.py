@@ -122,3 +122,57 @@ def test_a_read_only_root_reads_and_refuses_writes_cleanly(uwf_at, small_disk):
         result = uwf_at(*_args(template, thread, head))
         _clean(result, allowed=(1,))
     assert uwf_at("thread", "show", thread).json()["head"] == head
+
+
+def _pad_to_page_end(path, room: int = 24) -> None:
+    """Blank lines (which readers skip) until the file's last page has `room` bytes left: the next
+    record then starts in that page and runs out of disk part-way, as a log filling a disk does."""
+    size = path.stat().st_size if path.exists() else 0
+    missing = (4096 - room - size) % 4096
+    with open(path, "a") as handle:
+        while missing > 0:
+            chunk = min(missing, 200)
+            handle.write(" " * (chunk - 1) + "\n")
+            missing -= chunk
+
+
+def test_records_cut_short_by_a_full_disk_lose_no_thread_and_no_later_record(uwf_at, small_disk):
+    """The probe's case: `thread kill` on a full disk, then again once space is freed. Before,
+    the half-record stayed, the next one glued onto it, the thread vanished from every list
+    and gc deleted its head."""
+    thread, head = _seeded(uwf_at, uwf_at.root)
+    other = uwf_at("thread", "start", "solve-issue", "-p", "archived first").json()["thread"]
+    assert uwf_at("thread", "kill", other).code == 0
+    history, runs = uwf_at.root / "history.jsonl", uwf_at.root / "runs.jsonl"
+    _pad_to_page_end(history)
+    _pad_to_page_end(runs)
+    sizes = (history.stat().st_size, runs.stat().st_size)
+    _fill(small_disk)
+
+    killed = uwf_at("thread", "kill", thread)
+    _clean(killed, allowed=(1,))
+    stepped = uwf_at("thread", "step", thread, "--agent", AGENT)
+    _clean(stepped, allowed=(0, 1))
+    assert (history.stat().st_size, runs.stat().st_size)[0] == sizes[0]  # nothing of the record left
+    assert not runs.read_bytes()[sizes[1]:] or runs.read_bytes().endswith(b"\n")  # whole or absent
+    assert uwf_at("thread", "show", thread).json()["done"] is False
+
+    (small_disk / "filler").unlink()
+    for index in range(10_000):
+        (small_disk / f"f{index}").unlink(missing_ok=True)
+    stepped_after = uwf_at("thread", "step", thread, "--agent", AGENT)
+    assert stepped_after.code == 0, stepped_after
+    assert uwf_at("thread", "kill", thread).code == 0
+    listed = uwf_at("thread", "list", "--all")
+    assert listed.code == 0 and listed.err == ""
+    assert {item["thread"] for item in listed.json()} >= {thread, other}
+    assert uwf_at("cas", "gc", "--grace", "0").code == 0
+    shown = uwf_at("thread", "show", thread)
+    assert shown.code == 0 and shown.json()["done"] is True
+    fsck = uwf_at("cas", "fsck")
+    assert fsck.code == 0, fsck
+    runs_seen = uwf_at("thread", "runs", thread).json()
+    assert runs_seen and runs_seen[-1]["status"] == "ok"  # the step after the disk was freed is there
+    fresh = uwf_at("thread", "start", "solve-issue", "-p", "after").json()["thread"]
+    assert uwf_at("thread", "step", fresh, "--agent", AGENT).code == 0
+    assert len(uwf_at("thread", "runs", fresh).json()) == 1

@@ -195,10 +195,13 @@ def cmd_show(args) -> int:
 
 def cmd_list(args) -> int:
     from ..errors import UwfError
-    from ..thread.ops import list_threads
+    from ..thread.ops import damaged_entries, list_threads
     from ..workflow.ops import workflow_of
+    from .output import warn
 
     repo = repo_of(args)
+    for entry in damaged_entries(repo):
+        warn(entry.message)
     items = []
     queued = {entry.thread: entry for entry in repo.backend.queue.entries()}
     for info in list_threads(repo, include_archived=args.all):

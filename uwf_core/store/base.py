@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ContextManager, Hashable, Protocol
 
 if TYPE_CHECKING:
-    from .records import ArchivedThread, QueuedThread, RunningStep, RunRecord
+    from .records import ArchivedThread, DamagedEntry, QueuedThread, RunningStep, RunRecord
     from .registry_model import RegistryEntry
 
 # -- the parts a backend provides ------------------------------------------------------
@@ -78,6 +78,8 @@ class ThreadIndex(Protocol):
     def set_workspace(self, thread: str, path: str) -> None: ...
     def restore_archived(self, record: ArchivedThread) -> None:
         """Append an archive record as it is (`uwf root copy`)."""
+    def damaged(self) -> list[DamagedEntry]:
+        """Entries of the heads or the archive that cannot be read: each hides only itself."""
 
 
 class Registry(Protocol):
@@ -93,6 +95,7 @@ class Registry(Protocol):
 class RunLog(Protocol):
     def append(self, record: RunRecord) -> None: ...
     def read(self, thread: str | None = None) -> list[RunRecord]: ...
+    def damaged(self) -> list[DamagedEntry]: ...
 
 
 class StepLease(Protocol):
@@ -132,6 +135,7 @@ class WorkQueue(Protocol):
         """Queued threads, oldest first, each with the worker holding it (if one is alive)."""
     def claim(self, worker: str, skip: set[str] | None = None) -> Claim | None:
         """Hold the oldest queued thread no live worker holds (not in `skip`); None when none."""
+    def damaged(self) -> list[DamagedEntry]: ...
 
 
 class TextFile(Protocol):

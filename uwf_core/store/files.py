@@ -54,20 +54,58 @@ def atomic_write(path: str, data: bytes, *, mode: int = 0o644, sync: bool = True
 
 
 def append_line(path: str, line: str, *, sync: bool = True) -> None:
-    """Append one line with a single write (callers hold the file's lock); `sync=False` for a log
-    whose last line may be lost in a power cut without losing anything else."""
+    """Append one line, whole or not at all (callers hold the file's lock).
+
+    A write cut short (a full disk) is cut back off, so readers never see half a record; a tail
+    torn earlier (a crash mid-write) is ended with a newline first, so this record is never glued
+    onto it. `sync=False` for a log whose last line may be lost in a power cut without losing
+    anything else."""
     ensure_dir(os.path.dirname(path))
     data = (line.rstrip("\n") + "\n").encode("utf-8")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, data)
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     except OSError as exc:
         raise UwfError(f"cannot append to {path}: {exc.strerror}") from None
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if sync:
+                os.fsync(fd)
+        except OSError as exc:
+            _cut_back(fd, size)
+            raise UwfError(f"cannot append to {path}: {exc.strerror}") from None
+    except OSError as exc:
+        raise UwfError(f"cannot append to {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _cut_back(fd: int, size: int) -> None:
+    """Undo a partial append. Shrinking needs no free block; should it fail all the same, the
+    next append ends the torn tail and readers skip it."""
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError:
+        pass
+
+
+def read_lines(path: str) -> list[str] | None:
+    """A log's lines as text (bytes that are not UTF-8 kept as surrogates, so one garbled record
+    stays one damaged line); None when the file does not exist."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UwfError(f"cannot read {path}: {exc.strerror}") from None
+    return data.decode("utf-8", "surrogateescape").split("\n")
 
 
 def read_text(path: str) -> str | None:

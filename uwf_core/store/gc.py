@@ -1,7 +1,9 @@
 """`uwf cas gc`: mark and sweep, with a grace period like git's prune.
 
 Roots: threads.yaml heads, history.jsonl heads, every registry version (and
-its source), the meta-schema and the built-in schemas. Marking follows
+its source), the meta-schema and the built-in schemas, and every hash-shaped word
+of a damaged line in threads.yaml or history.jsonl (the thread it names may be
+the only one that needs them; the line is fixed later, the nodes are gone for good). Marking follows
 references and each node's type. Nodes younger than the grace period are
 never deleted: an agent writes its nodes before the step moves the head,
 and re-putting an existing node renews its age.
@@ -58,7 +60,16 @@ def gc_roots(backend: Backend) -> list[str]:
                 roots.append(version.source)
     roots.extend(backend.threads.heads().values())
     roots.extend(record.head for record in backend.threads.history())
+    for entry in backend.threads.damaged():
+        roots.extend(_hashes_in(entry.text))
     return list(dict.fromkeys(roots))
+
+
+def _hashes_in(text: str) -> list[str]:
+    from ..encoding.ids import is_hash
+
+    words = "".join(char if char.isalnum() else " " for char in text).split()
+    return [word.upper() for word in words if is_hash(word.upper())]
 
 
 def mark(store: CasStore, roots: list[str], marked: set[str] | None = None) -> tuple[set[str], list[str]]:

@@ -22,6 +22,24 @@ class ArchivedThread:
 
 
 @record(frozen=True)
+class DamagedEntry:
+    """A line of a state file or log that uwf cannot read: that entry alone is hidden, kept in
+    the file as it was, and reported where it is (`thread list`, `cas fsck`, the workbench)."""
+
+    file: str
+    line: int
+    text: str
+    problem: str
+
+    @property
+    def message(self) -> str:
+        return f"{self.file}:{self.line}: {self.problem}; the entry is hidden until the line is fixed or deleted"
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "line": self.line, "text": self.text, "problem": self.problem}
+
+
+@record(frozen=True)
 class RunRecord:
     """One step attempt: ok, failed, timeout, killed, or budget (its budget refused it; no agent ran)."""
 

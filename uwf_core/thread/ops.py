@@ -21,6 +21,7 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 
 if TYPE_CHECKING:
     from ..repo import Repo
+    from ..store.records import DamagedEntry
 
 
 @record(frozen=True)
@@ -58,10 +59,18 @@ def resolve_thread_id(repo: Repo, text: str) -> str:
     known = set(repo.threads.heads()) | {record.thread for record in repo.threads.history()}
     matches = sorted(t for t in known if t.startswith(wanted))
     if not wanted or not matches:
+        _refuse_damaged(repo, wanted)
         raise NotFoundError(f"no thread '{text}'")
     if len(matches) > 1:
         raise UwfError(f"thread prefix '{text}' is ambiguous: {', '.join(matches[:4])}{', ...' if len(matches) > 4 else ''}")
     return matches[0]
+
+
+def _refuse_damaged(repo: Repo, wanted: str) -> None:
+    """A thread not found may be one whose line is damaged: say that, not "no thread"."""
+    damaged = next((entry for entry in repo.threads.damaged() if wanted and wanted in entry.text.upper()), None)
+    if damaged is not None:
+        raise UwfError(f"thread {wanted} cannot be read: {damaged.message}")
 
 
 def thread_info(repo: Repo, thread: str) -> ThreadInfo:
@@ -71,6 +80,7 @@ def thread_info(repo: Repo, thread: str) -> ThreadInfo:
         return ThreadInfo(thread, _workflow_of(repo.nodes, head), head, True)
     record = repo.threads.last_archived(thread)
     if record is None:
+        _refuse_damaged(repo, thread)
         raise NotFoundError(f"no thread {thread}")
     workflow = record.workflow or _workflow_of(repo.nodes, record.head)
     return ThreadInfo(thread, workflow, record.head, False, record.reason, record.completed_at)
@@ -158,6 +168,12 @@ def list_threads(repo: Repo, include_archived: bool = False) -> list[ThreadInfo]
                 continue
             infos[record.thread] = ThreadInfo(record.thread, record.workflow or "", record.head, False, record.reason, record.completed_at)
     return sorted(infos.values(), key=lambda info: info.thread, reverse=True)
+
+
+def damaged_entries(repo: Repo) -> list[DamagedEntry]:
+    """Lines of the heads and the archive that cannot be read: a listing shows them as damaged,
+    each hiding only its own thread."""
+    return repo.threads.damaged()
 
 
 def _listed(store: CasStore, thread: str, head: str) -> ThreadInfo:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from rich.text import Text
 from textual.widgets import Static
 
 from .. import workers
@@ -24,10 +25,10 @@ class DamageBanner(Static):
             self.fsck_summary = None  # another damage: check again
         self.damage = message
         checking = self.fsck_summary or "`uwf cas fsck` is checking the whole root…"
-        self.update(f"⚠ {message}\n  {checking} The views show what can still be read.")
+        self.update(Text(f"⚠ {message}\n  {checking} The views show what can still be read."))  # literal: it quotes files
         self.remove_class("hidden")
         if first:
-            self.app.notify(message, title="the root is damaged", severity="error", timeout=10)
+            self.app.notify(message, title="the root is damaged", severity="error", timeout=10, markup=False)
         if self.fsck_summary is None and not self.fsck_running:
             self.fsck_running = True
             self.app.run_worker(partial(workers.check_root, self.app.repo, self.app.post_message), thread=True, exit_on_error=False, group="fsck")

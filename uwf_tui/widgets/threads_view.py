@@ -17,6 +17,7 @@ from uwf_core.api import (
     ThreadInfo,
     Timeline,
     UwfError,
+    damaged_entries,
     list_threads,
     step_body,
     step_cost,
@@ -96,12 +97,16 @@ class ThreadsView(Horizontal):
         try:
             infos = list_threads(self.repo, include_archived=True)
             self.statuses = thread_statuses(self.repo, infos)
+            damaged = damaged_entries(self.repo)
         except UwfError as exc:
             self.app.show_damage(exc.message)
             return
         for info in infos:
             if info.problem:
                 self.app.show_damage(f"thread {info.thread}: {info.problem}")
+        if damaged:
+            more = f" (and {len(damaged) - 1} more damaged lines)" if len(damaged) > 1 else ""
+            self.app.show_damage(damaged[0].message + more)
         self.infos = {info.thread: info for info in infos}
         if not infos:
             self.show_first_run()

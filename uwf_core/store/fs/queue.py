@@ -10,10 +10,10 @@ import time
 
 from ...encoding.ids import is_ulid
 from ...encoding.simple_yaml import dumps
-from ...errors import LockedError, StateFileError
+from ...errors import LockedError
 from ..files import atomic_write
-from ..records import QueuedThread, this_host
-from .root import Root, load_yaml_state
+from ..records import DamagedEntry, QueuedThread, this_host
+from .root import Root, flat_state_bytes, load_flat_state
 
 HEADER = "uwf work queue: thread id -> when it was queued (ms); `uwf worker` steps them"
 
@@ -51,31 +51,32 @@ class FsWorkQueue:
     def path(self) -> str:
         return self.root.join("queue.yaml")
 
-    def _load(self) -> dict[str, str]:
-        raw = load_yaml_state(self.path)
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict) or not all(is_ulid(k) and isinstance(v, str) and v.isdigit() for k, v in raw.items()):
-            raise StateFileError(f"{self.path} cannot be read: expected thread id -> queued time (fix or delete it; nothing was changed)")
-        return dict(raw)
+    def _load(self) -> tuple[dict[str, str], list[DamagedEntry]]:
+        return load_flat_state(self.path, _queued_problem)
+
+    def _save(self, queued: dict[str, str], damaged: list[DamagedEntry]) -> None:
+        atomic_write(self.path, flat_state_bytes(dumps(queued, HEADER), damaged))
+
+    def damaged(self) -> list[DamagedEntry]:
+        return self._load()[1]
 
     def enqueue(self, thread: str) -> bool:
         with self.root.lock("queue"):
-            queued = self._load()
+            queued, damaged = self._load()
             if thread in queued:
                 return False
             queued[thread] = str(int(time.time() * 1000))
-            atomic_write(self.path, dumps(queued, HEADER).encode("utf-8"))
+            self._save(queued, damaged)
             return True
 
     def dequeue(self, thread: str) -> None:
         with self.root.lock("queue"):
-            queued = self._load()
+            queued, damaged = self._load()
             if queued.pop(thread, None) is not None:
-                atomic_write(self.path, dumps(queued, HEADER).encode("utf-8"))
+                self._save(queued, damaged)
 
     def entries(self) -> list[QueuedThread]:
-        queued = sorted(self._load().items(), key=lambda item: (int(item[1]), item[0]))
+        queued = sorted(self._load()[0].items(), key=lambda item: (int(item[1]), item[0]))
         return [QueuedThread(thread, int(stamp), self._holder(thread)) for thread, stamp in queued]
 
     def _holder(self, thread: str) -> str | None:
@@ -106,3 +107,11 @@ class FsWorkQueue:
             except LockedError:
                 continue  # another worker holds it
         return None
+
+
+def _queued_problem(thread: object, stamp: object) -> str | None:
+    if not isinstance(thread, str) or not is_ulid(thread):
+        return f"{thread!r} is not a thread id"
+    if not isinstance(stamp, str) or not stamp.isdigit():
+        return f"thread {thread}: {stamp!r} is not a time in milliseconds"
+    return None

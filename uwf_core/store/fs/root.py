@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from ...errors import StateFileError
-from ..files import FileLock, read_text
+from ..files import FileLock, read_lines, read_text
+from ..records import DamagedEntry
 
 
 class Root:
@@ -73,3 +74,78 @@ def load_yaml_state(path: str) -> object:
         return loads(text)
     except YamlSyntaxError as exc:
         raise StateFileError(f"{path} cannot be read: {exc} (fix or restore it; nothing was changed)") from None
+
+
+def load_flat_state(path: str, problem_of) -> tuple[dict[str, str], list[DamagedEntry]]:
+    """A flat `key: value` state file (threads.yaml, queue.yaml), entry by entry: one line
+    that is not YAML, or fails `problem_of(key, value)` (a message, or None when fine), is a
+    DamagedEntry and hides nothing else."""
+    from ...encoding.simple_yaml import YamlSyntaxError, loads
+
+    lines = read_lines(path)
+    if lines is None:
+        return {}, []
+    try:
+        whole = loads("\n".join(lines))
+    except YamlSyntaxError:
+        whole = None
+    if whole is None and not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+        return {}, []
+    if isinstance(whole, dict) and not any(problem_of(key, value) for key, value in whole.items()):
+        return whole, []
+    entries: dict[str, str] = {}
+    damaged = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            item = loads(line)
+        except YamlSyntaxError:
+            item = None
+        if not isinstance(item, dict) or len(item) != 1:
+            damaged.append(DamagedEntry(path, number, line, "not a `key: value` line"))
+            continue
+        ((key, value),) = item.items()
+        problem = problem_of(key, value) or (f"{key} is listed twice (the first entry is used)" if key in entries else None)
+        if problem:
+            damaged.append(DamagedEntry(path, number, line, problem))
+        else:
+            entries[key] = value
+    return entries, damaged
+
+
+DAMAGED_HEADER = "# lines uwf could not read, kept as they were (fix or delete them):\n"
+
+
+def flat_state_bytes(text: str, damaged: list[DamagedEntry]) -> bytes:
+    """A state file's new text with its damaged lines kept at the end: rewriting it loses nothing."""
+    if damaged:
+        text += DAMAGED_HEADER + "".join(entry.text + "\n" for entry in damaged)
+    return text.encode("utf-8", "surrogateescape")
+
+
+def load_jsonl(path: str, parse) -> tuple[list, list[DamagedEntry]]:
+    """An append-only log's records, oldest first, with the lines `parse` (a JSON object ->
+    record or None) cannot read. A last line without its newline is a write cut short."""
+    import json
+
+    lines = read_lines(path)
+    if not lines:
+        return [], []
+    records, damaged = [], []
+    last = len(lines)
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            data = None
+        record = parse(data) if isinstance(data, dict) else None
+        if record is not None:
+            records.append(record)
+        elif number == last:
+            damaged.append(DamagedEntry(path, number, line, "a record cut short (a crash or a full disk mid-write)"))
+        else:
+            damaged.append(DamagedEntry(path, number, line, "not a JSON record of this log"))
+    return records, damaged

@@ -6,8 +6,8 @@ import json
 
 from ...errors import UwfError
 from ..files import append_line
-from ..records import RunRecord
-from .root import Root
+from ..records import DamagedEntry, RunRecord
+from .root import Root, load_jsonl
 
 
 class FsRunLog:
@@ -21,6 +21,9 @@ class FsRunLog:
             # Not fsynced: the head and the nodes are what must survive a power cut; a lost last
             # attempt line costs nothing else (and readers skip a torn one).
             append_line(self.root.runs_file, record.to_json(), sync=False)
+
+    def damaged(self) -> list[DamagedEntry]:
+        return load_jsonl(self.root.runs_file, RunRecord.from_dict)[1]
 
     def read(self, thread: str | None = None) -> list[RunRecord]:
         """Attempts, oldest first; a torn last line (a crash mid-append) or a foreign line is skipped."""

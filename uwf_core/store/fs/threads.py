@@ -7,10 +7,10 @@ import time
 
 from ...encoding.ids import is_hash, is_ulid
 from ...encoding.simple_yaml import dumps
-from ...errors import ConflictError, StateFileError
-from ..files import append_line, atomic_write, read_text
-from ..records import ArchivedThread
-from .root import Root, load_yaml_state
+from ...errors import ConflictError
+from ..files import append_line, atomic_write
+from ..records import ArchivedThread, DamagedEntry
+from .root import Root, flat_state_bytes, load_flat_state, load_jsonl, load_yaml_state
 
 HEADER = "uwf active threads: thread id -> head node (a StartNode or the newest StepNode)"
 WORKSPACES_HEADER = "uwf threads' own workspaces: thread id -> directory (a fork's; others use their StartNode's)"
@@ -26,27 +26,23 @@ class FsThreadIndex:
         self.location = root.threads_file
 
     def heads(self) -> dict[str, str]:
-        raw = load_yaml_state(self.root.threads_file)
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict):
-            raise self._corrupt("expected a mapping of thread id to head hash")
-        for thread, head in raw.items():
-            if not is_ulid(thread) or not is_hash(head):
-                raise self._corrupt(f"entry {thread!r}: {head!r} is not a thread id and a hash")
-        return dict(raw)
+        return self._load()[0]
 
-    def _save(self, threads: dict[str, str]) -> None:
-        atomic_write(self.root.threads_file, dumps(threads, HEADER).encode("utf-8"))
+    def _load(self) -> tuple[dict[str, str], list[DamagedEntry]]:
+        return load_flat_state(self.root.threads_file, _head_problem)
 
-    def _corrupt(self, problem: str) -> StateFileError:
-        return StateFileError(f"{self.root.threads_file} cannot be read: {problem} (fix or restore it; nothing was changed)")
+    def _save(self, threads: dict[str, str], damaged: list[DamagedEntry]) -> None:
+        atomic_write(self.root.threads_file, flat_state_bytes(dumps(threads, HEADER), damaged))
+
+    def damaged(self) -> list[DamagedEntry]:
+        """threads.yaml's and history.jsonl's entries that cannot be read (each hides only itself)."""
+        return self._load()[1] + self._read_history()[1]
 
     def add(self, thread: str, head: str) -> None:
         with self.root.lock("index"):
-            threads = self.heads()
+            threads, damaged = self._load()
             threads[thread] = head
-            self._save(threads)
+            self._save(threads, damaged)
 
     def exclusive(self):
         return self.root.lock("index")
@@ -69,7 +65,7 @@ class FsThreadIndex:
         with self.root.lock("index"):
             if check is not None:
                 check()
-            threads = self.heads()
+            threads, damaged = self._load()
             current = threads.get(thread)
             if current is None:
                 record = self.last_archived(thread)
@@ -84,11 +80,11 @@ class FsThreadIndex:
                 del threads[thread]
             else:
                 threads[thread] = new
-            self._save(threads)
+            self._save(threads, damaged)
 
     def archive(self, thread: str, workflow: str | None, reason: str, expected: str | None = None) -> str:
         with self.root.lock("index"):
-            threads = self.heads()
+            threads, damaged = self._load()
             head = threads.get(thread)
             if head is None:
                 raise ConflictError(f"thread {thread} is not active")
@@ -96,13 +92,13 @@ class FsThreadIndex:
                 raise ConflictError(f"thread {thread} moved from {expected} to {head}; not archived")
             self._append_history(thread, workflow, head, reason)
             del threads[thread]
-            self._save(threads)
+            self._save(threads, damaged)
             return head
 
     def _append_history(self, thread: str, workflow: str | None, head: str, reason: str) -> None:
         record = ArchivedThread(thread, workflow, head, reason, int(time.time() * 1000))
-        # History first: a crash before threads.yaml is rewritten leaves the thread listed
-        # twice (active wins), never lost.
+        # History first, durable and whole (or not there at all): a crash or a full disk before
+        # threads.yaml is rewritten leaves the thread listed twice (active wins), never lost.
         append_line(self.root.history_file, json.dumps(record.to_json(), ensure_ascii=False))
 
     def restore_archived(self, record: ArchivedThread) -> None:
@@ -110,31 +106,25 @@ class FsThreadIndex:
             append_line(self.root.history_file, json.dumps(record.to_json(), ensure_ascii=False))
 
     def history(self) -> list[ArchivedThread]:
-        """Archived threads, oldest first. A torn last line (a crash mid-append) is skipped."""
-        text = read_text(self.root.history_file)
-        if not text:
-            return []
-        records = []
-        lines = text.split("\n")
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except ValueError:
-                if number >= len(lines) - 1:
-                    continue
-                raise StateFileError(f"{self.root.history_file}:{number}: not a JSON object") from None
-            record = _archived(data)
-            if record is not None:
-                records.append(record)
-        return records
+        """Archived threads, oldest first; a line that cannot be read is skipped (see `damaged`)."""
+        return self._read_history()[0]
+
+    def _read_history(self) -> tuple[list[ArchivedThread], list[DamagedEntry]]:
+        return load_jsonl(self.root.history_file, _archived)
 
     def last_archived(self, thread: str) -> ArchivedThread | None:
         for record in reversed(self.history()):
             if record.thread == thread:
                 return record
         return None
+
+
+def _head_problem(thread: object, head: object) -> str | None:
+    if not isinstance(thread, str) or not is_ulid(thread):
+        return f"{thread!r} is not a thread id"
+    if not isinstance(head, str) or not is_hash(head):
+        return f"thread {thread}: {head!r} is not a node hash"
+    return None
 
 
 def _archived(data: object) -> ArchivedThread | None:

@@ -155,6 +155,9 @@ class PgWorkQueue:
                 held.append(thread)
         return held
 
+    def damaged(self) -> list:
+        return []
+
     def claim(self, worker: str, skip: set[str] | None = None) -> PgClaim | None:
         """The oldest queued thread whose claim lock is free, taken on a new session: the lock is
         the claim (it dies with the worker), the `worker` column only names its holder."""

@@ -97,6 +97,10 @@ class PgThreadIndex:
             )
             self.db.bump(conn)
 
+    def damaged(self) -> list:
+        """Nothing: rows are typed and written in transactions (a directory root's lines can tear)."""
+        return []
+
     def history(self) -> list[ArchivedThread]:
         rows = self.db.query("select thread, workflow, head, reason, completed_at from uwf_history order by seq")
         return [ArchivedThread(*row) for row in rows]
@@ -116,6 +120,9 @@ class PgRunLog:
         with self.db.transaction() as conn:
             conn.execute("insert into uwf_runs (thread, record) values (%s, %s)", (record.thread, record.to_json()))
             self.db.bump(conn)
+
+    def damaged(self) -> list:
+        return []
 
     def read(self, thread: str | None = None) -> list[RunRecord]:
         if thread is None:

@@ -1,0 +1,175 @@
+"""Append-only logs and flat state files survive a torn tail and a bad line: a record is written
+whole or not at all, the next append never glues onto a torn one, and one bad line hides only
+its own entry (kept in the file, reported with its line)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+
+import pytest
+from conftest import EXAMPLES
+
+from uwf_core.errors import UwfError
+from uwf_core.store import files as store_files
+from uwf_core.store.files import append_line
+from uwf_core.store.fs.root import load_flat_state, load_jsonl
+
+AGENT = f"uwf-script --script {EXAMPLES / 'solve-issue.script.yaml'}"
+
+
+def _parse(data):
+    return data if "n" in data else None
+
+
+def test_an_append_after_a_torn_tail_starts_its_own_line(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"n": 1}\n{"n": 2, "cut sh')
+    append_line(str(log), json.dumps({"n": 3}))
+    records, damaged = load_jsonl(str(log), _parse)
+    assert [r["n"] for r in records] == [1, 3]
+    assert [(d.line, d.problem) for d in damaged] == [(2, "not a JSON record of this log")]
+    assert log.read_text().endswith('{"n": 3}\n')
+
+
+def test_a_torn_last_line_is_reported_as_cut_short(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"n": 1}\n{"n": 2')
+    records, damaged = load_jsonl(str(log), _parse)
+    assert [r["n"] for r in records] == [1]
+    assert damaged[0].line == 2 and "cut short" in damaged[0].problem
+
+
+def test_an_append_cut_short_by_a_full_disk_is_cut_back_off(tmp_path, monkeypatch):
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"n": 1}\n')
+    real_write = os.write
+    calls = []
+
+    def short_then_full(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(fd, bytes(data[:5]))  # a short write, as a disk filling up gives
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store_files.os, "write", short_then_full)
+    with pytest.raises(UwfError, match="No space left on device"):
+        append_line(str(log), json.dumps({"n": 2}))
+    monkeypatch.undo()
+    assert log.read_text() == '{"n": 1}\n'  # nothing of the record is left
+    append_line(str(log), json.dumps({"n": 3}))
+    assert [r["n"] for r in load_jsonl(str(log), _parse)[0]] == [1, 3]
+
+
+def test_a_failed_fsync_takes_the_record_back(tmp_path, monkeypatch):
+    """A record that is not durable is not there: the archive must never be half-believed."""
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"n": 1}\n')
+    calls = []
+
+    def failing_fsync(fd):
+        calls.append(fd)
+        if len(calls) == 1:
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(store_files.os, "fsync", failing_fsync)
+    with pytest.raises(UwfError, match="Input/output error"):
+        append_line(str(log), json.dumps({"n": 2}))
+    assert log.read_text() == '{"n": 1}\n'
+
+
+def test_one_bad_line_of_a_flat_state_file_hides_only_itself(tmp_path):
+    path = tmp_path / "threads.yaml"
+    path.write_text('# header\n"A": "1"\nB: [oops\n"C": "x"\n"A": "2"\n"D": "4"\n')
+    entries, damaged = load_flat_state(str(path), lambda key, value: None if value.isdigit() else f"{value!r} is no number")
+    assert entries == {"A": "1", "D": "4"}
+    assert [(d.line, d.text) for d in damaged] == [(3, "B: [oops"), (4, '"C": "x"'), (5, '"A": "2"')]
+    assert "listed twice" in damaged[2].problem
+
+
+def _thread_ids(uwf, *args):
+    return [item["thread"] for item in uwf("thread", "list", *args).json()]
+
+
+def test_a_bad_threads_yaml_entry_hides_that_thread_only(uwf, root_dir):
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    threads = [uwf("thread", "start", "solve-issue", "-p", f"t{i}").json()["thread"] for i in range(3)]
+    head = uwf("thread", "show", threads[1]).json()["head"]
+    state = root_dir / "threads.yaml"
+    lines = state.read_text().splitlines()
+    bad = next(index for index, line in enumerate(lines) if threads[1] in line)
+    lines[bad] = f'"{threads[1]}": "not a hash"'
+    state.write_text("\n".join(lines) + "\n")
+
+    listed = uwf("thread", "list")
+    assert listed.code == 0
+    assert sorted(item["thread"] for item in listed.json()) == sorted([threads[0], threads[2]])
+    assert f"threads.yaml:{bad + 1}:" in listed.err and "is not a node hash" in listed.err
+    shown = uwf("thread", "show", threads[1])
+    assert shown.code == 1 and "cannot be read" in shown.err and "Traceback" not in shown.err
+
+    # Writing the file again (a new thread, a step) keeps the bad line for the user to fix.
+    fourth = uwf("thread", "start", "solve-issue", "-p", "t3").json()["thread"]
+    assert uwf("thread", "step", threads[0], "--agent", AGENT).code == 0
+    assert f'"{threads[1]}": "not a hash"' in state.read_text()
+    assert set(_thread_ids(uwf)) == {threads[0], threads[2], fourth}
+
+    # Fixed by hand, the thread is back, head and all.
+    fixed = state.read_text().replace(f'"{threads[1]}": "not a hash"', f'"{threads[1]}": "{head}"')
+    state.write_text(fixed)
+    assert threads[1] in _thread_ids(uwf)
+    assert uwf("thread", "list").err == ""
+
+
+def test_a_torn_archive_line_hides_only_its_thread_and_gc_keeps_its_nodes(uwf, root_dir):
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    threads = [uwf("thread", "start", "solve-issue", "-p", f"t{i}").json()["thread"] for i in range(3)]
+    heads = {}
+    for thread in threads:
+        heads[thread] = uwf("thread", "show", thread).json()["head"]
+        assert uwf("thread", "kill", thread).code == 0
+    history = root_dir / "history.jsonl"
+    lines = history.read_text().splitlines()
+    lines[1] = lines[1][:-12]  # the middle record torn (its head still in it)
+    history.write_text("\n".join(lines) + "\n")
+
+    listed = uwf("thread", "list", "--all")
+    assert listed.code == 0
+    assert set(_thread_ids(uwf, "--all")) == {threads[0], threads[2]}
+    assert "history.jsonl:2:" in listed.err
+    assert uwf("cas", "gc", "--grace", "0").code == 0
+    # The torn line still names the head: gc kept it, so fixing the line brings the thread back whole.
+    assert uwf("cas", "get", heads[threads[1]]).code == 0
+    for command in (("thread", "show", threads[0]), ("cas", "fsck"), ("thread", "list", "--all")):
+        result = uwf(*command)
+        assert "Traceback" not in result.err
+        assert result.code in (0, 1) and (result.code == 0 or command[:2] == ("cas", "fsck"))
+
+
+def test_a_torn_runs_line_loses_nothing_after_it(uwf, root_dir):
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    thread = uwf("thread", "start", "solve-issue", "-p", "runs").json()["thread"]
+    assert uwf("thread", "step", thread, "--agent", AGENT).code == 0
+    runs = root_dir / "runs.jsonl"
+    text = runs.read_text()
+    runs.write_text(text[: len(text) - 40])  # the last record torn, no newline
+    assert uwf("thread", "step", thread, "--agent", AGENT).code == 0
+    assert uwf("thread", "step", thread, "--agent", AGENT).code == 0
+    records = uwf("thread", "runs", thread).json()
+    assert len(records) == 2  # the torn one is gone; the two after it are whole
+    assert all(record["status"] == "ok" for record in records)
+
+
+def test_a_bad_queue_entry_hides_only_itself(uwf, root_dir):
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    threads = [uwf("thread", "start", "solve-issue", "-p", f"q{i}").json()["thread"] for i in range(2)]
+    for thread in threads:
+        assert uwf("thread", "run", thread, "--detach").code == 0
+    queue = root_dir / "queue.yaml"
+    queue.write_text(queue.read_text() + "garbage line\n")
+    listed = uwf("thread", "list").json()
+    assert sum(1 for item in listed if item.get("queued")) == 2
+    third = uwf("thread", "start", "solve-issue", "-p", "q2").json()["thread"]
+    assert uwf("thread", "run", third, "--detach").code == 0
+    assert "garbage line" in queue.read_text()
