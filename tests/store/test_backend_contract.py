@@ -176,6 +176,13 @@ def test_archive_checks_the_expected_head_and_keeps_history_in_order(backend):
     assert threads.last_archived("01K5N00003ABCDEFGHJKMNPQR2") is None
 
 
+def test_a_healthy_root_reports_no_damaged_entries(backend):
+    backend.threads.add(THREAD_1, HASH_A)
+    backend.threads.archive(THREAD_1, None, "killed")
+    backend.queue.enqueue(THREAD_2)
+    assert backend.threads.damaged() == [] and backend.runs.damaged() == [] and backend.queue.damaged() == []
+
+
 def test_a_threads_own_workspace_is_kept_and_replaced(backend):
     threads = backend.threads
     assert threads.workspaces() == {}
