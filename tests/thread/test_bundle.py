@@ -1,9 +1,16 @@
-"""thread/bundle.py below the CLI: the fixed layout, and everything import refuses before writing."""
+"""thread/bundle.py below the CLI: the fixed layout, everything import refuses before writing, and
+the limits that keep its memory bounded whatever the file holds."""
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
 import json
+import lzma
+import re
+import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -11,7 +18,9 @@ import pytest
 from uwf_core.encoding.cbor import encode
 from uwf_core.store.builtin_schemas import BUILTIN_HASHES
 from uwf_core.store.cas import node_hash
+from uwf_core.thread import bundle_read
 from uwf_core.thread.bundle import MANIFEST, NODES, BundleError, _tar_gz, import_bundle, read_bundle
+from uwf_core.thread.bundle_read import MAX_MANIFEST_BYTES, MAX_NODE_BYTES
 
 THREAD = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
@@ -98,3 +107,147 @@ def test_a_head_that_is_no_thread_node_is_refused(root, tmp_path):
     path = write(tmp_path, [(MANIFEST, manifest([content], content)), (NODES + content, data)])
     with pytest.raises(BundleError, match="is not a StartNode or StepNode"):
         import_bundle(root, path)
+
+
+# -- limits: a bundle is read as a stream, each entry checked as it comes -------------------------
+
+
+def header(name: str, size: int, kind: bytes = tarfile.REGTYPE) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.type, info.mode = size, kind, 0o644
+    return info.tobuf(format=tarfile.GNU_FORMAT if size >= 1 << 33 else tarfile.USTAR_FORMAT)  # GNU: base-256 sizes
+
+
+def member(name: str, data: bytes) -> bytes:
+    return header(name, len(data)) + data + bytes(-len(data) % 512)
+
+
+def write_raw(tmp_path, *parts: bytes, name: str = "raw.tar.gz") -> str:
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(b"".join(parts) + bytes(1024), mtime=0))
+    return str(path)
+
+
+def content_node(text: str) -> tuple[str, bytes]:
+    from uwf_core.store.builtin_schemas import BUILTIN_HASHES
+
+    return envelope(BUILTIN_HASHES["content"], text)
+
+
+@pytest.mark.parametrize(
+    "parts, message",
+    [
+        ([member(MANIFEST, manifest(["0" * 13], "0" * 13)), header(NODES + "0" * 13, MAX_NODE_BYTES + 1)],
+         "node 0000000000000 is 268,435,457 bytes, more than the 256 MiB a node may have"),
+        ([member(MANIFEST, manifest(["0" * 13], "0" * 13)), header(NODES + "0" * 13, 1 << 40)], "node 0000000000000 is 1,099,511,627,776 bytes"),
+        ([header(MANIFEST, MAX_MANIFEST_BYTES + 1)], "manifest.json is 67,108,865 bytes, more than the 64 MiB a manifest may have"),
+        ([member(NODES + "0" * 13, b"x"), member(MANIFEST, b"{}")], "has no uwf-bundle/manifest.json as its first entry"),
+        ([member(MANIFEST, manifest(["0" * 13], "0" * 13)), member(MANIFEST, b"{}")], "holds two manifests"),
+        ([member(MANIFEST, b"{}"), header("uwf-bundle/nodes/x", 0, tarfile.SYMTYPE)], "unexpected entry 'uwf-bundle/nodes/x' \\(a bundle holds only files"),
+        ([member(MANIFEST, b"{}"), header("././@PaxHeader", 1 << 40, tarfile.XHDTYPE)], "unexpected entry '././@PaxHeader'"),
+        ([member(MANIFEST, b"{}"), member("uwf-bundle/nodes/../../etc/passwd", b"x")], "unexpected entry 'uwf-bundle/nodes/../../etc/passwd'"),
+        ([member(MANIFEST, b"[" * 100_000 + b"]" * 100_000)], "manifest.json: nesting deeper than 200 levels at line 1"),
+    ],
+    ids=["node-size", "base-256-size", "manifest-size", "manifest-not-first", "two-manifests", "symlink", "pax-header", "outside-layout", "nesting"],
+)
+def test_each_entry_is_refused_on_what_it_declares_before_it_is_read(tmp_path, parts, message):
+    with pytest.raises(BundleError, match=message):
+        read_bundle(write_raw(tmp_path, *parts))
+
+
+def test_a_node_is_checked_against_its_name_and_the_manifest_as_it_is_read(tmp_path):
+    node, data = content_node("text")
+    listed = member(MANIFEST, manifest([node], node))
+    with pytest.raises(BundleError, match=f"holds node {node} twice"):
+        read_bundle(write_raw(tmp_path, listed, member(NODES + node, data), member(NODES + node, data)))
+    nested = b"\xa3dtype" + b"\x81" * 100_000 + b"\x00"  # a map whose `type` is nested 100,000 arrays deep
+    with pytest.raises(BundleError, match=f"node {node} is corrupt: invalid CBOR at byte \\d+: nested deeper than 200 levels"):
+        read_bundle(write_raw(tmp_path, listed, member(NODES + node, nested)))
+    with pytest.raises(BundleError, match=f"node {node} is corrupt: not a CBOR map \\(its first 4,096 bytes are zeros\\)"):
+        read_bundle(write_raw(tmp_path, listed, member(NODES + node, bytes(4096))))
+
+
+def test_the_total_and_the_count_have_limits(tmp_path, monkeypatch):
+    nodes = [content_node(f"text {index}") for index in range(3)]
+    parts = [member(MANIFEST, manifest([hash_ for hash_, _ in nodes], nodes[0][0]))] + [member(NODES + hash_, data) for hash_, data in nodes]
+    path = write_raw(tmp_path, *parts)
+    manifest_read, spilled = read_bundle(path)
+    with spilled:
+        assert sorted(spilled) == sorted(hash_ for hash_, _ in nodes) and spilled.read(nodes[1][0]) == nodes[1][1]
+    monkeypatch.setattr(bundle_read, "MAX_NODES", 2)
+    with pytest.raises(BundleError, match="lists 3 nodes, more than the 2 a bundle may hold"):
+        read_bundle(path)
+    monkeypatch.setattr(bundle_read, "MAX_NODES", 3)
+    monkeypatch.setattr(bundle_read, "MAX_TOTAL_BYTES", 2048)
+    with pytest.raises(BundleError, match="expands to more than 2,048 bytes, the limit for a bundle"):
+        read_bundle(path)
+
+
+@pytest.mark.parametrize("compress", [lambda data: data, bz2.compress, lzma.compress], ids=["tar", "bz2", "xz"])
+def test_a_bundle_compressed_otherwise_is_still_read(tmp_path, compress):
+    node, data = content_node("text")
+    path = tmp_path / "other.tar"
+    path.write_bytes(compress(member(MANIFEST, manifest([node], node)) + member(NODES + node, data) + bytes(1024)))
+    manifest_read, spilled = read_bundle(str(path))
+    with spilled:
+        assert list(spilled) == [node] and manifest_read["nodes"] == [node]
+
+
+# A child that runs `uwf bundle import` and reports the grandchild's peak memory: RUSAGE_CHILDREN
+# of this test process would count every earlier test's children too.
+PEAK = """
+import json, resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+print(json.dumps({"code": done.returncode, "err": done.stderr, "peak": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
+"""
+BOUND = 200 * 1024 * 1024
+
+
+def import_measured(root_dir, path) -> dict:
+    command = [sys.executable, "-m", "uwf_core.cli.main", "--root", str(root_dir), "bundle", "import", str(path)]
+    done = subprocess.run([sys.executable, "-c", PEAK, *command], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def files_of(directory) -> dict:
+    return {str(path): path.read_bytes() for path in sorted(directory.rglob("*")) if path.is_file()}
+
+
+def one_line(result: dict) -> str:
+    assert result["code"] == 1 and "Traceback" not in result["err"], result["err"]
+    lines = result["err"].strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("uwf: error: bundle "), result["err"]
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "first, message",
+    [(b"", "not a CBOR map \\(its first 1,048,576 bytes are zeros\\)"), (b"\xa3", "expands more than 100-fold .* refused as a compression bomb")],
+    ids=["node-of-zeros", "gzip-bomb"],
+)
+def test_a_bundle_expanding_1000_fold_is_refused_in_bounded_memory(root, root_dir, tmp_path, first, message):
+    """250 MiB of tar from a quarter of a MiB: read whole, as before, it took the bound and more."""
+    root.nodes.ensure_builtins()
+    before = files_of(root_dir)
+    node, size = "0" * 13, 250 * 1024 * 1024
+    path = tmp_path / "bomb.tar.gz"
+    with open(path, "wb") as out, gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as packed:
+        packed.write(member(MANIFEST, manifest([node], node)) + header(NODES + node, size) + first)
+        filler = (b"a" if first else b"\0") * (1 << 20)
+        for _ in range(size // len(filler)):
+            packed.write(filler)
+        packed.write(bytes(1024))
+    assert size > BOUND and size > 1000 * path.stat().st_size
+    result = import_measured(root_dir, path)
+    assert re.search(message, one_line(result))
+    assert result["peak"] < BOUND, f"peak {result['peak'] // (1 << 20)} MiB"
+    assert files_of(root_dir) == before
+
+
+def test_a_manifest_nested_100000_deep_is_one_line_and_the_root_untouched(root, root_dir, tmp_path):
+    root.nodes.ensure_builtins()
+    before = files_of(root_dir)
+    path = write_raw(tmp_path, member(MANIFEST, b"[" * 100_000 + b"]" * 100_000))
+    line = one_line(import_measured(root_dir, path))
+    assert "manifest.json: nesting deeper than 200 levels" in line
+    assert files_of(root_dir) == before

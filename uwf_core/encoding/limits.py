@@ -20,14 +20,15 @@ class StructureError(UwfError):
     """Input too deep, too large, or using YAML aliases."""
 
 
-def check_size(text: str, what: str) -> None:
-    if len(text) > MAX_TEXT_CHARS:
-        raise StructureError(f"{what}: {len(text):,} characters, more than the {MAX_TEXT_CHARS:,} uwf reads")
+def check_size(text: str, what: str, max_chars: int = MAX_TEXT_CHARS) -> None:
+    if len(text) > max_chars:
+        raise StructureError(f"{what}: {len(text):,} characters, more than the {max_chars:,} uwf reads")
 
 
-def check_json_text(text: str, what: str) -> None:
-    """Refuse JSON text nested deeper than the CAS stores, before json.loads recurses into it."""
-    check_size(text, what)
+def check_json_text(text: str, what: str, max_chars: int = MAX_TEXT_CHARS) -> None:
+    """Refuse JSON text nested deeper than the CAS stores, before json.loads recurses into it
+    (`max_chars`: for a file bigger than any answer, a bundle's manifest)."""
+    check_size(text, what, max_chars)
     depth = 0
     line = 1
     for match in _BRACKETS.finditer(_JSON_STRING.sub(lambda m: "\n" * m[0].count("\n"), text)):

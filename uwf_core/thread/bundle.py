@@ -19,9 +19,10 @@ gzip without a name or time; the same threads of the same root give the same byt
 
 Import checks everything before it writes anything: the layout, the manifest, every node's
 bytes against its name (a tampered node is refused, named), every payload against its schema,
-every reference. Then the new nodes are written in one batch, unknown workflow names are
-registered, and each thread is registered as the manifest says (active, or archived with its
-reason). A thread id the root already has is never changed: with the same head it is already
+every reference. The file is read as a stream under limits of size, count, expansion and
+nesting, its nodes held in a temporary file rather than in memory (bundle_read.py). Then the
+new nodes are written in one batch, unknown workflow names are registered, and each thread is
+registered as the manifest says (active, or archived with its reason). A thread id the root already has is never changed: with the same head it is already
 there (importing twice changes nothing); with another head it is reported as a conflict and
 its bundled head stays in the root as nodes, for `uwf thread fork HEAD`.
 """
@@ -35,26 +36,15 @@ import os
 from ..encoding.ids import is_cas_ref
 from ..encoding.records import field, record
 from ..errors import NotFoundError, UwfError
+from .bundle_read import FORMAT, MANIFEST, NODES, VERSION, BundleError, SpilledNodes, read_bundle
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
     from ..repo import Repo
 
-FORMAT = "uwf-bundle"
-VERSION = 1
-PREFIX = "uwf-bundle/"
-MANIFEST = PREFIX + "manifest.json"
-NODES = PREFIX + "nodes/"
-MAX_MEMBER_BYTES = 256 * 1024 * 1024  # far above any node uwf writes (an answer is at most 8,000,000 characters)
-MAX_MEMBERS = 5_000_000
-
 ACTIVE = "active"
 ARCHIVED = "archived"
-
-
-class BundleError(UwfError):
-    """A bundle that cannot be read or must be refused; nothing was imported."""
 
 
 @record(frozen=True)
@@ -217,131 +207,62 @@ def _tar_gz(entries: list[tuple[str, bytes]]) -> bytes:
 # -- import ----------------------------------------------------------------------------------------
 
 
-def read_bundle(path: str) -> tuple[dict, dict[str, bytes]]:
-    """(manifest, node bytes by hash) of a bundle file, its layout checked; nothing verified yet."""
-    import tarfile
-
-    where = f"bundle {path}"
-    try:
-        tar = tarfile.open(path, mode="r:*")
-    except FileNotFoundError:
-        raise NotFoundError(f"{where}: no such file") from None
-    except IsADirectoryError:
-        raise BundleError(f"{where} is a directory") from None
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise BundleError(f"{where} is not a uwf bundle (a tar.gz file): {exc}") from None
-    manifest_bytes = None
-    nodes: dict[str, bytes] = {}
-    try:
-        with tar:
-            for count, member in enumerate(tar):
-                if count >= MAX_MEMBERS:
-                    raise BundleError(f"{where} holds more than {MAX_MEMBERS:,} entries")
-                name = member.name
-                if not member.isfile():
-                    raise BundleError(f"{where}: unexpected entry {name!r} (a bundle holds only files: {MANIFEST}, {NODES}<HASH>)")
-                if member.size > MAX_MEMBER_BYTES:
-                    raise BundleError(f"{where}: entry {name!r} is larger than {MAX_MEMBER_BYTES // (1024 * 1024)} MiB")
-                if name == MANIFEST:
-                    if manifest_bytes is not None:
-                        raise BundleError(f"{where} holds two manifests")
-                    manifest_bytes = _read_member(tar, member, where)
-                elif name.startswith(NODES) and is_cas_ref(name[len(NODES):]):
-                    hash_ = name[len(NODES):]
-                    if hash_ in nodes:
-                        raise BundleError(f"{where} holds node {hash_} twice")
-                    nodes[hash_] = _read_member(tar, member, where)
-                else:
-                    raise BundleError(f"{where}: unexpected entry {name!r} (a bundle holds only {MANIFEST} and {NODES}<HASH>)")
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise BundleError(f"{where} is damaged: {exc}") from None
-    if manifest_bytes is None:
-        raise BundleError(f"{where} has no {MANIFEST}: not a uwf bundle")
-    try:
-        manifest = json.loads(manifest_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BundleError(f"{where}: {MANIFEST} is not JSON ({exc})") from None
-    return _check_manifest(manifest, nodes, where), nodes
-
-
-def _read_member(tar, member, where: str) -> bytes:
-    handle = tar.extractfile(member)
-    if handle is None:
-        raise BundleError(f"{where}: entry {member.name!r} cannot be read")
-    data = handle.read()
-    if len(data) != member.size:
-        raise BundleError(f"{where}: entry {member.name!r} is truncated")
-    return data
-
-
-def _check_manifest(manifest: object, nodes: dict[str, bytes], where: str) -> dict:
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise BundleError(f"{where}: the manifest is not a uwf bundle's (format {FORMAT!r})")
-    if manifest.get("version") != VERSION:
-        raise BundleError(f"{where} is bundle version {manifest.get('version')!r}; this uwf reads version {VERSION}")
-    listed = manifest.get("nodes")
-    if not isinstance(listed, list) or not all(isinstance(hash_, str) for hash_ in listed):
-        raise BundleError(f"{where}: the manifest's nodes must be a list of hashes")
-    missing = sorted(set(listed) - set(nodes))
-    if missing:
-        raise BundleError(f"{where}: node {missing[0]} is listed in the manifest but not in the bundle")
-    extra = sorted(set(nodes) - set(listed))
-    if extra:
-        raise BundleError(f"{where}: node {extra[0]} is in the bundle but not listed in the manifest")
-    threads = manifest.get("threads")
-    if not isinstance(threads, list) or not threads:
-        raise BundleError(f"{where}: the manifest names no threads")
-    from ..encoding.ids import is_ulid
-
-    for item in threads:
-        if not isinstance(item, dict) or not is_ulid(str(item.get("thread"))) or not is_cas_ref(str(item.get("head"))):
-            raise BundleError(f"{where}: a manifest thread must have a thread id and a head hash, got {str(item)[:120]}")
-        if item.get("state") not in (ACTIVE, ARCHIVED):
-            raise BundleError(f"{where}: thread {item['thread']} has state {item.get('state')!r}, not 'active' or 'archived'")
-    workflows = manifest.get("workflows") or []
-    if not isinstance(workflows, list) or not all(isinstance(item, dict) and isinstance(item.get("name"), str) and is_cas_ref(str(item.get("hash"))) for item in workflows):
-        raise BundleError(f"{where}: the manifest's workflows must be a list of {{name, hash}}")
-    return manifest
-
-
-def verify_bundle(repo: Repo, path: str, manifest: dict, nodes: dict[str, bytes]) -> dict[str, object]:
-    """Every node's bytes against its name, its payload against its schema, its references and
-    the threads' heads: the decoded nodes (hash -> Node), or a BundleError naming what is wrong."""
+def verify_bundle(repo: Repo, path: str, manifest: dict, nodes: SpilledNodes):
+    """Every node's payload against its schema, its references, and the threads' heads (the
+    bytes were checked against their names as they were read): the root's CasStore with the
+    bundle's nodes laid over it, or a BundleError naming what is wrong."""
+    from ..store.cas import CasStore
     from ..store.verify import NodesRefused, verify_nodes
     from .nodes import START_TYPES, STEP_TYPES
 
     where = f"bundle {path}"
-    store = repo.nodes
+    overlay = CasStore(_Overlay(nodes, repo.nodes.nodes))
     try:
-        decoded = verify_nodes(store, {hash_: nodes[hash_] for hash_ in sorted(nodes)}, "in the bundle")
+        for hash_ in nodes:  # one at a time, read back from the temporary file: memory holds one node and the schemas
+            verify_nodes(overlay, {hash_: nodes.read(hash_)}, "in the bundle")
     except NodesRefused as exc:
         raise BundleError(f"{where} was refused, nothing was imported: {exc.message}") from None
     for item in manifest["threads"]:
         head = item["head"]
-        node = decoded.get(head)
-        if node is None and store.has(head):
-            node = store.get(head)
-        if node is None:
+        if not overlay.has(head):
             raise BundleError(f"{where} was refused, nothing was imported: thread {item['thread']}'s head {head} is not in the bundle")
-        if node.type not in STEP_TYPES and node.type not in START_TYPES:
+        if overlay.get(head).type not in STEP_TYPES | START_TYPES:
             raise BundleError(f"{where} was refused, nothing was imported: thread {item['thread']}'s head {head} is not a StartNode or StepNode")
-    return decoded
+    return overlay
+
+
+class _Overlay:
+    """The bundle's nodes over the root's, read-only: what a node refers to, or the schema it
+    names, may be in either."""
+
+    def __init__(self, bundled: SpilledNodes, below) -> None:
+        self.bundled = bundled
+        self.below = below
+        self.location = below.location
+
+    def read(self, hash_: str) -> bytes | None:
+        data = self.bundled.read(hash_)
+        return data if data is not None else self.below.read(hash_)
+
+    def exists(self, hash_: str) -> bool:
+        return hash_ in self.bundled or self.below.exists(hash_)
 
 
 def import_bundle(repo: Repo, path: str) -> ImportReport:
     """Verify the bundle whole, then add its nodes, workflow names and threads to the root."""
     manifest, nodes = read_bundle(path)
-    decoded = verify_bundle(repo, path, manifest, nodes)
-    heads = repo.threads.heads()  # a damaged threads.yaml, history or registry is refused before any write
-    archived = {record.thread: record for record in repo.threads.history()}
-    registry = repo.registry.entries()
-    own_dirs = _own_directories(repo, manifest, decoded)  # refused before any write when there is nowhere to put them
-    backend_nodes = repo.nodes.nodes
-    new = [hash_ for hash_ in sorted(nodes) if not backend_nodes.exists(hash_)]
-    if new:
-        with backend_nodes.batch():
-            for hash_ in new:
-                backend_nodes.write(hash_, decoded[hash_].type, nodes[hash_])
+    with nodes:
+        overlay = verify_bundle(repo, path, manifest, nodes)
+        heads = repo.threads.heads()  # a damaged threads.yaml, history or registry is refused before any write
+        archived = {record.thread: record for record in repo.threads.history()}
+        registry = repo.registry.entries()
+        own_dirs = _own_directories(repo, manifest, nodes, overlay)  # refused before any write when there is nowhere to put them
+        backend_nodes = repo.nodes.nodes
+        new = [hash_ for hash_ in sorted(nodes) if not backend_nodes.exists(hash_)]
+        if new:
+            with backend_nodes.batch():
+                for hash_ in new:
+                    backend_nodes.write(hash_, nodes.type_of(hash_), nodes.read(hash_))
     workflows = {}
     for item in manifest.get("workflows") or []:
         name, hash_ = item["name"], item["hash"]
@@ -360,14 +281,14 @@ def import_bundle(repo: Repo, path: str) -> ImportReport:
     return ImportReport(os.path.abspath(path), len(nodes), len(new), tuple(threads), workflows, manifest.get("createdBy"))
 
 
-def _own_directories(repo: Repo, manifest: dict, decoded: dict) -> dict[str, str]:
+def _own_directories(repo: Repo, manifest: dict, nodes: SpilledNodes, overlay) -> dict[str, str]:
     """A directory of its own for each imported thread with files: the StartNode's workspace is
     another host's (or another thread's) directory. Its files are restored there when it first
     steps or resumes (thread/files.py)."""
     from .files import workspaces_dir
 
-    with_files = [item["thread"] for item in manifest["threads"] if isinstance(getattr(decoded.get(item["head"]), "payload", None), dict)
-                  and decoded[item["head"]].payload.get("files")]
+    heads = [(item["thread"], overlay.get(item["head"]).payload) for item in manifest["threads"] if item["head"] in nodes]
+    with_files = [thread for thread, payload in heads if isinstance(payload, dict) and payload.get("files")]
     if not with_files:
         return {}
     place = workspaces_dir(repo)

@@ -1,0 +1,369 @@
+"""Reading a bundle file: a stream of untrusted bytes, checked entry by entry as it is read.
+
+Nothing is read whole before it is checked. The tar headers are parsed here (not by `tarfile`,
+which reads pax and GNU long-name headers whole, whatever size they declare), so every entry is
+refused on its header alone when it is not a regular file, has a name outside the layout, comes
+twice, or declares more bytes than its limit. The manifest must be the first entry, as export
+writes it: every node is then checked against its list as it arrives. Each node's bytes are
+verified against its name as soon as they are read (bytes that do not begin a CBOR map, such as
+zeros, after the first chunk) and then spilled to an unnamed temporary file, so memory holds one
+node at a time and an index. Compression is measured as it goes: the tar bytes produced against
+the compressed bytes consumed, so a gzip bomb is refused after a few MiB, not after it has
+expanded.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+
+from ..encoding.ids import is_cas_ref
+from ..errors import CorruptError, NotFoundError, UwfError
+
+FORMAT = "uwf-bundle"
+VERSION = 1
+PREFIX = "uwf-bundle/"
+MANIFEST = PREFIX + "manifest.json"
+NODES = PREFIX + "nodes/"
+
+MIB = 1024 * 1024
+MAX_NODE_BYTES = 256 * MIB  # far above any node uwf writes (a bytes node of a 50 MB file is 67 MB of base64)
+MAX_MANIFEST_BYTES = 64 * MIB  # a million nodes' hashes take about 25 MB
+MAX_NODES = 1_000_000
+MAX_TOTAL_BYTES = 16 * 1024 * MIB  # tar bytes in all, what the temporary file may reach
+MAX_RATIO = 100  # tar bytes per compressed byte; JSON in CBOR compresses 3 to 20-fold
+RATIO_GRACE_BYTES = 32 * MIB  # a small bundle may compress as well as it likes
+CHUNK = MIB
+BLOCK = 512
+_FILE_TYPES = (b"0", b"\0", b"7")  # regular and contiguous files, as tarfile reads them
+
+
+class BundleError(UwfError):
+    """A bundle that cannot be read or must be refused; nothing was imported."""
+
+
+def _size(count: int) -> str:
+    for unit, size in (("GiB", 1024 * MIB), ("MiB", MIB)):
+        if count >= size and count % size == 0:
+            return f"{count // size:,} {unit}"
+    return f"{count:,} bytes"
+
+
+class _Counted:
+    """The file as the decompressor reads it: counts the compressed bytes consumed."""
+
+    def __init__(self, raw) -> None:
+        self.raw = raw
+        self.count = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self.count += len(data)
+        return data
+
+
+class _TarStream:
+    """The tar bytes, read in bounded pieces; the total and the expansion ratio are checked on
+    every piece, so no read makes the decompressor produce more than a chunk past a limit."""
+
+    def __init__(self, source, counted: _Counted, errors: tuple, where: str) -> None:
+        self.source = source
+        self.counted = counted
+        self.errors = errors  # what the decompressor raises on damaged data
+        self.where = where
+        self.produced = 0
+
+    def read(self, size: int) -> bytes:
+        parts = []
+        while size > 0:
+            piece = self.source.read(min(size, CHUNK))
+            if not piece:
+                break
+            self.produced += len(piece)
+            if self.produced > MAX_TOTAL_BYTES:
+                raise BundleError(f"{self.where} expands to more than {_size(MAX_TOTAL_BYTES)}, the limit for a bundle")
+            if self.produced > RATIO_GRACE_BYTES and self.produced > MAX_RATIO * self.counted.count:
+                raise BundleError(
+                    f"{self.where} expands more than {MAX_RATIO}-fold ({self.produced:,} bytes from {self.counted.count:,}), "
+                    f"the limit for a bundle past its first {_size(RATIO_GRACE_BYTES)}: refused as a compression bomb"
+                )
+            parts.append(piece)
+            size -= len(piece)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class SpilledNodes:
+    """Node bytes verified against their names, kept in an unnamed temporary file (gone when
+    closed, or when the process dies); memory holds only where each is and its type."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        try:
+            self.file = tempfile.TemporaryFile(prefix="uwf-bundle-")
+        except OSError as exc:
+            raise BundleError(f"{where}: cannot make a temporary file for its nodes ({exc.strerror}); set TMPDIR to a writable place") from None
+        self.index: dict[str, tuple[int, int, str]] = {}  # hash -> (offset, length, type)
+        self.end = 0
+        self._types: dict[str, str] = {}  # one string per type, not one per node
+
+    def add(self, hash_: str, type_hash: str, data: bytes) -> None:
+        try:
+            self.file.seek(self.end)
+            self.file.write(data)
+        except OSError as exc:
+            raise BundleError(f"{self.where}: cannot hold its nodes in a temporary file ({exc.strerror}); set TMPDIR to a larger place") from None
+        self.index[hash_] = (self.end, len(data), self._types.setdefault(type_hash, type_hash))
+        self.end += len(data)
+
+    def read(self, hash_: str) -> bytes | None:
+        entry = self.index.get(hash_)
+        if entry is None:
+            return None
+        self.file.seek(entry[0])
+        return self.file.read(entry[1])
+
+    def type_of(self, hash_: str) -> str:
+        return self.index[hash_][2]
+
+    def __contains__(self, hash_: object) -> bool:
+        return hash_ in self.index
+
+    def __iter__(self):
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __enter__(self) -> SpilledNodes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_bundle(path: str) -> tuple[dict, SpilledNodes]:
+    """(manifest, node bytes by hash) of a bundle file: its layout, its manifest's shape, the
+    limits and every node's bytes against its name checked; schemas and references not yet."""
+    where = f"bundle {path}"
+    try:
+        raw = open(path, "rb")
+    except FileNotFoundError:
+        raise NotFoundError(f"{where}: no such file") from None
+    except IsADirectoryError:
+        raise BundleError(f"{where} is a directory") from None
+    except OSError as exc:
+        raise BundleError(f"{where} cannot be read: {exc.strerror}") from None
+    with raw:
+        stream = _open(raw, where)
+        spilled = SpilledNodes(where)
+        try:
+            return _read_entries(stream, spilled, where), spilled
+        except BaseException:
+            spilled.close()
+            raise
+
+
+def _open(raw, where: str) -> _TarStream:
+    """The tar stream inside the file: gzip as export writes it; bzip2, xz or none also read."""
+    import zlib
+
+    counted = _Counted(raw)
+    try:
+        magic = raw.peek(6)[:6]
+    except OSError as exc:
+        raise BundleError(f"{where} cannot be read: {exc.strerror}") from None
+    errors: tuple = (OSError, EOFError, zlib.error)
+    if magic[:2] == b"\x1f\x8b":
+        import gzip
+
+        source = gzip.GzipFile(fileobj=counted, mode="rb")
+    elif magic[:3] == b"BZh":
+        import bz2
+
+        source = bz2.BZ2File(counted)
+    elif magic == b"\xfd7zXZ\x00":
+        import lzma
+
+        source = lzma.LZMAFile(counted)
+        errors += (lzma.LZMAError,)
+    else:
+        source = counted
+    return _TarStream(source, counted, errors, where)
+
+
+def _read_entries(stream: _TarStream, spilled: SpilledNodes, where: str) -> dict:
+    manifest = None
+    listed: set[str] | None = None
+    first = True
+    while True:
+        try:
+            header = _next_header(stream, where, first)
+        except stream.errors as exc:
+            raise BundleError(f"{_broken(where, first)}: {exc}") from None
+        if header is None:
+            break
+        name, size, kind = header
+        first = False
+        if kind not in _FILE_TYPES:
+            raise BundleError(f"{where}: unexpected entry {name!r} (a bundle holds only files: {MANIFEST}, {NODES}<HASH>)")
+        if name == MANIFEST:
+            if manifest is not None:
+                raise BundleError(f"{where} holds two manifests")
+            if size > MAX_MANIFEST_BYTES:
+                raise BundleError(f"{where}: {MANIFEST} is {size:,} bytes, more than the {_size(MAX_MANIFEST_BYTES)} a manifest may have")
+            manifest = _parse_manifest(_read_member(stream, name, size), where)
+            continue
+        hash_ = name[len(NODES):]
+        if not name.startswith(NODES) or not is_cas_ref(hash_):
+            raise BundleError(f"{where}: unexpected entry {name!r} (a bundle holds only {MANIFEST} and {NODES}<HASH>)")
+        if manifest is None:  # export writes it first, so that each node is checked against it as it is read
+            raise BundleError(f"{where} has no {MANIFEST} as its first entry: not a uwf bundle")
+        if listed is None:
+            listed = _check_manifest(manifest, where)  # before the first node: a bad manifest is refused before any node is read
+        if hash_ not in listed:
+            raise BundleError(f"{where}: node {hash_} is in the bundle but not listed in the manifest")
+        if hash_ in spilled:
+            raise BundleError(f"{where} holds node {hash_} twice")
+        if size > MAX_NODE_BYTES:
+            raise BundleError(f"{where}: node {hash_} is {size:,} bytes, more than the {_size(MAX_NODE_BYTES)} a node may have")
+        data = _read_member(stream, name, size, first=lambda piece: _check_start(hash_, piece, where))
+        spilled.add(hash_, _verified_type(hash_, data, where), data)
+    if manifest is None:
+        raise BundleError(f"{where} has no {MANIFEST}: not a uwf bundle")
+    if listed is None:
+        listed = _check_manifest(manifest, where)
+    missing = sorted(listed - set(spilled))
+    if missing:
+        raise BundleError(f"{where}: node {missing[0]} is listed in the manifest but not in the bundle")
+    return manifest
+
+
+def _broken(where: str, first: bool) -> str:
+    return f"{where} is not a uwf bundle (a tar.gz file)" if first else f"{where} is damaged"
+
+
+def _next_header(stream: _TarStream, where: str, first: bool) -> tuple[str, int, bytes] | None:
+    """(name, declared size, type flag) of the next entry; None at the end of the archive."""
+    block = stream.read(BLOCK)
+    if not block or block.count(0) == BLOCK:
+        return None  # the end marker (or, as tarfile allows, the end of the file between entries)
+    if len(block) < BLOCK:
+        raise BundleError(f"{_broken(where, first)}: a tar header is cut short")
+    stored = _octal(block[148:156])
+    unsigned = sum(block[:148]) + 256 + sum(block[156:])  # the checksum field counts as eight spaces
+    signed = unsigned - 256 * sum(1 for byte in block[:148] + block[156:] if byte > 127)  # as some old tars sum
+    if stored is None or stored not in (unsigned, signed):
+        raise BundleError(f"{_broken(where, first)}: a tar header's checksum is wrong")
+    name = block[:100].split(b"\0", 1)[0]
+    if block[257:263] == b"ustar\0":
+        prefix = block[345:500].split(b"\0", 1)[0]
+        if prefix:
+            name = prefix + b"/" + name
+    size = int.from_bytes(block[125:136], "big") if block[124] == 0x80 else _octal(block[124:136])  # base-256, or octal
+    if size is None:
+        raise BundleError(f"{where} is damaged: a tar header's size is not a number")
+    return name.decode("utf-8", "replace"), size, block[156:157]
+
+
+def _octal(field: bytes) -> int | None:
+    text = field.split(b"\0", 1)[0].strip() or b"0"
+    try:
+        return int(text, 8)
+    except ValueError:
+        return None
+
+
+def _read_member(stream: _TarStream, name: str, size: int, first=None) -> bytes:
+    """An entry's bytes, read in chunks (`first` sees the first one) and its padding skipped."""
+    parts = []
+    left = size
+    try:
+        while left:
+            piece = stream.read(min(CHUNK, left))
+            if len(piece) < min(CHUNK, left):
+                raise BundleError(f"{stream.where} is damaged: entry {name!r} is cut short")
+            if first is not None and not parts:
+                first(piece)
+            parts.append(piece)
+            left -= len(piece)
+        stream.read(-size % BLOCK)
+    except stream.errors as exc:
+        raise BundleError(f"{stream.where} is damaged: {exc}") from None
+    return b"".join(parts)
+
+
+def _check_start(hash_: str, piece: bytes, where: str) -> None:
+    """A node is a CBOR map: anything else (zeros, text) is refused on its first chunk."""
+    if piece[0] >> 5 != 5:
+        what = f"its first {len(piece):,} bytes are zeros" if not piece.strip(b"\0") else f"it begins with byte 0x{piece[0]:02x}"
+        raise BundleError(f"{where} was refused, nothing was imported: node {hash_} is corrupt: not a CBOR map ({what})")
+
+
+def _verified_type(hash_: str, data: bytes, where: str) -> str:
+    """The node's type, once its bytes are checked against its name (CBOR nesting is bounded by
+    the decoder)."""
+    from ..store.cas import CasStore
+
+    try:
+        return CasStore(_OneNode(hash_, data)).get(hash_).type
+    except CorruptError as exc:
+        raise BundleError(f"{where} was refused, nothing was imported: {exc.message}") from None
+
+
+class _OneNode:
+    """A node store of one node: the store's own check of bytes against a name, on one read."""
+
+    location = "the bundle"
+
+    def __init__(self, hash_: str, data: bytes) -> None:
+        self.hash = hash_
+        self.data = data
+
+    def read(self, hash_: str) -> bytes | None:
+        return self.data if hash_ == self.hash else None
+
+    def exists(self, hash_: str) -> bool:
+        return hash_ == self.hash
+
+
+def _parse_manifest(data: bytes, where: str) -> object:
+    from ..encoding.limits import StructureError, check_json_text
+
+    try:
+        text = data.decode("utf-8")
+        check_json_text(text, f"{where}: {MANIFEST}", max_chars=MAX_MANIFEST_BYTES)  # before json.loads recurses into it
+        return json.loads(text)
+    except StructureError as exc:
+        raise BundleError(exc.message) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BundleError(f"{where}: {MANIFEST} is not JSON ({exc})") from None
+
+
+def _check_manifest(manifest: object, where: str) -> set[str]:
+    """The manifest's shape; the hashes it lists."""
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise BundleError(f"{where}: the manifest is not a uwf bundle's (format {FORMAT!r})")
+    if manifest.get("version") != VERSION:
+        raise BundleError(f"{where} is bundle version {manifest.get('version')!r}; this uwf reads version {VERSION}")
+    listed = manifest.get("nodes")
+    if not isinstance(listed, list) or not all(isinstance(hash_, str) for hash_ in listed):
+        raise BundleError(f"{where}: the manifest's nodes must be a list of hashes")
+    if len(listed) > MAX_NODES:
+        raise BundleError(f"{where} lists {len(listed):,} nodes, more than the {MAX_NODES:,} a bundle may hold")
+    threads = manifest.get("threads")
+    if not isinstance(threads, list) or not threads:
+        raise BundleError(f"{where}: the manifest names no threads")
+    from ..encoding.ids import is_ulid
+
+    for item in threads:
+        if not isinstance(item, dict) or not is_ulid(str(item.get("thread"))) or not is_cas_ref(str(item.get("head"))):
+            raise BundleError(f"{where}: a manifest thread must have a thread id and a head hash, got {str(item)[:120]}")
+        if item.get("state") not in ("active", "archived"):
+            raise BundleError(f"{where}: thread {item['thread']} has state {item.get('state')!r}, not 'active' or 'archived'")
+    workflows = manifest.get("workflows") or []
+    if not isinstance(workflows, list) or not all(isinstance(item, dict) and isinstance(item.get("name"), str) and is_cas_ref(str(item.get("hash"))) for item in workflows):
+        raise BundleError(f"{where}: the manifest's workflows must be a list of {{name, hash}}")
+    return set(listed)
