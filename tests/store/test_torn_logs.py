@@ -108,6 +108,9 @@ def test_a_bad_threads_yaml_entry_hides_that_thread_only(uwf, root_dir):
     assert f"threads.yaml:{bad + 1}:" in listed.err and "is not a node hash" in listed.err
     shown = uwf("thread", "show", threads[1])
     assert shown.code == 1 and "cannot be read" in shown.err and "Traceback" not in shown.err
+    checked = uwf("cas", "fsck")
+    assert checked.code == 1 and f"threads.yaml:{bad + 1}" in checked.err
+    assert any(problem["target"].endswith(f"threads.yaml:{bad + 1}") for problem in checked.json()["problems"])
 
     # Writing the file again (a new thread, a step) keeps the bad line for the user to fix.
     fourth = uwf("thread", "start", "solve-issue", "-p", "t3").json()["thread"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from .common import command, group, repo_of
-from .output import emit_json, emit_text, error, warn
+from .output import emit_json, emit_text, error, note, warn
 
 
 def register(groups, common) -> None:
@@ -23,7 +23,8 @@ def register(groups, common) -> None:
     walk = command(sub, common, "walk", cmd_walk, "every node reachable from a node, breadth-first")
     walk.add_argument("hash")
     command(sub, common, "reindex", cmd_reindex, "rebuild the type index from the nodes")
-    command(sub, common, "fsck", cmd_fsck, "verify every node, reference and index entry")
+    fsck = command(sub, common, "fsck", cmd_fsck, "verify every node, reference and index entry")
+    fsck.add_argument("--repair", action="store_true", help="rebuild a damaged node file from what can still be read (a directory root)")
     gc = command(sub, common, "gc", cmd_gc, "delete nodes unreachable from threads, history and the registry")
     gc.add_argument("--dry-run", action="store_true", help="report what would be deleted")
     gc.add_argument("--grace", type=float, default=3600, metavar="SECONDS", help="keep nodes younger than this (default 3600)")
@@ -113,13 +114,34 @@ def cmd_fsck(args) -> int:
     from ..workspace.check import tree_problems
 
     repo = repo_of(args)
+    if args.repair:
+        return _repair(repo)
     report = fsck(repo.nodes, repo.backend)
-    report.problems.extend(FsckProblem(target, message) for target, message in tree_problems(repo.nodes))
+    if report.readable:
+        report.problems.extend(FsckProblem(target, message) for target, message in tree_problems(repo.nodes))
     emit_json(report.to_dict())
     errors = report.errors
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         return error(f"fsck found {len(errors)} problem(s): {errors[0].target}: {errors[0].message}{more}")
+    return 0
+
+
+def _repair(repo) -> int:
+    """JSON as `cas fsck` writes it; a line saying what was done; exit 1 when something needed is lost."""
+    from ..store.fsck import repair_root
+
+    report = repair_root(repo)
+    emit_json(report.to_dict())
+    if not report.damaged:
+        note("the node file is not damaged: nothing was changed")
+        return 0
+    kept = f"cas/{report.set_aside[0]}" + (" (with its -wal and -shm)" if len(report.set_aside) > 1 else "") if report.set_aside else "nowhere"
+    note(f"recovered {report.recovered} node(s); the damaged file is kept as {kept}")
+    if report.lost:
+        first, needed = next(iter(report.lost.items()))
+        more = f" (and {len(report.lost) - 1} more)" if len(report.lost) > 1 else ""
+        return error(f"{len(report.lost)} node(s) that are needed could not be recovered: {first}, needed by {', '.join(needed[:3])}{more}")
     return 0
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ContextManager, Hashable, Protocol
 
 if TYPE_CHECKING:
+    from .fsck import RepairReport
     from .records import ArchivedThread, DamagedEntry, QueuedThread, RunningStep, RunRecord
     from .registry_model import RegistryEntry
 
@@ -54,6 +55,9 @@ class NodeStore(Protocol):
     def strays(self) -> list[tuple[str, bool, float]]:
         """Entries that are not nodes: (name, is an interrupted write's temp file, mtime)."""
     def delete_stray(self, name: str) -> None: ...
+    def damage(self) -> tuple[str, str] | None:
+        """(what, problem) when the storage itself is damaged beyond any one node (a directory
+        root's node file: its header, its pages), else None. Read before any node."""
 
 
 class ThreadIndex(Protocol):
@@ -182,3 +186,7 @@ class Backend(Protocol):
         """Leftovers of interrupted rewrites of the state files: (name, mtime). gc removes old ones."""
 
     def delete_temp_file(self, name: str) -> None: ...
+
+    def repair_nodes(self) -> RepairReport:
+        """Rebuild damaged node storage from what can still be read (`uwf cas fsck --repair`); a
+        backend with nothing of the kind to repair says so in one line (UwfError)."""

@@ -11,6 +11,8 @@ from ..errors import UwfError
 from .builtin_schemas import META_HASH
 from .cas import CasStore
 
+SET_ASIDE = ".damaged-"  # in the name a repaired node file is kept under (store/fs/repair.py)
+
 if TYPE_CHECKING:
     from .base import Backend
 
@@ -29,6 +31,7 @@ class FsckProblem:
 class FsckReport:
     checked: int = 0
     problems: list[FsckProblem] = field(default_factory=list)
+    readable: bool = True  # False: the node file could not be read at all (its problem says so)
 
     @property
     def errors(self) -> list[FsckProblem]:
@@ -44,10 +47,21 @@ def fsck(store: CasStore, backend: Backend | None = None) -> FsckReport:
     report = FsckReport()
     nodes = store.nodes
     for name, is_temp, _ in nodes.strays():
-        message = "leftover temp file from an interrupted write (gc removes it)" if is_temp else "not a node file"
-        report.problems.append(FsckProblem(name, message, "warning"))
+        report.problems.append(FsckProblem(name, _stray_message(name, is_temp), "warning"))
+    if backend is not None:
+        report.problems.extend(_check_state_lines(backend))
+    damage = nodes.damage()
+    if damage:
+        report.problems.append(FsckProblem(*damage))
     types: dict[str, list[str]] = {}
-    for hash_ in nodes.hashes():
+    try:
+        hashes = nodes.hashes()
+    except UwfError:
+        if not damage:
+            raise
+        report.readable = False  # nothing more can be checked: the one problem names --repair
+        return report
+    for hash_ in hashes:
         report.checked += 1
         problem = _check_node(store, hash_, types)
         if problem:
@@ -60,20 +74,51 @@ def fsck(store: CasStore, backend: Backend | None = None) -> FsckReport:
     return report
 
 
+def _check_state_lines(backend: Backend) -> list[FsckProblem]:
+    """Lines of the state files that cannot be read: a hidden thread is an error, a lost attempt
+    record or queue entry a warning."""
+    problems = [FsckProblem(entry.where, entry.detail) for entry in backend.threads.damaged()]
+    for entry in [*backend.runs.damaged(), *backend.queue.damaged()]:
+        problems.append(FsckProblem(entry.where, entry.detail, "warning"))
+    return problems
+
+
+def _stray_message(name: str, is_temp: bool) -> str:
+    if is_temp:
+        return "leftover temp file from an interrupted write (gc removes it)"
+    if SET_ASIDE in name:
+        return "the damaged node file `uwf cas fsck --repair` set aside (delete it once nothing more is wanted from it)"
+    return "not a node file"
+
+
 def fsck_root(repo) -> FsckReport:
     """`uwf cas fsck` of an opened root: its nodes, index, threads and registry."""
     return fsck(repo.nodes, repo.backend)
+
+
+def _labelled_roots(backend: Backend, sources: bool = False) -> list[tuple[str, str]]:
+    """(what, hash) for each thread's head, active or archived, and each registry version (and
+    with `sources`, each version's source, which gc keeps too)."""
+    roots = [(f"thread {thread}", head) for thread, head in backend.threads.heads().items()]
+    roots += [(f"archived thread {record.thread} ({record.reason})", record.head) for record in backend.threads.history()]
+    for entry in backend.registry.entries().values():
+        for version in entry.versions():
+            roots.append((f"workflow '{entry.name}' version {version.hash}", version.hash))
+            if sources and version.source:
+                roots.append((f"workflow '{entry.name}' version {version.hash}", version.source))
+    if sources:  # what gc keeps for a damaged line, the thread it names may need
+        from .gc import hashes_in
+
+        for damaged in backend.threads.damaged():
+            roots += [(f"the damaged line {damaged.where}", hash_) for hash_ in hashes_in(damaged.text)]
+    return roots
 
 
 def _check_roots(store: CasStore, backend: Backend) -> list[FsckProblem]:
     """Every node a thread or a registered workflow needs is there: walked from each head (through
     prev, start, resumes, outputs and details) and each registry version."""
     problems = []
-    roots = [(f"thread {thread}", head) for thread, head in backend.threads.heads().items()]
-    roots += [(f"archived thread {record.thread} ({record.reason})", record.head) for record in backend.threads.history()]
-    for entry in backend.registry.entries().values():
-        roots += [(f"workflow '{entry.name}' version {version.hash}", version.hash) for version in entry.versions()]
-    for what, head in roots:
+    for what, head in _labelled_roots(backend):
         missing = _first_missing(store, head)
         if missing == head:
             problems.append(FsckProblem(what, f"its head {head} is not in the store"))
@@ -139,3 +184,83 @@ def _check_index(store: CasStore, types: dict[str, list[str]]) -> list[FsckProbl
                 FsckProblem(f"_index/{type_hash}", f"{len(missing)} node(s) of this type are not indexed; run `uwf cas reindex`", "warning")
             )
     return problems
+
+
+# -- `uwf cas fsck --repair` -------------------------------------------------------------------
+
+
+@record
+class RepairReport:
+    damaged: bool
+    problem: str | None = None
+    recovered: int = 0  # verified nodes in the rebuilt file
+    rejected: int = 0  # rows shaped like nodes whose bytes did not verify (torn or stale copies)
+    set_aside: list[str] = field(default_factory=list)  # the damaged file(s), renamed beside the new one
+    lost: dict[str, list[str]] = field(default_factory=dict)  # hash -> what needs it
+
+    def to_dict(self) -> dict:
+        return {
+            "damaged": self.damaged,
+            "problem": self.problem,
+            "recovered": self.recovered,
+            "rejected": self.rejected,
+            "setAside": self.set_aside,
+            "lost": [{"hash": hash_, "neededBy": needed} for hash_, needed in self.lost.items()],
+        }
+
+
+def repair_root(repo) -> RepairReport:
+    """`uwf cas fsck --repair`: the backend rebuilds its damaged node file from what can still be
+    read (a healthy one is left as it is); then what is gone that something needs, by thread."""
+    report = repo.backend.repair_nodes()
+    if report.damaged:
+        report.lost = lost_nodes(CasStore(repo.backend.nodes), repo.backend)
+    return report
+
+
+def lost_nodes(store: CasStore, backend: Backend) -> dict[str, list[str]]:
+    """Every node that a thread, a workflow or a stored node needs and the store lacks, with what
+    needs it: the threads and workflows that reach it, else the nodes that refer to it."""
+    roots = _labelled_roots(backend, sources=True)
+    parents: dict[str, list[str]] = {}
+    missing: list[str] = []
+    seen: set[str] = set()
+    pending = [*store.all_hashes(), *(head for _, head in roots)]
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if not store.has(current):
+            missing.append(current)
+            continue
+        children = []
+        try:
+            children.append(store.get(current).type)
+            children += store.refs(current)  # refs need the type's schema: that one is missing first
+        except UwfError:
+            pass  # a corrupt node, or one whose schema is gone: fsck names it
+        for child in children:
+            if child != current:
+                parents.setdefault(child, []).append(current)
+                pending.append(child)
+    labels: dict[str, list[str]] = {}
+    for what, head in roots:
+        labels.setdefault(head, []).append(what)
+    return {hash_: _needed_by(hash_, parents, labels) for hash_ in sorted(missing)}
+
+
+def _needed_by(hash_: str, parents: dict[str, list[str]], labels: dict[str, list[str]]) -> list[str]:
+    """The roots that reach `hash_` (walking references backwards); the nodes that refer to it when
+    no root does (a chain whose later steps were lost with it)."""
+    found: list[str] = []
+    seen = {hash_}
+    pending = [hash_]
+    while pending:
+        current = pending.pop()
+        found.extend(labels.get(current, ()))
+        for parent in parents.get(current, ()):
+            if parent not in seen:
+                seen.add(parent)
+                pending.append(parent)
+    return sorted(set(found)) or [f"node {parent}" for parent in sorted(set(parents.get(hash_, ())))]

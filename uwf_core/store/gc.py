@@ -61,11 +61,12 @@ def gc_roots(backend: Backend) -> list[str]:
     roots.extend(backend.threads.heads().values())
     roots.extend(record.head for record in backend.threads.history())
     for entry in backend.threads.damaged():
-        roots.extend(_hashes_in(entry.text))
+        roots.extend(hashes_in(entry.text))
     return list(dict.fromkeys(roots))
 
 
-def _hashes_in(text: str) -> list[str]:
+def hashes_in(text: str) -> list[str]:
+    """The hash-shaped words of a line (a damaged one: what its thread may need)."""
     from ..encoding.ids import is_hash
 
     words = "".join(char if char.isalnum() else " " for char in text).split()

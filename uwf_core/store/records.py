@@ -32,8 +32,16 @@ class DamagedEntry:
     problem: str
 
     @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    @property
+    def detail(self) -> str:
+        return f"{self.problem}; the entry is hidden until the line is fixed or deleted"
+
+    @property
     def message(self) -> str:
-        return f"{self.file}:{self.line}: {self.problem}; the entry is hidden until the line is fixed or deleted"
+        return f"{self.where}: {self.detail}"
 
     def to_json(self) -> dict:
         return {"file": self.file, "line": self.line, "text": self.text, "problem": self.problem}

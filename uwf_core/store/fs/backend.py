@@ -110,6 +110,15 @@ class FsBackend:
 
         shutil.rmtree(stage, ignore_errors=True)
 
+    def repair_nodes(self):
+        """`uwf cas fsck --repair`: rebuild a damaged cas/nodes.sqlite (store/fs/repair.py)."""
+        from .nodes import FsNodeStore
+        from .repair import repair_node_file
+
+        if not isinstance(self.nodes, FsNodeStore):
+            raise UwfError("a step agent cannot repair the node store: it only adds nodes")
+        return repair_node_file(self.root, self.nodes.db)
+
     def wait_for_change(self, token, timeout: float):
         """Polled: a directory root has no one to notify it (twice a second is enough for a view or a worker)."""
         import time

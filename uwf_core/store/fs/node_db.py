@@ -72,6 +72,13 @@ class NodeDb:
         local.depth = 0
         return local.conn
 
+    def close(self) -> None:
+        """Close this thread's connection (the next use opens the file again)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            self._local.conn = None
+            conn.close()
+
     def _open(self, write: bool) -> tuple[sqlite3.Connection, bool]:
         try:
             if write:
@@ -88,8 +95,8 @@ class NodeDb:
                 conn.execute("update meta set value = ? where key = 'version'", (str(SCHEMA_VERSION),))
             return conn, True
         except (sqlite3.Error, OSError) as exc:
-            if write or not _read_only(exc):
-                raise _error(exc, f"cannot open the node store {self.path}") from None
+            if write or not _read_only(exc) or _damaged_header(self.path):
+                raise _error(exc, f"cannot open the node store {self.path}", self.path) from None
         # A read-only root (or a full disk): nothing can be written beside the node file, so it is
         # read as it stands, without the WAL's shared-memory file (what a clean close left).
         try:
@@ -99,7 +106,7 @@ class NodeDb:
         except _NotSetUp:
             raise UwfError(f"the node store {self.path} was never set up and the root is read-only") from None
         except sqlite3.Error as exc:
-            raise _error(exc, f"cannot open the node store {self.path}") from None
+            raise _error(exc, f"cannot open the node store {self.path}", self.path) from None
 
     def _version(self, conn: sqlite3.Connection) -> int | None:
         """The file's version; None when it was never set up."""
@@ -167,7 +174,7 @@ class NodeDb:
         try:
             return conn.execute(sql, args)
         except sqlite3.Error as exc:
-            raise _error(exc, doing) from None
+            raise _error(exc, doing, self.path) from None
 
     def read_query(self, sql: str, args: tuple = ()) -> list[tuple]:
         conn = self._connection(write=False)
@@ -184,7 +191,7 @@ class NodeDb:
         try:
             conn.executemany(sql, rows)
         except sqlite3.Error as exc:
-            raise _error(exc, f"{doing} ({self.path})") from None
+            raise _error(exc, f"{doing} ({self.path})", self.path) from None
 
     # -- nodes ---------------------------------------------------------------------------
 
@@ -230,6 +237,27 @@ class NodeDb:
             self._connection(write=True).execute("pragma wal_checkpoint(TRUNCATE)")
         except (sqlite3.Error, UwfError):
             pass
+
+    def damage(self) -> str | None:
+        """What is wrong with the file itself — its header, its pages — or None. Read before any
+        node: a file SQLite cannot open is one problem to report, not a failure of the check."""
+        if not os.path.exists(self.path):
+            return None
+        header = _damaged_header(self.path)
+        if header:
+            return f"damaged header: {header} (run `uwf cas fsck --repair`)"
+        try:  # a connection of its own, read-only: nothing is set up or migrated in a damaged file
+            conn = open_read_only(self.path)
+            try:
+                rows = conn.execute("pragma quick_check").fetchall()
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            if not isinstance(_error(exc, ""), CorruptError):
+                return None  # a read-only root, a busy file: not damage (reading the nodes says what it is)
+            return f"SQLite cannot read it: {exc} (run `uwf cas fsck --repair`)"
+        bad = check_result(rows)
+        return f"damaged pages: {bad} (run `uwf cas fsck --repair`)" if bad else None
 
     # -- derived data --------------------------------------------------------------------
 
@@ -285,10 +313,36 @@ def _read_only(exc: BaseException) -> bool:
     return any(word in text for word in ("readonly", "read-only", "unable to open", "disk i/o")) or isinstance(exc, PermissionError)
 
 
-def _error(exc: BaseException, doing: str) -> UwfError:
-    """One line for what SQLite (or the OS under it) said."""
+def open_read_only(path: str, *, held: bool = False) -> sqlite3.Connection:
+    """A connection that never writes the file (nothing is set up or migrated in a damaged one).
+    `held`: no one writes it meanwhile (the repair holds the root), so with no WAL beside it, it is
+    opened immutable and leaves no -wal or -shm file behind either."""
+    uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    mode = "immutable=1" if held and not os.path.exists(path + "-wal") else "mode=ro"
+    return sqlite3.connect(f"{uri}?{mode}", uri=True, isolation_level=None)
+
+
+def check_result(rows: list[tuple]) -> str | None:
+    """The first problem `pragma integrity_check` (or quick_check) reports, on one line; None for ok."""
+    lines = [line for row in rows for line in str(row[0]).splitlines() if line != "ok" and not line.startswith("***")]
+    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+    return lines[0] + more if lines else None
+
+
+def _damaged_header(path: str) -> str | None:
+    from .salvage import header_problem  # only when SQLite has refused something
+
+    return header_problem(path)
+
+
+def _error(exc: BaseException, doing: str, path: str | None = None) -> UwfError:
+    """One line for what SQLite (or the OS under it) said. A damaged header comes first: SQLite
+    takes an unknown write version for a file it may only read, and says "readonly"."""
     text = str(exc)
     lowered = text.lower()
+    damage = _damaged_header(path) if path and isinstance(exc, sqlite3.Error) else None
+    if damage:
+        return CorruptError(f"{doing}: the file's header is damaged ({damage}); `uwf cas fsck --repair` salvages what can still be read")
     if "disk is full" in lowered or "disk i/o" in lowered and "space" in lowered:
         return UwfError(f"{doing}: No space left on device")
     if "readonly" in lowered or "read-only" in lowered:
@@ -296,5 +350,5 @@ def _error(exc: BaseException, doing: str) -> UwfError:
     if "locked" in lowered or "busy" in lowered:
         return UwfError(f"{doing}: another process held the node store for {BUSY_SECONDS:g}s (is a gc or a copy running?)")
     if "not a database" in lowered or "malformed" in lowered:
-        return CorruptError(f"{doing}: the file is damaged ({text}); `uwf cas fsck` checks what can still be read")
+        return CorruptError(f"{doing}: the file is damaged ({text}); `uwf cas fsck --repair` salvages what can still be read")
     return UwfError(f"{doing}: {getattr(exc, 'strerror', None) or text}")

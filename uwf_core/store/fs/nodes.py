@@ -120,6 +120,10 @@ class FsNodeStore:
             self.loose.drop_index()
         return len(moved)
 
+    def damage(self) -> tuple[str, str] | None:
+        problem = self.db.damage()
+        return (self.db.path, problem) if problem else None
+
     def strays(self) -> list[tuple[str, bool, float]]:
         found = []
         for name in sorted(self.loose.names()):

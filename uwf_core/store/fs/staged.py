@@ -81,6 +81,9 @@ class StagedNodeStore:
     def strays(self) -> list[tuple[str, bool, float]]:
         return []
 
+    def damage(self) -> tuple[str, str] | None:
+        return self.main.damage()
+
     def delete_stray(self, name: str) -> None:
         _refuse("delete files of the store")
 

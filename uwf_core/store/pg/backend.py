@@ -49,6 +49,11 @@ class PgBackend:
     def drop_stage(self, stage: str) -> None:
         pass
 
+    def repair_nodes(self):
+        from ...errors import UwfError
+
+        raise UwfError("--repair rebuilds a directory root's node file; a PostgreSQL root keeps its nodes in the database, which checks its own pages")
+
     def check(self) -> None:
         """Connect once (creating or migrating the schema): an unreachable URL is one clear error."""
         self.db.conn()

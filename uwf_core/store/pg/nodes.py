@@ -113,6 +113,9 @@ class PgNodeStore:
     def strays(self) -> list[tuple[str, bool, float]]:
         return []
 
+    def damage(self) -> tuple[str, str] | None:
+        return None  # PostgreSQL checks its own pages; what uwf can find is in the nodes
+
     def delete_stray(self, name: str) -> None:
         from ...errors import UwfError
 
