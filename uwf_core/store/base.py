@@ -13,8 +13,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ContextManager, Hashable, Protocol
 
 if TYPE_CHECKING:
-    from .fsck import RepairReport
-    from .records import ArchivedThread, DamagedEntry, QueuedThread, RunningStep, RunRecord
+    from .records import (
+        ArchivedThread,
+        DamagedEntry,
+        QueuedThread,
+        RepairReport,
+        RunningStep,
+        RunRecord,
+    )
     from .registry_model import RegistryEntry
 
 # -- the parts a backend provides ------------------------------------------------------

@@ -10,8 +10,7 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 from ..errors import UwfError
 from .builtin_schemas import META_HASH
 from .cas import CasStore
-
-SET_ASIDE = ".damaged-"  # in the name a repaired node file is kept under (store/fs/repair.py)
+from .records import SET_ASIDE, RepairReport
 
 if TYPE_CHECKING:
     from .base import Backend
@@ -187,26 +186,6 @@ def _check_index(store: CasStore, types: dict[str, list[str]]) -> list[FsckProbl
 
 
 # -- `uwf cas fsck --repair` -------------------------------------------------------------------
-
-
-@record
-class RepairReport:
-    damaged: bool
-    problem: str | None = None
-    recovered: int = 0  # verified nodes in the rebuilt file
-    rejected: int = 0  # rows shaped like nodes whose bytes did not verify (torn or stale copies)
-    set_aside: list[str] = field(default_factory=list)  # the damaged file(s), renamed beside the new one
-    lost: dict[str, list[str]] = field(default_factory=dict)  # hash -> what needs it
-
-    def to_dict(self) -> dict:
-        return {
-            "damaged": self.damaged,
-            "problem": self.problem,
-            "recovered": self.recovered,
-            "rejected": self.rejected,
-            "setAside": self.set_aside,
-            "lost": [{"hash": hash_, "neededBy": needed} for hash_, needed in self.lost.items()],
-        }
 
 
 def repair_root(repo) -> RepairReport:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..encoding.records import asdict, record
+from ..encoding.records import asdict, field, record
 
 
 @record(frozen=True)
@@ -133,3 +133,26 @@ def this_host() -> str:
     import socket
 
     return socket.gethostname()
+
+
+SET_ASIDE = ".damaged-"  # in the name a repaired node file is kept under (store/fs/repair.py)
+
+
+@record
+class RepairReport:
+    damaged: bool
+    problem: str | None = None
+    recovered: int = 0  # verified nodes in the rebuilt file
+    rejected: int = 0  # rows shaped like nodes whose bytes did not verify (torn or stale copies)
+    set_aside: list[str] = field(default_factory=list)  # the damaged file(s), renamed beside the new one
+    lost: dict[str, list[str]] = field(default_factory=dict)  # hash -> what needs it
+
+    def to_dict(self) -> dict:
+        return {
+            "damaged": self.damaged,
+            "problem": self.problem,
+            "recovered": self.recovered,
+            "rejected": self.rejected,
+            "setAside": self.set_aside,
+            "lost": [{"hash": hash_, "neededBy": needed} for hash_, needed in self.lost.items()],
+        }

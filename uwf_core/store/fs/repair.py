@@ -25,7 +25,7 @@ import time
 from contextlib import contextmanager
 
 from ...errors import LockedError, UwfError
-from ..fsck import SET_ASIDE, RepairReport
+from ..records import SET_ASIDE, RepairReport
 from .node_db import DB_FILES, DB_NAME, NodeDb, check_result, node_data, open_read_only
 from .root import Root
 from .salvage import header_problem, node_rows
