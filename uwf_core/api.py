@@ -13,7 +13,7 @@ from importlib import import_module
 _EXPORTS = {
     # an opened root and errors
     "Repo": "repo",
-    "display_location": "store.open",
+    "display_location": "store.location",
     "UwfError": "errors",
     "NotFoundError": "errors",
     # workflows

@@ -6,7 +6,14 @@ from __future__ import annotations
 from uwf_core.config.env import Secrets
 from uwf_core.engine.record import store_prompt
 from uwf_core.engine.resolve import ResolvedAgent
-from uwf_core.engine.reuse import KEY, agent_fingerprint, find_reusable, inputs_key, prompt_node_hash, remember
+from uwf_core.engine.reuse import prompt_node_hash
+from uwf_core.engine.reuse_index import (
+    KEY,
+    agent_fingerprint,
+    find_reusable,
+    inputs_key,
+    remember,
+)
 from uwf_core.workflow.model import Role
 
 ROLE = Role("writer", "Writes", "Write.", (), "Write it.", "Text.", "0" * 13)

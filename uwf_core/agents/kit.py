@@ -123,7 +123,7 @@ def complete_step(
     """Extract the structured output (fast path, fallback, corrections) and write the step."""
     from ..engine.extract import extract_with_corrections
     from ..engine.record import write_answer
-    from ..engine.reuse import kit_agent_fingerprint
+    from ..engine.reuse_index import kit_agent_fingerprint
 
     secrets = ctx.repo.secrets
     current = [answer]

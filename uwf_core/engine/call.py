@@ -21,13 +21,13 @@ from .resolve import ResolvedAgent
 if TYPE_CHECKING:
     from ..config.env import Secrets
     from ..repo import Repo
-    from .sandbox import Policy
     from ..store.base import StepLease
     from ..thread.model import ThreadContext
     from ..thread.moderator import Decision
     from ..thread.ops import ThreadInfo
     from ..workflow.model import Role, Workflow
     from .prompt import Prompt
+    from .sandbox import Policy
 
 
 def agent_env(repo: Repo, resolved: ResolvedAgent) -> dict[str, str]:
@@ -111,7 +111,7 @@ class AgentCall:
     @cached_property
     def agent_key(self) -> str:
         """The resolved agent entry's fingerprint (memoized replay indexes answers under it)."""
-        from .reuse import agent_fingerprint
+        from .reuse_index import agent_fingerprint
 
         return agent_fingerprint(self.resolved)
 
@@ -129,7 +129,7 @@ class AgentCall:
 
     @cached_property
     def env(self) -> dict[str, str]:
-        from .reuse import AGENT_ENV
+        from .reuse_index import AGENT_ENV
 
         env = agent_env(self.repo, self.resolved)
         if self.resolved.sandbox:

@@ -83,9 +83,8 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
     from ..thread.ops import start_thread
     from ..workflow.ops import put_workflow
     from .resolve import resolve_agent
-    from .step import perform_step
-
     from .sandbox import BUBBLEWRAP, PROCESS_GROUP, containment
+    from .step import perform_step
 
     config = repo.config
     resolved = resolve_agent(config, "uwf-agent-check", "check", override=agent)

@@ -119,7 +119,7 @@ class DryRun:
 def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | None = None, reuse: bool = False) -> DryRun:
     """What `uwf thread step THREAD [--agent A] [--reuse]` would do now, without doing any of it.
     `role` previews that role's step instead of the moderator's choice."""
-    from .reuse import find_reusable
+    from .reuse_index import find_reusable
 
     info = active_thread(repo, thread)
     context = context_of(repo, info.head, keep=False)
@@ -194,7 +194,8 @@ def _prompt(workflow, decision: Decision, schema: dict, context) -> str:
 
 def _key(repo: Repo, workflow, decision: Decision, resolved: ResolvedAgent, schema: dict, context) -> str:
     from .prompt import build_prompt_parts
-    from .reuse import agent_fingerprint, inputs_key, prompt_node_hash
+    from .reuse import prompt_node_hash
+    from .reuse_index import agent_fingerprint, inputs_key
 
     role = workflow.roles[decision.role]
     parts = build_prompt_parts(workflow, role, schema, context, decision.instruction)
@@ -208,7 +209,7 @@ def _with_head_files(repo: Repo, context, key: str) -> str:
     if not context.start.workspace:
         return key
     from ..thread.files import files_of, snapshots_on
-    from .reuse import with_files
+    from .reuse_index import with_files
 
     tree = files_of(repo.nodes, context.head) if snapshots_on(repo, context.start) else None
     return with_files(key, tree) if tree else key

@@ -87,7 +87,8 @@ def after_step(call: AgentCall, before: Before, new_head: str) -> str:
 def files_key(call: AgentCall, before: Before, step_hash: str) -> str | None:
     """The reuse key of a step just taken with the files it found; None when its detail names no
     prompt (an agent that records none is not indexed)."""
-    from .reuse import taken_key, with_files
+    from .reuse import taken_key
+    from .reuse_index import with_files
 
     key = taken_key(call, step_hash)
     return with_files(key, before.tree) if key is not None else None

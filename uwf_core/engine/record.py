@@ -31,7 +31,7 @@ def write_answer(
 ) -> str:
     """Store the step; `detail` holds what the protocol adds (extract method, corrections, usage...).
     Its nodes are one batch: durable together, with one commit, before anything names them.
-    `agent_key` (the agent entry's fingerprint) indexes the answer for memoized replay (engine/reuse.py)."""
+    `agent_key` (the agent entry's fingerprint) indexes the answer for memoized replay (engine/reuse_index.py)."""
     with store.nodes.batch():
         return _write_answer(store, context=context, role=role, agent=agent, protocol=protocol, prompt=prompt, answer=answer,
                              output=output, detail=detail, secrets=secrets, instruction=instruction, started_ms=started_ms,
@@ -62,7 +62,7 @@ def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, an
         started_ms=started_ms,
     )
     if agent_key:
-        from .reuse import remember_answer
+        from .reuse_index import remember_answer
 
         remember_answer(store, role, agent_key, prompt_node, step_hash)
     return step_hash

@@ -29,11 +29,10 @@ from .resolve import resolve_agent
 if TYPE_CHECKING:
     from typing import Callable
 
-    from .files import Before
-
     from ..repo import Repo
     from ..store.base import StepLease
     from ..workflow.model import Workflow
+    from .files import Before
     from .resolve import ResolvedAgent
 
 
@@ -104,7 +103,8 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         before = before_step(repo, info.thread, context, options.on_output)
     new_head = reused_from = reuse_key = None
     if reuse_enabled(options, resolved):
-        from .reuse import find_reusable, write_reused
+        from .reuse import write_reused
+        from .reuse_index import find_reusable
 
         reuse_key = _reuse_key(call, before)
         reused_from = find_reusable(repo.nodes, reuse_key, decision.role)
@@ -163,7 +163,8 @@ def reuse_enabled(options: StepOptions, resolved: ResolvedAgent) -> bool:
 
 def _reuse_key(call: AgentCall, before: Before | None) -> str:
     """The step's inputs key; with snapshots on, the files the step found are part of it."""
-    from .reuse import call_key, with_files
+    from .reuse import call_key
+    from .reuse_index import with_files
 
     key = call_key(call)
     return with_files(key, before.tree) if before is not None else key
@@ -172,7 +173,7 @@ def _reuse_key(call: AgentCall, before: Before | None) -> str:
 def _remember_run(repo: Repo, key: str, new_head: str, *, overwrite: bool) -> None:
     """Index a step run with reuse on, unless its agent did (an agent that writes its StepNode
     itself); a step with files always (its StepNode is uwf's, the key is uwf's alone)."""
-    from .reuse import KEY, remember
+    from .reuse_index import KEY, remember
 
     if overwrite or repo.nodes.nodes.derived(KEY + key) is None:
         remember(repo.nodes, key, new_head)

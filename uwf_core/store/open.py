@@ -8,6 +8,7 @@ import os
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..errors import UwfError
+from .location import display_location
 
 if TYPE_CHECKING:
     from .base import Backend
@@ -50,10 +51,3 @@ def _postgres(url: str) -> Backend:
     backend = PgBackend(url)
     backend.check()  # unreachable or refused: one clear line now, not a traceback later
     return backend
-
-
-def display_location(location: str) -> str:
-    """A root's location as people may see it: a URL's password hidden."""
-    import re
-
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", location)

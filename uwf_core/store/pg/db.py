@@ -65,7 +65,7 @@ _local = threading.local()
 
 def display(url: str) -> str:
     """The URL without its password, for messages and titles."""
-    from ..open import display_location
+    from ..location import display_location
 
     return display_location(url)
 
