@@ -134,6 +134,7 @@ def test_a_torn_archive_line_hides_only_its_thread_and_gc_keeps_its_nodes(uwf, r
         assert uwf("thread", "kill", thread).code == 0
     history = root_dir / "history.jsonl"
     lines = history.read_text().splitlines()
+    lines_tail = {1: lines[1][-12:]}
     lines[1] = lines[1][:-12]  # the middle record torn (its head still in it)
     history.write_text("\n".join(lines) + "\n")
 
@@ -141,13 +142,85 @@ def test_a_torn_archive_line_hides_only_its_thread_and_gc_keeps_its_nodes(uwf, r
     assert listed.code == 0
     assert set(_thread_ids(uwf, "--all")) == {threads[0], threads[2]}
     assert "history.jsonl:2:" in listed.err
-    assert uwf("cas", "gc", "--grace", "0").code == 0
-    # The torn line still names the head: gc kept it, so fixing the line brings the thread back whole.
+    # gc deletes nothing while the line may hide a head; fixed, the thread is back whole.
+    refused = uwf("cas", "gc", "--grace", "0")
+    assert refused.code == 1 and "history.jsonl:2" in refused.err and "Traceback" not in refused.err
     assert uwf("cas", "get", heads[threads[1]]).code == 0
+    assert uwf("root", "copy", str(root_dir), str(root_dir.parent / "copy")).code == 1
     for command in (("thread", "show", threads[0]), ("cas", "fsck"), ("thread", "list", "--all")):
         result = uwf(*command)
         assert "Traceback" not in result.err
         assert result.code in (0, 1) and (result.code == 0 or command[:2] == ("cas", "fsck"))
+    history.write_text("\n".join([lines[0], lines[1] + lines_tail[1], lines[2]]) + "\n")
+    assert set(_thread_ids(uwf, "--all")) == set(threads)
+    assert uwf("cas", "gc", "--grace", "0").code == 0
+    assert uwf("thread", "show", threads[1]).json()["head"] == heads[threads[1]]
+
+
+def test_gc_refuses_while_a_hand_edit_hides_a_head(uwf, root_dir):
+    """A head one character short names no node: gc, seeing nothing to keep, would delete the chain."""
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    thread = uwf("thread", "start", "solve-issue", "-p", "cut").json()["thread"]
+    assert uwf("thread", "step", thread, "--agent", AGENT).code == 0
+    head = uwf("thread", "show", thread).json()["head"]
+    state = root_dir / "threads.yaml"
+    state.write_text(state.read_text().replace(head, head[:-1]))
+    refused = uwf("cas", "gc", "--grace", "0")
+    assert refused.code == 1 and "threads.yaml:2" in refused.err
+    state.write_text(state.read_text().replace(head[:-1], head))
+    assert uwf("cas", "gc", "--grace", "0").code == 0
+    assert uwf("thread", "show", thread).json()["head"] == head
+
+
+def test_a_thread_listed_twice_keeps_its_first_head_on_every_path(uwf, root_dir):
+    """YAML lets the last of two keys win; uwf takes the first, also after a rewrite kept the
+    second line and an unrelated bad line was fixed (else a stale head would come back)."""
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    thread = uwf("thread", "start", "solve-issue", "-p", "dup").json()["thread"]
+    other = uwf("thread", "start", "solve-issue", "-p", "other").json()["thread"]
+    first = uwf("thread", "show", thread).json()["head"]
+    assert uwf("thread", "step", other, "--agent", AGENT).code == 0
+    stale = uwf("thread", "show", other).json()["head"]
+    state = root_dir / "threads.yaml"
+    state.write_text(state.read_text() + f'"{thread}": "{stale}"\n')
+    listed = uwf("thread", "list")
+    assert "listed twice" in listed.err
+    assert uwf("thread", "show", thread).json()["head"] == first
+    state.write_text(state.read_text() + "garbage line\n")
+    assert uwf("thread", "step", thread, "--agent", AGENT).code == 0
+    moved = uwf("thread", "show", thread).json()["head"]
+    state.write_text(state.read_text().replace("garbage line\n", ""))  # the user fixes the other line
+    assert uwf("thread", "show", thread).json()["head"] == moved
+
+
+def test_an_archive_record_torn_before_its_thread_left_the_index_hides_nothing(uwf, root_dir):
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    thread = uwf("thread", "start", "solve-issue", "-p", "active").json()["thread"]
+    history = root_dir / "history.jsonl"
+    history.write_text(json.dumps({"thread": thread, "workflow": None, "head": "0"})[:45] + "\n")
+    checked = uwf("cas", "fsck")
+    assert checked.code == 0 and "nothing is hidden" in checked.out
+    assert uwf("cas", "gc", "--grace", "0").code == 0
+
+
+def test_odd_lines_in_the_logs_are_damaged_lines_not_tracebacks(uwf, root_dir):
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    thread = uwf("thread", "start", "solve-issue", "-p", "odd").json()["thread"]
+    assert uwf("thread", "kill", thread).code == 0
+    history = root_dir / "history.jsonl"
+    history.write_text("[" * 100_000 + "\n" + history.read_text())
+    listed = uwf("thread", "list", "--all")
+    assert listed.code == 0 and "Traceback" not in listed.err and "history.jsonl:1" in listed.err
+    assert thread in [item["thread"] for item in listed.json()]
+
+
+def test_a_runs_record_holding_a_line_separator_stays_one_record(root):
+    from uwf_core.store.records import RunRecord
+
+    record = RunRecord("01K5N00001ABCDEFGHJKMNPQRS", None, "r", "a", "failed", None, None, 1, 2, 1, error="x\u2028y\u0085z")
+    root.backend.runs.append(record)
+    assert [r.error for r in root.backend.runs.read()] == ["x\u2028y\u0085z"]
+    assert root.backend.runs.damaged() == []
 
 
 def test_a_torn_runs_line_loses_nothing_after_it(uwf, root_dir):

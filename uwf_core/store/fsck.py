@@ -76,7 +76,7 @@ def fsck(store: CasStore, backend: Backend | None = None) -> FsckReport:
 def _check_state_lines(backend: Backend) -> list[FsckProblem]:
     """Lines of the state files that cannot be read: a hidden thread is an error, a lost attempt
     record or queue entry a warning."""
-    problems = [FsckProblem(entry.where, entry.detail) for entry in backend.threads.damaged()]
+    problems = [FsckProblem(entry.where, entry.detail, "error" if entry.hides else "warning") for entry in backend.threads.damaged()]
     for entry in [*backend.runs.damaged(), *backend.queue.damaged()]:
         problems.append(FsckProblem(entry.where, entry.detail, "warning"))
     return problems
@@ -105,12 +105,18 @@ def _labelled_roots(backend: Backend, sources: bool = False) -> list[tuple[str, 
             roots.append((f"workflow '{entry.name}' version {version.hash}", version.hash))
             if sources and version.source:
                 roots.append((f"workflow '{entry.name}' version {version.hash}", version.source))
-    if sources:  # what gc keeps for a damaged line, the thread it names may need
-        from .gc import hashes_in
-
+    if sources:  # a damaged line names what its hidden thread may need
         for damaged in backend.threads.damaged():
-            roots += [(f"the damaged line {damaged.where}", hash_) for hash_ in hashes_in(damaged.text)]
+            roots += [(f"the damaged line {damaged.where}", hash_) for hash_ in _hashes_in(damaged.text)]
     return roots
+
+
+def _hashes_in(text: str) -> list[str]:
+    """The hash-shaped words of a line (a damaged one: what its thread may need)."""
+    from ..encoding.ids import is_hash
+
+    words = "".join(char if char.isalnum() else " " for char in text).split()
+    return [word.upper() for word in words if is_hash(word.upper())]
 
 
 def _check_roots(store: CasStore, backend: Backend) -> list[FsckProblem]:

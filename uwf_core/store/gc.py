@@ -1,9 +1,9 @@
 """`uwf cas gc`: mark and sweep, with a grace period like git's prune.
 
 Roots: threads.yaml heads, history.jsonl heads, every registry version (and
-its source), the meta-schema and the built-in schemas, and every hash-shaped word
-of a damaged line in threads.yaml or history.jsonl (the thread it names may be
-the only one that needs them; the line is fixed later, the nodes are gone for good). Marking follows
+its source), the meta-schema and the built-in schemas. A damaged line of
+threads.yaml or history.jsonl may hide a head (a hand edit that cut one
+character of it): gc deletes nothing until it is fixed. Marking follows
 references and each node's type. Nodes younger than the grace period are
 never deleted: an agent writes its nodes before the step moves the head,
 and re-putting an existing node renews its age.
@@ -60,17 +60,7 @@ def gc_roots(backend: Backend) -> list[str]:
                 roots.append(version.source)
     roots.extend(backend.threads.heads().values())
     roots.extend(record.head for record in backend.threads.history())
-    for entry in backend.threads.damaged():
-        roots.extend(hashes_in(entry.text))
     return list(dict.fromkeys(roots))
-
-
-def hashes_in(text: str) -> list[str]:
-    """The hash-shaped words of a line (a damaged one: what its thread may need)."""
-    from ..encoding.ids import is_hash
-
-    words = "".join(char if char.isalnum() else " " for char in text).split()
-    return [word.upper() for word in words if is_hash(word.upper())]
 
 
 def mark(store: CasStore, roots: list[str], marked: set[str] | None = None) -> tuple[set[str], list[str]]:
@@ -104,6 +94,12 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
     marking again from the heads as they are then, so no head can move onto a node while
     it is being deleted.
     """
+    hiding = [entry for entry in backend.threads.damaged() if entry.hides]
+    if hiding and not dry_run:
+        raise UwfError(
+            f"gc deletes nothing while a line of the thread index cannot be read: {hiding[0].where}: {hiding[0].problem} "
+            f"(it may hide a thread whose nodes would be deleted; fix or delete the line{', and ' + str(len(hiding) - 1) + ' more' if len(hiding) > 1 else ''})"
+        )
     report = GcReport(dry_run=dry_run)
     nodes = backend.nodes
     if not dry_run:

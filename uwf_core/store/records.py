@@ -30,6 +30,7 @@ class DamagedEntry:
     line: int
     text: str
     problem: str
+    hides: bool = True  # False: nothing is hidden by it (a torn archive record of a thread still active)
 
     @property
     def where(self) -> str:
@@ -37,6 +38,8 @@ class DamagedEntry:
 
     @property
     def detail(self) -> str:
+        if not self.hides:
+            return f"{self.problem}; its thread is active, so nothing is hidden (delete the line)"
         return f"{self.problem}; the entry is hidden until the line is fixed or deleted"
 
     @property
@@ -44,7 +47,7 @@ class DamagedEntry:
         return f"{self.where}: {self.detail}"
 
     def to_json(self) -> dict:
-        return {"file": self.file, "line": self.line, "text": self.text, "problem": self.problem}
+        return {"file": self.file, "line": self.line, "text": self.text, "problem": self.problem, "hides": self.hides}
 
 
 @record(frozen=True)

@@ -101,12 +101,10 @@ class ThreadsView(Horizontal):
         except UwfError as exc:
             self.app.show_damage(exc.message)
             return
-        for info in infos:
-            if info.problem:
-                self.app.show_damage(f"thread {info.thread}: {info.problem}")
-        if damaged:
-            more = f" (and {len(damaged) - 1} more damaged lines)" if len(damaged) > 1 else ""
-            self.app.show_damage(damaged[0].message + more)
+        problems = [f"thread {info.thread}: {info.problem}" for info in infos if info.problem]
+        problems += [entry.message for entry in damaged if entry.hides]
+        if problems:  # one banner for all: shown one after another, they would alternate on every reload
+            self.app.show_damage(problems[0] + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""))
         self.infos = {info.thread: info for info in infos}
         if not infos:
             self.show_first_run()

@@ -89,9 +89,12 @@ def load_flat_state(path: str, problem_of) -> tuple[dict[str, str], list[Damaged
         whole = loads("\n".join(lines))
     except YamlSyntaxError:
         whole = None
-    if whole is None and not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+    entries_seen = sum(1 for line in lines if line.strip() and not line.lstrip().startswith("#"))
+    if not entries_seen:
         return {}, []
-    if isinstance(whole, dict) and not any(problem_of(key, value) for key, value in whole.items()):
+    # YAML lets the last of two equal keys win, silently; a line per entry is the check that none
+    # is listed twice (then the first wins, as below, however the file is later rewritten).
+    if isinstance(whole, dict) and len(whole) == entries_seen and not any(problem_of(key, value) for key, value in whole.items()):
         return whole, []
     entries: dict[str, str] = {}
     damaged = []
@@ -139,7 +142,7 @@ def load_jsonl(path: str, parse) -> tuple[list, list[DamagedEntry]]:
             continue
         try:
             data = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # a line of 100,000 brackets is as damaged as any
             data = None
         record = parse(data) if isinstance(data, dict) else None
         if record is not None:

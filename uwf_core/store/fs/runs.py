@@ -35,12 +35,12 @@ class FsRunLog:
         except OSError as exc:
             raise UwfError(f"cannot read {self.root.runs_file}: {exc.strerror}") from None
         records = []
-        for line in text.splitlines():
+        for line in text.split("\n"):  # not splitlines(): U+2028 in an agent's stderr is inside a record
             if thread is not None and thread not in line:
                 continue  # cheap pre-filter: the id is in the line of every record of the thread
             try:
                 data = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             record = RunRecord.from_dict(data) if isinstance(data, dict) else None
             if record is not None and (thread is None or record.thread == thread):

@@ -6,6 +6,7 @@ import json
 import time
 
 from ...encoding.ids import is_hash, is_ulid
+from ...encoding.records import replace
 from ...encoding.simple_yaml import dumps
 from ...errors import ConflictError
 from ..files import append_line, atomic_write
@@ -35,8 +36,13 @@ class FsThreadIndex:
         atomic_write(self.root.threads_file, flat_state_bytes(dumps(threads, HEADER), damaged))
 
     def damaged(self) -> list[DamagedEntry]:
-        """threads.yaml's and history.jsonl's entries that cannot be read (each hides only itself)."""
-        return self._load()[1] + self._read_history()[1]
+        """threads.yaml's and history.jsonl's entries that cannot be read (each hides only itself;
+        an archive record torn before its thread left threads.yaml hides nothing)."""
+        heads, damaged = self._load()
+        for entry in self._read_history()[1]:
+            active = any(thread in entry.text for thread in heads)
+            damaged.append(replace(entry, hides=False) if active else entry)
+        return damaged
 
     def add(self, thread: str, head: str) -> None:
         with self.root.lock("index"):
