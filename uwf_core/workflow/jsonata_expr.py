@@ -2,7 +2,7 @@
 
 jsonata-python costs ~40 ms to import, so it is imported only here, and
 only when an expression is actually compiled or evaluated. Its regex literals
-run on RE2 (linear time), not Python's `re`.
+run on RE2 (linear time), not Python's `re` (linear_regex.py).
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ def _compile(expression: str):
         return cached
     import jsonata
 
+    from .linear_regex import linear_regex
+
     try:
         compiled = jsonata.Jsonata(expression, linear_regex)
     except Exception as exc:  # jsonata raises its own JException and, on odd input, plain errors
@@ -40,37 +42,6 @@ def _compile(expression: str):
     _compiled[expression] = compiled
     return compiled
 
-
-class RegexError(ValueError):
-    """A regex literal RE2 cannot run; raised from inside jsonata's tokenizer, caught as any
-    compile error."""
-
-
-def linear_regex(pattern: str, flags) -> object:
-    """A JSONata regex literal compiled by RE2, whose matching is linear in the text.
-
-    Python's `re` backtracks: `/^(a+)+$/` against 30 a's and a `!` runs for hours while holding
-    the GIL, past JSONata's clock, the step's timeout, SIGTERM and every thread of the TUI. RE2
-    has no backreferences or lookaround; a pattern that needs them is refused when the
-    condition is compiled (workflow lint says so), not when it runs.
-    """
-    import re2
-
-    options = re2.Options()
-    options.log_errors = False  # its C++ logger would print beside uwf's one line
-    options.max_mem = REGEX_MEMORY
-    inline = ("i" if flags.case_insensitive else "") + ("m" if flags.multiline else "")
-    try:
-        return re2.compile(f"(?{inline}){pattern}" if inline else pattern, options)
-    except re2.error as exc:
-        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise RegexError(
-            f"regular expression /{pattern}/ cannot run on RE2, uwf's linear-time regex engine: {reason} "
-            "(backreferences and lookaround are not supported)"
-        ) from None
-
-
-REGEX_MEMORY = 8 << 20  # bytes RE2 may use for one pattern's automata
 
 # uwf's own functions, as the reference moderator defines them: the first / last step of a
 # role in the thread ({role, output, detail, agent}), or undefined when the role has not run.
