@@ -23,8 +23,13 @@ from conftest import EXAMPLES, _uwf_command
 from node_file import DB_NAME, db_path
 
 AGENT = f"uwf-script --script {EXAMPLES / 'solve-issue.script.yaml'}"
-HEADER_DAMAGE = ["0", "16", "18", "28", "100"]
+# "N": byte N flipped; "N=V": byte N set to V, a value that still looks plausible (a page size
+# that is another power of two, reserved bytes at the end of each page); "leaf-type": the type byte
+# of the table leaf page holding the most node rows set to 0, its cells intact.
+HEADER_DAMAGE = ["0", "16", "16=0x20", "16=0x08", "18", "20=0x20", "20=0x01", "20=0xC8", "28", "100"]
 DAMAGES = [*HEADER_DAMAGE, "4096", "4100", "8192", "truncated"]
+HEADER_NAMED = ["0", "16", "16=0x20", "18", "20=0x20", "20=0x01", "20=0xC8", "28"]
+PAGE = 4096
 
 
 def _run(root, *args, env=None) -> subprocess.CompletedProcess:
@@ -87,13 +92,29 @@ def _damaged(base, tmp_path, damage: str) -> Path:
     path = db_path(root)
     if damage == "truncated":
         os.truncate(path, int(path.stat().st_size * 0.6))
+        return root
+    data = bytearray(path.read_bytes())
+    at = _damaged_offset(base, damage)
+    value = damage.partition("=")[2]
+    if damage == "leaf-type":
+        data[at] = 0
     else:
-        with open(path, "r+b") as handle:
-            handle.seek(int(damage))
-            byte = handle.read(1)[0]
-            handle.seek(int(damage))
-            handle.write(bytes([byte ^ 0xFF]))
+        data[at] = int(value, 16) if value else data[at] ^ 0xFF
+    path.write_bytes(bytes(data))
     return root
+
+
+def _damaged_offset(base, damage: str) -> int | None:
+    """The byte a damage changes (None for a truncation)."""
+    if damage == "truncated":
+        return None
+    if damage != "leaf-type":
+        return int(damage.partition("=")[0])
+    data = db_path(base).read_bytes()
+    pages = [data.find(hash_.encode() + type_.encode() + stored) // PAGE for hash_, (type_, stored) in _rows(base).items()]
+    page = max(set(pages) - {-1, 0}, key=pages.count)
+    assert data[page * PAGE] == 0x0D and pages.count(page) >= 10  # a table leaf, with rows to lose
+    return page * PAGE
 
 
 def _sqlite_reads(root) -> set[str]:
@@ -108,10 +129,10 @@ def _sqlite_reads(root) -> set[str]:
     return found
 
 
-def _whole_rows(base_rows, damaged: bytes, damage: str, page_size: int = 4096) -> set[str]:
+def _whole_rows(base_rows, damaged: bytes, hit: int | None, page_size: int = PAGE) -> set[str]:
     """Rows of at most a page whose record (hash, type, data in a row) is found whole in what the
-    damage left, on a page other than the damaged one."""
-    hit_page = None if damage == "truncated" else int(damage) // page_size
+    damage left, on a page other than the one holding the damaged byte `hit`."""
+    hit_page = None if hit is None else hit // page_size
     found = set()
     for hash_, (type_, data) in base_rows.items():
         if len(data) > page_size // 2:
@@ -135,7 +156,7 @@ def test_a_damaged_node_file_is_reported_then_salvaged(base, tmp_path, damage):
     base_rows = _rows(base_root)
     root = _damaged(base_root, tmp_path, damage)
     damaged_bytes = db_path(root).read_bytes()
-    expected = _sqlite_reads(root) | _whole_rows(base_rows, damaged_bytes, damage)
+    expected = _sqlite_reads(root) | _whole_rows(base_rows, damaged_bytes, _damaged_offset(base_root, damage))
     if damage in HEADER_DAMAGE:
         expected = set(base_rows)
     assert len(expected) > 100
@@ -146,7 +167,7 @@ def test_a_damaged_node_file_is_reported_then_salvaged(base, tmp_path, damage):
     assert [line for line in checked.stderr.splitlines() if line.startswith("uwf:")][0].startswith("uwf: error: fsck found")
     problems = json.loads(checked.stdout)["problems"]
     assert any("--repair" in problem["message"] for problem in problems), problems
-    if damage in ("0", "16", "18", "28"):
+    if damage in HEADER_NAMED:
         assert any(problem["message"].startswith("damaged header") for problem in problems), problems
 
     report = _repair(root)
@@ -209,6 +230,21 @@ def test_lost_nodes_are_named_with_the_threads_that_need_them(base, tmp_path):
     assert head not in _rows(root)
     fsck = json.loads(_run(root, "cas", "fsck").stdout)
     assert any(head in problem["message"] and threads[1] in problem["target"] for problem in fsck["problems"])
+
+
+def test_a_leaf_page_with_a_damaged_type_byte_loses_no_row(base, tmp_path):
+    """Only the page's first byte is gone: its cells are whole, so every row on it is recovered."""
+    base_root, _ = base
+    base_rows = _rows(base_root)
+    root = _damaged(base_root, tmp_path, "leaf-type")
+    assert _sqlite_reads(root) != set(base_rows)  # SQLite gives up on the page
+    checked = _run(root, "cas", "fsck")
+    assert checked.returncode == 1 and "Traceback" not in checked.stderr and "--repair" in checked.stderr
+
+    report = _repair(root)
+    assert report["damaged"] is True and not report["lost"]
+    assert _rows(root) == base_rows
+    assert _run(root, "cas", "fsck").returncode == 0
 
 
 def test_a_damaged_header_is_not_called_a_permission_problem(base, tmp_path):

@@ -15,8 +15,8 @@ from ..store.builtin_schemas import (
     BUILTIN_HASHES,
     WORKFLOW_TYPES,
     WORKFLOW_WITH_BUDGET,
-    WORKFLOW_WITH_WORKSPACE,
     WORKFLOW_WITH_LOCATIONS,
+    WORKFLOW_WITH_WORKSPACE,
 )
 from ..store.cas import CasStore
 from .model import Workflow

@@ -180,7 +180,12 @@ class NodeDb:
         conn = self._connection(write=False)
         if conn is None:
             return []
-        return self._run(conn, sql, args, f"cannot read the node store {self.path}").fetchall()
+        doing = f"cannot read the node store {self.path}"
+        cursor = self._run(conn, sql, args, doing)
+        try:
+            return cursor.fetchall()  # a damaged page can fail here, rows into the answer
+        except sqlite3.Error as exc:
+            raise _error(exc, doing, self.path) from None
 
     def write_query(self, sql: str, args: tuple = (), doing: str = "cannot write the node store") -> int:
         conn = self._connection(write=True)

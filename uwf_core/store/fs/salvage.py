@@ -6,7 +6,10 @@ row proves itself: its bytes hash to its name. So this reads what the file forma
 (https://www.sqlite.org/fileformat.html) needs for that and no more — the 100-byte header, the
 table b-tree leaf pages wherever they are, their overflow chains, the WAL's frames — and yields
 every row shaped like a node row, for the CAS to verify. Nothing here trusts a byte it reads:
-a bad pointer, size or chain skips that cell, never the page or the file. Standard library only.
+a bad pointer, size or chain skips that cell, never the page or the file. Not the header's
+geometry either: a page size or a reserved-bytes count can be damaged into another plausible
+value, so the file is read under each geometry it may have (a row read wrongly only fails its
+check; a row not read is lost). Standard library only.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ PAGE_SIZES = tuple(1 << n for n in range(9, 17))  # 512 .. 65536
 WAL_MAGIC = (0x377F0682, 0x377F0683)
 WAL_HEADER, WAL_FRAME_HEADER = 32, 24
 TABLE_LEAF = 0x0D
-GUESS_PAGES = 2048  # pages looked at to guess the page size of a file whose header lost it
+NOT_TABLE_LEAF = (0x02, 0x05, 0x0A)  # index interior, table interior, index leaf: any other type byte may be a damaged 0x0D
+GUESS_BYTES = 8 << 20  # the start of the file looked at to guess its page size: the same bytes for every size
 
 
 def header_problem(path: str) -> str | None:
@@ -52,8 +56,8 @@ def _header_problem(head: bytes, size: int, wal_frames: bool) -> str | None:
     for offset, what in ((18, "write"), (19, "read")):
         if head[offset] not in (1, 2):
             return f"file format {what} version {head[offset]}, where SQLite writes 1 or 2"
-    if page_size - head[20] < 480:
-        return f"{head[20]} reserved bytes per page leave less than 480 of {page_size}"
+    if head[20]:  # SQLite reserves none unless an extension (encryption, checksums) asks; uwf uses none
+        return f"reserved bytes per page {head[20]}, where SQLite writes 0"
     if head[21:24] != b"\x40\x20\x20":
         return f"payload fractions {head[21]}/{head[22]}/{head[23]}, where SQLite writes 64/32/32"
     pages, change, valid_for = struct.unpack(">I", head[28:32])[0], head[24:28], head[92:96]
@@ -75,37 +79,26 @@ def _page_size(head: bytes) -> int | None:
 
 def node_rows(path: str):
     """Every row in the file and its WAL shaped like a node row: (seq, hash, type, data, touched), with
-    `data` as stored (maybe compressed) and not yet verified. A row can come twice (an older copy of
-    its page); a row on a damaged page or behind a broken overflow chain is skipped."""
-    with _Pages(path) as pages:
-        if pages.page_size is None:
-            return
-        yield from _rows(pages.newest, pages.numbers(), pages.usable)
-        if pages.wal:  # the copies in the file that the WAL replaced: one may be whole where the WAL's is not
-            yield from _rows(pages.main, sorted(n for n in pages.wal if pages.main(n) is not None), pages.usable)
+    `data` as stored (maybe compressed) and not yet verified. A row can come more than once (an older
+    copy of its page, another geometry); a row on a damaged page or behind a broken overflow chain is
+    skipped."""
+    with _Files(path) as files:
+        for page_size, usable in files.geometries():
+            pages = _Pages(files, page_size)
+            yield from _rows(pages.newest, pages.numbers(), usable)
+            if pages.wal:  # the copies in the file that the WAL replaced: one may be whole where the WAL's is not
+                yield from _rows(pages.main, sorted(n for n in pages.wal if pages.main(n) is not None), usable)
 
 
-class _Pages:
-    """The file's pages (memory-mapped) and the WAL's newest copy of each page it holds."""
+class _Files:
+    """The node file and its WAL, memory-mapped (None for one missing or empty)."""
 
     def __init__(self, path: str) -> None:
-        self.path = path
         self._maps: list[mmap.mmap] = []
-        self.page_size: int | None = None
-        self.usable = 0
-        self.wal: dict[int, tuple[mmap.mmap, int]] = {}
         self.file = self._map(path)
+        self.wal = self._map(path + "-wal")
 
-    def __enter__(self) -> _Pages:
-        head = self.file[:HEADER_SIZE] if self.file is not None else b""
-        wal = self._map(self.path + "-wal")
-        wal_size = _wal_page_size(wal)
-        self.page_size = _page_size(head) or wal_size or self._guess()
-        if self.page_size is not None:
-            reserved = head[20] if len(head) > 20 and self.page_size - head[20] >= 480 else 0
-            self.usable = self.page_size - reserved
-            if wal is not None and wal_size == self.page_size:
-                self.wal = _wal_frames(wal, self.page_size)
+    def __enter__(self) -> _Files:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -121,17 +114,42 @@ class _Pages:
         self._maps.append(mapped)
         return mapped
 
+    def geometries(self) -> list[tuple[int, int]]:
+        """(page size, usable size) pairs to read under: the page sizes the header and the WAL's
+        header name and the one the pages suggest, each with the header's reserved bytes and none.
+        A damaged byte can turn a page size into another power of two, or reserve bytes that the
+        cells at the end of each page lie in."""
+        head = self.file[:HEADER_SIZE] if self.file is not None else b""
+        reserved = head[20] if len(head) > 20 else 0
+        pairs: list[tuple[int, int]] = []
+        for size in (_page_size(head), _wal_page_size(self.wal), self._guess()):
+            for usable in (size - reserved, size) if size else ():
+                if usable >= 480 and (size, usable) not in pairs:
+                    pairs.append((size, usable))
+        return pairs
+
     def _guess(self) -> int | None:
-        """The page size under which the most cells of the first pages decode as records."""
+        """The page size under which the most cells in the file's first bytes decode as records."""
         if self.file is None:
             return None
         scores = {}
         for size in PAGE_SIZES:
-            self.page_size, self.usable = size, size
-            count = min(len(self.file) // size + 1, GUESS_PAGES)
-            scores[size] = sum(1 for n in range(1, count + 1) for _ in _cells(self.main, n, size, headers_only=True))
+            pages = _Pages(self, size, wal=False)
+            count = -(-min(len(self.file), GUESS_BYTES) // size)
+            scores[size] = sum(1 for n in range(1, count + 1) for _ in _cells(pages.main, n, size, headers_only=True))
         best = max(scores, key=lambda size: (scores[size], size))
         return best if scores[best] else None
+
+
+class _Pages:
+    """The pages of the files under one page size: the file's, and the WAL's newest copy of each page
+    it holds (when the WAL has that page size)."""
+
+    def __init__(self, files: _Files, page_size: int, wal: bool = True) -> None:
+        self.file = files.file
+        self.page_size = page_size
+        use_wal = wal and files.wal is not None and _wal_page_size(files.wal) == page_size
+        self.wal = _wal_frames(files.wal, page_size) if use_wal else {}
 
     def main(self, number: int) -> bytes | None:
         """Page `number` (1-based) as the file holds it; a page cut short is padded with zeros."""
@@ -181,13 +199,14 @@ def _rows(page_of, numbers, usable: int):
 
 
 def _cells(page_of, number: int, usable: int, headers_only: bool = False):
-    """The node rows of one table leaf page (with `headers_only`: one None per cell whose record
-    header decodes, to score a page size)."""
+    """The node rows of one page read as a table leaf (with `headers_only`: one None per cell whose
+    record header decodes on a page typed as a leaf, to score a page size). A page of another type
+    but an index or interior one is read too: its type byte may be what was damaged."""
     page = page_of(number)
     if page is None:
         return
     start = HEADER_SIZE if number == 1 else 0
-    if page[start] != TABLE_LEAF:
+    if page[start] in NOT_TABLE_LEAF or (headers_only and page[start] != TABLE_LEAF):
         return
     count = struct.unpack(">H", page[start + 3 : start + 5])[0]
     first = start + 8
