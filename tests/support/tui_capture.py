@@ -17,6 +17,19 @@ from fixed_root import FROZEN_MS, build_fixed_root
 
 SIZE = (160, 48)
 SMALL = (80, 24)
+
+
+async def workers_settled(app) -> None:
+    """Every worker ended. A load the app cancelled for a newer one (an exclusive group) is not
+    a failure: wait for the newer one instead (on a loaded machine the race is common)."""
+    from textual.worker import WorkerCancelled
+
+    for _ in range(50):
+        try:
+            await app.workers.wait_for_complete()
+            return
+        except WorkerCancelled:
+            continue
 VIEWED_AT = FROZEN_MS / 1000 + 3600  # "now" for ages: an hour after the fixed root was written
 
 
@@ -53,13 +66,13 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
     async with app.run_test(size=size) as pilot:
         app.sub_title = "fixed demo root"
         await pilot.pause(0.5)
-        await app.workers.wait_for_complete()
+        await workers_settled(app)
 
         async def select(thread: str) -> None:
             table = app.query_one("#threads")
             table.move_cursor(row=table.get_row_index(thread))
             await pilot.pause(0.3)
-            await app.workers.wait_for_complete()
+            await workers_settled(app)
             await pilot.pause(0.3)
 
         if "threads" in views:
@@ -88,13 +101,13 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
             node = next(child for child in tree.root.children[0].children if child.data == head)
             node.expand()
             await pilot.pause(0.3)
-            await app.workers.wait_for_complete()
+            await workers_settled(app)
             await pilot.pause(0.3)
             first = next((child for child in node.children if child.data), None)
             if first is not None:
                 first.expand()
                 await pilot.pause(0.3)
-                await app.workers.wait_for_complete()
+                await workers_settled(app)
                 await pilot.pause(0.3)
             tree.move_cursor(node)
             app.query_one("#cas-view").show_node(head)
@@ -140,7 +153,7 @@ async def _capture(root_path: str, ids: dict, views: list[str], slow_agent: str 
                     break
             await pilot.pause(0.6)
             shots["running"] = app.export_screenshot(title="uwf-tui: a step running, its agent's stderr in the log")
-            await app.workers.wait_for_complete()
+            await workers_settled(app)
     return shots
 
 
@@ -150,7 +163,7 @@ async def _report(app, pilot) -> None:
         if getattr(app.screen, "report", None) is not None or getattr(app.screen, "error", None) is not None:
             break
         await pilot.pause(0.05)
-    await app.workers.wait_for_complete()
+    await workers_settled(app)
     await pilot.pause(0.3)
 
 
@@ -169,8 +182,7 @@ def capture(views: list[str], workdir: str, *, slow_agent: bool = False, size: t
             'exec uwf-script --script-dir "$UWF_EXAMPLES_DIR" "$@"\n'
         )
         os.chmod(agent, 0o755)
-        from uwf_core.api import SetupRequest, apply_setup
-        from uwf_core.api import Repo
+        from uwf_core.api import Repo, SetupRequest, apply_setup
 
         apply_setup(Repo.open(root_path), SetupRequest(agents={"researcher": agent}, default_agent="researcher"))
         os.environ["UWF_EXAMPLES_DIR"] = str(Path(__file__).resolve().parents[2] / "examples")

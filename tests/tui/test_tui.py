@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES  # noqa: E402
 from fixed_root import build_fixed_root  # noqa: E402
+from tui_capture import workers_settled  # noqa: E402
 
-from uwf_core.api import Repo  # noqa: E402
-from uwf_core.api import context_of, list_threads, thread_info  # noqa: E402
+from uwf_core.api import Repo, context_of, list_threads, thread_info  # noqa: E402
 
 SIZE = (160, 50)
 
@@ -41,9 +41,9 @@ def run_app(root: Repo, script, size=SIZE, toasts: bool = False):
 
 
 async def settle(app, pilot, seconds: float = 0.4):
-    await app.workers.wait_for_complete()
+    await workers_settled(app)
     await pilot.pause(seconds)
-    await app.workers.wait_for_complete()
+    await workers_settled(app)
     await pilot.pause(0.1)
 
 
@@ -1097,6 +1097,7 @@ def test_the_palette_tests_an_agent_and_reports_the_result(fixed, tmp_path):
     """ctrl+p → "Test an agent" → pick one: a scratch step runs, a toast says how it went,
     and the root is as it was."""
     from conftest import snapshot_tree
+
     from uwf_core.config.agents import add_agent, new_agent
 
     root, ids = fixed

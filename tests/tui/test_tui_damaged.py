@@ -11,6 +11,7 @@ import subprocess
 import pytest
 from fixed_root import build_fixed_root
 from node_file import delete_node
+from tui_capture import workers_settled
 
 from uwf_core.api import Repo
 
@@ -61,7 +62,7 @@ def test_the_workbench_shows_damage_and_keeps_working(healthy, tmp_path, damage)
             for key in KEYS:
                 await pilot.press(key)
                 await pilot.pause(0.1)
-            await app.workers.wait_for_complete()
+            await workers_settled(app)
             await pilot.pause(0.3)
             banner = app.query_one("#damage")
             return app.is_running, banner.has_class("hidden"), str(banner.render()), [n.message for n in app._notifications]
