@@ -176,3 +176,17 @@ def test_records_cut_short_by_a_full_disk_lose_no_thread_and_no_later_record(uwf
     fresh = uwf_at("thread", "start", "solve-issue", "-p", "after").json()["thread"]
     assert uwf_at("thread", "step", fresh, "--agent", AGENT).code == 0
     assert len(uwf_at("thread", "runs", fresh).json()) == 1
+
+
+def test_a_read_only_root_reads_with_its_derived_data_cold(uwf_at, small_disk, tmp_path):
+    """Derived data (a head's step counts, its spend) is a cache a read fills: on a read-only
+    root it is not kept, and the read goes on (it said "unable to open database file")."""
+    assert uwf_at("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    thread = uwf_at("thread", "start", "solve-issue", "-p", "cold", "-w", str(workspace), "--no-snapshot").json()["thread"]
+    assert uwf_at("thread", "step", thread, "--agent", AGENT).code == 0
+    assert subprocess.run(["mount", "-o", "remount,ro", str(small_disk)]).returncode == 0
+    for args in (("thread", "show", thread), ("thread", "read", thread), ("thread", "cost", thread), ("diff", thread, thread)):
+        result = uwf_at(*args)
+        assert result.code == 0, result

@@ -232,8 +232,10 @@ def test_a_torn_runs_line_loses_nothing_after_it(uwf, root_dir):
     runs.write_text(text[: len(text) - 40])  # the last record torn, no newline
     assert uwf("thread", "step", thread, "--agent", AGENT).code == 0
     assert uwf("thread", "step", thread, "--agent", AGENT).code == 0
-    records = uwf("thread", "runs", thread).json()
+    runs_listed = uwf("thread", "runs", thread)
+    records = runs_listed.json()
     assert len(records) == 2  # the torn one is gone; the two after it are whole
+    assert "runs.jsonl:1:" in runs_listed.err  # and said
     assert all(record["status"] == "ok" for record in records)
 
 
@@ -249,3 +251,21 @@ def test_a_bad_queue_entry_hides_only_itself(uwf, root_dir):
     third = uwf("thread", "start", "solve-issue", "-p", "q2").json()["thread"]
     assert uwf("thread", "run", third, "--detach").code == 0
     assert "garbage line" in queue.read_text()
+
+
+@pytest.mark.parametrize("state", ["threads.yaml", "queue.yaml"])
+def test_a_line_that_is_not_utf8_is_one_damaged_line(uwf, root_dir, state):
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    thread = uwf("thread", "start", "solve-issue", "-p", "bytes").json()["thread"]
+    assert uwf("thread", "run", thread, "--detach").code == 0
+    with open(root_dir / state, "ab") as handle:
+        handle.write(b"\xff\xfe: \x80\n")
+    for command in (("thread", "list"), ("thread", "show", thread), ("cas", "fsck")):
+        result = uwf(*command)
+        assert "Traceback" not in result.err, result.err
+    listed = uwf("thread", "list")
+    assert listed.code == 0 and [item["thread"] for item in listed.json()] == [thread]
+    assert f"{state}:" in listed.err and "not UTF-8 text" in listed.err
+    other = uwf("thread", "start", "solve-issue", "-p", "after").json()["thread"]
+    assert uwf("thread", "run", other, "--detach").code == 0
+    assert b"\xff\xfe: \x80" in (root_dir / state).read_bytes()  # kept as it was, byte for byte

@@ -327,8 +327,14 @@ def cmd_step_details(args) -> int:
 def cmd_runs(args) -> int:
     from ..thread.ops import resolve_thread_id
 
+    from .output import warn
+
     repo = repo_of(args)
-    emit_json([record.to_dict() for record in repo.runs.read(resolve_thread_id(repo, args.thread))])
+    thread = resolve_thread_id(repo, args.thread)
+    emit_json([record.to_dict() for record in repo.runs.read(thread)])
+    for entry in repo.runs.damaged():
+        if thread in entry.text:  # one of this thread's attempts, or a line glued to one
+            warn(entry.message)
     return 0
 
 

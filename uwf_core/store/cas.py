@@ -114,6 +114,16 @@ class CasStore:
         envelope = {"type": type_hash, "payload": payload, "timestamp": int(time.time() * 1000)}
         self.nodes.write(hash_, type_hash, encode(envelope, envelope=True))
 
+    def cache_derived(self, items: list[tuple[str, bytes]]) -> None:
+        """Keep derived data a read computed (a head's step counts, its spend) in one commit. It is
+        a cache: on a read-only root or a full disk it is not kept, and the read goes on."""
+        try:
+            with self.nodes.batch():
+                for key, value in items:
+                    self.nodes.put_derived(key, value)
+        except UwfError:
+            pass
+
     # -- reading -------------------------------------------------------------
 
     def has(self, hash_: str) -> bool:

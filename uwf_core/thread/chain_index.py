@@ -82,9 +82,7 @@ def chain_record(store: CasStore, head: str, *, keep: bool = True) -> ChainRecor
         records.append((hash_, base))
     if not keep:
         return records[-1][1]
-    with store.nodes.batch():
-        for hash_, record in records:
-            store.nodes.put_derived(KEY + hash_, record.to_bytes())
+    store.cache_derived([(KEY + hash_, record.to_bytes()) for hash_, record in records])
     return records[-1][1]
 
 

@@ -635,7 +635,5 @@ def _running_total(store: CasStore, head: str, *, keep: bool) -> _RunningTotal:
         base = base.after(_detail(store, payload["detail"]))
         totals.append((hash_, base))
     if keep and totals:
-        with store.nodes.batch():
-            for hash_, total in totals:
-                store.nodes.put_derived(KEY + hash_, total.to_bytes())
+        store.cache_derived([(KEY + hash_, total.to_bytes()) for hash_, total in totals])
     return base

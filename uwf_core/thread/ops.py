@@ -171,9 +171,9 @@ def list_threads(repo: Repo, include_archived: bool = False) -> list[ThreadInfo]
 
 
 def damaged_entries(repo: Repo) -> list[DamagedEntry]:
-    """Lines of the heads and the archive that cannot be read: a listing shows them as damaged,
-    each hiding only its own thread."""
-    return repo.threads.damaged()
+    """Lines of the heads, the archive and the work queue that cannot be read: a listing shows
+    them as damaged, each hiding only its own thread (or its place in the queue)."""
+    return repo.threads.damaged() + repo.backend.queue.damaged()
 
 
 def _listed(store: CasStore, thread: str, head: str) -> ThreadInfo:

@@ -68,6 +68,7 @@ class NodeDb:
             return None
         if conn is not None:
             conn.close()
+            local.conn = None  # should the writable one not open (a read-only root), reads open anew
         local.conn, local.writable = self._open(write)
         local.depth = 0
         return local.conn
@@ -356,4 +357,21 @@ def _error(exc: BaseException, doing: str, path: str | None = None) -> UwfError:
         return UwfError(f"{doing}: another process held the node store for {BUSY_SECONDS:g}s (is a gc or a copy running?)")
     if "not a database" in lowered or "malformed" in lowered:
         return CorruptError(f"{doing}: the file is damaged ({text}); `uwf cas fsck --repair` salvages what can still be read")
+    if path and ("disk i/o" in lowered or "unable to open" in lowered):  # SQLite's words for what the OS said
+        cause = _disk_state(os.path.dirname(path))
+        if cause:
+            return UwfError(f"{doing}: {cause}")
     return UwfError(f"{doing}: {getattr(exc, 'strerror', None) or text}")
+
+
+def _disk_state(directory: str) -> str | None:
+    """What SQLite's "disk I/O error" or "unable to open" most likely was: a full disk, or a
+    directory it may not write (its -wal and -shm files go beside the node file)."""
+    try:
+        if os.statvfs(directory).f_bavail == 0:
+            return "No space left on device"
+    except OSError:
+        return None
+    if not os.access(directory, os.W_OK):
+        return "Read-only file system or no permission to write"
+    return None

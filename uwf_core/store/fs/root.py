@@ -87,7 +87,7 @@ def load_flat_state(path: str, problem_of) -> tuple[dict[str, str], list[Damaged
         return {}, []
     try:
         whole = loads("\n".join(lines))
-    except YamlSyntaxError:
+    except (YamlSyntaxError, UnicodeEncodeError):  # bytes that are not UTF-8 (kept as surrogates)
         whole = None
     entries_seen = sum(1 for line in lines if line.strip() and not line.lstrip().startswith("#"))
     if not entries_seen:
@@ -100,6 +100,11 @@ def load_flat_state(path: str, problem_of) -> tuple[dict[str, str], list[Damaged
     damaged = []
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            damaged.append(DamagedEntry(path, number, line, "not UTF-8 text"))
             continue
         try:
             item = loads(line)
