@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from uwf_core.encoding.cbor import decode, decode_envelope, encode
+from uwf_core.encoding.cbor import TooManyItems, decode, decode_envelope, encode
 from uwf_core.errors import CorruptError
 
 MAX_SAFE = 2**53 - 1
@@ -283,3 +283,43 @@ def test_decode_envelope_with_unhashable_key_raises_corrupt_error():
 def test_deeply_nested_garbage_raises_corrupt_error():
     with pytest.raises(CorruptError):
         decode(b"\x81" * 5000 + b"\x00")
+
+
+# -- an item budget for untrusted input (a bundle's nodes) ---------------------------
+
+ITEMS = encode({"a": [1, 2], "b": None})  # the map, two keys, the array and its two elements, null: 7 items
+
+
+def test_a_budget_changes_nothing_for_input_within_it():
+    assert decode(ITEMS, max_items=1_000_000) == decode(ITEMS)
+    assert decode_envelope(SAMPLE, max_items=1_000_000) == decode_envelope(SAMPLE)
+
+
+def test_every_element_key_and_value_counts():
+    assert decode(ITEMS, max_items=7) == {"a": [1, 2], "b": None}
+    with pytest.raises(TooManyItems, match="more than 6 items"):
+        decode(ITEMS, max_items=6)
+    assert decode(b"\x00", max_items=1) == 0
+
+
+def test_a_container_over_the_budget_is_refused_on_its_header_before_any_item_is_made():
+    declared = b"\x9a" + (30_000_000).to_bytes(4, "big") + b"\xf6" * 10  # declares 30 million nulls, holds 10
+    with pytest.raises(TooManyItems, match="more than 1,000,000 items \\(arrays, maps and what they hold\\), at byte 5"):
+        decode(declared, max_items=1_000_000)
+    with pytest.raises(CorruptError, match="unexpected end"):
+        decode(declared)  # no budget: the hot path reads on until the bytes run out
+    assert issubclass(TooManyItems, CorruptError)  # every caller of the decoder already handles it
+
+
+def test_decode_envelope_counts_the_envelope_too():
+    data = encode({"type": "F1T74N293WADE", "payload": [1, 2], "timestamp": 0})  # 1 + 3 keys + 3 values + 2 elements
+    assert decode_envelope(data, max_items=9) == decode_envelope(data)
+    with pytest.raises(TooManyItems):
+        decode_envelope(data, max_items=8)
+    with pytest.raises(TooManyItems, match="at byte 5"):
+        decode_envelope(b"\xba" + (10**9).to_bytes(4, "big"), max_items=100)  # a billion pairs, refused on the header
+
+
+def test_the_budget_keeps_the_nesting_limit():
+    with pytest.raises(CorruptError, match="nested deeper than 200 levels"):
+        decode(b"\x81" * 5000 + b"\x00", max_items=1_000_000)

@@ -8,19 +8,23 @@ import gzip
 import io
 import json
 import lzma
+import os
 import re
 import subprocess
 import sys
 import tarfile
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from uwf_core.encoding.cbor import encode
+from uwf_core.encoding.ids import xxh64_hash
 from uwf_core.store.builtin_schemas import BUILTIN_HASHES
 from uwf_core.store.cas import node_hash
 from uwf_core.thread import bundle_read
 from uwf_core.thread.bundle import MANIFEST, NODES, BundleError, _tar_gz, import_bundle, read_bundle
-from uwf_core.thread.bundle_read import MAX_MANIFEST_BYTES, MAX_NODE_BYTES
+from uwf_core.thread.bundle_read import MAX_MANIFEST_BYTES, MAX_NODE_BYTES, MAX_NODE_ITEMS
 
 THREAD = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
@@ -183,6 +187,42 @@ def test_the_total_and_the_count_have_limits(tmp_path, monkeypatch):
         read_bundle(path)
 
 
+def test_import_holds_the_nodes_in_the_roots_scratch_space_not_in_tmpdir(root, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-tmpdir"))  # often a tmpfs: memory again
+    types = root.nodes.ensure_builtins()
+    content, data = envelope(types["content"], "just text")
+    path = write(tmp_path, [(MANIFEST, manifest([content], content)), (NODES + content, data)])
+    with pytest.raises(BundleError, match="is not a StartNode or StepNode"):  # refused after every node was read and held
+        import_bundle(root, path)
+    assert list(Path(root.backend.scratch_dir).iterdir()) == []
+
+
+def test_a_node_is_decoded_under_an_item_budget(tmp_path, monkeypatch):
+    """Its hash proves nothing (XXH64 is no MAC: a hostile node is hashed right): the number of
+    items, each a Python object when decoded, is what is limited."""
+    monkeypatch.setattr(bundle_read, "MAX_NODE_ITEMS", 17)  # the envelope's 7 items and 10 elements
+    for count, refused in ((10, False), (11, True)):
+        node, data = envelope(BUILTIN_HASHES["content"], [None] * count)
+        path = write_raw(tmp_path, member(MANIFEST, manifest([node], node)), member(NODES + node, data))
+        if refused:
+            with pytest.raises(BundleError, match=f"node {node} holds more than 17 items \\(values, keys and elements\\), the limit for a node$"):
+                read_bundle(path)
+        else:
+            read_bundle(path)[1].close()
+
+
+def test_nodes_wait_in_the_scratch_space_given_unnamed(tmp_path, monkeypatch):
+    node, data = content_node("text")
+    path = write_raw(tmp_path, member(MANIFEST, manifest([node], node)), member(NODES + node, data))
+    scratch = tmp_path / "scratch"
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-tmpdir"))  # TMPDIR is never used when a place is given
+    manifest_read, spilled = read_bundle(path, str(scratch))
+    with spilled:
+        assert spilled.read(node) == data and spilled.directory == str(scratch)
+        assert os.fstat(spilled.file.fileno()).st_dev == scratch.stat().st_dev and list(scratch.iterdir()) == []
+        assert oct(scratch.stat().st_mode & 0o777) == "0o700"
+
+
 @pytest.mark.parametrize("compress", [lambda data: data, bz2.compress, lzma.compress], ids=["tar", "bz2", "xz"])
 def test_a_bundle_compressed_otherwise_is_still_read(tmp_path, compress):
     node, data = content_node("text")
@@ -196,9 +236,12 @@ def test_a_bundle_compressed_otherwise_is_still_read(tmp_path, compress):
 # A child that runs `uwf bundle import` and reports the grandchild's peak memory: RUSAGE_CHILDREN
 # of this test process would count every earlier test's children too.
 PEAK = """
-import json, resource, subprocess, sys
+import json, resource, subprocess, sys, time
+start = time.monotonic()
 done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-print(json.dumps({"code": done.returncode, "err": done.stderr, "peak": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
+seconds = time.monotonic() - start
+print(json.dumps({"code": done.returncode, "out": done.stdout, "err": done.stderr, "seconds": seconds,
+                  "peak": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
 """
 BOUND = 200 * 1024 * 1024
 
@@ -251,3 +294,54 @@ def test_a_manifest_nested_100000_deep_is_one_line_and_the_root_untouched(root, 
     line = one_line(import_measured(root_dir, path))
     assert "manifest.json: nesting deeper than 200 levels" in line
     assert files_of(root_dir) == before
+
+
+def test_a_node_of_30_million_nulls_is_refused_at_once_in_bounded_memory(root, root_dir, tmp_path):
+    """29 KB of bundle, one 30 MB node with a right hash: decoded, it took 330 MB and 17 s before
+    it was refused (at 256 MiB, 2.8 GB and 82 s); its array's header now exceeds the budget."""
+    root.nodes.ensure_builtins()
+    before = files_of(root_dir)
+    count = 30_000_000
+    type_ = BUILTIN_HASHES["content"]
+    payload = b"\x9a" + count.to_bytes(4, "big") + b"\xf6" * count
+    node = xxh64_hash(type_.encode() + payload)
+    data = b"\xa3" + encode("type") + encode(type_) + encode("payload") + payload + encode("timestamp") + encode(0)
+    path = write_raw(tmp_path, member(MANIFEST, manifest([node], node)), member(NODES + node, data), name="nulls.tar.gz")
+    del payload, data
+    assert os.path.getsize(path) < 100_000
+    result = import_measured(root_dir, path)
+    assert one_line(result).endswith(f"node {node} holds more than {MAX_NODE_ITEMS:,} items (values, keys and elements), the limit for a node")
+    assert result["peak"] < BOUND, f"peak {result['peak'] // (1 << 20)} MiB"
+    assert result["seconds"] < 10, result  # one node read and its header decoded; not 30 million objects
+    assert files_of(root_dir) == before
+
+
+def test_a_large_bundle_still_imports(root, tmp_path):
+    """A directory of 10,000 files (a tree node of 90,000 items) and a 30 MB text file (one 30 MB
+    node), through export and import in a subprocess, in memory a few times the largest node."""
+    from uwf_core.repo import Repo
+    from uwf_core.thread.bundle import export_bundle
+    from uwf_core.thread.ops import start_thread
+    from uwf_core.workflow.ops import put_workflow
+
+    workspace = tmp_path / "workspace"
+    (workspace / "many").mkdir(parents=True)
+    for index in range(10_000):
+        (workspace / "many" / f"f{index:05d}.txt").write_bytes(b"")
+    lines = b"".join(b"line %d of a large text file, %d\n" % (index, index * 7919 % 100_003) for index in range(800_000))
+    (workspace / "large.txt").write_bytes(lines)
+    assert len(lines) > 30_000_000
+    put_workflow(root, str(Path(__file__).resolve().parents[2] / "examples" / "analyze-topic.yaml"))
+    thread = start_thread(root, "analyze-topic", "read these", workspace=str(workspace)).thread
+    path = tmp_path / "large.tar.gz"
+    exported = export_bundle(root, [thread], str(path))
+    other = tmp_path / "other-root"
+    other.mkdir()
+    result = import_measured(other, path)
+    assert result["code"] == 0, result["err"]
+    report = json.loads(result["out"])
+    assert report["written"] == report["nodes"] == exported.nodes and report["threads"][0]["status"] == "added"
+    assert result["peak"] < 8 * len(lines), f"peak {result['peak'] // (1 << 20)} MiB"
+    imported = Repo.open(str(other))
+    assert imported.threads.heads() == {thread: root.threads.heads()[thread]}
+    assert sorted(imported.nodes.walk(root.threads.heads()[thread])) == sorted(root.nodes.walk(root.threads.heads()[thread]))

@@ -18,6 +18,12 @@ MAX_DEPTH = 200  # JSON documents are shallow; anything deeper is garbage, not d
 
 class EncodeError(ValueError):
     """A value that has no JSON-compatible CBOR form (NaN, a lone surrogate, a non-string key...)."""
+
+
+class TooManyItems(CorruptError):
+    """Input holding more items than the decoder was allowed to make (`max_items`)."""
+
+
 _pack_double = struct.Struct(">d").pack
 _unpack_double = struct.Struct(">d").unpack_from
 _unpack_single = struct.Struct(">f").unpack_from
@@ -165,7 +171,7 @@ class _Decoder:
             count = info if info < 24 else self.argument(info)
             result = {}
             value = self.value
-            self.enter()
+            self.enter(count + count)
             for _ in range(count):
                 key = value()
                 if key.__class__ is not str:
@@ -178,7 +184,7 @@ class _Decoder:
         if major == 4:
             count = info if info < 24 else self.argument(info)
             value = self.value
-            self.enter()
+            self.enter(count)
             items = [value() for _ in range(count)]
             self.depth -= 1
             return items
@@ -188,7 +194,8 @@ class _Decoder:
             return self.simple(info)
         raise self.fail(f"unsupported major type {major}")
 
-    def enter(self) -> None:
+    def enter(self, count: int) -> None:
+        """An array or map opens, holding `count` items (a map's keys and values both count)."""
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise self.fail(f"nested deeper than {MAX_DEPTH} levels")
@@ -206,28 +213,60 @@ class _Decoder:
         return number
 
 
-def decode(data: bytes) -> object:
-    """Decode one CBOR item that must span the whole input."""
-    decoder = _Decoder(data)
+class _BoundedDecoder(_Decoder):
+    """The decoder for untrusted input: every array's and map's declared count is charged to a
+    budget before any of its items is made, so input over the budget is refused having made
+    almost nothing (an array of 30 million nulls is refused at its first byte). Apart, so the
+    hot path of every chain walk carries no counter."""
+
+    __slots__ = ("left", "max_items")
+
+    def __init__(self, data: bytes, max_items: int) -> None:
+        super().__init__(data)
+        self.max_items = max_items
+        self.left = max_items - 1  # the outermost item
+
+    def enter(self, count: int) -> None:
+        self.charge(count)
+        _Decoder.enter(self, count)
+
+    def charge(self, count: int) -> None:
+        self.left -= count
+        if self.left < 0:
+            raise TooManyItems(f"more than {self.max_items:,} items (arrays, maps and what they hold), at byte {self.pos}")
+
+
+def _decoder(data: bytes, max_items: int | None) -> _Decoder:
+    return _Decoder(data) if max_items is None else _BoundedDecoder(data, max_items)
+
+
+def decode(data: bytes, *, max_items: int | None = None) -> object:
+    """Decode one CBOR item that must span the whole input. `max_items` (for untrusted input):
+    TooManyItems when it holds more items than that, every key, value and element counting."""
+    decoder = _decoder(data, max_items)
     value = decoder.value()
     if decoder.pos != len(data):
         raise decoder.fail("trailing bytes")
     return value
 
 
-def decode_envelope(data: bytes) -> tuple[dict, bytes]:
+def decode_envelope(data: bytes, *, max_items: int | None = None) -> tuple[dict, bytes]:
     """Decode a node file and return it with the exact bytes of its payload.
 
     The payload bytes are hashed as stored, so a node is verified without
     re-encoding it, and any non-canonical edit shows up as corruption.
+    `max_items`: as for `decode`, the envelope's own keys and values counting.
     """
-    decoder = _Decoder(data)
+    decoder = _decoder(data, max_items)
     if not data or data[0] >> 5 != 5:
         raise decoder.fail("node is not a CBOR map")
     decoder.pos = 1
     envelope: dict = {}
     payload_bytes = b""
-    for _ in range(decoder.argument(data[0] & 31)):
+    count = decoder.argument(data[0] & 31)
+    if max_items is not None:
+        decoder.charge(count + count)  # no level of nesting: the envelope may add its own
+    for _ in range(count):
         key = decoder.value()
         if key.__class__ is not str:
             raise decoder.fail("map key is not a string")

@@ -19,8 +19,9 @@ gzip without a name or time; the same threads of the same root give the same byt
 
 Import checks everything before it writes anything: the layout, the manifest, every node's
 bytes against its name (a tampered node is refused, named), every payload against its schema,
-every reference. The file is read as a stream under limits of size, count, expansion and
-nesting, its nodes held in a temporary file rather than in memory (bundle_read.py). Then the
+every reference. The file is read as a stream under limits of size, count, expansion,
+nesting and items per node, its nodes held in a temporary file in the root's scratch space
+rather than in memory (bundle_read.py). Then the
 new nodes are written in one batch, unknown workflow names are registered, and each thread is
 registered as the manifest says (active, or archived with its reason). A thread id the root already has is never changed: with the same head it is already
 there (importing twice changes nothing); with another head it is reported as a conflict and
@@ -219,6 +220,7 @@ def verify_bundle(repo: Repo, path: str, manifest: dict, nodes: SpilledNodes):
     overlay = CasStore(_Overlay(nodes, repo.nodes.nodes))
     try:
         for hash_ in nodes:  # one at a time, read back from the temporary file: memory holds one node and the schemas
+            # Decoded without a budget, but these bytes passed MAX_NODE_ITEMS as they were read.
             verify_nodes(overlay, {hash_: nodes.read(hash_)}, "in the bundle")
     except NodesRefused as exc:
         raise BundleError(f"{where} was refused, nothing was imported: {exc.message}") from None
@@ -250,7 +252,7 @@ class _Overlay:
 
 def import_bundle(repo: Repo, path: str) -> ImportReport:
     """Verify the bundle whole, then add its nodes, workflow names and threads to the root."""
-    manifest, nodes = read_bundle(path)
+    manifest, nodes = read_bundle(path, repo.backend.scratch_dir)
     with nodes:
         overlay = verify_bundle(repo, path, manifest, nodes)
         heads = repo.threads.heads()  # a damaged threads.yaml, history or registry is refused before any write

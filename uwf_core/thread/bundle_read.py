@@ -4,18 +4,23 @@ Nothing is read whole before it is checked. The tar headers are parsed here (not
 which reads pax and GNU long-name headers whole, whatever size they declare), so every entry is
 refused on its header alone when it is not a regular file, has a name outside the layout, comes
 twice, or declares more bytes than its limit. The manifest must be the first entry, as export
-writes it: every node is then checked against its list as it arrives. Each node's bytes are
-verified against its name as soon as they are read (bytes that do not begin a CBOR map, such as
-zeros, after the first chunk) and then spilled to an unnamed temporary file, so memory holds one
-node at a time and an index. Compression is measured as it goes: the tar bytes produced against
-the compressed bytes consumed, so a gzip bomb is refused after a few MiB, not after it has
-expanded.
+writes it: every node is then checked against its list as it arrives. Each node is read into one
+buffer of its declared size and verified against its name as soon as it is read (bytes that do
+not begin a CBOR map, such as zeros, after the first chunk), decoded under an item budget: its
+XXH64 name proves nothing (anyone can hash a hostile node right), and a CBOR array of nulls is a
+Python object per byte. It is then spilled to an unnamed temporary file in the root's scratch
+space (not TMPDIR, often a tmpfs: memory again), so memory holds one node at a time and an index.
+Compression is measured as it goes: the tar bytes produced against the compressed bytes
+consumed, so a gzip bomb is refused after a few MiB, not after it has expanded.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
+import os
 import tempfile
+from contextlib import contextmanager
 
 from ..encoding.ids import is_cas_ref
 from ..errors import CorruptError, NotFoundError, UwfError
@@ -30,6 +35,11 @@ MIB = 1024 * 1024
 MAX_NODE_BYTES = 256 * MIB  # far above any node uwf writes (a bytes node of a 50 MB file is 67 MB of base64)
 MAX_MANIFEST_BYTES = 64 * MIB  # a million nodes' hashes take about 25 MB
 MAX_NODES = 1_000_000
+# Items (elements, keys and values) a node may hold, each a Python object when decoded, up to ~72
+# bytes (an empty map). Above the densest JSON an 8,000,000-character answer holds ([0,0,...]:
+# 4,000,000) and a directory of 500,000 files (9 per tree entry); an array of 30 million nulls, a
+# 30 MB node, is refused on its first bytes.
+MAX_NODE_ITEMS = 5_000_000
 MAX_TOTAL_BYTES = 16 * 1024 * MIB  # tar bytes in all, what the temporary file may reach
 MAX_RATIO = 100  # tar bytes per compressed byte; JSON in CBOR compresses 3 to 20-fold
 RATIO_GRACE_BYTES = 32 * MIB  # a small bundle may compress as well as it likes
@@ -93,15 +103,19 @@ class _TarStream:
 
 
 class SpilledNodes:
-    """Node bytes verified against their names, kept in an unnamed temporary file (gone when
-    closed, or when the process dies); memory holds only where each is and its type."""
+    """Node bytes verified against their names, kept in an unnamed temporary file (never named
+    where O_TMPFILE works, else removed as it is made: gone when closed, or when the process
+    dies) in `directory`, the root's scratch space; memory holds only where each is and its type."""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, directory: str | None = None) -> None:
         self.where = where
+        self.directory = directory or tempfile.gettempdir()
         try:
-            self.file = tempfile.TemporaryFile(prefix="uwf-bundle-")
+            if directory is not None:
+                os.makedirs(directory, mode=0o700, exist_ok=True)
+            self.file = tempfile.TemporaryFile(prefix="uwf-bundle-", dir=directory)
         except OSError as exc:
-            raise BundleError(f"{where}: cannot make a temporary file for its nodes ({exc.strerror}); set TMPDIR to a writable place") from None
+            raise BundleError(f"{where}: cannot make a temporary file for its nodes in {self.directory} ({exc.strerror})") from None
         self.index: dict[str, tuple[int, int, str]] = {}  # hash -> (offset, length, type)
         self.end = 0
         self._types: dict[str, str] = {}  # one string per type, not one per node
@@ -111,7 +125,7 @@ class SpilledNodes:
             self.file.seek(self.end)
             self.file.write(data)
         except OSError as exc:
-            raise BundleError(f"{self.where}: cannot hold its nodes in a temporary file ({exc.strerror}); set TMPDIR to a larger place") from None
+            raise BundleError(f"{self.where}: cannot hold its nodes in a temporary file in {self.directory} ({exc.strerror})") from None
         self.index[hash_] = (self.end, len(data), self._types.setdefault(type_hash, type_hash))
         self.end += len(data)
 
@@ -144,9 +158,10 @@ class SpilledNodes:
         self.close()
 
 
-def read_bundle(path: str) -> tuple[dict, SpilledNodes]:
+def read_bundle(path: str, scratch_dir: str | None = None) -> tuple[dict, SpilledNodes]:
     """(manifest, node bytes by hash) of a bundle file: its layout, its manifest's shape, the
-    limits and every node's bytes against its name checked; schemas and references not yet."""
+    limits and every node's bytes against its name checked; schemas and references not yet.
+    The nodes are held in a temporary file in `scratch_dir` (the root's; else the system's)."""
     where = f"bundle {path}"
     try:
         raw = open(path, "rb")
@@ -158,7 +173,7 @@ def read_bundle(path: str) -> tuple[dict, SpilledNodes]:
         raise BundleError(f"{where} cannot be read: {exc.strerror}") from None
     with raw:
         stream = _open(raw, where)
-        spilled = SpilledNodes(where)
+        spilled = SpilledNodes(where, scratch_dir)
         try:
             return _read_entries(stream, spilled, where), spilled
         except BaseException:
@@ -214,7 +229,8 @@ def _read_entries(stream: _TarStream, spilled: SpilledNodes, where: str) -> dict
                 raise BundleError(f"{where} holds two manifests")
             if size > MAX_MANIFEST_BYTES:
                 raise BundleError(f"{where}: {MANIFEST} is {size:,} bytes, more than the {_size(MAX_MANIFEST_BYTES)} a manifest may have")
-            manifest = _parse_manifest(_read_member(stream, name, size), where)
+            with _member(stream, name, size) as data:
+                manifest = _parse_manifest(data, where)
             continue
         hash_ = name[len(NODES):]
         if not name.startswith(NODES) or not is_cas_ref(hash_):
@@ -229,8 +245,8 @@ def _read_entries(stream: _TarStream, spilled: SpilledNodes, where: str) -> dict
             raise BundleError(f"{where} holds node {hash_} twice")
         if size > MAX_NODE_BYTES:
             raise BundleError(f"{where}: node {hash_} is {size:,} bytes, more than the {_size(MAX_NODE_BYTES)} a node may have")
-        data = _read_member(stream, name, size, first=lambda piece: _check_start(hash_, piece, where))
-        spilled.add(hash_, _verified_type(hash_, data, where), data)
+        with _member(stream, name, size, first=lambda piece: _check_start(hash_, piece, where)) as data:
+            spilled.add(hash_, _verified_type(hash_, data, where), data)
     if manifest is None:
         raise BundleError(f"{where} has no {MANIFEST}: not a uwf bundle")
     if listed is None:
@@ -276,23 +292,34 @@ def _octal(field: bytes) -> int | None:
         return None
 
 
-def _read_member(stream: _TarStream, name: str, size: int, first=None) -> bytes:
-    """An entry's bytes, read in chunks (`first` sees the first one) and its padding skipped."""
-    parts = []
-    left = size
+@contextmanager
+def _member(stream: _TarStream, name: str, size: int, first=None):
+    """An entry's bytes, read into one buffer of its declared size, a chunk at a time (`first`
+    sees the first), its padding skipped. The buffer is anonymous memory, which takes RAM only as
+    it is filled (a header declaring 256 MiB that a bomb never fills costs nothing), unmapped on
+    leaving the block."""
+    if not size:
+        yield b""
+        return
     try:
-        while left:
-            piece = stream.read(min(CHUNK, left))
-            if len(piece) < min(CHUNK, left):
-                raise BundleError(f"{stream.where} is damaged: entry {name!r} is cut short")
-            if first is not None and not parts:
-                first(piece)
-            parts.append(piece)
-            left -= len(piece)
-        stream.read(-size % BLOCK)
-    except stream.errors as exc:
-        raise BundleError(f"{stream.where} is damaged: {exc}") from None
-    return b"".join(parts)
+        buffer = mmap.mmap(-1, size)
+    except OSError as exc:
+        raise BundleError(f"{stream.where}: no memory for entry {name!r} of {size:,} bytes ({exc.strerror})") from None
+    with buffer as data:
+        try:
+            while data.tell() < size:
+                want = min(CHUNK, size - data.tell())
+                piece = stream.read(want)
+                if len(piece) < want:
+                    raise BundleError(f"{stream.where} is damaged: entry {name!r} is cut short")
+                if first is not None and not data.tell():
+                    first(piece)
+                data.write(piece)
+            stream.read(-size % BLOCK)
+        except stream.errors as exc:
+            raise BundleError(f"{stream.where} is damaged: {exc}") from None
+        del piece  # its bytes are in the buffer: one copy of the entry is held, not two
+        yield data
 
 
 def _check_start(hash_: str, piece: bytes, where: str) -> None:
@@ -302,38 +329,35 @@ def _check_start(hash_: str, piece: bytes, where: str) -> None:
         raise BundleError(f"{where} was refused, nothing was imported: node {hash_} is corrupt: not a CBOR map ({what})")
 
 
-def _verified_type(hash_: str, data: bytes, where: str) -> str:
-    """The node's type, once its bytes are checked against its name (CBOR nesting is bounded by
-    the decoder)."""
-    from ..store.cas import CasStore
+def _verified_type(hash_: str, data: mmap.mmap, where: str) -> str:
+    """The node's type, once its bytes are checked against its name as the store checks them
+    (cas.py `_verified_node`, which import's schema check runs again), but decoded under the
+    item budget: this decode, and the schema check's of the same bytes, make at most
+    MAX_NODE_ITEMS objects. Nesting is bounded by the decoder."""
+    from ..encoding.cbor import TooManyItems, decode_envelope
+    from ..encoding.ids import xxh64_hash
 
+    refused = f"{where} was refused, nothing was imported: node {hash_}"
     try:
-        return CasStore(_OneNode(hash_, data)).get(hash_).type
+        envelope, payload = decode_envelope(data, max_items=MAX_NODE_ITEMS)
+    except TooManyItems:
+        raise BundleError(f"{refused} holds more than {MAX_NODE_ITEMS:,} items (values, keys and elements), the limit for a node") from None
     except CorruptError as exc:
-        raise BundleError(f"{where} was refused, nothing was imported: {exc.message}") from None
+        raise BundleError(f"{refused} is corrupt: {exc.message}") from None
+    type_hash = envelope.get("type")
+    if set(envelope) != {"type", "payload", "timestamp"} or not is_cas_ref(type_hash) or not isinstance(envelope["timestamp"], int):
+        raise BundleError(f"{refused} is corrupt: not a {{type, payload, timestamp}} envelope")
+    actual = xxh64_hash(payload if type_hash == hash_ else type_hash.encode("ascii") + payload)  # the meta-schema: no type prefix
+    if actual != hash_:
+        raise BundleError(f"{refused} is corrupt: its content hashes to {actual}")
+    return type_hash
 
 
-class _OneNode:
-    """A node store of one node: the store's own check of bytes against a name, on one read."""
-
-    location = "the bundle"
-
-    def __init__(self, hash_: str, data: bytes) -> None:
-        self.hash = hash_
-        self.data = data
-
-    def read(self, hash_: str) -> bytes | None:
-        return self.data if hash_ == self.hash else None
-
-    def exists(self, hash_: str) -> bool:
-        return hash_ == self.hash
-
-
-def _parse_manifest(data: bytes, where: str) -> object:
+def _parse_manifest(data, where: str) -> object:
     from ..encoding.limits import StructureError, check_json_text
 
     try:
-        text = data.decode("utf-8")
+        text = str(data, "utf-8")
         check_json_text(text, f"{where}: {MANIFEST}", max_chars=MAX_MANIFEST_BYTES)  # before json.loads recurses into it
         return json.loads(text)
     except StructureError as exc:
