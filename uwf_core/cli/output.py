@@ -31,5 +31,16 @@ def note(message: str) -> None:
     sys.stderr.write(f"uwf: {message}\n")
 
 
+MAX_MESSAGE_CHARS = 8000  # an agent's stderr tail can be megabytes of anything
+
+
 def _one_line(message: str) -> str:
-    return " ".join(message.split("\n")).strip()
+    """One line that shows what it says: newlines become spaces, and every other control
+    character (an agent's `\r` or ESC could erase or recolour the line on a terminal) is
+    written as its escape."""
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[: MAX_MESSAGE_CHARS // 2] + " … " + message[-MAX_MESSAGE_CHARS // 2 :]
+    text = " ".join(message.split("\n")).strip()
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
