@@ -60,3 +60,17 @@ def test_a_valid_step_imports_no_jsonschema(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_a_payload_failing_everywhere_gives_a_bounded_list_of_short_errors():
+    """A hostile payload (a bundle's node of 200,000 wrong items) must not collect an error, and a
+    repr of its value, for each."""
+    from uwf_core.store.schemas import MAX_ERROR_CHARS, MAX_ERRORS, validation_errors
+
+    schema = {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}}
+    errors = validation_errors(schema, {"items": [None] * 200_000})
+    assert len(errors) == MAX_ERRORS
+    assert errors[0].startswith("at $.items[0]:")
+    assert all(len(error) <= MAX_ERROR_CHARS for error in errors)
+    huge = validation_errors({"type": "string"}, ["x" * 100_000])
+    assert len(huge) == 1 and huge[0].endswith("…")
