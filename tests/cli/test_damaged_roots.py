@@ -83,3 +83,24 @@ def test_no_command_gives_a_traceback_on_a_damaged_root(healthy, tmp_path, damag
             if len(errors) != 1:
                 failures.append(f"uwf {command}: not one clear line: {done.stderr[-300:]}")
     assert not failures, failures
+
+
+def test_fsck_names_the_thread_that_needs_a_corrupt_node(healthy, tmp_path):
+    """A flipped byte in one node's row: fsck names the node and the thread whose chain needs it,
+    and says what can be done (a repair cannot recover bytes that are wrong)."""
+    import json
+
+    from conftest import _uwf_command
+    from node_file import node_bytes, set_node_bytes
+
+    base, thread, head = healthy
+    root = tmp_path / "root"
+    shutil.copytree(base, root, symlinks=True)
+    data = bytearray(node_bytes(root, head))
+    data[len(data) // 2] ^= 0xFF
+    set_node_bytes(root, head, bytes(data))
+    done = subprocess.run([*_uwf_command(), "--root", str(root), "cas", "fsck"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    problems = json.loads(done.stdout)["problems"]
+    named = [problem for problem in problems if problem["target"] == f"thread {thread}"]
+    assert named and "corrupt" in named[0]["message"] and "fork the thread" in named[0]["message"]

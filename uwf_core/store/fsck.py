@@ -124,31 +124,32 @@ def _check_roots(store: CasStore, backend: Backend) -> list[FsckProblem]:
     prev, start, resumes, outputs and details) and each registry version."""
     problems = []
     for what, head in _labelled_roots(backend):
-        missing = _first_missing(store, head)
-        if missing == head:
-            problems.append(FsckProblem(what, f"its head {head} is not in the store"))
-        elif missing:
-            problems.append(FsckProblem(what, f"node {missing}, reachable from {head}, is not in the store"))
+        broken, problem = _first_broken(store, head)
+        if broken == head:
+            problems.append(FsckProblem(what, f"its head {head} {problem}"))
+        elif broken:
+            problems.append(FsckProblem(what, f"node {broken}, reachable from {head}, {problem}"))
     return problems
 
 
-def _first_missing(store: CasStore, head: str) -> str | None:
-    """The first node reachable from `head` that is gone, or None when all are there."""
+def _first_broken(store: CasStore, head: str) -> tuple[str | None, str]:
+    """The first node reachable from `head` that is gone or corrupt (so the thread needing it is
+    named, not only the node), with what is wrong; (None, "") when all are whole."""
     seen = {head}
     pending = [head]
     while pending:
         current = pending.pop()
         if not store.has(current):
-            return current
+            return current, "is not in the store"
         try:
             refs = store.refs(current)
-        except UwfError:
-            continue  # a corrupt node is reported by the node check
+        except UwfError as exc:
+            return current, f"is corrupt ({exc.message}); fork the thread from an earlier step, or restore the root"
         for ref in refs:
             if ref not in seen:
                 seen.add(ref)
                 pending.append(ref)
-    return None
+    return None, ""
 
 
 def _check_node(store: CasStore, hash_: str, types: dict[str, list[str]]) -> str | None:
