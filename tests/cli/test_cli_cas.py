@@ -385,11 +385,12 @@ def test_fsck_finds_a_flipped_byte(uwf, root_dir, examples_root):
     report = result.json()
     assert report["ok"] is False
     errors = [p for p in report["problems"] if p["severity"] == "error"]
-    assert [p["target"] for p in errors] == [victim]
-    assert "corrupt" in errors[0]["message"]
+    # The node, and what needs it (it is a registered workflow version).
+    assert [p["target"] for p in errors] == [victim, f"workflow 'solve-issue' version {victim}"]
+    assert "corrupt" in errors[0]["message"] and "corrupt" in errors[1]["message"]
     message = assert_one_line_error(result)
     assert victim in message
-    assert "fsck found 1 problem" in message
+    assert "fsck found 2 problem" in message
 
 
 def test_get_of_a_corrupt_node(uwf, root_dir, examples_root):
