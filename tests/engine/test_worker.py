@@ -204,3 +204,14 @@ def test_the_database_restarted_under_a_worker(pg_cluster, pg_url, root_dir):
         steps = json.loads(run("thread", "steps", thread).stdout)
         assert [step["role"] for step in steps] == SOLVE_ROLES
     assert json.loads(run("cas", "fsck").stdout)["ok"]
+
+
+def test_an_idle_worker_stops_on_sigterm_without_waiting_out_its_idle_wait(place):
+    """An idle lane waited up to 5 s for a change before it saw stop(); now it looks every half second."""
+    worker = place.spawn("worker", "--name", "idle")
+    time.sleep(1.0)  # idle: nothing is queued, the lane waits for a change
+    asked = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    worker.communicate(timeout=30)
+    assert worker.returncode == 0
+    assert time.monotonic() - asked < 3.0  # the old wait had ~4 s left here

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..repo import Repo
 
 IDLE_WAIT_SECONDS = 5.0  # how long an idle worker waits for a change before it looks again
+STOP_SECONDS = 0.5  # the longest an idle worker takes to see stop()
 UNAVAILABLE_RETRY_SECONDS = 2.0  # the root cannot be reached: look again after this
 BUSY_RETRY_SECONDS = 1.0  # a claimed thread someone steps by hand: try again after this
 
@@ -99,7 +100,7 @@ class Worker:
                         idle = self.busy == 0
                     if self.once and idle:
                         return
-                    token = self.repo.backend.wait_for_change(token, 0.5 if self.once else IDLE_WAIT_SECONDS)
+                    token = self._idle_wait(token)
                     continue
             except StoreUnavailableError as exc:
                 self.on_event(WorkerEvent("-", "waiting", detail=f"{exc.message}; trying again in {UNAVAILABLE_RETRY_SECONDS:g}s"))
@@ -116,6 +117,17 @@ class Worker:
                 with self.lock:
                     self.held.discard(claim.thread)
                     self.busy -= 1
+
+    def _idle_wait(self, token):
+        """Wait for a change in the root, in slices short enough that stop() (SIGTERM) ends an
+        idle worker within STOP_SECONDS, not after the whole wait."""
+        deadline = time.monotonic() + (0.5 if self.once else IDLE_WAIT_SECONDS)
+        while not self.stopping.is_set():
+            left = deadline - time.monotonic()
+            current = self.repo.backend.wait_for_change(token, max(0.0, min(STOP_SECONDS, left)))
+            if current != token or left <= STOP_SECONDS:
+                return current
+        return token
 
     def _work(self, thread: str) -> None:
         """Step `thread` to its end; dequeue it unless this worker was stopped first."""
