@@ -320,3 +320,26 @@ def test_a_postgresql_root_has_no_node_file_to_repair(pg_url):
     done = subprocess.run([*_uwf_command(), "--root", pg_url, "cas", "fsck", "--repair"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "PostgreSQL" in done.stderr
+
+
+def test_a_row_whose_hash_text_is_damaged_is_recovered_under_its_contents_name(base, tmp_path):
+    """A flipped byte in a row's hash column (and the index's copy of it): SQLite cannot decode
+    the text; fsck says so and names --repair; the repair names each row by its content, so the
+    node comes back whole."""
+    base_root, threads = base
+    base_rows = _rows(base_root)
+    root = tmp_path / "root"
+    shutil.copytree(base_root, root)
+    head = json.loads(_ok(base_root, "thread", "show", threads[0]))["head"]
+    path = db_path(root)
+    data = path.read_bytes()
+    assert data.count(head.encode()) >= 1
+    path.write_bytes(data.replace(head.encode(), head[:5].encode() + b"\xff" + head[6:].encode()))
+
+    checked = _run(root, "cas", "fsck")
+    assert checked.returncode == 1 and "Traceback" not in checked.stderr
+    assert any("--repair" in problem["message"] for problem in json.loads(checked.stdout)["problems"])
+    report = _repair(root)
+    assert report["damaged"] is True and not report["lost"], report
+    assert _rows(root) == base_rows
+    assert _run(root, "thread", "show", threads[0]).returncode == 0

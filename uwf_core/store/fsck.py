@@ -7,7 +7,7 @@ from ..encoding.records import field, record
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
-from ..errors import UwfError
+from ..errors import CorruptError, UwfError
 from .builtin_schemas import META_HASH
 from .cas import CasStore
 from .records import SET_ASIDE, RepairReport
@@ -54,18 +54,19 @@ def fsck(store: CasStore, backend: Backend | None = None) -> FsckReport:
         report.problems.append(FsckProblem(*damage))
     types: dict[str, list[str]] = {}
     try:
-        hashes = nodes.hashes()
-    except UwfError:
-        if not damage:
-            raise
+        for hash_ in nodes.hashes():
+            report.checked += 1
+            problem = _check_node(store, hash_, types)
+            if problem:
+                report.problems.append(FsckProblem(hash_, problem))
+        report.problems.extend(_check_index(store, types))
+    except UwfError as exc:
+        if not damage and not isinstance(exc, CorruptError):
+            raise  # not damage of the store (a database that went away): one line, as any command
+        if not damage:  # damage the header and the quick check did not see, met while reading
+            report.problems.append(FsckProblem("node store", f"{exc.message} (run `uwf cas fsck --repair`)"))
         report.readable = False  # nothing more can be checked: the one problem names --repair
         return report
-    for hash_ in hashes:
-        report.checked += 1
-        problem = _check_node(store, hash_, types)
-        if problem:
-            report.problems.append(FsckProblem(hash_, problem))
-    report.problems.extend(_check_index(store, types))
     if backend is not None:
         report.problems.extend(_check_roots(store, backend))
         for name, _ in backend.temp_files():

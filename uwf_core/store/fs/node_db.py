@@ -355,7 +355,7 @@ def _error(exc: BaseException, doing: str, path: str | None = None) -> UwfError:
         return UwfError(f"{doing}: Read-only file system or no permission to write")
     if "locked" in lowered or "busy" in lowered:
         return UwfError(f"{doing}: another process held the node store for {BUSY_SECONDS:g}s (is a gc or a copy running?)")
-    if "not a database" in lowered or "malformed" in lowered:
+    if "not a database" in lowered or "malformed" in lowered or "could not decode" in lowered:
         return CorruptError(f"{doing}: the file is damaged ({text}); `uwf cas fsck --repair` salvages what can still be read")
     if path and ("disk i/o" in lowered or "unable to open" in lowered):  # SQLite's words for what the OS said
         cause = _disk_state(os.path.dirname(path))

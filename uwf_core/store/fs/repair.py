@@ -63,11 +63,28 @@ def damage_of(path: str) -> str | None:
         conn = open_read_only(path, held=True)
         try:
             bad = check_result(conn.execute("pragma integrity_check").fetchall())
+            misnamed = None if bad else _misnamed_row(conn)
         finally:
             conn.close()
     except sqlite3.Error as exc:
         return f"SQLite cannot read it: {exc}"
-    return f"damaged pages: {bad}" if bad else None
+    if bad:
+        return f"damaged pages: {bad}"
+    return f"damaged rows: {misnamed}" if misnamed else None
+
+
+def _misnamed_row(conn: sqlite3.Connection) -> str | None:
+    """A row whose bytes are not the node its hash column names (a flipped byte in either, which
+    SQLite's own check cannot see): what it is, or None when every row is its node."""
+    for hash_, data in conn.execute("select cast(hash as blob), data from nodes"):
+        stated = bytes(hash_).decode("ascii", "replace")
+        try:
+            name = _content_name(node_data(data))
+        except UwfError:
+            return f"row {stated} holds no node"
+        if name != stated:
+            return f"row {stated} holds node {name}"
+    return None
 
 
 # -- the rebuild ---------------------------------------------------------------------------------
@@ -81,11 +98,13 @@ def _rebuild(path: str, scratch: str) -> tuple[int, int]:
     written: set[str] = set()
     rejected = 0
     with new.batch():
-        for seq, hash_, _, data, touched in _candidates(path):
-            if hash_ in written:
-                continue
+        for seq, _, _, data, touched in _candidates(path):
             try:
-                node = _verified_node(hash_, node_data(data))
+                envelope = node_data(data)
+                hash_ = _content_name(envelope)  # not the row's hash column, which can be damaged too
+                if hash_ in written:
+                    continue
+                node = _verified_node(hash_, envelope)
             except UwfError:
                 rejected += 1
                 continue
@@ -98,6 +117,20 @@ def _rebuild(path: str, scratch: str) -> tuple[int, int]:
     new.checkpoint()
     new.close()
     return len(written), rejected
+
+
+def _content_name(envelope: bytes) -> str:
+    """A node's name from its own bytes, as the CAS names it: a row whose hash text lost a byte is
+    still recovered, under the name its content has."""
+    from ...encoding.cbor import decode_envelope
+    from ...encoding.ids import is_cas_ref, xxh64_hash
+
+    decoded, payload_bytes = decode_envelope(envelope)
+    type_hash = decoded.get("type") if isinstance(decoded, dict) else None
+    if not is_cas_ref(type_hash):
+        raise UwfError("not a node envelope")
+    own = xxh64_hash(payload_bytes)
+    return own if own == type_hash else xxh64_hash(type_hash.encode("ascii") + payload_bytes)
 
 
 def _candidates(path: str):
@@ -113,14 +146,14 @@ def _sqlite_rows(path: str):
     except sqlite3.Error:
         return
     try:
-        cursor = conn.execute("select seq, hash, type, data, touched from nodes order by seq")
+        cursor = conn.execute("select seq, cast(hash as blob), cast(type as blob), data, touched from nodes order by seq")
         while True:
             row = cursor.fetchone()  # one at a time: a damaged page ends the scan, not what came before
             if row is None:
                 return
-            seq, hash_, type_, data, touched = row
-            if isinstance(hash_, str) and isinstance(data, (bytes, str)):
-                yield seq, hash_, type_, data if isinstance(data, bytes) else data.encode(), _time(touched)
+            seq, hash_, type_, data, touched = row  # hash and type as bytes: a damaged byte there ends no scan
+            if isinstance(data, (bytes, str)):
+                yield seq, bytes(hash_ or b"").decode("ascii", "replace"), bytes(type_ or b"").decode("ascii", "replace"), data if isinstance(data, bytes) else data.encode(), _time(touched)
     except sqlite3.Error:
         return
     finally:

@@ -326,9 +326,12 @@ def _node_row(payload: bytes, types: list[int]):
         at += length
     _, hash_, type_, data, touched = values
     try:
-        return hash_.decode("ascii"), type_.decode("ascii"), bytes(data), float(touched)
-    except UnicodeDecodeError:
+        touched = float(touched)
+    except (TypeError, ValueError):
         return False
+    # The hash and type columns as found, even with a damaged byte: the repair names each row by its
+    # content, so only `data` must be whole.
+    return hash_.decode("ascii", "replace"), type_.decode("ascii", "replace"), bytes(data), touched
 
 
 def _length(kind: int) -> int:
