@@ -167,6 +167,7 @@ def test_gc_refuses_while_a_hand_edit_hides_a_head(uwf, root_dir):
     state.write_text(state.read_text().replace(head, head[:-1]))
     refused = uwf("cas", "gc", "--grace", "0")
     assert refused.code == 1 and "threads.yaml:2" in refused.err
+    assert uwf("cas", "gc", "--dry-run", "--grace", "0").code == 1  # it would list the chain as garbage
     state.write_text(state.read_text().replace(head[:-1], head))
     assert uwf("cas", "gc", "--grace", "0").code == 0
     assert uwf("thread", "show", thread).json()["head"] == head

@@ -45,7 +45,8 @@ def copy_root(source: str, destination: str, *, progress: bool = False) -> CopyR
         raise UwfError("the source and the destination are the same root")
     hiding = [entry for entry in src.backend.threads.damaged() if entry.hides]
     if hiding:  # the copy would leave that thread behind, silently: the source may then be deleted
-        raise UwfError(f"the source's thread index has a line that cannot be read: {hiding[0].message}; nothing was copied")
+        more = f" (and {len(hiding) - 1} more)" if len(hiding) > 1 else ""
+        raise UwfError(f"the source's thread index has a line that cannot be read: {hiding[0].where}: {hiding[0].problem}{more}; fix or delete it, nothing was copied")
     show = _Progress(progress)
     copied, there = _copy_nodes(src, dst, show)
     workflows = _copy_registry(src, dst)

@@ -95,10 +95,11 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
     it is being deleted.
     """
     hiding = [entry for entry in backend.threads.damaged() if entry.hides]
-    if hiding and not dry_run:
+    if hiding:  # a dry run too: it would list the hidden thread's nodes as garbage
+        more = f" (and {len(hiding) - 1} more damaged line{'s' if len(hiding) > 2 else ''})" if len(hiding) > 1 else ""
         raise UwfError(
-            f"gc deletes nothing while a line of the thread index cannot be read: {hiding[0].where}: {hiding[0].problem} "
-            f"(it may hide a thread whose nodes would be deleted; fix or delete the line{', and ' + str(len(hiding) - 1) + ' more' if len(hiding) > 1 else ''})"
+            f"gc deletes nothing while a line of the thread index cannot be read: {hiding[0].where}: {hiding[0].problem}{more}; "
+            "it may hide a thread whose nodes would be deleted: fix or delete the line"
         )
     report = GcReport(dry_run=dry_run)
     nodes = backend.nodes

@@ -102,6 +102,19 @@ class _TarStream:
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+def _missing(directory: str) -> list[str]:
+    """`directory` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    path = os.path.abspath(directory)
+    while not os.path.exists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
 class SpilledNodes:
     """Node bytes verified against their names, kept in an unnamed temporary file (never named
     where O_TMPFILE works, else removed as it is made: gone when closed, or when the process
@@ -110,8 +123,10 @@ class SpilledNodes:
     def __init__(self, where: str, directory: str | None = None) -> None:
         self.where = where
         self.directory = directory or tempfile.gettempdir()
+        self.made: list[str] = []  # directories made here, deepest first: removed again on close
         try:
             if directory is not None:
+                self.made = _missing(directory)
                 os.makedirs(directory, mode=0o700, exist_ok=True)
             self.file = tempfile.TemporaryFile(prefix="uwf-bundle-", dir=directory)
         except OSError as exc:
@@ -150,6 +165,11 @@ class SpilledNodes:
 
     def close(self) -> None:
         self.file.close()
+        for path in self.made:  # a refused bundle leaves a root that did not exist as it was: absent
+            try:
+                os.rmdir(path)
+            except OSError:
+                break  # not empty: the import wrote the root
 
     def __enter__(self) -> SpilledNodes:
         return self
@@ -222,6 +242,8 @@ def _read_entries(stream: _TarStream, spilled: SpilledNodes, where: str) -> dict
             break
         name, size, kind = header
         first = False
+        if kind in (b"x", b"g", b"L", b"K"):
+            raise BundleError(f"{where}: a pax or GNU extended header ({name!r}) is not accepted: a bundle is plain ustar, as `uwf bundle export` writes it")
         if kind not in _FILE_TYPES:
             raise BundleError(f"{where}: unexpected entry {name!r} (a bundle holds only files: {MANIFEST}, {NODES}<HASH>)")
         if name == MANIFEST:

@@ -51,6 +51,14 @@ def _workflow_of(store: CasStore, head: str) -> str:
     return start_of(store, head)[1].workflow
 
 
+def _head_workflow(repo: Repo, thread: str, head: str) -> str:
+    """The workflow of a thread's head; a head that cannot be read names its thread."""
+    try:
+        return _workflow_of(repo.nodes, head)
+    except NotFoundError as exc:
+        raise NotFoundError(f"thread {thread}: {exc.message} (its head; `uwf cas fsck` says what else is damaged)") from None
+
+
 def resolve_thread_id(repo: Repo, text: str) -> str:
     """A thread id from an id or unique prefix (case-insensitive), active or archived."""
     wanted = text.strip().upper()
@@ -77,12 +85,12 @@ def thread_info(repo: Repo, thread: str) -> ThreadInfo:
     thread = resolve_thread_id(repo, thread)
     head = repo.threads.heads().get(thread)
     if head is not None:
-        return ThreadInfo(thread, _workflow_of(repo.nodes, head), head, True)
+        return ThreadInfo(thread, _head_workflow(repo, thread, head), head, True)
     record = repo.threads.last_archived(thread)
     if record is None:
         _refuse_damaged(repo, thread)
         raise NotFoundError(f"no thread {thread}")
-    workflow = record.workflow or _workflow_of(repo.nodes, record.head)
+    workflow = record.workflow or _head_workflow(repo, thread, record.head)
     return ThreadInfo(thread, workflow, record.head, False, record.reason, record.completed_at)
 
 

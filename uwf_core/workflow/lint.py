@@ -256,7 +256,8 @@ class _Parser:
             elif expression:
                 message = _jsonata_compile_error(expression)
                 if message:
-                    self.error(path + ("expression",), f"condition '{name}': JSONata syntax error: {message}")
+                    kind = "" if message.startswith("regular expression") else "JSONata syntax error: "  # valid JSONata, a regex RE2 refuses
+                    self.error(path + ("expression",), f"condition '{name}': {kind}{message}")
                 for function, close in [] if message else _unknown_functions(expression):
                     hint = f" (did you mean ${close}?)" if close else ""
                     self.error(
