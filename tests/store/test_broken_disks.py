@@ -190,3 +190,16 @@ def test_a_read_only_root_reads_with_its_derived_data_cold(uwf_at, small_disk, t
     for args in (("thread", "show", thread), ("thread", "read", thread), ("thread", "cost", thread), ("diff", thread, thread)):
         result = uwf_at(*args)
         assert result.code == 0, result
+
+
+def test_a_bundle_import_on_a_full_disk_is_one_line(uwf_at, small_disk, tmp_path):
+    """The nodes wait in the root's scratch space: a full disk fails the write that meets it."""
+    thread, _ = _seeded(uwf_at, uwf_at.root)
+    bundle = tmp_path / "t.bundle"
+    assert uwf_at("bundle", "export", thread, "-o", str(bundle)).code == 0
+    other = tmp_path / "other.bundle"
+    with_files = uwf_at("thread", "start", "solve-issue", "-p", "x" * 100_000).json()["thread"]  # a bigger node
+    assert uwf_at("bundle", "export", with_files, "-o", str(other)).code == 0
+    _fill(small_disk)
+    for path in (bundle, other):
+        _clean(uwf_at("bundle", "import", str(path)))

@@ -73,8 +73,10 @@ def test_the_workbench_shows_damage_and_keeps_working(healthy, tmp_path, damage)
     if damage not in ("config.yaml is garbage", "locks is a file", "runs.jsonl is garbled"):
         assert not hidden, f"no damage shown; notifications: {notes}"
         assert "uwf cas fsck" in banner
-        if damage in ("a head is missing", "a head is truncated"):
+        if damage == "a head is missing":
             assert "uwf cas fsck: 1 error" in banner and ids["fork"] in banner, banner  # what fsck found, named
+        if damage == "a head is truncated":  # the corrupt node, and the thread that needs it
+            assert "uwf cas fsck: 2 errors" in banner and ids["fork"] in banner, banner
     assert not [note for note in notes if "internal error" in note or "Traceback" in note]
 
 

@@ -128,7 +128,8 @@ class SpilledNodes:
             if directory is not None:
                 self.made = _missing(directory)
                 os.makedirs(directory, mode=0o700, exist_ok=True)
-            self.file = tempfile.TemporaryFile(prefix="uwf-bundle-", dir=directory)
+            # Unbuffered: a full disk fails the write that meets it (one line), not a flush at close.
+            self.file = tempfile.TemporaryFile(prefix="uwf-bundle-", dir=directory, buffering=0)
         except OSError as exc:
             raise BundleError(f"{where}: cannot make a temporary file for its nodes in {self.directory} ({exc.strerror})") from None
         self.index: dict[str, tuple[int, int, str]] = {}  # hash -> (offset, length, type)
@@ -137,8 +138,9 @@ class SpilledNodes:
 
     def add(self, hash_: str, type_hash: str, data: bytes) -> None:
         try:
-            self.file.seek(self.end)
-            self.file.write(data)
+            done = 0
+            while done < len(data):  # unbuffered writes may be short; no memoryview outlives a call
+                done += os.pwrite(self.file.fileno(), data if not done else data[done:], self.end + done)
         except OSError as exc:
             raise BundleError(f"{self.where}: cannot hold its nodes in a temporary file in {self.directory} ({exc.strerror})") from None
         self.index[hash_] = (self.end, len(data), self._types.setdefault(type_hash, type_hash))
@@ -148,8 +150,15 @@ class SpilledNodes:
         entry = self.index.get(hash_)
         if entry is None:
             return None
-        self.file.seek(entry[0])
-        return self.file.read(entry[1])
+        offset, length, _ = entry
+        parts = []
+        while length:  # reads may be short too
+            part = os.pread(self.file.fileno(), length, offset)
+            if not part:
+                break
+            parts.append(part)
+            offset, length = offset + len(part), length - len(part)
+        return b"".join(parts)
 
     def type_of(self, hash_: str) -> str:
         return self.index[hash_][2]
@@ -164,7 +173,10 @@ class SpilledNodes:
         return len(self.index)
 
     def close(self) -> None:
-        self.file.close()
+        try:
+            self.file.close()
+        except OSError:
+            pass  # a temporary file: nothing in it is wanted any more
         for path in self.made:  # a refused bundle leaves a root that did not exist as it was: absent
             try:
                 os.rmdir(path)
