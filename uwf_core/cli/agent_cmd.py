@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from .common import command, group, positive_number, repo_of
-from .output import EXIT_ERROR, emit_json, note, warn
+from .output import EXIT_ERROR, emit_json, note, stream, warn
 
 
 def register(groups, common) -> None:
@@ -116,7 +116,7 @@ def cmd_test(args) -> int:
     from ..engine.check import check_agent
 
     repo = repo_of(args)
-    echo = (lambda line: sys.stderr.write(f"  | {line}\n")) if sys.stderr.isatty() else None
+    echo = (lambda line: stream(line, "  | ")) if sys.stderr.isatty() else None
     result = check_agent(repo, args.name, timeout=args.timeout, on_output=echo)
     emit_json(result.to_json())
     if result.warning:

@@ -27,6 +27,15 @@ def warn(message: str) -> None:
     sys.stderr.write(f"uwf: warning: {_one_line(message)}\n")
 
 
+def stream(line: str, prefix: str = "") -> None:
+    """A line an agent wrote to its stderr, passed on as it comes, its control characters
+    escaped: an untrusted program does not get to move the cursor or recolour the terminal."""
+    if not line.isprintable():
+        line = "".join(char if char.isprintable() or char == "\t" else char.encode("unicode_escape").decode("ascii") for char in line)
+    sys.stderr.write(f"{prefix}{line}\n")
+    sys.stderr.flush()
+
+
 def note(message: str) -> None:
     sys.stderr.write(f"uwf: {message}\n")
 

@@ -92,8 +92,9 @@ def _prompt(text: str) -> str:
 
 
 def _stream_line(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+    from .output import stream
+
+    stream(line)
 
 
 def cmd_start(args) -> int:
@@ -326,7 +327,6 @@ def cmd_step_details(args) -> int:
 
 def cmd_runs(args) -> int:
     from ..thread.ops import resolve_thread_id
-
     from .output import warn
 
     repo = repo_of(args)
