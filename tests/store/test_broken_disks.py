@@ -114,6 +114,7 @@ def test_a_read_only_root_reads_and_refuses_writes_cleanly(uwf_at, small_disk):
         ("thread", "show", thread), ("thread", "list", "--all"), ("thread", "steps", thread), ("thread", "read", thread),
         ("thread", "runs", thread), ("cas", "get", head), ("cas", "walk", head), ("cas", "fsck"), ("workflow", "list"),
         ("workflow", "show", "solve-issue"), ("workflow", "graph", "solve-issue"), ("thread", "step-details", head),
+        ("cas", "gc", "--dry-run"),
     ]
     for args in readers:
         result = uwf_at(*args)

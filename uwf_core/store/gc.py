@@ -115,7 +115,10 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
             f"that threads or workflows need {'are' if len(report.missing) > 1 else 'is'} missing ({', '.join(report.missing[:3])}"
             f"{', ...' if len(report.missing) > 3 else ''}); `uwf cas fsck` names the threads, `--dry-run` shows what gc would delete"
         )
-    with backend.threads.exclusive():
+    from contextlib import nullcontext
+
+    # A dry run writes nothing and holds nothing still: it works on a read-only root too.
+    with nullcontext() if dry_run else backend.threads.exclusive():
         marked, _ = mark(store, gc_roots(backend), marked)  # heads that moved while we marked
         cutoff = min(time.time() - grace_seconds, _oldest_running_step(backend))
         touched = nodes.touched_all()
@@ -135,7 +138,7 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
                 report.temp_files.append(name)
                 if not dry_run:
                     backend.delete_temp_file(name)
-        with nodes.batch():  # one commit for the whole sweep
+        with nullcontext() if dry_run else nodes.batch():  # one commit for the whole sweep
             for hash_ in hashes:
                 if hash_ in marked:
                     continue
