@@ -37,7 +37,8 @@ import os
 from ..encoding.ids import is_cas_ref
 from ..encoding.records import field, record
 from ..errors import NotFoundError, UwfError
-from .bundle_read import FORMAT, MANIFEST, NODES, VERSION, BundleError, SpilledNodes, read_bundle
+from .bundle_format import FORMAT, MANIFEST, NODES, VERSION, BundleError
+from .bundle_read import SpilledNodes, read_bundle
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 

@@ -23,40 +23,9 @@ import tempfile
 from contextlib import contextmanager
 
 from ..encoding.ids import is_cas_ref
-from ..errors import CorruptError, NotFoundError, UwfError
-
-FORMAT = "uwf-bundle"
-VERSION = 1
-PREFIX = "uwf-bundle/"
-MANIFEST = PREFIX + "manifest.json"
-NODES = PREFIX + "nodes/"
-
-MIB = 1024 * 1024
-MAX_NODE_BYTES = 256 * MIB  # far above any node uwf writes (a bytes node of a 50 MB file is 67 MB of base64)
-MAX_MANIFEST_BYTES = 64 * MIB  # a million nodes' hashes take about 25 MB
-MAX_NODES = 1_000_000
-# Items (elements, keys and values) a node may hold, each a Python object when decoded, up to ~72
-# bytes (an empty map). Above the densest JSON an 8,000,000-character answer holds ([0,0,...]:
-# 4,000,000) and a directory of 500,000 files (9 per tree entry); an array of 30 million nulls, a
-# 30 MB node, is refused on its first bytes.
-MAX_NODE_ITEMS = 5_000_000
-MAX_TOTAL_BYTES = 16 * 1024 * MIB  # tar bytes in all, what the temporary file may reach
-MAX_RATIO = 100  # tar bytes per compressed byte; JSON in CBOR compresses 3 to 20-fold
-RATIO_GRACE_BYTES = 32 * MIB  # a small bundle may compress as well as it likes
-CHUNK = MIB
-BLOCK = 512
-_FILE_TYPES = (b"0", b"\0", b"7")  # regular and contiguous files, as tarfile reads them
-
-
-class BundleError(UwfError):
-    """A bundle that cannot be read or must be refused; nothing was imported."""
-
-
-def _size(count: int) -> str:
-    for unit, size in (("GiB", 1024 * MIB), ("MiB", MIB)):
-        if count >= size and count % size == 0:
-            return f"{count // size:,} {unit}"
-    return f"{count:,} bytes"
+from ..errors import CorruptError, NotFoundError
+from .bundle_format import BLOCK, CHUNK, FILE_TYPES, FORMAT, MANIFEST, MAX_MANIFEST_BYTES, MAX_NODE_BYTES, MAX_NODE_ITEMS
+from .bundle_format import BundleError, MAX_NODES, MAX_RATIO, MAX_TOTAL_BYTES, NODES, RATIO_GRACE_BYTES, VERSION, size_text
 
 
 class _Counted:
@@ -91,11 +60,11 @@ class _TarStream:
                 break
             self.produced += len(piece)
             if self.produced > MAX_TOTAL_BYTES:
-                raise BundleError(f"{self.where} expands to more than {_size(MAX_TOTAL_BYTES)}, the limit for a bundle")
+                raise BundleError(f"{self.where} expands to more than {size_text(MAX_TOTAL_BYTES)}, the limit for a bundle")
             if self.produced > RATIO_GRACE_BYTES and self.produced > MAX_RATIO * self.counted.count:
                 raise BundleError(
                     f"{self.where} expands more than {MAX_RATIO}-fold ({self.produced:,} bytes from {self.counted.count:,}), "
-                    f"the limit for a bundle past its first {_size(RATIO_GRACE_BYTES)}: refused as a compression bomb"
+                    f"the limit for a bundle past its first {size_text(RATIO_GRACE_BYTES)}: refused as a compression bomb"
                 )
             parts.append(piece)
             size -= len(piece)
@@ -256,13 +225,13 @@ def _read_entries(stream: _TarStream, spilled: SpilledNodes, where: str) -> dict
         first = False
         if kind in (b"x", b"g", b"L", b"K"):
             raise BundleError(f"{where}: a pax or GNU extended header ({name!r}) is not accepted: a bundle is plain ustar, as `uwf bundle export` writes it")
-        if kind not in _FILE_TYPES:
+        if kind not in FILE_TYPES:
             raise BundleError(f"{where}: unexpected entry {name!r} (a bundle holds only files: {MANIFEST}, {NODES}<HASH>)")
         if name == MANIFEST:
             if manifest is not None:
                 raise BundleError(f"{where} holds two manifests")
             if size > MAX_MANIFEST_BYTES:
-                raise BundleError(f"{where}: {MANIFEST} is {size:,} bytes, more than the {_size(MAX_MANIFEST_BYTES)} a manifest may have")
+                raise BundleError(f"{where}: {MANIFEST} is {size:,} bytes, more than the {size_text(MAX_MANIFEST_BYTES)} a manifest may have")
             with _member(stream, name, size) as data:
                 manifest = _parse_manifest(data, where)
             continue
@@ -278,7 +247,7 @@ def _read_entries(stream: _TarStream, spilled: SpilledNodes, where: str) -> dict
         if hash_ in spilled:
             raise BundleError(f"{where} holds node {hash_} twice")
         if size > MAX_NODE_BYTES:
-            raise BundleError(f"{where}: node {hash_} is {size:,} bytes, more than the {_size(MAX_NODE_BYTES)} a node may have")
+            raise BundleError(f"{where}: node {hash_} is {size:,} bytes, more than the {size_text(MAX_NODE_BYTES)} a node may have")
         with _member(stream, name, size, first=lambda piece: _check_start(hash_, piece, where)) as data:
             spilled.add(hash_, _verified_type(hash_, data, where), data)
     if manifest is None:
