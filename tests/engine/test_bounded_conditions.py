@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, _uwf_command
+from workflow_texts import BASE
 
 from uwf_core.errors import UwfError
 from uwf_core.workflow.jsonata_expr import compile_error, evaluate
@@ -23,43 +24,20 @@ EVIL = "/^(a+)+$/"
 VICTIM = "a" * 40 + "!"  # 2^40 paths for a backtracking engine
 STEP_TIMEOUT = 5
 
-WORKFLOW = f"""\
-name: redos
-description: A condition that would backtrack for hours
-roles:
-  writer:
-    description: Writes
-    goal: Write things.
-    procedure: Write.
-    output: The text.
-    meta:
-      type: object
-      properties:
-        text: {{type: string}}
-      required: [text]
-  checker:
-    description: Checks
-    goal: Check things.
-    procedure: Check.
-    output: A verdict.
-    meta:
-      type: object
-      properties:
-        ok: {{type: boolean}}
-      required: [ok]
-conditions:
-  evil:
-    description: The writer's text is all a's
-    expression: '$contains(steps[-1].output.text, {EVIL})'
-graph:
-  $START:
-    - {{role: writer, condition: null}}
-  writer:
-    - {{role: checker, condition: evil}}
-    - {{role: $END, condition: null}}
-  checker:
-    - {{role: $END, condition: null}}
-"""
+def _edited(text: str, *edits: tuple[str, str]) -> str:
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+# The tests' demo workflow, its writer routed by a condition that backtracks for hours on `re`.
+WORKFLOW = _edited(
+    BASE,
+    ("name: demo\n", "name: redos\n"),
+    ('expression: "steps[-1].output.ok = false"', f"expression: '$contains(steps[-1].output.text, {EVIL})'"),
+    ("  writer:\n    - {role: checker, condition: null}\n", "  writer:\n    - {role: checker, condition: rejected}\n    - {role: $END, condition: null}\n"),
+)
 
 SCRIPT = f"writer:\n  - |\n    ---\n    text: {VICTIM}\n    ---\n"
 

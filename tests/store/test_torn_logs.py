@@ -270,3 +270,16 @@ def test_a_line_that_is_not_utf8_is_one_damaged_line(uwf, root_dir, state):
     other = uwf("thread", "start", "solve-issue", "-p", "after").json()["thread"]
     assert uwf("thread", "run", other, "--detach").code == 0
     assert b"\xff\xfe: \x80" in (root_dir / state).read_bytes()  # kept as it was, byte for byte
+
+
+def test_bytes_that_are_not_utf8_in_a_log_record_print(uwf, root_dir):
+    """A log is never rewritten, so its records are read with U+FFFD for such bytes: a surrogate
+    kept from them made `thread list --all` fail writing its JSON (PYTHONIOENCODING=utf-8)."""
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    thread = uwf("thread", "start", "solve-issue", "-p", "bytes").json()["thread"]
+    assert uwf("thread", "kill", thread).code == 0
+    history = root_dir / "history.jsonl"
+    history.write_bytes(history.read_bytes().replace(b'"killed"', b'"kil\xffled"'))
+    listed = uwf("thread", "list", "--all", env={"PYTHONIOENCODING": "utf-8"})
+    assert listed.code == 0, listed
+    assert [item["reason"] for item in listed.json()] == ["kil\ufffdled"]

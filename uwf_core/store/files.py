@@ -95,9 +95,10 @@ def _cut_back(fd: int, size: int) -> None:
         pass
 
 
-def read_lines(path: str) -> list[str] | None:
-    """A log's lines as text (bytes that are not UTF-8 kept as surrogates, so one garbled record
-    stays one damaged line); None when the file does not exist."""
+def read_lines(path: str, errors: str = "surrogateescape") -> list[str] | None:
+    """A file's lines as text, None when it does not exist. Bytes that are not UTF-8 are kept as
+    surrogates (a state file rewritten keeps a damaged line byte for byte), or, with
+    `errors="replace"`, become U+FFFD (a log read for its records: nothing can print a surrogate)."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -105,7 +106,7 @@ def read_lines(path: str) -> list[str] | None:
         return None
     except OSError as exc:
         raise UwfError(f"cannot read {path}: {exc.strerror}") from None
-    return data.decode("utf-8", "surrogateescape").split("\n")
+    return data.decode("utf-8", errors).split("\n")
 
 
 def read_text(path: str) -> str | None:

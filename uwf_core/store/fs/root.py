@@ -132,18 +132,19 @@ def flat_state_bytes(text: str, damaged: list[DamagedEntry]) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def load_jsonl(path: str, parse) -> tuple[list, list[DamagedEntry]]:
+def load_jsonl(path: str, parse, wanted=None) -> tuple[list, list[DamagedEntry]]:
     """An append-only log's records, oldest first, with the lines `parse` (a JSON object ->
-    record or None) cannot read. A last line without its newline is a write cut short."""
+    record or None) cannot read. A last line without its newline is a write cut short.
+    `wanted(line)`: a cheap test that skips a line before it is parsed (a thread's id in it)."""
     import json
 
-    lines = read_lines(path)
+    lines = read_lines(path, errors="replace")  # never rewritten: its records only need to print
     if not lines:
         return [], []
     records, damaged = [], []
     last = len(lines)
     for number, line in enumerate(lines, 1):
-        if not line.strip():
+        if not line.strip() or (wanted is not None and not wanted(line)):
             continue
         try:
             data = json.loads(line)
