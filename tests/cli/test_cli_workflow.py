@@ -333,11 +333,11 @@ BAD_INPUTS = {
     ),
     "schema-keyword": (
         _replace(BASE, "        text: {type: string}", "        text: {type: string, minLength: 1}"),
-        r"bad\.yaml:9: roles\.writer\.meta: invalid JSON Schema: meta\.properties\.text: keyword 'minLength' is not allowed",
+        r"bad\.yaml:9: roles\.writer\.meta: Invalid schema: meta\.properties\.text: keyword 'minLength' is not allowed",
     ),
     "schema-type": (
         _replace(BASE, "        text: {type: string}", "        text: {type: strng}"),
-        r"bad\.yaml:9: roles\.writer\.meta: invalid JSON Schema: meta\.properties\.text\.type: must be one of",
+        r"bad\.yaml:9: roles\.writer\.meta: Invalid schema: meta\.properties\.text\.type: must be one of",
     ),
     "meta-not-object": (
         _replace(BASE, "      type: object\n      properties:\n        text: {type: string}\n      required: [text]\n", "      type: string\n"),

@@ -213,7 +213,7 @@ def test_schema_keyword_check_names_keyword_and_where(store, root_dir, schema, k
     with pytest.raises(ValidationError) as info:
         store.put_schema(schema)
     message = str(info.value)
-    assert message.startswith(f"{where}: keyword '{keyword}' is not allowed")
+    assert message.startswith(f"Invalid schema: {where}: keyword '{keyword}' is not allowed")  # the reference's words first
     assert not (root_dir / "cas").exists()  # nothing written, not even the meta-schema
 
 

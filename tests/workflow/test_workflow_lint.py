@@ -386,13 +386,13 @@ def test_condition_as_a_bare_string(write):
 @pytest.mark.parametrize(
     "property_text, fragment",
     [
-        ("text: {type: string, minLength: 1}", "invalid JSON Schema: meta.properties.text: keyword 'minLength' is not allowed"),
-        ("text: {type: string, pattern: '^a'}", "invalid JSON Schema: meta.properties.text: keyword 'pattern' is not allowed"),
-        ("text: {type: strng}", "invalid JSON Schema: meta.properties.text.type: must be one of string, number"),
-        ("text: {type: [string, text]}", "invalid JSON Schema: meta.properties.text.type: must be one of"),
-        ("text: string", "invalid JSON Schema: meta.properties.text: a schema must be an object"),
-        ("text: {enum: []}", "invalid JSON Schema: meta.properties.text.enum: must be a non-empty list"),
-        ("text: {type: array, items: [{type: string}]}", "invalid JSON Schema: meta.properties.text.items: a schema must be an object"),
+        ("text: {type: string, minLength: 1}", "Invalid schema: meta.properties.text: keyword 'minLength' is not allowed"),
+        ("text: {type: string, pattern: '^a'}", "Invalid schema: meta.properties.text: keyword 'pattern' is not allowed"),
+        ("text: {type: strng}", "Invalid schema: meta.properties.text.type: must be one of string, number"),
+        ("text: {type: [string, text]}", "Invalid schema: meta.properties.text.type: must be one of"),
+        ("text: string", "Invalid schema: meta.properties.text: a schema must be an object"),
+        ("text: {enum: []}", "Invalid schema: meta.properties.text.enum: must be a non-empty list"),
+        ("text: {type: array, items: [{type: string}]}", "Invalid schema: meta.properties.text.items: a schema must be an object"),
     ],
 )
 def test_invalid_meta_schema(write, root, property_text, fragment):
@@ -407,7 +407,7 @@ def test_invalid_meta_schema(write, root, property_text, fragment):
 def test_meta_with_a_disallowed_top_level_keyword(write, root):
     text = _replace(BASE, "      required: [text]", "      required: [text]\n      minProperties: 1")
     message = _refused(root, write(text))
-    assert "roles.writer.meta: invalid JSON Schema: meta: keyword 'minProperties' is not allowed" in message
+    assert "roles.writer.meta: Invalid schema: meta: keyword 'minProperties' is not allowed" in message
 
 
 @pytest.mark.parametrize(
@@ -431,7 +431,7 @@ def test_meta_that_is_not_type_object(write, root, meta, fragment):
 def test_meta_that_is_not_a_mapping(write, root, meta):
     text = _replace(BASE, "    meta:\n      type: object\n      properties:\n        text: {type: string}\n      required: [text]\n", meta)
     message = _refused(root, write(text))
-    assert "roles.writer.meta: invalid JSON Schema: meta: a schema must be an object" in message
+    assert "roles.writer.meta: Invalid schema: meta: a schema must be an object" in message
 
 
 # -- status maps -----------------------------------------------------------------------------------

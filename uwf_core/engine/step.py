@@ -87,6 +87,8 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     context = context_of(repo, info.head)
     workflow = workflow_of(repo, context.start.workflow)
     decision = evaluate(workflow, context, options.timeout)
+    if options.on_output is not None:
+        _warn_old_reads(repo, workflow, options.on_output)
     if decision.is_end:
         return _finish(repo, info, decision, workflow)
     attempt.role = decision.role
@@ -153,6 +155,15 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     return StepResult(
         info.workflow, info.thread, new_head, done, decision.role, resolved.label, REASON_DONE if done else None, reused_from
     )
+
+
+def _warn_old_reads(repo: Repo, workflow: Workflow, say: Callable[[str], None]) -> None:
+    """A stored workflow written for uwf's old $first / $last routes differently now: say so on
+    every step it routes, with the fix (workflow/old_reads.py)."""
+    from ..workflow.old_reads import stored_old_reads
+
+    for message in stored_old_reads(workflow, lambda role: repo.nodes.schema(workflow.roles[role].meta)):
+        say(f"uwf: warning: workflow '{workflow.name}': {message}")
 
 
 def reuse_enabled(options: StepOptions, resolved: ResolvedAgent) -> bool:

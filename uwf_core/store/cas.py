@@ -100,7 +100,7 @@ class CasStore:
         hash_ = node_hash(type_hash, payload)
         if self.nodes.freshen(hash_):
             return hash_
-        validate(schema, payload, what=what, cache_key=type_hash)
+        validate(schema, payload, what=what, schema_hash=type_hash)
         self._write(hash_, type_hash, payload)
         return hash_
 

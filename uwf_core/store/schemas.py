@@ -43,11 +43,19 @@ ALLOWED_KEYWORDS = frozenset(META_SCHEMA["properties"])
 
 
 def check_schema(schema: object, where: str = "schema") -> None:
-    """Refuse a schema that uses anything outside the meta-schema's keyword subset.
+    """Refuse a schema that uses anything outside the meta-schema's keyword subset, in the
+    reference's words ("Invalid schema: ...") followed by where and why.
 
     Checked recursively (as the reference does): the meta-schema alone cannot
     say that nested schemas obey the same rules.
     """
+    try:
+        _check_schema(schema, where)
+    except ValidationError as exc:
+        raise ValidationError(f"Invalid schema: {exc.message}") from None
+
+
+def _check_schema(schema: object, where: str) -> None:
     if not isinstance(schema, dict):
         raise ValidationError(f"{where}: a schema must be an object, got {_kind(schema)}")
     problem = _non_json(schema, where)
@@ -90,20 +98,20 @@ def _check_keyword(keyword: str, value: object, where: str) -> None:
         if not isinstance(value, dict):
             raise ValidationError(f"{where}: must be an object of schemas, got {_kind(value)}")
         for name, sub in value.items():
-            check_schema(sub, f"{where}.{name}")
+            _check_schema(sub, f"{where}.{name}")
     elif keyword == "required":
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ValidationError(f"{where}: must be a list of property names")
     elif keyword == "additionalProperties":
         if not isinstance(value, bool):
-            check_schema(value, where)
+            _check_schema(value, where)
     elif keyword in ("anyOf", "oneOf"):
         if not isinstance(value, list) or not value:
             raise ValidationError(f"{where}: must be a non-empty list of schemas")
         for index, sub in enumerate(value):
-            check_schema(sub, f"{where}[{index}]")
+            _check_schema(sub, f"{where}[{index}]")
     elif keyword == "items":
-        check_schema(value, where)
+        _check_schema(value, where)
     elif keyword in ("format", "title", "description"):
         if not isinstance(value, str):
             raise ValidationError(f"{where}: must be a string, got {_kind(value)}")
@@ -282,12 +290,14 @@ def _clipped(text: str) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
-def validate(schema: dict, payload: object, *, what: str = "payload", cache_key: str | None = None) -> None:
-    """Raise ValidationError with the first problem (and a count of the rest)."""
-    errors = validation_errors(schema, payload, cache_key=cache_key)
+def validate(schema: dict, payload: object, *, what: str = "payload", schema_hash: str | None = None) -> None:
+    """Raise ValidationError with the first problem (and a count of the rest), in the reference's
+    words ("Validation failed", with the schema's hash when it has one) before uwf's detail."""
+    errors = validation_errors(schema, payload, cache_key=schema_hash)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ValidationError(f"{what} does not match its schema: {errors[0]}{more}")
+        against = f" for schema {schema_hash}" if schema_hash else ""
+        raise ValidationError(f"Validation failed{against}: {what} does not match its schema: {errors[0]}{more}")
 
 
 def _json_path(path) -> str:

@@ -47,7 +47,7 @@ def verify_nodes(store: CasStore, nodes: dict[str, bytes], among: str = "among t
             raise NodesRefused(f"node {hash_} has type {node.type}, which is neither {among} nor in this root")
         errors = validation_errors(schema, node.payload, cache_key=node.type)
         if errors:
-            raise NodesRefused(f"node {hash_} does not match its schema: {errors[0]}")
+            raise NodesRefused(f"Validation failed for schema {node.type}: node {hash_} does not match its schema: {errors[0]}")
         refs: list[str] = []
         _collect_refs(schema, node.payload, refs)
         for ref in refs:

@@ -11,7 +11,14 @@ import json
 
 from ..encoding.records import record
 from ..errors import UwfError
-from ..workflow.model import END, START, STATUS_FIELD, Routes, Workflow
+from ..workflow.model import (
+    END,
+    START,
+    STATUS_FIELD,
+    Routes,
+    Workflow,
+    leaves_directory,
+)
 from .model import ThreadContext
 
 REASON_DONE = "done"
@@ -44,8 +51,9 @@ def evaluate(workflow: Workflow, context: ThreadContext, time_limit: float | Non
     last = context.last_step
     key = last.role if last is not None else START
     routes = workflow.graph.get(key)
-    if routes is None:
-        raise ModeratorError(f"workflow '{workflow.name}' has no routes from '{key}'")
+    if routes is None or (routes.statuses is None and not routes.transitions):
+        # the reference's words first: users search for them
+        raise ModeratorError(f'no transitions defined for role "{key}": workflow \'{workflow.name}\' has no routes from it')
     at_limit = context.since_start >= workflow.max_steps
     try:
         if routes.statuses is not None:
@@ -82,7 +90,7 @@ def route_to(workflow: Workflow, context: ThreadContext, role: str) -> Decision:
         return Decision(role, None, None, key, reason=f"chosen by the caller; no route from '{key}' leads to '{role}'")
     how, prompt, location = found[0]
     reason = f"chosen by the caller; the graph routes from '{key}' to '{role}' on {how}"
-    return Decision(role, _render(prompt, context, key, role), None, key, location, None, reason)
+    return Decision(role, _render(prompt, context, key, role), None, key, _location(location, context, key, role), None, reason)
 
 
 def _max_steps(workflow: Workflow, key: str) -> Decision:
@@ -111,12 +119,34 @@ def _render(prompt: str | None, context: ThreadContext, key: str, role: str) -> 
     return text
 
 
+def _location(template: str | None, context: ThreadContext, key: str, role: str) -> str | None:
+    """A target's `location`, rendered like a prompt (the reference's Mustache, a missing variable
+    empty), then held to a relative path that stays inside the workspace (the reference takes any
+    path; uwf does not let a route send an agent elsewhere). Rendered blank: the workspace itself."""
+    if template is None:
+        return None
+    from ..workflow.templates import render
+
+    try:
+        text = render(template, _template_data(context))
+    except UwfError as exc:
+        raise ModeratorError(f"location template of the route from '{key}' to '{role}' failed: {exc.message}") from None
+    if not text.strip():
+        return None
+    shown = f"location '{text}'" + (f" (rendered from '{template}')" if text != template else "")
+    if text.startswith(("/", "~")) or "\0" in text:
+        raise ModeratorError(f"{shown} of the route from '{key}' to '{role}' must be relative to the thread's workspace")
+    if leaves_directory(text):
+        raise ModeratorError(f"{shown} of the route from '{key}' to '{role}' leaves the thread's workspace")
+    return text
+
+
 def _decision(
     role: str, prompt: str | None, context: ThreadContext, key: str, location: str | None = None, *, matched: str | None, reason: str
 ) -> Decision:
     if role == END:
         return Decision(END, None, REASON_DONE, key, matched=matched, reason=reason)
-    return Decision(role, _render(prompt, context, key, role), None, key, location, matched, reason)
+    return Decision(role, _render(prompt, context, key, role), None, key, _location(location, context, key, role), matched, reason)
 
 
 def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes: Routes, time_limit: float | None) -> Decision:
@@ -125,7 +155,7 @@ def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes
 
     seen: list[str] = []
     data: dict[int | None, dict] = {}  # by window: a condition sees only as many steps as it can name
-    functions = {"first": _step_json(context.first_step), "last": _step_json(context.last_step_of)}
+    functions = _role_functions(context)
     for transition in routes.transitions or ():
         if transition.condition is None:
             alone = len(routes.transitions) == 1
@@ -153,14 +183,26 @@ def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes
     )
 
 
-def _step_json(find):
-    """$first / $last for JSONata: a role's step as {role, output, detail, agent}, or undefined."""
+def _role_functions(context: ThreadContext) -> dict:
+    """uwf's functions for JSONata (jsonata_expr.UWF_FUNCTIONS): $first / $last give a role's
+    first / last output, as the reference's findByRole does; $firstStep / $lastStep the whole step
+    ({role, output, detail, agent}). Undefined when the role has not run."""
 
-    def step(role: object) -> object:
-        found = find(role) if isinstance(role, str) else None
-        return found.to_json() if found is not None else None
+    def of(find, whole: bool):
+        def value(role: object) -> object:
+            found = find(role) if isinstance(role, str) else None
+            if found is None:
+                return None
+            return found.to_json() if whole else found.output
 
-    return step
+        return value
+
+    return {
+        "first": of(context.first_step, False),
+        "last": of(context.last_step_of, False),
+        "firstStep": of(context.first_step, True),
+        "lastStep": of(context.last_step_of, True),
+    }
 
 
 def _by_status(workflow: Workflow, context: ThreadContext, key: str, routes: Routes) -> Decision:

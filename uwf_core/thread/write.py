@@ -85,4 +85,6 @@ def check_step_node(store: CasStore, answer: str, context: ThreadContext, role: 
     output = store.get(step.output)
     errors = validation_errors(store.schema(meta), output.payload, cache_key=meta)
     if errors:
-        raise InvalidStepError(f"{who} answered {answer}, whose output does not match role '{role}''s schema: {errors[0]}")
+        raise InvalidStepError(
+            f"Validation failed for schema {meta}: {who} answered {answer}, whose output does not match role '{role}''s schema: {errors[0]}"
+        )

@@ -43,9 +43,10 @@ def _compile(expression: str):
     return compiled
 
 
-# uwf's own functions, as the reference moderator defines them: the first / last step of a
-# role in the thread ({role, output, detail, agent}), or undefined when the role has not run.
-UWF_FUNCTIONS = ("first", "last")
+# uwf's own functions of a role name. $first / $last are the reference moderator's (its
+# findByRole): the *output* of the role's first / last step in the thread. $firstStep / $lastStep
+# are uwf's: the whole step, {role, output, detail, agent}. Each is undefined when the role has not run.
+UWF_FUNCTIONS = ("first", "last", "firstStep", "lastStep")
 
 # A condition is a few path lookups: one that runs for seconds or recurses this deep is runaway
 # (a tail call such as `$f := function($x){ $f($x) }` never hits Python's recursion limit).
@@ -56,7 +57,7 @@ MAX_DEPTH = 500
 def evaluate(expression: str, context: object, time_limit: float | None = None, functions: dict | None = None) -> object:
     """The expression's value against a thread context's JSON ({start, steps}), stopped after
     `time_limit` seconds (default TIME_LIMIT_SECONDS); a runtime failure raises UwfError with
-    JSONata's message. `functions` gives $first and $last (role -> step JSON); without them they
+    JSONata's message. `functions` gives UWF_FUNCTIONS by name (role -> value); without them they
     look through the steps in `context`. Conditions in simple_condition's subset are evaluated
     without importing jsonata-python, with its exact result."""
     simple = _simple(expression)
@@ -71,9 +72,9 @@ def evaluate(expression: str, context: object, time_limit: float | None = None, 
     compiled = _compile(expression)
     steps = context.get("steps") if isinstance(context, dict) else None
     steps = steps if isinstance(steps, list) else []
-    functions = functions or {}
-    compiled.register_lambda("first", functions.get("first") or (lambda role: _step_of(steps, role)))
-    compiled.register_lambda("last", functions.get("last") or (lambda role: _step_of(reversed(steps), role)))
+    functions = {**_functions_over(steps), **(functions or {})}
+    for name in UWF_FUNCTIONS:
+        compiled.register_lambda(name, functions[name])
     limit = TIME_LIMIT_SECONDS if time_limit is None else min(time_limit, TIME_LIMIT_SECONDS)
     compiled.environment.set_runtime_bounds(max(1, int(limit * 1000)), MAX_DEPTH)  # the clock starts now
     try:
@@ -84,8 +85,23 @@ def evaluate(expression: str, context: object, time_limit: float | None = None, 
         raise UwfError(_message(exc)) from None
 
 
-def _step_of(steps, role: object) -> object:
-    return next((step for step in steps if isinstance(step, dict) and step.get("role") == role), None)
+def _functions_over(steps: list) -> dict:
+    """UWF_FUNCTIONS looking through the context's own steps (when the caller gives none)."""
+
+    def step_of(role: object, newest: bool) -> object:
+        found = (step for step in (reversed(steps) if newest else steps) if isinstance(step, dict) and step.get("role") == role)
+        return next(found, None)
+
+    def output_of(role: object, newest: bool) -> object:
+        step = step_of(role, newest)
+        return step.get("output") if step is not None else None
+
+    return {
+        "first": lambda role: output_of(role, False),
+        "last": lambda role: output_of(role, True),
+        "firstStep": lambda role: step_of(role, False),
+        "lastStep": lambda role: step_of(role, True),
+    }
 
 
 def steps_window(expression: str) -> int | None:
@@ -167,27 +183,49 @@ def unknown_functions(expression: str) -> list[tuple[str, str | None]]:
     return [(name, next(iter(difflib.get_close_matches(name, sorted(known), n=1)), None)) for name in unknown]
 
 
-def _collect_names(node: object, calls: list[str], defined: set[str], seen: set[int]) -> None:
-    """Walk jsonata's AST (objects with a `type`; children in attributes and lists) without recursion
-    limits mattering: expressions are short."""
-    if isinstance(node, (list, tuple)):
-        for item in node:
-            _collect_names(item, calls, defined, seen)
-        return
-    if not hasattr(node, "type") or id(node) in seen:
-        return
-    seen.add(id(node))
-    kind = getattr(node, "type", None)
-    procedure = getattr(node, "procedure", None)
-    if kind in ("function", "partial") and getattr(procedure, "type", None) == "variable" and isinstance(procedure.value, str):
-        calls.append(procedure.value)
-    if kind == "bind" and getattr(getattr(node, "lhs", None), "type", None) == "variable":
-        defined.add(node.lhs.value)
-    if kind == "lambda":
-        defined.update(arg.value for arg in getattr(node, "arguments", None) or () if getattr(arg, "type", None) == "variable")
-    for value in vars(node).values():
-        if isinstance(value, (list, tuple)) or hasattr(value, "type"):
-            _collect_names(value, calls, defined, seen)
+def _collect_names(root: object, calls: list[str], defined: set[str], seen: set[int]) -> None:
+    for node in _walk(root, seen):
+        kind = node.type
+        procedure = getattr(node, "procedure", None)
+        if kind in ("function", "partial") and getattr(procedure, "type", None) == "variable" and isinstance(procedure.value, str):
+            calls.append(procedure.value)
+        if kind == "bind" and getattr(getattr(node, "lhs", None), "type", None) == "variable":
+            defined.add(node.lhs.value)
+        if kind == "lambda":
+            defined.update(arg.value for arg in getattr(node, "arguments", None) or () if getattr(arg, "type", None) == "variable")
+
+
+def _walk(root: object, seen: set[int]):
+    """Every node of jsonata's AST (objects with a `type`; children in attributes and lists),
+    each once, without recursion."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (list, tuple)):
+            stack.extend(reversed(node))
+            continue
+        if not hasattr(node, "type") or id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        stack.extend(reversed([value for value in vars(node).values() if isinstance(value, (list, tuple)) or hasattr(value, "type")]))
+
+
+def output_reads(expression: str) -> list[tuple[str, str | None]]:
+    """Where the expression reads `.output` of what $first / $last return — uwf's meaning of them
+    before they returned the output itself, as the reference's do: (function, role) pairs, the
+    role None when it is not a string literal. The expression must compile."""
+    found = []
+    for node in _walk(_compile(expression).ast, set()):
+        steps = getattr(node, "steps", None) if node.type == "path" else None
+        if not steps or len(steps) < 2 or steps[0].type != "function":
+            continue
+        procedure, arguments = getattr(steps[0], "procedure", None), getattr(steps[0], "arguments", None) or []
+        name = getattr(procedure, "value", None) if getattr(procedure, "type", None) == "variable" else None
+        if name in ("first", "last") and steps[1].type == "name" and steps[1].value == "output":
+            role = arguments[0].value if len(arguments) == 1 and arguments[0].type == "string" else None
+            found.append((name, role))
+    return found
 
 
 def truthy(value: object) -> bool:

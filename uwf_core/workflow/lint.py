@@ -26,7 +26,9 @@ from .model import (
     Target,
     Transition,
     Workflow,
+    leaves_directory,
 )
+from .old_reads import has_output_field, old_read_message
 from .yaml_doc import YamlDocument
 
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
@@ -223,7 +225,7 @@ class _Parser:
         try:
             check_schema(meta, "meta")
         except UwfError as exc:
-            self.error(path, f"invalid JSON Schema: {exc.message}")
+            self.error(path, exc.message)  # "Invalid schema: meta...: why"
             return
         if meta.get("type") != "object":
             self.error(path, "the output schema must have 'type: object' (the frontmatter is a mapping)")
@@ -262,8 +264,11 @@ class _Parser:
                     hint = f" (did you mean ${close}?)" if close else ""
                     self.error(
                         path + ("expression",),
-                        f"condition '{name}' calls ${function}, which is neither a JSONata function nor uwf's ($first, $last){hint}",
+                        f"condition '{name}' calls ${function}, which is neither a JSONata function nor uwf's ({UWF_NAMES}){hint}",
                     )
+                for function, role in [] if message else _output_reads(expression):
+                    if role is None or not has_output_field(self.draft.schemas.get(role)):
+                        self.warn(path + ("expression",), old_read_message(name, function, role))
             conditions[str(name)] = Condition(str(name), description, expression)
         return conditions
 
@@ -324,7 +329,9 @@ class _Parser:
         return result
 
     def location(self, item: dict, path: tuple) -> str | None:
-        """A working directory relative to the thread's workspace, which it may not leave."""
+        """A working directory relative to the thread's workspace, which it may not leave: a
+        Mustache template rendered with the last output. What can be known before it is rendered
+        is checked here: its syntax, and the text before its first variable."""
         location = item.get("location")
         if location is None:
             return None
@@ -332,10 +339,16 @@ class _Parser:
         if not isinstance(location, str) or not location.strip():
             self.error(where, "must be a directory path relative to the thread's workspace")
             return None
-        if location.startswith(("/", "~")) or "\0" in location:
+        message = _mustache_error(location)
+        if message:
+            self.error(where, f"Mustache template error: {message}")
+            return None
+        fixed, templated = _literal_prefix(location)
+        if fixed.startswith(("/", "~")) or "\0" in fixed:
             self.error(where, f"'{location}' must be relative to the thread's workspace, not absolute")
             return None
-        if _leaves(location):
+        climbs = fixed if not templated else fixed.rsplit("/", 1)[0] if "/" in fixed else ""
+        if climbs and leaves_directory(climbs):
             self.error(where, f"'{location}' leaves the thread's workspace")
             return None
         return location
@@ -359,17 +372,26 @@ def _valid_role_name(name: object) -> bool:
     return isinstance(name, str) and bool(name) and not name.startswith("$") and NAME_CHARS.issuperset(name)
 
 
+UWF_NAMES = "$first, $last, $firstStep, $lastStep"
+
+
+def _output_reads(expression: str) -> list[tuple[str, str | None]]:
+    from .jsonata_expr import output_reads
+
+    return output_reads(expression)
+
+
 def _jsonata_compile_error(expression: str) -> str | None:
     from .jsonata_expr import compile_error
 
     return compile_error(expression)
 
 
-def _leaves(location: str) -> bool:
-    import posixpath
+def _literal_prefix(template: str) -> tuple[str, bool]:
+    """The template's text before its first tag, and whether it has tags at all."""
+    from .templates import literal_prefix
 
-    normal = posixpath.normpath(location)
-    return normal == ".." or normal.startswith("../")
+    return literal_prefix(template)
 
 
 def _renders_blank(template: str) -> bool:

@@ -195,3 +195,11 @@ def routes_from_payload(value: list | dict) -> Routes:
     return Routes(
         transitions=tuple(Transition(item["role"], item["condition"], item.get("prompt")) for item in value)
     )
+
+
+def leaves_directory(path: str) -> bool:
+    """True when a relative path climbs out of the directory it starts in (`..`, `a/../../b`)."""
+    import posixpath
+
+    normal = posixpath.normpath(path)
+    return normal == ".." or normal.startswith("../")

@@ -1,10 +1,10 @@
 """The conditions most workflows write — `steps[-1].output.approved = false`, `$last('reviewer')
-.output.score >= 8 and start.prompt != ''` — evaluated without importing jsonata-python (~20 ms,
+.score >= 8 and start.prompt != ''` — evaluated without importing jsonata-python (~20 ms,
 paid on nearly every step otherwise).
 
 The subset: paths of field names (plain or `backquoted`) with literal index filters (`[-1]`,
-`[0]`) starting at `steps`, `start`, `$first(...)` or `$last(...)`; string, number, true,
-false and null literals; `=`, `!=`, `<`, `<=`, `>`, `>=`, `and`, `or`, `$not(...)` and
+`[0]`) starting at `steps`, `start`, or uwf's `$first`, `$last`, `$firstStep` or `$lastStep` of
+a literal role; string, number, true, false and null literals; `=`, `!=`, `<`, `<=`, `>`, `>=`, `and`, `or`, `$not(...)` and
 parentheses. Anything else does not compile here and goes to JSONata. Whatever JSONata would do
 differently at run time — a path through an array (JSONata maps over it), comparing objects or
 arrays, mixing types in `<` (an error there) — raises `Unsupported`, and the caller evaluates the
@@ -19,6 +19,8 @@ import json
 UNDEFINED = object()  # JSONata's `undefined`, distinct from null
 _KEYWORDS = {"and", "or", "true", "false", "null"}
 _ROOTS = {"steps", "start"}
+# uwf's functions of a role name (jsonata_expr.UWF_FUNCTIONS; the moderator gives their values)
+ROLE_FUNCTIONS = ("first", "last", "firstStep", "lastStep")
 
 
 class Unsupported(Exception):
@@ -160,13 +162,13 @@ class _Parser:
 
     def path(self):
         kind, value = self.peek() or (None, None)
-        if kind == "function" and value in ("$first", "$last"):
+        if kind == "function" and value[1:] in ROLE_FUNCTIONS:
             self.at += 1
             self.take("(")
             role = self.operand()
             self.take(")")
             if not isinstance(role, _Literal) or not isinstance(role.value, str):
-                raise Unsupported("$first/$last of a literal role only")
+                raise Unsupported("uwf's role functions of a literal role only")
             head: object = (value[1:], role.value)
         elif kind == "name" and value in _ROOTS:
             self.at += 1
@@ -217,7 +219,7 @@ class _Path:
         if isinstance(self.head, tuple):
             find = functions.get(self.head[0]) if functions else None
             if find is None:
-                raise Unsupported("no $first/$last here")
+                raise Unsupported("no role functions here")
             value = find(self.head[1])
             value = UNDEFINED if value is None else value
         else:

@@ -35,6 +35,18 @@ def renders_blank(template: str) -> bool:
     return not "".join(text for kind, text in tokens if kind == "literal").strip()
 
 
+def literal_prefix(template: str) -> tuple[str, bool]:
+    """The template's text before its first tag (comments count as nothing), and whether it has
+    any tag that renders. The template must parse."""
+    prefix = []
+    for kind, text in _tokens(template):
+        if kind == "literal":
+            prefix.append(text)
+        elif kind != "comment":
+            return "".join(prefix), True
+    return "".join(prefix), False
+
+
 def render(template: str, data: object) -> str:
     import chevron
 
