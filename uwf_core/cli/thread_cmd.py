@@ -133,7 +133,17 @@ def cmd_step(args) -> int:
     repo = repo_of(args)
     result = perform_step(repo, args.thread, _step_options(args, repo))
     emit_json(result.to_json())
-    return 0
+    return _killed(result)
+
+
+def _killed(result) -> int:
+    """Return code 1 when the supervisor ended the thread (the seeds' returnCode), with its reason."""
+    if not result.killed_by:
+        return 0
+    from .output import note
+
+    note(f"thread {result.thread} {result.killed_by}")
+    return 1
 
 
 def cmd_run(args) -> int:
@@ -155,7 +165,7 @@ def cmd_run(args) -> int:
     repo = repo_of(args)
     result = run_thread(repo, args.thread, _step_options(args, repo), max_steps=args.max, on_step=progress)
     emit_json(result.to_json())
-    return 0
+    return _killed(result)
 
 
 def _detach(args) -> int:

@@ -126,6 +126,9 @@ class Config:
     model_overrides: dict[str, str] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)  # model alias or name -> its price; unknown: tokens only
     workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
+    # Every N steps a supervisor model judges whether a thread should go on (the seeds' name); a
+    # workflow's own supervisorInterval wins. 0: no supervisor.
+    supervisor_interval: int = 0
     settings: dict[str, str] = field(default_factory=dict)  # other top-level scalars, kept as written
 
     def price_of(self, *models: str | None) -> Price | None:
@@ -159,6 +162,8 @@ class Config:
             data["prices"] = {model: price.to_dict() for model, price in self.prices.items()}
         if self.workspace.to_dict():
             data["workspace"] = self.workspace.to_dict()
+        if self.supervisor_interval:
+            data["supervisorInterval"] = self.supervisor_interval
         data.update(self.settings)
         return data
 
@@ -198,7 +203,7 @@ def _text(value: object, where: str) -> str:
 
 
 def _parse(raw: dict, file: str) -> Config:
-    known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides", "prices", "workspace"}
+    known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides", "prices", "workspace", "supervisorInterval"}
     providers = {}
     for name, spec in _mapping(raw, "providers", file).items():
         where = f"{file}: providers.{name}"
@@ -233,8 +238,19 @@ def _parse(raw: dict, file: str) -> Config:
         model_overrides=model_overrides,
         prices=prices,
         workspace=_workspace(_mapping(raw, "workspace", file), f"{file}: workspace"),
+        supervisor_interval=_interval(raw.get("supervisorInterval"), f"{file}: supervisorInterval"),
         settings=settings,
     )
+
+
+def _interval(value: object, where: str) -> int:
+    """config.yaml's scalars are read as text: a whole number of steps, 0 for none."""
+    if _none(value):
+        return 0
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit():
+        raise ConfigError(f"{where} must be a whole number of steps (0: no supervisor), got {value!r}")
+    return int(text)
 
 
 def _workspace(raw: dict, where: str) -> WorkspaceConfig:

@@ -74,6 +74,7 @@ class StepResult:
     agent: str | None = None
     reason: str | None = None
     reused_from: str | None = None  # the earlier step whose output this step reused (no agent ran)
+    killed_by: str | None = None  # why the supervisor ended the thread (engine/oversight.py)
 
     def to_json(self) -> dict:
         data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
@@ -85,6 +86,8 @@ class StepResult:
             data["reason"] = self.reason
         if self.reused_from:
             data["reusedFrom"] = self.reused_from
+        if self.killed_by:
+            data["killedBy"] = self.killed_by
         return data
 
 

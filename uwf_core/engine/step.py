@@ -15,14 +15,22 @@ import time
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
+from ..encoding.records import replace
 from ..errors import ConflictError, UwfError
 from ..thread.context import context_of, step_context
-from ..thread.model import StepNode, ThreadContext
-from ..thread.moderator import REASON_DONE, REASON_MAX_STEPS, Decision, evaluate
+from ..thread.model import SUPERVISOR_ROLE, StepNode, ThreadContext
+from ..thread.moderator import (
+    REASON_DONE,
+    REASON_KILLED,
+    REASON_MAX_STEPS,
+    Decision,
+    evaluate,
+)
 from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_info
 from ..workflow.ops import workflow_of
 from .attempt import Attempt, StepError, StepOptions, StepResult, redact_error
 from .call import AgentCall
+from .oversight import SUPERVISOR_AGENT, interval_of, supervisor_due, within_budget
 from .protocols import run_protocol
 from .resolve import resolve_agent
 
@@ -89,8 +97,17 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     decision = evaluate(workflow, context, options.timeout)
     if options.on_output is not None:
         _warn_old_reads(repo, workflow, options.on_output)
+    interval = interval_of(repo, workflow)
+    if supervisor_due(interval, context) and within_budget(repo, context, workflow):
+        # the check after the last step did not happen (its call failed): it comes first now
+        checked = _supervise_now(repo, info, context, workflow, attempt, _time_left(deadline))
+        if isinstance(checked, StepResult):
+            return checked  # killed
+        info = replace(info, head=checked)
+        context = context.at_head(checked)
+        repo.remember_context(context)
     if decision.is_end:
-        return _finish(repo, info, decision, workflow)
+        return _finish(repo, info, decision, workflow, context, options)
     attempt.role = decision.role
     resolved = resolve_agent(
         repo.config, workflow.name, decision.role, context.start.agents, options.agent, config_file=repo.backend.config.location
@@ -133,15 +150,17 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     if reuse_key is not None and (reused_from is None or before is not None):
         _remember_run(repo, reuse_key, new_head, overwrite=before is not None)  # the StepNode with its files
     left = max(0.001, deadline - time.monotonic()) if deadline is not None else None
-    done = _next_is_end(repo, workflow, context, new_head, left)
+    done, after = _next_is_end(repo, workflow, context, new_head, left)
+    final, reason, summary = _checks_after(repo, info, after, workflow, done, attempt, options, _time_left(deadline))
     try:
         repo.threads.compare_and_set(
             info.thread,
             info.head,
-            new_head,
-            archive_reason=REASON_DONE if done else None,
+            final,
+            archive_reason=reason,
             workflow=workflow.hash,
-            check=lambda: _still_stored(repo, new_head),
+            check=lambda: [_still_stored(repo, head) for head in dict.fromkeys((new_head, final))],
+            summary=summary,
         )
     except ConflictError as exc:
         record = repo.threads.last_archived(info.thread)
@@ -152,9 +171,8 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     except UwfError as exc:  # the step is done and the head moved: say so, don't call it a failure
         if options.on_output is not None:
             options.on_output(f"uwf: warning: the step succeeded but runs.jsonl could not be written: {exc.message}")
-    return StepResult(
-        info.workflow, info.thread, new_head, done, decision.role, resolved.label, REASON_DONE if done else None, reused_from
-    )
+    killed_by = summary if reason == REASON_KILLED else None
+    return StepResult(info.workflow, info.thread, final, reason is not None, decision.role, resolved.label, reason, reused_from, killed_by)
 
 
 def _warn_old_reads(repo: Repo, workflow: Workflow, say: Callable[[str], None]) -> None:
@@ -218,19 +236,20 @@ def _still_stored(repo: Repo, step_hash: str) -> None:
             raise StepError(f"node {hash_} of the new step was removed (by `uwf cas gc`?) before the head could move; the head stays")
 
 
-def _finish(repo: Repo, info: ThreadInfo, decision: Decision, workflow: Workflow) -> StepResult:
+def _finish(repo: Repo, info: ThreadInfo, decision: Decision, workflow: Workflow, context: ThreadContext, options: StepOptions) -> StepResult:
     if decision.end_reason == REASON_MAX_STEPS:
         repo.threads.archive(info.thread, workflow.hash, REASON_MAX_STEPS, expected=info.head)
         raise StepError(
             f"thread {info.thread} reached maxSteps ({workflow.max_steps}) of workflow '{workflow.name}' without finishing; "
             f"archived with reason max-steps (fork a step or resume it to go on)"
         )
-    repo.threads.archive(info.thread, workflow.hash, REASON_DONE, expected=info.head)
-    return StepResult(info.workflow, info.thread, info.head, True, reason=REASON_DONE)
+    head, summary = _summary(repo, context, workflow, options, None)
+    repo.threads.compare_and_set(info.thread, info.head, head, archive_reason=REASON_DONE, workflow=workflow.hash, summary=summary)
+    return StepResult(info.workflow, info.thread, head, True, reason=REASON_DONE)
 
 
-def _next_is_end(repo: Repo, workflow: Workflow, context: ThreadContext, new_head: str, time_limit: float | None = None) -> bool:
-    """Ask the moderator again: does the thread end after this step?
+def _next_is_end(repo: Repo, workflow: Workflow, context: ThreadContext, new_head: str, time_limit: float | None = None) -> tuple[bool, ThreadContext]:
+    """Ask the moderator again: does the thread end after this step? With the context at it.
 
     The extended context is kept on the Repo, so `thread run`'s next step starts from it.
     A routing error here does not undo the step; the next step reports it.
@@ -241,8 +260,89 @@ def _next_is_end(repo: Repo, workflow: Workflow, context: ThreadContext, new_hea
     try:
         decision = evaluate(workflow, extended, time_limit)
     except UwfError:
-        return False
-    return decision.is_end and decision.end_reason == REASON_DONE
+        return False, extended
+    return decision.is_end and decision.end_reason == REASON_DONE, extended
+
+
+def _supervise_now(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: Workflow, attempt: Attempt, time_left) -> StepResult | str:
+    """The supervisor check that is due before this step: the head moves to it (returned), or the
+    thread ends with it (killed). A failed call fails the step; the head stays, and the next step
+    asks again."""
+    from .oversight import CheckError, supervise
+
+    try:
+        check = supervise(repo, context, workflow, time_left)
+    except CheckError as exc:
+        raise StepError(f"{exc.message}; the head stays, and the check is asked again at the next step") from None
+    if check.kills:
+        summary = f"killed by the supervisor: {check.text}"
+        repo.threads.compare_and_set(info.thread, info.head, check.head, archive_reason=REASON_KILLED, workflow=workflow.hash, summary=summary)
+        _record_check(attempt, SUPERVISOR_ROLE, "ok", check.head)
+        return StepResult(info.workflow, info.thread, check.head, True, SUPERVISOR_ROLE, SUPERVISOR_AGENT, REASON_KILLED, killed_by=summary)
+    repo.threads.compare_and_set(info.thread, info.head, check.head, workflow=workflow.hash)
+    _record_check(attempt, SUPERVISOR_ROLE, "ok", check.head)
+    return check.head
+
+
+def _checks_after(
+    repo: Repo, info: ThreadInfo, after: ThreadContext, workflow: Workflow, done: bool, attempt: Attempt, options: StepOptions, time_left
+) -> tuple[str, str | None, str | None]:
+    """(the head, the archive reason or None, the archive summary) once this step's checks ran: the
+    supervisor when due, the summarizer when the thread is done. A check that fails is one line;
+    the step stands (a supervisor check is asked again before the next step)."""
+    from .oversight import CheckError, supervise
+
+    head, reason, summary = after.head, REASON_DONE if done else None, None
+    if supervisor_due(interval_of(repo, workflow), after) and within_budget(repo, after, workflow):
+        try:
+            check = supervise(repo, after, workflow, time_left)
+        except CheckError as exc:
+            _say(options, f"uwf: warning: {exc.message}; the step stands, and the check is asked again before the next step")
+            _record_check(attempt, SUPERVISOR_ROLE, "failed", None, exc.message)
+        else:
+            head = check.head
+            _record_check(attempt, SUPERVISOR_ROLE, "ok", check.head)
+            if check.kills:
+                return head, REASON_KILLED, f"killed by the supervisor: {check.text}"
+    if reason == REASON_DONE:
+        head, summary = _summary(repo, after.at_head(head), workflow, options, time_left)
+    return head, reason, summary
+
+
+def _summary(repo: Repo, context: ThreadContext, workflow: Workflow, options: StepOptions, time_left) -> tuple[str, str | None]:
+    """(the head, the summary) of a thread that is done: a `$summary` step after `context`'s head
+    when a summarizer is configured and the budget allows; else the head as it is."""
+    from .oversight import CheckError, summarize, summarizer_on
+
+    if not summarizer_on(repo) or not within_budget(repo, context, workflow):
+        return context.head, None
+    try:
+        check = summarize(repo, context, workflow, time_left)
+    except CheckError as exc:
+        _say(options, f"uwf: warning: {exc.message}; the thread is archived without a summary")
+        return context.head, None
+    return check.head, check.text
+
+
+def _record_check(attempt: Attempt, role: str, status: str, step: str | None, error: str | None = None) -> None:
+    """A check in runs.jsonl, beside the step's own attempt (which it must not replace)."""
+    check = Attempt(attempt.repo, attempt.info, role=role, agent=SUPERVISOR_AGENT)
+    try:
+        check.record(status, step=step, error=error)
+    except UwfError:
+        pass  # the log is a record, not the thread: the check itself is in the chain
+
+
+def _say(options: StepOptions, line: str) -> None:
+    if options.on_output is not None:
+        options.on_output(line)
+
+
+def _time_left(deadline: float | None):
+    """The step's remaining time for a check's LLM call (None: no --timeout)."""
+    if deadline is None:
+        return None
+    return lambda: max(0.001, deadline - time.monotonic())
 
 
 def run_thread(

@@ -165,7 +165,7 @@ class Worker:
             if result.role:
                 self.on_event(WorkerEvent(thread, "step", result.role, result.agent, seconds))
             if result.done:
-                self.on_event(WorkerEvent(thread, "done", detail=f"reason {result.reason}"))
+                self.on_event(WorkerEvent(thread, "done", detail=f"reason {result.reason}" + (f" ({result.killed_by})" if result.killed_by else "")))
                 self._dequeue(thread)
                 return
         self.on_event(WorkerEvent(thread, "left", detail="stopped between steps; the thread stays queued"))

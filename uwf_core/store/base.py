@@ -74,11 +74,20 @@ class ThreadIndex(Protocol):
     def heads(self) -> dict[str, str]: ...
     def add(self, thread: str, head: str) -> None: ...
     def compare_and_set(
-        self, thread: str, expected: str, new: str, *, archive_reason: str | None = None, workflow: str | None = None, check=None
+        self,
+        thread: str,
+        expected: str,
+        new: str,
+        *,
+        archive_reason: str | None = None,
+        workflow: str | None = None,
+        check=None,
+        summary: str | None = None,
     ) -> None:
-        """Move the head from `expected` to `new` (archiving when a reason is given); ConflictError otherwise.
+        """Move the head from `expected` to `new` (archiving when a reason is given, with `summary` in
+        the archive record); ConflictError otherwise.
         `check()`, when given, runs with the heads held and may raise to refuse the move."""
-    def archive(self, thread: str, workflow: str | None, reason: str, expected: str | None = None) -> str: ...
+    def archive(self, thread: str, workflow: str | None, reason: str, expected: str | None = None, summary: str | None = None) -> str: ...
     def exclusive(self) -> ContextManager:
         """Hold every head still (gc's sweep); compare_and_set and archive wait meanwhile."""
     def history(self) -> list[ArchivedThread]: ...

@@ -173,8 +173,19 @@ WORKFLOW_WITH_WORKSPACE = {
         "workspace": {"type": "object", "additionalProperties": False, "properties": {"snapshot": {"type": "boolean"}}},
     },
 }
+# A workflow with a supervisor of its own (`supervisorInterval`).
+WORKFLOW_WITH_SUPERVISOR = {
+    **WORKFLOW_WITH_WORKSPACE,
+    "properties": {**WORKFLOW_WITH_WORKSPACE["properties"], "supervisorInterval": {"type": "integer"}},
+}
 WORKFLOW_TYPES = frozenset(
-    {BUILTIN_HASHES["workflow"], schema_hash(WORKFLOW_WITH_LOCATIONS), schema_hash(WORKFLOW_WITH_BUDGET), schema_hash(WORKFLOW_WITH_WORKSPACE)}
+    {
+        BUILTIN_HASHES["workflow"],
+        schema_hash(WORKFLOW_WITH_LOCATIONS),
+        schema_hash(WORKFLOW_WITH_BUDGET),
+        schema_hash(WORKFLOW_WITH_WORKSPACE),
+        schema_hash(WORKFLOW_WITH_SUPERVISOR),
+    }
 )
 
 # A StartNode with a budget of its own (`thread start --max-tokens/--max-cost`); one without keeps

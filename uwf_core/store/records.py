@@ -16,9 +16,13 @@ class ArchivedThread:
     head: str
     reason: str
     completed_at: int | None = None
+    summary: str | None = None  # the summarizer's account of a finished run, or why the supervisor killed it
 
     def to_json(self) -> dict:
-        return {"thread": self.thread, "workflow": self.workflow, "head": self.head, "reason": self.reason, "completedAt": self.completed_at}
+        data = {"thread": self.thread, "workflow": self.workflow, "head": self.head, "reason": self.reason, "completedAt": self.completed_at}
+        if self.summary is not None:
+            data["summary"] = self.summary
+        return data
 
 
 @record(frozen=True)

@@ -1,5 +1,7 @@
 """What a step needs to know about the whole chain behind a head, without walking it: how many
-steps (and since the current StartNode), and the first and last step of each role.
+steps (and since the current StartNode), and the first and last step of each role. uwf's checks
+(`$supervisor`, `$summary` StepNodes) are not steps of the workflow: a check's record is its
+parent's.
 
 Kept as derived data beside the nodes (`NodeStore.derived`), keyed by the head's hash. A new
 step's record is its parent's plus one step, written in the same batch as the StepNode, so a
@@ -15,9 +17,10 @@ import json
 from ..encoding.records import field, record
 from ..errors import CorruptError, UwfError
 from ..store.cas import CasStore
+from .model import is_check_role
 from .nodes import START_TYPES, STEP_TYPES, thread_node
 
-KEY = "chain1:"  # the version is in the key: a changed shape is simply rebuilt
+KEY = "chain2:"  # the version is in the key: a changed shape is simply rebuilt
 
 
 @record(frozen=True)
@@ -28,8 +31,11 @@ class ChainRecord:
     first: dict[str, str] = field(default_factory=dict)  # role -> its first step's hash
     last: dict[str, str] = field(default_factory=dict)  # role -> its newest step's hash
     roles: dict[str, int] = field(default_factory=dict)  # role -> how many steps it took
+    checks: int = 0  # uwf's checks behind the head (not counted in `count`)
 
     def after(self, step_hash: str, role: str) -> ChainRecord:
+        if is_check_role(role):  # uwf's own check: not a step of the workflow
+            return ChainRecord(self.count, self.since_start, self.start, self.first, self.last, self.roles, self.checks + 1)
         return ChainRecord(
             self.count + 1,
             self.since_start + 1,
@@ -37,21 +43,26 @@ class ChainRecord:
             self.first if role in self.first else {**self.first, role: step_hash},
             {**self.last, role: step_hash},
             {**self.roles, role: self.roles.get(role, 0) + 1},
+            self.checks,
         )
 
     def restarted(self, start_hash: str) -> ChainRecord:
         """The record of a StartNode that resumes this head: history kept, nothing since."""
-        return ChainRecord(self.count, 0, start_hash, self.first, self.last, self.roles)
+        return ChainRecord(self.count, 0, start_hash, self.first, self.last, self.roles, self.checks)
 
     def to_bytes(self) -> bytes:
         data = {"count": self.count, "since": self.since_start, "start": self.start, "first": self.first, "last": self.last, "roles": self.roles}
+        data["checks"] = self.checks
         return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> ChainRecord | None:
         try:
             data = json.loads(raw)
-            return cls(int(data["count"]), int(data["since"]), str(data["start"]), dict(data["first"]), dict(data["last"]), dict(data["roles"]))
+            return cls(
+                int(data["count"]), int(data["since"]), str(data["start"]), dict(data["first"]), dict(data["last"]), dict(data["roles"]),
+                int(data["checks"]),
+            )
         except (ValueError, KeyError, TypeError):
             return None  # unreadable: rebuilt like a missing one
 

@@ -14,16 +14,19 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 from ..errors import CorruptError
 from ..store.cas import CasStore
 from .chain_index import chain_record
-from .model import LazySteps, StepContext, StepNode, ThreadContext
+from .model import LazySteps, StepContext, StepNode, ThreadContext, is_check_role
 from .nodes import START_TYPES, STEP_TYPES, read_start, thread_node
 
 if TYPE_CHECKING:
     from ..repo import Repo
 
 
-def context_of(repo: Repo, head: str, *, keep: bool = True) -> ThreadContext:
+def context_of(repo: Repo, head: str, *, keep: bool = True, with_checks: bool = False) -> ThreadContext:
     """The context behind a head, built once per Repo. `keep=False` writes nothing to the root
-    (a missing chain record is computed, not kept)."""
+    (a missing chain record is computed, not kept). `with_checks`: its steps include uwf's checks
+    (`$supervisor`, `$summary`), for showing a thread; never for routing."""
+    if with_checks:
+        return build_context(repo.nodes, head, keep=keep, with_checks=True)
     context = repo.contexts.get(head)
     if context is None:
         context = build_context(repo.nodes, head, keep=keep)
@@ -31,14 +34,15 @@ def context_of(repo: Repo, head: str, *, keep: bool = True) -> ThreadContext:
     return context
 
 
-def build_context(store: CasStore, head: str, *, keep: bool = True) -> ThreadContext:
+def build_context(store: CasStore, head: str, *, keep: bool = True, with_checks: bool = False) -> ThreadContext:
     record = chain_record(store, head, keep=keep)
     start = read_start(store, record.start)
+    count = record.count + (record.checks if with_checks else 0)
     return ThreadContext(
         head,
         record.start,
         start,
-        LazySteps(record.count, newest_step(store, head), _reader(store)),
+        LazySteps(count, newest_step(store, head, with_checks=with_checks), _reader(store, with_checks)),
         record.since_start,
         first_of_role=dict(record.first),
         last_of_role=dict(record.last),
@@ -47,19 +51,24 @@ def build_context(store: CasStore, head: str, *, keep: bool = True) -> ThreadCon
     )
 
 
-def newest_step(store: CasStore, head: str | None) -> str | None:
-    """The newest StepNode at or behind `head`, through the heads that StartNodes resume."""
+def newest_step(store: CasStore, head: str | None, *, with_checks: bool = False) -> str | None:
+    """The newest StepNode of a workflow role at or behind `head` (uwf's checks passed over unless
+    `with_checks`), through the heads that StartNodes resume."""
     while head is not None:
         node = thread_node(store, head)
         if node.type in STEP_TYPES:
-            return head
-        head = node.payload.get("resumes")
+            if with_checks or not is_check_role(node.payload.get("role")):
+                return head
+            head = node.payload.get("prev") or node.payload["start"]
+        else:
+            head = node.payload.get("resumes")
     return None
 
 
-def _reader(store: CasStore):
-    """`older(hash)` for LazySteps: a step's context and the step before it, checking that each
-    prev belongs to the same StartNode as the step that names it."""
+def _reader(store: CasStore, with_checks: bool = False):
+    """`older(hash)` for LazySteps: a step's context and the step before it (uwf's checks passed
+    over unless `with_checks`), checking that each prev belongs to the same StartNode as the step
+    that names it."""
     expected: dict[str, str] = {}
 
     def older(hash_: str) -> tuple[StepContext, str | None]:
@@ -71,14 +80,29 @@ def _reader(store: CasStore):
         if step.start != start:
             raise CorruptError(f"step {hash_} belongs to start {step.start}, not {start}: the chain is broken")
         if step.prev:
-            expected[step.prev] = step.start
-            return step_context(store, hash_, step), step.prev
+            prev = step.prev
+            while not with_checks and (check := _check_before(store, prev, step.start)) is not None:
+                prev = check  # uwf's checks are not steps of the workflow
+            if prev != step.start:
+                expected[prev] = step.start
+                return step_context(store, hash_, step), prev
         start_node = store.get(step.start)
         if start_node.type not in START_TYPES:
             raise CorruptError(f"chain from {hash_} does not end at its StartNode {step.start}")
-        return step_context(store, hash_, step), newest_step(store, start_node.payload.get("resumes"))
+        return step_context(store, hash_, step), newest_step(store, start_node.payload.get("resumes"), with_checks=with_checks)
 
     return older
+
+
+def _check_before(store: CasStore, hash_: str, start: str) -> str | None:
+    """What comes before `hash_` when it is a check of this start (its prev, or the StartNode when
+    it has none); None when it is a step of a role."""
+    node = thread_node(store, hash_)
+    if node.type not in STEP_TYPES or not is_check_role(node.payload.get("role")):
+        return None
+    if node.payload.get("start") != start:
+        raise CorruptError(f"step {hash_} belongs to start {node.payload.get('start')}, not {start}: the chain is broken")
+    return node.payload.get("prev") or start
 
 
 def step_context(store: CasStore, hash_: str, step: StepNode) -> StepContext:

@@ -24,7 +24,7 @@ from ..store.builtin_schemas import (
     schema_hash,
 )
 from ..store.cas import CasStore, node_hash
-from .nodes import STEP_TYPES, thread_node
+from .nodes import thread_node
 
 KEY = "entry1:"
 HISTORY_ENTRY = {
@@ -108,19 +108,17 @@ def _known(store: CasStore, step_hash: str) -> str | None:
 
 
 def _step_before(store: CasStore, step_hash: str) -> str | None:
-    """The step before a step: its prev, or the newest step behind the head its StartNode resumes."""
+    """The step before a step: its prev (past uwf's checks), or the newest step behind the head its
+    StartNode resumes."""
     from .context import newest_step
 
     payload = thread_node(store, step_hash).payload
-    if payload.get("prev"):
-        return payload["prev"]
-    return newest_step(store, thread_node(store, payload["start"]).payload.get("resumes"))
+    return newest_step(store, payload.get("prev") or payload["start"])
 
 
 def entry_behind(store: CasStore, head: str, *, keep: bool = True) -> str | None:
     """The entry of the newest step at or behind a head (None when no step is)."""
     from .context import newest_step
 
-    node = thread_node(store, head)
-    step = head if node.type in STEP_TYPES else newest_step(store, node.payload.get("resumes"))
+    step = newest_step(store, head)
     return entry_of(store, step, keep=keep) if step is not None else None

@@ -348,7 +348,7 @@ def thread_cost(repo: Repo, thread: str) -> ThreadCost:
     from .timeline import runs_by_step
 
     info = thread_info(repo, thread)
-    context = context_of(repo, info.head)
+    context = context_of(repo, info.head, with_checks=True)
     family = _family(repo, info, context)
     records = list(repo.runs.read())  # once: each step's time, and this thread's failed attempts
     runs = runs_by_step(records)
@@ -371,7 +371,7 @@ def tree_cost(repo: Repo, thread: str) -> TreeCost:
     from .timeline import runs_by_step
 
     info = thread_info(repo, thread)
-    context = context_of(repo, info.head)
+    context = context_of(repo, info.head, with_checks=True)
     family = _family(repo, info, context)
     members = [info.thread]
     for other in family.order:  # oldest first: a parent is always listed before its forks
@@ -382,7 +382,7 @@ def tree_cost(repo: Repo, thread: str) -> TreeCost:
     threads = []
     own_costs: list[StepCost] = []
     for member in members:
-        member_context = context_of(repo, family.heads[member])
+        member_context = context_of(repo, family.heads[member], with_checks=True)
         mine = []
         for number, step in enumerate(member_context.steps, 1):
             if step.hash in family.own.get(member, set()):
@@ -473,7 +473,7 @@ def _starts_of(store: CasStore, head: str) -> set[str]:
 
 def _nodes_of(repo: Repo, head: str) -> list[str]:
     """A chain's nodes, oldest first, its StartNodes included (the node a fork was made at can be one)."""
-    context = context_of(repo, head)
+    context = context_of(repo, head, with_checks=True)
     nodes: list[str] = []
     current_start: str | None = None
     for step in context.steps:

@@ -13,6 +13,17 @@ if TYPE_CHECKING:
     from typing import Callable
 
 
+# A thread's chain may hold uwf's own checks beside its roles' steps: StepNodes whose role is one
+# of these (a workflow's roles cannot start with `$`). The moderator, conditions, step counts and
+# agents' history never see them; timelines, the ledger and forks do (engine/oversight.py).
+SUPERVISOR_ROLE = "$supervisor"
+SUMMARY_ROLE = "$summary"
+
+
+def is_check_role(role: object) -> bool:
+    return isinstance(role, str) and role.startswith("$")
+
+
 @record(frozen=True)
 class StartNode:
     workflow: str
@@ -251,6 +262,14 @@ class ThreadContext:
             found = self.last_of_role.get(role)
             return self.load_step(found) if found else None
         return next((step for step in reversed(self.steps) if step.role == role), None)
+
+    def at_head(self, head: str) -> ThreadContext:
+        """This context at a head that is a check (a `$supervisor` StepNode after its newest step):
+        the same steps, the next step's prev is the check."""
+        return ThreadContext(
+            head, self.start_hash, self.start, self.steps, self.since_start,
+            first_of_role=self.first_of_role, last_of_role=self.last_of_role, role_counts=self.role_counts, load_step=self.load_step,
+        )
 
     def to_json(self, newest: int | None = None) -> dict:
         """The JSONata input: {start, steps} as design.md section 7 describes; with `newest`, only

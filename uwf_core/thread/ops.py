@@ -33,6 +33,7 @@ class ThreadInfo:
     reason: str | None = None  # why it was archived: done, killed, max-steps
     completed_at: int | None = None
     problem: str | None = None  # set when the head cannot be read (a damaged root: see `uwf cas fsck`)
+    summary: str | None = None  # the archive record's: the summarizer's, or why the supervisor killed it
 
     @property
     def done(self) -> bool:
@@ -44,6 +45,8 @@ class ThreadInfo:
             data["reason"] = self.reason
         if self.problem:
             data["problem"] = self.problem
+        if self.summary:
+            data["summary"] = self.summary
         return data
 
 
@@ -91,7 +94,7 @@ def thread_info(repo: Repo, thread: str) -> ThreadInfo:
         _refuse_damaged(repo, thread)
         raise NotFoundError(f"no thread {thread}")
     workflow = record.workflow or _head_workflow(repo, thread, record.head)
-    return ThreadInfo(thread, workflow, record.head, False, record.reason, record.completed_at)
+    return ThreadInfo(thread, workflow, record.head, False, record.reason, record.completed_at, summary=record.summary)
 
 
 def active_thread(repo: Repo, thread: str) -> ThreadInfo:
@@ -194,7 +197,7 @@ def _listed(store: CasStore, thread: str, head: str) -> ThreadInfo:
 
 
 def thread_steps(repo: Repo, thread: str) -> list[StepContext]:
-    return context_of(repo, thread_info(repo, thread).head).steps
+    return context_of(repo, thread_info(repo, thread).head, with_checks=True).steps
 
 
 def _with_files(repo: Repo, start: StartNode, directory: str | None = None, *, say=None, trusted: str | None = None) -> StartNode:

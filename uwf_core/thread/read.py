@@ -80,7 +80,7 @@ def _schema(store: CasStore, meta: str) -> dict | None:
 def read_thread(repo: Repo, thread: str, *, quota: int | None = None, before: str | None = None) -> str:
     store = repo.nodes
     info = thread_info(repo, thread)
-    context = context_of(repo, info.head)
+    context = context_of(repo, info.head, with_checks=True)
     workflow = workflow_of(repo, context.start.workflow)
     steps = list(enumerate(context.steps, 1))
     if before:

@@ -49,7 +49,7 @@ class Timeline:
 def thread_timeline(repo: Repo, thread: str, *, with_branches: bool = True, others: list[ThreadInfo] | None = None) -> Timeline:
     """`others`: the threads to look for forks in, when the caller has listed them already."""
     info = thread_info(repo, thread)
-    context = context_of(repo, info.head)
+    context = context_of(repo, info.head, with_checks=True)
     timeline = Timeline(info, context)
     for attempt in repo.runs.read(info.thread):
         if attempt.ok and attempt.step:

@@ -35,5 +35,5 @@ def thread_stats(repo: Repo, head: str) -> tuple[int, Usage]:
     """(steps, usage) of the chain behind a head, for `uwf thread show`."""
     from .context import context_of
 
-    steps = context_of(repo, head).steps
+    steps = context_of(repo, head, with_checks=True).steps
     return len(steps), thread_usage(repo.nodes, steps)

@@ -11,7 +11,7 @@ from ..store.builtin_schemas import BUILTIN_HASHES
 from ..store.cas import CasStore
 from .chain_index import remember_step
 from .history import remember_entry
-from .model import StepNode, ThreadContext
+from .model import StepNode, ThreadContext, is_check_role
 from .nodes import STEP_TYPES, put_step
 
 
@@ -48,7 +48,8 @@ def store_step(store: CasStore, step: StepNode) -> str:
     """Store a StepNode with its derived records (callers batch them with it)."""
     step_hash = put_step(store, step)
     chain = remember_step(store, step_hash, step.prev or step.start, step.role)  # its chain record: the next step reads no history
-    remember_entry(store, step_hash, chain.count, step.role, step.agent, step.output)  # how later prompts show it
+    if not is_check_role(step.role):  # agents' prompts never show uwf's checks
+        remember_entry(store, step_hash, chain.count, step.role, step.agent, step.output)  # how later prompts show it
     return step_hash
 
 

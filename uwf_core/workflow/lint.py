@@ -32,7 +32,7 @@ from .old_reads import has_output_field, old_read_message
 from .yaml_doc import YamlDocument
 
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-TOP_FIELDS = {"name", "description", "maxSteps", "maxTokens", "maxCost", "workspace", "roles", "conditions", "graph"}
+TOP_FIELDS = {"name", "description", "maxSteps", "maxTokens", "maxCost", "supervisorInterval", "workspace", "roles", "conditions", "graph"}
 ROLE_FIELDS = {"description", "goal", "capabilities", "procedure", "output", "meta"}
 REQUIRED_ROLE_FIELDS = ("description", "goal", "procedure", "output", "meta")
 START_STATUSES = ("new", "resume")
@@ -142,13 +142,18 @@ class _Parser:
             self.error(("maxSteps",), f"must be a positive integer, got {max_steps!r}")
             max_steps = DEFAULT_MAX_STEPS
         max_tokens, max_cost = self.budget(data)
+        interval = data.get("supervisorInterval")
+        if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int) or interval < 0):
+            self.error(("supervisorInterval",), f"must be a whole number of steps (0: no supervisor), got {interval!r}")
+            interval = None
         roles = self.roles(data.get("roles"), name)
         conditions = self.conditions(data.get("conditions"))
         graph = self.graph(data.get("graph"))
         if self.draft.errors:
             return None
         return Workflow(
-            name, description, max_steps, roles, conditions, graph, max_tokens=max_tokens, max_cost=max_cost, snapshot=self.snapshot(data)
+            name, description, max_steps, roles, conditions, graph, max_tokens=max_tokens, max_cost=max_cost, snapshot=self.snapshot(data),
+            supervisor_interval=interval,
         )
 
     def snapshot(self, data: dict) -> bool:

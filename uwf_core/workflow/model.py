@@ -105,6 +105,7 @@ class Workflow:
     max_tokens: int | None = None  # budget: no new step once the thread's steps used this many tokens
     max_cost: float | None = None  # budget: ... or cost this much (prices in config.yaml)
     snapshot: bool = True  # False: its threads' files are not snapshot (`workspace: {snapshot: false}`)
+    supervisor_interval: int | None = None  # a supervisor every N steps (0: none; None: config.yaml's)
 
     @property
     def has_budget(self) -> bool:
@@ -128,6 +129,7 @@ class Workflow:
             **({"maxTokens": self.max_tokens} if self.max_tokens is not None else {}),
             **({"maxCost": self.max_cost} if self.max_cost is not None else {}),
             **({} if self.snapshot else {"workspace": {"snapshot": False}}),
+            **({"supervisorInterval": self.supervisor_interval} if self.supervisor_interval is not None else {}),
         }
 
     @classmethod
@@ -164,6 +166,7 @@ class Workflow:
             max_tokens=payload.get("maxTokens"),
             max_cost=payload.get("maxCost"),
             snapshot=(payload.get("workspace") or {}).get("snapshot", True) is not False,
+            supervisor_interval=payload.get("supervisorInterval"),
         )
 
 

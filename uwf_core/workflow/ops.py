@@ -16,6 +16,7 @@ from ..store.builtin_schemas import (
     WORKFLOW_TYPES,
     WORKFLOW_WITH_BUDGET,
     WORKFLOW_WITH_LOCATIONS,
+    WORKFLOW_WITH_SUPERVISOR,
     WORKFLOW_WITH_WORKSPACE,
 )
 from ..store.cas import CasStore
@@ -55,7 +56,9 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
     roles = {name: replace(role, meta=metas[name]) for name, role in workflow.roles.items()}
     stored = replace(workflow, roles=roles)
     type_hash = BUILTIN_HASHES["workflow"]
-    if not stored.snapshot:
+    if stored.supervisor_interval is not None:
+        type_hash = store.put_schema(WORKFLOW_WITH_SUPERVISOR)
+    elif not stored.snapshot:
         type_hash = store.put_schema(WORKFLOW_WITH_WORKSPACE)
     elif stored.has_budget:
         type_hash = store.put_schema(WORKFLOW_WITH_BUDGET)

@@ -164,7 +164,7 @@ class TimelineTable(RowTable):
             self._row(
                 f"step:{step.hash}",
                 str(number),
-                Text(step.role, style="bold cyan"),
+                Text(step.role, style="bold magenta" if step.role.startswith("$") else "bold cyan"),  # uwf's checks
                 Text(step.agent, style="green" if step.agent != "human" else "bold yellow"),
                 clock(started),
                 spent,

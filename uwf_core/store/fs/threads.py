@@ -66,7 +66,15 @@ class FsThreadIndex:
             atomic_write(self.root.join("workspaces.yaml"), dumps(mapping, WORKSPACES_HEADER).encode("utf-8"))
 
     def compare_and_set(
-        self, thread: str, expected: str, new: str, *, archive_reason: str | None = None, workflow: str | None = None, check=None
+        self,
+        thread: str,
+        expected: str,
+        new: str,
+        *,
+        archive_reason: str | None = None,
+        workflow: str | None = None,
+        check=None,
+        summary: str | None = None,
     ) -> None:
         with self.root.lock("index"):
             if check is not None:
@@ -82,13 +90,13 @@ class FsThreadIndex:
                     f"thread {thread} moved from {expected} to {current} while the step ran; the new step {new} stays in CAS (fork it to keep it)"
                 )
             if archive_reason is not None:
-                self._append_history(thread, workflow, new, archive_reason)
+                self._append_history(thread, workflow, new, archive_reason, summary)
                 del threads[thread]
             else:
                 threads[thread] = new
             self._save(threads, damaged)
 
-    def archive(self, thread: str, workflow: str | None, reason: str, expected: str | None = None) -> str:
+    def archive(self, thread: str, workflow: str | None, reason: str, expected: str | None = None, summary: str | None = None) -> str:
         with self.root.lock("index"):
             threads, damaged = self._load()
             head = threads.get(thread)
@@ -96,13 +104,13 @@ class FsThreadIndex:
                 raise ConflictError(f"thread {thread} is not active")
             if expected is not None and head != expected:
                 raise ConflictError(f"thread {thread} moved from {expected} to {head}; not archived")
-            self._append_history(thread, workflow, head, reason)
+            self._append_history(thread, workflow, head, reason, summary)
             del threads[thread]
             self._save(threads, damaged)
             return head
 
-    def _append_history(self, thread: str, workflow: str | None, head: str, reason: str) -> None:
-        record = ArchivedThread(thread, workflow, head, reason, int(time.time() * 1000))
+    def _append_history(self, thread: str, workflow: str | None, head: str, reason: str, summary: str | None = None) -> None:
+        record = ArchivedThread(thread, workflow, head, reason, int(time.time() * 1000), summary)
         # History first, durable and whole (or not there at all): a crash or a full disk before
         # threads.yaml is rewritten leaves the thread listed twice (active wins), never lost.
         append_line(self.root.history_file, json.dumps(record.to_json(), ensure_ascii=False))
@@ -144,4 +152,5 @@ def _archived(data: object) -> ArchivedThread | None:
         data["head"],
         data.get("reason") if isinstance(data.get("reason"), str) else "done",
         stamp if isinstance(stamp, int) else None,
+        data.get("summary") if isinstance(data.get("summary"), str) else None,
     )

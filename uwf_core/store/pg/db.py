@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from ...errors import StoreUnavailableError, UwfError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CHANGES_CHANNEL = "uwf_changes"
 KEEPALIVE = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3, "connect_timeout": 10}
 
@@ -57,6 +57,9 @@ create table uwf_queue (thread text primary key, queued_at bigint not null, work
 """,
     2: """
 create table uwf_workspaces (thread text primary key, path text not null);
+""",
+    3: """
+alter table uwf_history add column summary text;
 """,
 }
 

@@ -40,7 +40,7 @@ class PgThreadIndex:
             )
             self.db.bump(conn)
 
-    def compare_and_set(self, thread, expected, new, *, archive_reason=None, workflow=None, check=None) -> None:
+    def compare_and_set(self, thread, expected, new, *, archive_reason=None, workflow=None, check=None, summary=None) -> None:
         with self.db.transaction() as conn:
             row = conn.execute("select head from uwf_heads where thread = %s for update", (thread,)).fetchone()
             if check is not None:
@@ -54,26 +54,26 @@ class PgThreadIndex:
                     f"thread {thread} moved from {expected} to {row[0]} while the step ran; the new step {new} stays in CAS (fork it to keep it)"
                 )
             if archive_reason is not None:
-                self._archive(conn, thread, workflow, new, archive_reason)
+                self._archive(conn, thread, workflow, new, archive_reason, summary)
             else:
                 conn.execute("update uwf_heads set head = %s where thread = %s and head = %s", (new, thread, expected))
             self.db.bump(conn)
 
-    def archive(self, thread: str, workflow: str | None, reason: str, expected: str | None = None) -> str:
+    def archive(self, thread: str, workflow: str | None, reason: str, expected: str | None = None, summary: str | None = None) -> str:
         with self.db.transaction() as conn:
             row = conn.execute("select head from uwf_heads where thread = %s for update", (thread,)).fetchone()
             if row is None:
                 raise ConflictError(f"thread {thread} is not active")
             if expected is not None and row[0] != expected:
                 raise ConflictError(f"thread {thread} moved from {expected} to {row[0]}; not archived")
-            self._archive(conn, thread, workflow, row[0], reason)
+            self._archive(conn, thread, workflow, row[0], reason, summary)
             self.db.bump(conn)
             return row[0]
 
-    def _archive(self, conn, thread: str, workflow: str | None, head: str, reason: str) -> None:
+    def _archive(self, conn, thread: str, workflow: str | None, head: str, reason: str, summary: str | None = None) -> None:
         conn.execute(
-            "insert into uwf_history (thread, workflow, head, reason, completed_at) values (%s, %s, %s, %s, %s)",
-            (thread, workflow, head, reason, int(time.time() * 1000)),
+            "insert into uwf_history (thread, workflow, head, reason, completed_at, summary) values (%s, %s, %s, %s, %s, %s)",
+            (thread, workflow, head, reason, int(time.time() * 1000), summary),
         )
         conn.execute("delete from uwf_heads where thread = %s", (thread,))
 
@@ -92,8 +92,8 @@ class PgThreadIndex:
     def restore_archived(self, record: ArchivedThread) -> None:
         with self.db.transaction() as conn:
             conn.execute(
-                "insert into uwf_history (thread, workflow, head, reason, completed_at) values (%s, %s, %s, %s, %s)",
-                (record.thread, record.workflow, record.head, record.reason, record.completed_at),
+                "insert into uwf_history (thread, workflow, head, reason, completed_at, summary) values (%s, %s, %s, %s, %s, %s)",
+                (record.thread, record.workflow, record.head, record.reason, record.completed_at, record.summary),
             )
             self.db.bump(conn)
 
@@ -102,12 +102,12 @@ class PgThreadIndex:
         return []
 
     def history(self) -> list[ArchivedThread]:
-        rows = self.db.query("select thread, workflow, head, reason, completed_at from uwf_history order by seq")
+        rows = self.db.query("select thread, workflow, head, reason, completed_at, summary from uwf_history order by seq")
         return [ArchivedThread(*row) for row in rows]
 
     def last_archived(self, thread: str) -> ArchivedThread | None:
         rows = self.db.query(
-            "select thread, workflow, head, reason, completed_at from uwf_history where thread = %s order by seq desc limit 1", (thread,)
+            "select thread, workflow, head, reason, completed_at, summary from uwf_history where thread = %s order by seq desc limit 1", (thread,)
         )
         return ArchivedThread(*rows[0]) if rows else None
 

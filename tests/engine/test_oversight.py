@@ -1,0 +1,215 @@
+"""The seeds' supervisor and summarizer, through the real CLI against the tests' own
+OpenAI-compatible server (real HTTP on 127.0.0.1): continue, kill with a reason, an LLM error,
+intervals of 1, 2 and 5, a summary in the archive record, and the checks as nodes of the thread."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import EXAMPLES
+from fake_openai import FakeOpenAI, reply
+
+from uwf_core.config.model import Config
+from uwf_core.repo import Repo
+
+SOLVE_AGENT = "uwf-script --script examples/solve-issue.script.yaml"
+SOLVE_ROLES = ["planner", "developer", "reviewer", "developer", "reviewer"]
+KEY = "sk-test-SUPERVISOR-0123456789"
+
+
+def decision(value: str, reason: str, tokens: int = 10) -> dict:
+    return reply(json.dumps({"decision": value, "reason": reason}), prompt_tokens=tokens, completion_tokens=3)
+
+
+@pytest.fixture
+def srv():
+    with FakeOpenAI() as server:
+        yield server
+
+
+def _setup(uwf, root_dir, tmp_path, srv, *, interval: int | None, summarizer: bool = False) -> str:
+    """solve-issue with `supervisorInterval` (None: not set), its scripted agent, the fake model."""
+    assert uwf("setup", "--provider", "fake", "--base-url", srv.base_url, "--api-key", KEY, "--model", "fake-model").code == 0
+    if summarizer:
+        repo = Repo.open(str(root_dir))
+        config = repo.config
+        repo.save_config(Config(**{**config.__dict__, "model_overrides": {**config.model_overrides, "summarizer": config.default_model}}))
+    text = (EXAMPLES / "solve-issue.yaml").read_text(encoding="utf-8")
+    if interval is not None:
+        text = text.replace("maxSteps:", f"supervisorInterval: {interval}\nmaxSteps:", 1)
+        assert f"supervisorInterval: {interval}" in text
+    path = tmp_path / "solve-issue.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert uwf("workflow", "put", str(path)).code == 0
+    return uwf("thread", "start", "solve-issue", "-p", "Fix the login form").json()["thread"]
+
+
+def _roles(uwf, thread: str) -> list[str]:
+    return [step["role"] for step in uwf("thread", "steps", thread).json()]
+
+
+def test_a_supervisor_every_step_that_says_continue_checks_after_each(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=1)
+    srv.add(*[decision("continue", f"progress {i}") for i in range(5)])
+    run = uwf("thread", "run", thread, "--agent", SOLVE_AGENT)
+    assert run.code == 0 and "Traceback" not in run.err, run
+    roles = _roles(uwf, thread)
+    assert roles == [role for pair in zip(SOLVE_ROLES, ["$supervisor"] * 5) for role in pair]
+    assert len(srv.requests) == 5
+    # the supervisor read the task and the step it follows; the key went nowhere
+    first = srv.requests[0]["body"]["messages"][1]["content"]
+    assert "Fix the login form" in first and "Step 1: planner" in first
+    assert all(KEY not in json.dumps(request["body"]) for request in srv.requests)
+    steps = uwf("thread", "steps", thread).json()
+    assert steps[1]["output"] == {"decision": "continue", "reason": "progress 0"}
+    assert steps[1]["agent"] == "uwf-supervisor"
+    shown = uwf("thread", "show", thread).json()
+    assert shown["done"] is True and shown["reason"] == "done"
+    assert shown["usage"]["requests"] == 5 and shown["usage"]["totalTokens"] == 5 * 13  # the checks' tokens count
+    read = uwf("thread", "read", thread)
+    assert read.code == 0 and "$supervisor" in read.out and "progress 4" in read.out
+
+
+@pytest.mark.parametrize("interval,checked_after", [(2, [2, 4]), (5, [5])])
+def test_the_supervisor_runs_every_interval_steps(uwf, root_dir, tmp_path, srv, interval, checked_after):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=interval)
+    srv.add(*[decision("continue", "fine") for _ in checked_after])
+    assert uwf("thread", "run", thread, "--agent", SOLVE_AGENT).code == 0
+    roles = _roles(uwf, thread)
+    assert [i for i, role in enumerate([r for r in roles if True]) if role == "$supervisor"] == [
+        n + k for k, n in enumerate(checked_after)
+    ]
+    assert [role for role in roles if role != "$supervisor"] == SOLVE_ROLES  # routing never sees the checks
+    assert len(srv.requests) == len(checked_after)
+
+
+def test_kill_ends_the_thread_with_return_code_1_and_the_reason(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=2)
+    srv.add(decision("kill", "the developer repeats the same change"))
+    first = uwf("thread", "step", thread, "--agent", SOLVE_AGENT)
+    assert first.code == 0 and not srv.requests
+    second = uwf("thread", "step", thread, "--agent", SOLVE_AGENT)
+    assert second.code == 1, second
+    assert f"thread {thread} killed by the supervisor: the developer repeats the same change" in second.err
+    assert "Traceback" not in second.err
+    result = second.json()
+    assert result["done"] is True and result["reason"] == "killed" and result["killedBy"].endswith("the same change")
+    assert _roles(uwf, thread) == ["planner", "developer", "$supervisor"]
+    shown = uwf("thread", "show", thread).json()
+    assert shown["reason"] == "killed" and shown["summary"] == "killed by the supervisor: the developer repeats the same change"
+    assert shown["head"] == result["head"]
+    archived = [json.loads(line) for line in (root_dir / "history.jsonl").read_text().splitlines()]
+    assert archived[-1]["summary"] == shown["summary"] and archived[-1]["reason"] == "killed"
+    assert uwf("thread", "step", thread, "--agent", SOLVE_AGENT).code == 1  # it stays ended
+
+
+def test_a_failed_check_leaves_the_step_standing_and_is_asked_again(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=1)
+    srv.add({"status": 401, "body": {"error": {"message": "bad key"}}})
+    first = uwf("thread", "step", thread, "--agent", SOLVE_AGENT)
+    assert first.code == 0, first  # the step stands
+    warnings = [line for line in first.err.splitlines() if "supervisor" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("uwf: warning: the supervisor could not be asked: ")
+    assert "asked again before the next step" in warnings[0]
+    assert _roles(uwf, thread) == ["planner"]
+    runs = uwf("thread", "runs", thread).json()
+    assert sorted((run["role"], run["status"]) for run in runs) == [("$supervisor", "failed"), ("planner", "ok")]
+    # the next step asks first; when the model fails again, the step fails and the head stays
+    head = uwf("thread", "show", thread).json()["head"]
+    srv.add({"status": 401, "body": {"error": {"message": "bad key"}}})
+    again = uwf("thread", "step", thread, "--agent", SOLVE_AGENT)
+    assert again.code == 1 and again.err.count("\n") == 1 and "the supervisor could not be asked" in again.err, again
+    assert uwf("thread", "show", thread).json()["head"] == head
+    # once it answers, the check lands first, then the step
+    srv.add(decision("continue", "ok now"), decision("continue", "still fine"))
+    third = uwf("thread", "step", thread, "--agent", SOLVE_AGENT)
+    assert third.code == 0, third
+    assert _roles(uwf, thread) == ["planner", "$supervisor", "developer", "$supervisor"]
+
+
+def test_a_supervisor_answer_that_is_not_a_decision_is_a_failed_check(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=1)
+    srv.add(reply("I think it is going fine!"))
+    step = uwf("thread", "step", thread, "--agent", SOLVE_AGENT)
+    assert step.code == 0
+    assert "the supervisor answered 'I think it is going fine!', not {\"decision\"" in step.err
+    assert _roles(uwf, thread) == ["planner"]
+
+
+def test_no_interval_means_no_supervisor(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=None)
+    assert uwf("thread", "run", thread, "--agent", SOLVE_AGENT).code == 0
+    assert _roles(uwf, thread) == SOLVE_ROLES and not srv.requests
+
+
+def test_config_gives_the_interval_when_the_workflow_does_not(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=None)
+    repo = Repo.open(str(root_dir))
+    repo.save_config(Config(**{**repo.config.__dict__, "supervisor_interval": 3}))
+    assert "supervisorInterval: 3" in (root_dir / "config.yaml").read_text()
+    srv.add(decision("continue", "fine"))
+    assert uwf("thread", "run", thread, "--agent", SOLVE_AGENT).code == 0
+    assert _roles(uwf, thread) == ["planner", "developer", "reviewer", "$supervisor", "developer", "reviewer"]
+
+
+def test_the_summarizer_writes_one_summary_into_the_archive_record(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=None, summarizer=True)
+    srv.add(reply("The planner split the fix; the reviewer approved the second attempt."))
+    run = uwf("thread", "run", thread, "--agent", SOLVE_AGENT)
+    assert run.code == 0, run
+    assert _roles(uwf, thread) == [*SOLVE_ROLES, "$summary"]
+    asked = srv.requests[0]["body"]["messages"][1]["content"]
+    assert all(f"Step {n}: {role}" in asked for n, role in enumerate(SOLVE_ROLES, 1))
+    shown = uwf("thread", "show", thread).json()
+    assert shown["summary"] == "The planner split the fix; the reviewer approved the second attempt."
+    assert shown["reason"] == "done"
+    steps = uwf("thread", "steps", thread).json()
+    assert steps[-1]["output"] == {"summary": shown["summary"]} and steps[-1]["hash"] == shown["head"]
+    cost = uwf("thread", "cost", thread)
+    assert cost.code == 0 and "$summary" in cost.out
+
+
+def test_a_summarizer_that_fails_archives_the_thread_without_a_summary(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=None, summarizer=True)
+    srv.add({"status": 404, "body": {"error": {"message": "no such model"}}})
+    run = uwf("thread", "run", thread, "--agent", SOLVE_AGENT)
+    assert run.code == 0, run
+    assert "uwf: warning: the summarizer could not be asked" in run.err and "archived without a summary" in run.err
+    shown = uwf("thread", "show", thread).json()
+    assert shown["done"] is True and "summary" not in shown
+    assert _roles(uwf, thread) == SOLVE_ROLES
+
+
+def test_a_fork_and_a_resume_route_past_the_checks(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=1)
+    srv.add(*[decision("continue", "fine") for _ in range(2)])
+    assert uwf("thread", "run", thread, "--agent", SOLVE_AGENT, "--max", "2").code == 0
+    steps = uwf("thread", "steps", thread).json()
+    assert [s["role"] for s in steps] == ["planner", "$supervisor", "developer", "$supervisor"]
+    fork = uwf("thread", "fork", steps[-1]["hash"]).json()["thread"]  # from the check itself
+    dry = uwf("thread", "dry-run", fork, "--agent", SOLVE_AGENT)
+    assert dry.code == 0 and dry.json()["role"] == "reviewer", dry
+
+
+def test_a_worker_runs_the_checks_too(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=2, summarizer=True)
+    repo = Repo.open(str(root_dir))
+    repo.save_config(Config(**{**repo.config.__dict__, "default_agent": SOLVE_AGENT}))
+    srv.add(decision("continue", "a"), decision("continue", "b"), reply("All done."))
+    assert uwf("thread", "run", thread, "--detach").code == 0
+    worker = uwf("worker", "--once", timeout=120)
+    assert worker.code == 0, worker
+    assert _roles(uwf, thread) == ["planner", "developer", "$supervisor", "reviewer", "developer", "$supervisor", "reviewer", "$summary"]
+    assert uwf("thread", "show", thread).json()["summary"] == "All done."
+
+
+def test_the_supervised_example_runs_with_a_model(uwf, srv):
+    assert uwf("setup", "--provider", "fake", "--base-url", srv.base_url, "--api-key", KEY, "--model", "fake-model").code == 0
+    put = uwf("workflow", "put", str(EXAMPLES / "supervised" / "solve-issue-supervised.yaml"))
+    assert put.code == 0 and put.err == "", put
+    thread = uwf("thread", "start", "solve-issue-supervised", "-p", "Fix the login form").json()["thread"]
+    srv.add(decision("continue", "planned and built"), decision("continue", "revising after review"))
+    assert uwf("thread", "run", thread, "--agent", SOLVE_AGENT).code == 0
+    roles = _roles(uwf, thread)
+    assert roles == ["planner", "developer", "$supervisor", "reviewer", "developer", "$supervisor", "reviewer"]
