@@ -45,6 +45,8 @@ _EXPORTS = {
     "context_of": "thread.context",
     "ThreadContext": "thread.model",
     "StepContext": "thread.model",
+    "is_check_role": "thread.model",
+    "step_numbers": "thread.model",
     "evaluate": "thread.moderator",
     "StepDetails": "thread.details",
     "step_details": "thread.details",

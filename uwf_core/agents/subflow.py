@@ -105,6 +105,8 @@ def _run_child(ctx: AgentContext, thread: str) -> None:
         if cancel.is_set():
             _kill_quietly(ctx, thread)
         raise UwfError(f"child thread {thread} stopped before it was done")
+    if result.killed_by:
+        raise UwfError(f"child thread {thread} was {result.killed_by}")
 
 
 def _answer_from_child(ctx: AgentContext, thread: str) -> AgentAnswer:
@@ -123,7 +125,7 @@ def _answer_from_child(ctx: AgentContext, thread: str) -> AgentAnswer:
         "childThread": thread,
         "childWorkflow": info.workflow,
         "childSteps": len(steps),
-        "usage": thread_usage(ctx.store, steps).to_json(),
+        "usage": thread_usage(ctx.store, context_of(ctx.repo, info.head, with_checks=True).steps).to_json(),  # its checks' tokens too
     }
     candidate = merged_output([step.output for step in steps], ctx.schema)
     if not validation_errors(ctx.schema, candidate, cache_key=ctx.role.meta):

@@ -191,7 +191,9 @@ def cmd_show(args) -> int:
     repo = repo_of(args)
     info = thread_info(repo, args.thread)
     data = info.to_json()
-    data["steps"], usage = thread_stats(repo, info.head)
+    data["steps"], checks, usage = thread_stats(repo, info.head)
+    if checks:
+        data["checks"] = checks
     data.update(_files_of(repo, info))
     if usage.requests:
         data["usage"] = usage.to_json()

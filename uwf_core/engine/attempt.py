@@ -53,6 +53,8 @@ class StepOptions:
     human: HumanInput | None = None  # how a person answers a `human` role (None: refuse)
     reuse: bool = False  # memoized replay for every agent (an agent entry's `reuse: true` opts in alone)
     worker: str | None = None  # the `uwf worker` running the step, named in its lock for every view
+    on_warning: OutputCallback | None = None  # a warning of uwf's about the step (None: on_output has it)
+    checks: bool = True  # False: no supervisor or summarizer (`uwf agent test`'s one-step thread)
 
 
 class StepError(UwfError):

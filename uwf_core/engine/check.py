@@ -114,7 +114,7 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
         put_workflow(check, definition)
         info = start_thread(check, "uwf-agent-check", CHECK_PROMPT, workspace=workspace)
         try:
-            result = perform_step(check, info.thread, StepOptions(agent=agent, timeout=timeout, on_output=on_output))
+            result = perform_step(check, info.thread, StepOptions(agent=agent, timeout=timeout, on_output=on_output, checks=False))
         except StepError as exc:
             error = exc.message.replace(check.env_path, repo.env_path)  # the user's .env, not the scratch copy
             return AgentCheck(
@@ -135,3 +135,4 @@ def _first_line(text: str | None) -> str | None:
         if line.strip():
             return line.strip()[:200]
     return None
+

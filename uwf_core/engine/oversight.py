@@ -8,7 +8,8 @@ record. Both are StepNodes in the thread's chain with reserved roles (`$supervis
 so they are auditable, shown as rows of their own, priced by the ledger and counted against a
 budget; the moderator, conditions and agents' prompts never see them (thread/context.py).
 
-Models: `modelOverrides.supervisor` / `modelOverrides.summarizer`, else `defaultModel` for the
+Models (model_alias): the alias named `supervisor` / `summarizer` in config.yaml's models (the
+seeds' names), else `modelOverrides.supervisor` / `.summarizer`, else `defaultModel` for the
 supervisor. The calls go through uwf's OpenAI-compatible client, with the root's keys.
 """
 
@@ -96,8 +97,19 @@ def supervisor_due(interval: int, context: ThreadContext) -> bool:
     return context.head == context.steps[-1].hash
 
 
+def model_alias(repo: Repo, purpose: str) -> str | None:
+    """The seeds' names first: a model alias called `supervisor` / `summarizer` in config.yaml's
+    models; then modelOverrides.<purpose>; the supervisor then takes defaultModel."""
+    config = repo.config
+    if purpose in config.models:
+        return purpose
+    if config.model_overrides.get(purpose):
+        return config.model_overrides[purpose]
+    return config.default_model if purpose == "supervisor" else None
+
+
 def summarizer_on(repo: Repo) -> bool:
-    return bool(repo.config.model_overrides.get("summarizer"))
+    return model_alias(repo, "summarizer") is not None
 
 
 def within_budget(repo: Repo, context: ThreadContext, workflow: Workflow) -> bool:
@@ -127,7 +139,7 @@ def supervise(repo: Repo, context: ThreadContext, workflow: Workflow, time_left:
     decision, reason = _decision(answer)
     output = {"decision": decision, "reason": reason}
     head = _record(repo, context, SUPERVISOR_ROLE, DECISION_SCHEMA, output, SUPERVISOR_AGENT, text, answer, usage, model, started)
-    return Check(head, decision, reason)
+    return Check(head, decision, repo.secrets.text(reason))  # as the node holds it
 
 
 def summarize(repo: Repo, context: ThreadContext, workflow: Workflow, time_left: Callable[[], float | None] | None = None) -> Check:
@@ -143,7 +155,7 @@ def summarize(repo: Repo, context: ThreadContext, workflow: Workflow, time_left:
         raise CheckError(f"the summarizer ({model.describe()}) answered with no text")
     summary = summary if len(summary) <= MAX_SUMMARY_CHARS else summary[: MAX_SUMMARY_CHARS - 1] + "…"
     head = _record(repo, context, SUMMARY_ROLE, SUMMARY_SCHEMA, {"summary": summary}, SUMMARIZER_AGENT, text, answer, usage, model, started)
-    return Check(head, None, summary)
+    return Check(head, None, repo.secrets.text(summary))  # as the node holds it
 
 
 def _task(context: ThreadContext, workflow: Workflow) -> str:
@@ -160,11 +172,10 @@ def _step_text(number: int, step) -> str:
 def _complete(repo: Repo, purpose: str, system: str, text: str, time_left, *, json_mode: bool):
     """(the answer's text, its usage, the model) from one chat completion; secrets redacted first."""
     from ..config.env import env_with_secrets
-    from ..llm.client import ChatClient, model_alias_for, resolve_model
+    from ..llm.client import ChatClient, resolve_model
 
-    alias = model_alias_for(repo.config, purpose) if purpose == "supervisor" else repo.config.model_overrides.get(purpose)
     try:
-        model = resolve_model(repo.config, alias, env_with_secrets(repo.env_values), purpose=f"the {purpose}")
+        model = resolve_model(repo.config, model_alias(repo, purpose), env_with_secrets(repo.env_values), purpose=f"the {purpose}")
         messages = [{"role": "system", "content": system}, {"role": "user", "content": repo.secrets.text(text)}]
         response = ChatClient(model, time_left=time_left).complete(messages, json_mode=json_mode)
     except UwfError as exc:

@@ -30,9 +30,10 @@ from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_in
 from ..workflow.ops import workflow_of
 from .attempt import Attempt, StepError, StepOptions, StepResult, redact_error
 from .call import AgentCall
-from .oversight import SUPERVISOR_AGENT, interval_of, supervisor_due, within_budget
+from .oversight import SUPERVISOR_AGENT, summarizer_on
 from .protocols import run_protocol
 from .resolve import resolve_agent
+from .step_checks import due, finish_done, still_stored, supervise_at, warn
 
 if TYPE_CHECKING:
     from typing import Callable
@@ -95,19 +96,18 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     context = context_of(repo, info.head)
     workflow = workflow_of(repo, context.start.workflow)
     decision = evaluate(workflow, context, options.timeout)
-    if options.on_output is not None:
-        _warn_old_reads(repo, workflow, options.on_output)
-    interval = interval_of(repo, workflow)
-    if supervisor_due(interval, context) and within_budget(repo, context, workflow):
-        # the check after the last step did not happen (its call failed): it comes first now
-        checked = _supervise_now(repo, info, context, workflow, attempt, _time_left(deadline))
-        if isinstance(checked, StepResult):
-            return checked  # killed
-        info = replace(info, head=checked)
-        context = context.at_head(checked)
-        repo.remember_context(context)
+    _warn_old_reads(repo, workflow, options)
+    if options.checks and not decision.is_end and due(repo, context, workflow):
+        # the check after the last step did not happen (its call failed): asked once more, first
+        head, killed_by = supervise_at(repo, info, context, workflow, options, _time_left(deadline), retry=True)
+        if killed_by is not None:
+            return StepResult(info.workflow, info.thread, head, True, SUPERVISOR_ROLE, SUPERVISOR_AGENT, REASON_KILLED, killed_by=killed_by)
+        if head != info.head:
+            info = replace(info, head=head)
+            context = context.at_head(head)
+            repo.remember_context(context)
     if decision.is_end:
-        return _finish(repo, info, decision, workflow, context, options)
+        return _finish(repo, info, decision, workflow, context, options, _time_left(deadline))
     attempt.role = decision.role
     resolved = resolve_agent(
         repo.config, workflow.name, decision.role, context.start.agents, options.agent, config_file=repo.backend.config.location
@@ -151,16 +151,15 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         _remember_run(repo, reuse_key, new_head, overwrite=before is not None)  # the StepNode with its files
     left = max(0.001, deadline - time.monotonic()) if deadline is not None else None
     done, after = _next_is_end(repo, workflow, context, new_head, left)
-    final, reason, summary = _checks_after(repo, info, after, workflow, done, attempt, options, _time_left(deadline))
+    summarize = done and options.checks and summarizer_on(repo)  # then archived after its summary, below
     try:
         repo.threads.compare_and_set(
             info.thread,
             info.head,
-            final,
-            archive_reason=reason,
+            new_head,
+            archive_reason=REASON_DONE if done and not summarize else None,
             workflow=workflow.hash,
-            check=lambda: [_still_stored(repo, head) for head in dict.fromkeys((new_head, final))],
-            summary=summary,
+            check=lambda: still_stored(repo, new_head),
         )
     except ConflictError as exc:
         record = repo.threads.last_archived(info.thread)
@@ -169,19 +168,26 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     try:
         attempt.record("ok", step=new_head)
     except UwfError as exc:  # the step is done and the head moved: say so, don't call it a failure
-        if options.on_output is not None:
-            options.on_output(f"uwf: warning: the step succeeded but runs.jsonl could not be written: {exc.message}")
-    killed_by = summary if reason == REASON_KILLED else None
-    return StepResult(info.workflow, info.thread, final, reason is not None, decision.role, resolved.label, reason, reused_from, killed_by)
+        warn(options, f"the step succeeded but runs.jsonl could not be written: {exc.message}")
+    head, reason, killed_by = new_head, REASON_DONE if done else None, None
+    stepped = replace(info, head=new_head)
+    if summarize:
+        head = finish_done(repo, stepped, after, workflow, options, _time_left(deadline))
+    elif not done and options.checks and due(repo, after, workflow):
+        head, killed_by = supervise_at(repo, stepped, after, workflow, options, _time_left(deadline))
+        reason = REASON_KILLED if killed_by else None
+        if head != new_head:
+            repo.remember_context(after.at_head(head))  # `thread run`'s next step starts from the check
+    return StepResult(info.workflow, info.thread, head, reason is not None, decision.role, resolved.label, reason, reused_from, killed_by)
 
 
-def _warn_old_reads(repo: Repo, workflow: Workflow, say: Callable[[str], None]) -> None:
+def _warn_old_reads(repo: Repo, workflow: Workflow, options: StepOptions) -> None:
     """A stored workflow written for uwf's old $first / $last routes differently now: say so on
     every step it routes, with the fix (workflow/old_reads.py)."""
     from ..workflow.old_reads import stored_old_reads
 
     for message in stored_old_reads(workflow, lambda role: repo.nodes.schema(workflow.roles[role].meta)):
-        say(f"uwf: warning: workflow '{workflow.name}': {message}")
+        warn(options, f"workflow '{workflow.name}': {message}")
 
 
 def reuse_enabled(options: StepOptions, resolved: ResolvedAgent) -> bool:
@@ -227,24 +233,17 @@ def _check_budget(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow
         raise StepError(f"thread {info.thread} cannot take a step within its budget: {status.unpriced}", REASON_BUDGET)
 
 
-def _still_stored(repo: Repo, step_hash: str) -> None:
-    """The new step and what it names are still there (checked with the heads held, so gc cannot
-    sweep them between this and the move)."""
-    step = StepNode.from_payload(repo.nodes.get(step_hash).payload)
-    for hash_ in (step_hash, step.output, step.detail, *filter(None, (step.files, step.files_before))):
-        if not repo.backend.nodes.exists(hash_):
-            raise StepError(f"node {hash_} of the new step was removed (by `uwf cas gc`?) before the head could move; the head stays")
-
-
-def _finish(repo: Repo, info: ThreadInfo, decision: Decision, workflow: Workflow, context: ThreadContext, options: StepOptions) -> StepResult:
+def _finish(repo: Repo, info: ThreadInfo, decision: Decision, workflow: Workflow, context: ThreadContext, options: StepOptions, time_left) -> StepResult:
     if decision.end_reason == REASON_MAX_STEPS:
         repo.threads.archive(info.thread, workflow.hash, REASON_MAX_STEPS, expected=info.head)
         raise StepError(
             f"thread {info.thread} reached maxSteps ({workflow.max_steps}) of workflow '{workflow.name}' without finishing; "
             f"archived with reason max-steps (fork a step or resume it to go on)"
         )
-    head, summary = _summary(repo, context, workflow, options, None)
-    repo.threads.compare_and_set(info.thread, info.head, head, archive_reason=REASON_DONE, workflow=workflow.hash, summary=summary)
+    if options.checks:
+        head = finish_done(repo, info, context, workflow, options, time_left)
+    else:
+        head = repo.threads.archive(info.thread, workflow.hash, REASON_DONE, expected=info.head)
     return StepResult(info.workflow, info.thread, head, True, reason=REASON_DONE)
 
 
@@ -262,80 +261,6 @@ def _next_is_end(repo: Repo, workflow: Workflow, context: ThreadContext, new_hea
     except UwfError:
         return False, extended
     return decision.is_end and decision.end_reason == REASON_DONE, extended
-
-
-def _supervise_now(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: Workflow, attempt: Attempt, time_left) -> StepResult | str:
-    """The supervisor check that is due before this step: the head moves to it (returned), or the
-    thread ends with it (killed). A failed call fails the step; the head stays, and the next step
-    asks again."""
-    from .oversight import CheckError, supervise
-
-    try:
-        check = supervise(repo, context, workflow, time_left)
-    except CheckError as exc:
-        raise StepError(f"{exc.message}; the head stays, and the check is asked again at the next step") from None
-    if check.kills:
-        summary = f"killed by the supervisor: {check.text}"
-        repo.threads.compare_and_set(info.thread, info.head, check.head, archive_reason=REASON_KILLED, workflow=workflow.hash, summary=summary)
-        _record_check(attempt, SUPERVISOR_ROLE, "ok", check.head)
-        return StepResult(info.workflow, info.thread, check.head, True, SUPERVISOR_ROLE, SUPERVISOR_AGENT, REASON_KILLED, killed_by=summary)
-    repo.threads.compare_and_set(info.thread, info.head, check.head, workflow=workflow.hash)
-    _record_check(attempt, SUPERVISOR_ROLE, "ok", check.head)
-    return check.head
-
-
-def _checks_after(
-    repo: Repo, info: ThreadInfo, after: ThreadContext, workflow: Workflow, done: bool, attempt: Attempt, options: StepOptions, time_left
-) -> tuple[str, str | None, str | None]:
-    """(the head, the archive reason or None, the archive summary) once this step's checks ran: the
-    supervisor when due, the summarizer when the thread is done. A check that fails is one line;
-    the step stands (a supervisor check is asked again before the next step)."""
-    from .oversight import CheckError, supervise
-
-    head, reason, summary = after.head, REASON_DONE if done else None, None
-    if supervisor_due(interval_of(repo, workflow), after) and within_budget(repo, after, workflow):
-        try:
-            check = supervise(repo, after, workflow, time_left)
-        except CheckError as exc:
-            _say(options, f"uwf: warning: {exc.message}; the step stands, and the check is asked again before the next step")
-            _record_check(attempt, SUPERVISOR_ROLE, "failed", None, exc.message)
-        else:
-            head = check.head
-            _record_check(attempt, SUPERVISOR_ROLE, "ok", check.head)
-            if check.kills:
-                return head, REASON_KILLED, f"killed by the supervisor: {check.text}"
-    if reason == REASON_DONE:
-        head, summary = _summary(repo, after.at_head(head), workflow, options, time_left)
-    return head, reason, summary
-
-
-def _summary(repo: Repo, context: ThreadContext, workflow: Workflow, options: StepOptions, time_left) -> tuple[str, str | None]:
-    """(the head, the summary) of a thread that is done: a `$summary` step after `context`'s head
-    when a summarizer is configured and the budget allows; else the head as it is."""
-    from .oversight import CheckError, summarize, summarizer_on
-
-    if not summarizer_on(repo) or not within_budget(repo, context, workflow):
-        return context.head, None
-    try:
-        check = summarize(repo, context, workflow, time_left)
-    except CheckError as exc:
-        _say(options, f"uwf: warning: {exc.message}; the thread is archived without a summary")
-        return context.head, None
-    return check.head, check.text
-
-
-def _record_check(attempt: Attempt, role: str, status: str, step: str | None, error: str | None = None) -> None:
-    """A check in runs.jsonl, beside the step's own attempt (which it must not replace)."""
-    check = Attempt(attempt.repo, attempt.info, role=role, agent=SUPERVISOR_AGENT)
-    try:
-        check.record(status, step=step, error=error)
-    except UwfError:
-        pass  # the log is a record, not the thread: the check itself is in the chain
-
-
-def _say(options: StepOptions, line: str) -> None:
-    if options.on_output is not None:
-        options.on_output(line)
 
 
 def _time_left(deadline: float | None):

@@ -37,7 +37,7 @@ class WorkerEvent:
     """One line of the worker's log: a step done or failed, or a thread taken or left."""
 
     thread: str
-    what: str  # "step", "failed", "done", "left" (stopped before its end, still queued), "gave-up"
+    what: str  # "step", "failed", "done", "left" (stopped before its end, still queued), "gave-up", "warning"
     role: str | None = None
     agent: str | None = None
     seconds: float = 0.0
@@ -140,7 +140,8 @@ class Worker:
             # added an agent since), read once per step as `uwf thread step` would.
             self.repo.reload_config()
             try:
-                result = perform_step(self.repo, thread, StepOptions(cancel=cancel, worker=self.name))
+                warned = lambda line, thread=thread: self.on_event(WorkerEvent(thread, "warning", detail=line.removeprefix("uwf: warning: ")))  # noqa: E731
+                result = perform_step(self.repo, thread, StepOptions(cancel=cancel, worker=self.name, on_warning=warned))
             except LockedError as exc:  # stepped by hand right now: wait for it
                 self.on_event(WorkerEvent(thread, "busy", detail=exc.message))
                 self.stopping.wait(BUSY_RETRY_SECONDS)

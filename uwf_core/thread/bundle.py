@@ -8,7 +8,7 @@ The file is a tar archive compressed with gzip, with a fixed layout:
                                      {type, payload, timestamp} its hash was computed over
 
 The manifest: `{"format": "uwf-bundle", "version": 1, "createdBy": "uwf X.Y.Z", "threads":
-[{thread, head, workflow, workflowName, state: active|archived, reason}], "workflows": [{name,
+[{thread, head, workflow, workflowName, state: active|archived, reason, summary?}], "workflows": [{name,
 hash, source}], "nodes": [every node's hash, sorted]}`. The nodes are everything reachable from
 the threads' heads (each chain back to its StartNode, the StartNodes it resumes, so a fork's
 shared history with it; outputs, details, prompts, answers, sub-workflow children), the
@@ -57,9 +57,10 @@ class BundledThread:
     workflow_name: str
     state: str  # ACTIVE or ARCHIVED
     reason: str | None = None  # why it was archived
+    summary: str | None = None  # its archive record's summary (the summarizer's, or the supervisor's kill)
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "thread": self.thread,
             "head": self.head,
             "workflow": self.workflow,
@@ -67,6 +68,9 @@ class BundledThread:
             "state": self.state,
             "reason": self.reason,
         }
+        if self.summary is not None:
+            data["summary"] = self.summary
+        return data
 
 
 @record(frozen=True)
@@ -136,7 +140,7 @@ def export_bundle(repo: Repo, threads: list[str], path: str) -> ExportReport:
             raise UwfError(f"thread {info.thread} cannot be exported: {info.problem}")
         workflow = workflow_of(repo, info.workflow)
         state = ACTIVE if info.active else ARCHIVED
-        bundled[info.thread] = BundledThread(info.thread, info.head, info.workflow, workflow.name, state, info.reason)
+        bundled[info.thread] = BundledThread(info.thread, info.head, info.workflow, workflow.name, state, info.reason, info.summary)
     workflows = _workflows(repo, {item.workflow: item.workflow_name for item in bundled.values()})
     roots = [item.head for item in bundled.values()] + [entry["hash"] for entry in workflows]
     roots += [entry["source"] for entry in workflows if entry.get("source")]
@@ -311,5 +315,7 @@ def _register(repo: Repo, item: dict, heads: dict[str, str], archived: dict) -> 
     else:
         with repo.locks.acquire(thread):  # no step can take the thread between its adding and its archiving
             repo.threads.add(thread, head)
-            repo.threads.archive(thread, item.get("workflow") if is_cas_ref(str(item.get("workflow"))) else None, item.get("reason") or "done", expected=head)
+            workflow = item.get("workflow") if is_cas_ref(str(item.get("workflow"))) else None
+            summary = item.get("summary") if isinstance(item.get("summary"), str) else None
+            repo.threads.archive(thread, workflow, item.get("reason") or "done", expected=head, summary=summary)
     return ImportedThread(thread, head, state, "added")

@@ -20,7 +20,7 @@ from ..store.cas import CasStore
 from .model import is_check_role
 from .nodes import START_TYPES, STEP_TYPES, thread_node
 
-KEY = "chain2:"  # the version is in the key: a changed shape is simply rebuilt
+KEY = "chain1:"  # the version is in the key: a changed shape is simply rebuilt
 
 
 @record(frozen=True)
@@ -52,7 +52,8 @@ class ChainRecord:
 
     def to_bytes(self) -> bytes:
         data = {"count": self.count, "since": self.since_start, "start": self.start, "first": self.first, "last": self.last, "roles": self.roles}
-        data["checks"] = self.checks
+        if self.checks:
+            data["checks"] = self.checks
         return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
 
     @classmethod
@@ -61,7 +62,7 @@ class ChainRecord:
             data = json.loads(raw)
             return cls(
                 int(data["count"]), int(data["since"]), str(data["start"]), dict(data["first"]), dict(data["last"]), dict(data["roles"]),
-                int(data["checks"]),
+                int(data.get("checks", 0)),  # a record from before checks existed has none behind it
             )
         except (ValueError, KeyError, TypeError):
             return None  # unreadable: rebuilt like a missing one

@@ -26,7 +26,7 @@ from ..encoding.records import field, record
 from ..errors import UwfError
 from ..llm.usage import Usage
 from .context import context_of
-from .model import StepContext, ThreadContext
+from .model import StepContext, ThreadContext, numbered
 from .nodes import STEP_TYPES, thread_node
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
@@ -352,7 +352,7 @@ def thread_cost(repo: Repo, thread: str) -> ThreadCost:
     family = _family(repo, info, context)
     records = list(repo.runs.read())  # once: each step's time, and this thread's failed attempts
     runs = runs_by_step(records)
-    costs = [step_cost(repo, step, number, runs.get(step.hash)) for number, step in enumerate(context.steps, 1)]
+    costs = [step_cost(repo, step, number, runs.get(step.hash)) for number, step in numbered(context.steps)]
     own_nodes = family.own.get(info.thread, set())
     inherited = sum(1 for step in context.steps if step.hash not in own_nodes)
     total, by_agent, by_model, by_role = _roll_up(costs)
@@ -384,7 +384,7 @@ def tree_cost(repo: Repo, thread: str) -> TreeCost:
     for member in members:
         member_context = context_of(repo, family.heads[member], with_checks=True)
         mine = []
-        for number, step in enumerate(member_context.steps, 1):
+        for number, step in numbered(member_context.steps):
             if step.hash in family.own.get(member, set()):
                 cost = costs_by_step.get(step.hash) or step_cost(repo, step, number, runs.get(step.hash))
                 costs_by_step[step.hash] = cost
@@ -394,7 +394,7 @@ def tree_cost(repo: Repo, thread: str) -> TreeCost:
         threads.append(
             TreeThread(member, family.parent.get(member), family.fork_at.get(member), len(mine), spend, family.active[member], family.reasons.get(member))
         )
-    inherited_costs = [step_cost(repo, step, number, runs.get(step.hash)) for number, step in enumerate(context.steps, 1) if step.hash not in family.own.get(info.thread, set())]
+    inherited_costs = [step_cost(repo, step, number, runs.get(step.hash)) for number, step in numbered(context.steps) if step.hash not in family.own.get(info.thread, set())]
     total, by_agent, by_model, _ = _roll_up(own_costs)
     inherited, _, _, _ = _roll_up(inherited_costs)
     return TreeCost(info.thread, tuple(threads), total, inherited, by_agent, by_model)

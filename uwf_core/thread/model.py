@@ -24,6 +24,26 @@ def is_check_role(role: object) -> bool:
     return isinstance(role, str) and role.startswith("$")
 
 
+def step_numbers(steps: Sequence[StepContext], total: int) -> list[int]:
+    """Numbers for `steps` (the newest of a chain, with uwf's checks, ending at its head), `total`
+    being how many steps of the workflow lie behind the head: a step's number is the one routing
+    and agents' prompts give it; a check takes the number of the step it follows (0 before any)."""
+    numbers = []
+    number = total
+    for step in reversed(steps):
+        numbers.append(number)
+        if not is_check_role(step.role):
+            number -= 1
+    numbers.reverse()
+    return numbers
+
+
+def numbered(steps: Sequence[StepContext]) -> list[tuple[int, StepContext]]:
+    """A whole chain's steps (checks included) with their step_numbers."""
+    steps = list(steps)
+    return list(zip(step_numbers(steps, sum(1 for step in steps if not is_check_role(step.role))), steps))
+
+
 @record(frozen=True)
 class StartNode:
     workflow: str

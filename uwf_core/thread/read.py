@@ -14,7 +14,7 @@ from ..store.cas import CasStore
 from ..workflow.ops import workflow_of
 from .context import context_of
 from .details import ordered_output
-from .model import StepContext
+from .model import StepContext, is_check_role, numbered
 from .ops import thread_info
 from .usage import step_usage, thread_usage
 
@@ -59,7 +59,8 @@ def _render_step(store: CasStore, number: int, step: StepContext, schema: dict |
         took = f", {max(0, step.completed_at - step.started_at) / 1000:.1f}s"
     used = step_usage(store, step)
     tokens = f", {used.total_tokens:,} tokens" if used.requests else ""
-    lines = [f"## {number}. {step.role} — {step.agent}", "", f"_step {step.hash}{', ' + when if when else ''}{took}{tokens}_", ""]
+    title = f"After step {number}: {step.role}" if is_check_role(step.role) else f"{number}. {step.role}"
+    lines = [f"## {title} — {step.agent}", "", f"_step {step.hash}{', ' + when if when else ''}{took}{tokens}_", ""]
     if step.instruction:
         lines += [f"> {line}" for line in step.instruction.strip().splitlines()] + [""]
     output = yaml.safe_dump(ordered_output(step.output, schema), sort_keys=False, allow_unicode=True).rstrip()
@@ -77,12 +78,17 @@ def _schema(store: CasStore, meta: str) -> dict | None:
         return None
 
 
+def _checks(count: int) -> str:
+    return f" and {count} check{'s' if count != 1 else ''}" if count else ""
+
+
 def read_thread(repo: Repo, thread: str, *, quota: int | None = None, before: str | None = None) -> str:
     store = repo.nodes
     info = thread_info(repo, thread)
     context = context_of(repo, info.head, with_checks=True)
     workflow = workflow_of(repo, context.start.workflow)
-    steps = list(enumerate(context.steps, 1))
+    steps = numbered(context.steps)
+    workflow_steps = sum(1 for _, step in steps if not is_check_role(step.role))
     if before:
         target = store.resolve(before)
         positions = [i for i, (_, step) in enumerate(steps) if step.hash == target]
@@ -99,7 +105,7 @@ def read_thread(repo: Repo, thread: str, *, quota: int | None = None, before: st
     header = [
         f"# Thread {info.thread} — {workflow.name}",
         "",
-        f"_{status}, head {info.head}, {len(context.steps)} step{'s' if len(context.steps) != 1 else ''}{tokens}_",
+        f"_{status}, head {info.head}, {workflow_steps} step{'s' if workflow_steps != 1 else ''}{_checks(len(steps) - workflow_steps)}{tokens}_",
         "",
         "## Prompt",
         "",

@@ -40,6 +40,7 @@ class Timeline:
     # (a StepNode's own startedAt/completedAt are whatever the agent wrote, a kit's inner call)
     step_runs: dict[str, RunRecord] = field(default_factory=dict)
     branches: dict[str, list[Branch]] = field(default_factory=dict)  # step (or start) hash -> branches
+    step_count: int = 0  # the workflow's steps behind the head (`steps` holds uwf's checks too)
 
     @property
     def steps(self) -> list[StepContext]:
@@ -50,7 +51,7 @@ def thread_timeline(repo: Repo, thread: str, *, with_branches: bool = True, othe
     """`others`: the threads to look for forks in, when the caller has listed them already."""
     info = thread_info(repo, thread)
     context = context_of(repo, info.head, with_checks=True)
-    timeline = Timeline(info, context)
+    timeline = Timeline(info, context, step_count=len(context_of(repo, info.head).steps))
     for attempt in repo.runs.read(info.thread):
         if attempt.ok and attempt.step:
             timeline.step_runs[attempt.step] = attempt

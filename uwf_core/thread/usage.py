@@ -31,9 +31,13 @@ def thread_usage(store: CasStore, steps: list[StepContext]) -> Usage:
     return total
 
 
-def thread_stats(repo: Repo, head: str) -> tuple[int, Usage]:
-    """(steps, usage) of the chain behind a head, for `uwf thread show`."""
+def thread_stats(repo: Repo, head: str) -> tuple[int, int, Usage]:
+    """(steps, checks, usage) of the chain behind a head, for `uwf thread show`: the workflow's
+    steps and uwf's checks counted apart (a step number means the same everywhere), the usage of
+    both."""
     from .context import context_of
+    from .model import is_check_role
 
     steps = context_of(repo, head, with_checks=True).steps
-    return len(steps), thread_usage(repo.nodes, steps)
+    checks = sum(1 for step in steps if is_check_role(step.role))
+    return len(steps) - checks, checks, thread_usage(repo.nodes, steps)

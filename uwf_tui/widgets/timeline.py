@@ -17,7 +17,7 @@ import time
 from rich.text import Text
 from textual.widgets import DataTable
 
-from uwf_core.api import RunningStep, StepContext, Timeline
+from uwf_core.api import RunningStep, StepContext, Timeline, is_check_role, step_numbers
 
 from ..formatting import (
     attempt_mark,
@@ -154,8 +154,9 @@ class TimelineTable(RowTable):
         if first:
             more = f"{first:,} earlier step{'s' if first > 1 else ''}: enter shows {min(first, WINDOW):,} more"
             self._row("more:", "…", Text("earlier", style="dim"), "", "", "", "", Text(more, style="dim"))
-        for number, step in enumerate(context.steps[first:], first + 1):
-            if number % BATCH == 0:
+        shown = context.steps[first:]
+        for index, (number, step) in enumerate(zip(step_numbers(shown, timeline.step_count), shown), first + 1):
+            if index % BATCH == 0:
                 await asyncio.sleep(0)
                 if not still_wanted():
                     return None
@@ -163,8 +164,8 @@ class TimelineTable(RowTable):
             cost = costs.get(step.hash)
             self._row(
                 f"step:{step.hash}",
-                str(number),
-                Text(step.role, style="bold magenta" if step.role.startswith("$") else "bold cyan"),  # uwf's checks
+                "·" if is_check_role(step.role) else str(number),  # uwf's checks are not numbered steps
+                Text(step.role, style="bold magenta" if is_check_role(step.role) else "bold cyan"),
                 Text(step.agent, style="green" if step.agent != "human" else "bold yellow"),
                 clock(started),
                 spent,

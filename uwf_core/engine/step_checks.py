@@ -1,0 +1,121 @@
+"""Where uwf's checks (engine/oversight.py) meet a step: when each runs, and how its result
+moves the head.
+
+Each check is its own commit, after the step it follows has moved the head: an interrupted or
+failed check never costs a finished step, and a check that succeeded is kept even if the next
+agent fails. A check that cannot be made is one warning line and a `$supervisor` attempt in
+runs.jsonl; the thread goes on (the supervisor is asked again once, before the next step).
+"""
+
+from __future__ import annotations
+
+from ..errors import ConflictError, UwfError
+from ..thread.model import SUPERVISOR_ROLE, ThreadContext
+from ..thread.moderator import REASON_DONE, REASON_KILLED
+from .attempt import Attempt, StepOptions
+from .oversight import (
+    SUPERVISOR_AGENT,
+    CheckError,
+    interval_of,
+    summarize,
+    summarizer_on,
+    supervise,
+    supervisor_due,
+    within_budget,
+)
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from ..repo import Repo
+    from ..thread.ops import ThreadInfo
+    from ..workflow.model import Workflow
+
+
+def due(repo: Repo, context: ThreadContext, workflow: Workflow) -> bool:
+    """A supervisor check is due at this head (and the budget allows one)."""
+    return supervisor_due(interval_of(repo, workflow), context) and within_budget(repo, context, workflow)
+
+
+def supervise_at(
+    repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: Workflow, options: StepOptions, time_left, *, retry: bool = False
+) -> tuple[str, str | None]:
+    """Ask the supervisor about the head `info.head` (the newest step) and commit its answer:
+    (the head after it, why the supervisor killed the thread or None). A call that fails, or a
+    head that moved meanwhile, leaves the head where it was, with a warning; `retry`: this was the
+    second asking (before the next step), after which the thread goes on without the check."""
+    try:
+        check = supervise(repo, context, workflow, time_left)
+    except CheckError as exc:
+        later = "the step goes on without this check" if retry else "the supervisor is asked again before the next step"
+        warn(options, f"{exc.message}; {later}")
+        _record(repo, info, "failed", None, exc.message)
+        return info.head, None
+    killed_by = f"killed by the supervisor: {check.text}" if check.kills else None
+    try:
+        repo.threads.compare_and_set(
+            info.thread,
+            info.head,
+            check.head,
+            archive_reason=REASON_KILLED if check.kills else None,
+            workflow=workflow.hash,
+            check=lambda: still_stored(repo, check.head),
+            summary=killed_by,
+        )
+    except ConflictError as exc:
+        warn(options, f"the supervisor's answer was not kept: {exc.message}")
+        return info.head, None
+    _record(repo, info, "ok", check.head)
+    return check.head, killed_by
+
+
+def finish_done(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: Workflow, options: StepOptions, time_left) -> str:
+    """Archive a thread that is done at `info.head` (`context`), after a summary of its run when a
+    summarizer is configured: the head it is archived with."""
+    if summarizer_on(repo) and within_budget(repo, context, workflow):
+        try:
+            check = summarize(repo, context, workflow, time_left)
+        except CheckError as exc:
+            warn(options, f"{exc.message}; the thread is archived without a summary")
+        else:
+            repo.threads.compare_and_set(
+                info.thread,
+                info.head,
+                check.head,
+                archive_reason=REASON_DONE,
+                workflow=workflow.hash,
+                check=lambda: still_stored(repo, check.head),
+                summary=check.text,
+            )
+            return check.head
+    repo.threads.archive(info.thread, workflow.hash, REASON_DONE, expected=info.head)
+    return info.head
+
+
+def still_stored(repo: Repo, step_hash: str) -> None:
+    """A new StepNode and what it names are still there (checked with the heads held, so gc
+    cannot sweep them between this and the move)."""
+    from ..thread.model import StepNode
+    from .attempt import StepError
+
+    step = StepNode.from_payload(repo.nodes.get(step_hash).payload)
+    for hash_ in (step_hash, step.output, step.detail, *filter(None, (step.files, step.files_before))):
+        if not repo.backend.nodes.exists(hash_):
+            raise StepError(f"node {hash_} of the new step was removed (by `uwf cas gc`?) before the head could move; the head stays")
+
+
+def warn(options: StepOptions, message: str) -> None:
+    """A warning of the step (the CLI prints it, a worker logs it)."""
+    line = f"uwf: warning: {message}"
+    if options.on_warning is not None:
+        options.on_warning(line)
+    elif options.on_output is not None:
+        options.on_output(line)
+
+
+def _record(repo: Repo, info: ThreadInfo, status: str, step: str | None, error: str | None = None) -> None:
+    """The check in runs.jsonl, as an attempt of its own."""
+    try:
+        Attempt(repo, info, role=SUPERVISOR_ROLE, agent=SUPERVISOR_AGENT).record(status, step=step, error=error)
+    except UwfError:
+        pass  # the log is a record, not the thread: the check itself is in the chain
