@@ -104,6 +104,7 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
             return StepResult(info.workflow, info.thread, head, True, SUPERVISOR_ROLE, SUPERVISOR_AGENT, REASON_KILLED, killed_by=killed_by)
         if head != info.head:
             info = replace(info, head=head)
+            attempt.info = info  # the step's attempt starts from the check
             context = context.at_head(head)
             repo.remember_context(context)
     if decision.is_end:

@@ -78,16 +78,20 @@ def finish_done(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: 
         except CheckError as exc:
             warn(options, f"{exc.message}; the thread is archived without a summary")
         else:
-            repo.threads.compare_and_set(
-                info.thread,
-                info.head,
-                check.head,
-                archive_reason=REASON_DONE,
-                workflow=workflow.hash,
-                check=lambda: still_stored(repo, check.head),
-                summary=check.text,
-            )
-            return check.head
+            try:
+                repo.threads.compare_and_set(
+                    info.thread,
+                    info.head,
+                    check.head,
+                    archive_reason=REASON_DONE,
+                    workflow=workflow.hash,
+                    check=lambda: still_stored(repo, check.head),
+                    summary=check.text,
+                )
+                return check.head
+            except ConflictError as exc:  # killed or moved meanwhile: what happened to it stands
+                warn(options, f"the summary was not kept: {exc.message}")
+                return info.head
     repo.threads.archive(info.thread, workflow.hash, REASON_DONE, expected=info.head)
     return info.head
 
