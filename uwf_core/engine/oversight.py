@@ -8,7 +8,7 @@ record. Both are StepNodes in the thread's chain with reserved roles (`$supervis
 so they are auditable, shown as rows of their own, priced by the ledger and counted against a
 budget; the moderator, conditions and agents' prompts never see them (thread/context.py).
 
-Models (model_alias): the alias named `supervisor` / `summarizer` in config.yaml's models (the
+Models (step_checks.model_alias, passed in): the alias named `supervisor` / `summarizer` in config.yaml's models (the
 seeds' names), else `modelOverrides.supervisor` / `.summarizer`, else `defaultModel` for the
 supervisor. The calls go through uwf's OpenAI-compatible client, with the root's keys.
 """
@@ -21,7 +21,13 @@ import time
 from ..encoding.records import record
 from ..errors import UwfError
 from ..store.builtin_schemas import BUILTIN_HASHES
-from ..thread.model import SUMMARY_ROLE, SUPERVISOR_ROLE, ThreadContext
+from ..thread.model import (
+    SUMMARIZER_AGENT,
+    SUMMARY_ROLE,
+    SUPERVISOR_AGENT,
+    SUPERVISOR_ROLE,
+    ThreadContext,
+)
 from ..thread.nodes import read_step
 from ..thread.write import write_step
 
@@ -33,8 +39,6 @@ if TYPE_CHECKING:
     from ..repo import Repo
     from ..workflow.model import Workflow
 
-SUPERVISOR_AGENT = "uwf-supervisor"
-SUMMARIZER_AGENT = "uwf-summarizer"
 KILL = "kill"
 CONTINUE = "continue"
 
@@ -86,45 +90,9 @@ class Check:
         return self.decision == KILL
 
 
-def interval_of(repo: Repo, workflow: Workflow) -> int:
-    return workflow.supervisor_interval if workflow.supervisor_interval is not None else repo.config.supervisor_interval
-
-
-def supervisor_due(interval: int, context: ThreadContext) -> bool:
-    """After every `interval` steps since the StartNode, once: a check already at the head is it."""
-    if interval <= 0 or context.since_start == 0 or context.since_start % interval:
-        return False
-    return context.head == context.steps[-1].hash
-
-
-def model_alias(repo: Repo, purpose: str) -> str | None:
-    """The seeds' names first: a model alias called `supervisor` / `summarizer` in config.yaml's
-    models; then modelOverrides.<purpose>; the supervisor then takes defaultModel."""
-    config = repo.config
-    if purpose in config.models:
-        return purpose
-    if config.model_overrides.get(purpose):
-        return config.model_overrides[purpose]
-    return config.default_model if purpose == "supervisor" else None
-
-
-def summarizer_on(repo: Repo) -> bool:
-    return model_alias(repo, "summarizer") is not None
-
-
-def within_budget(repo: Repo, context: ThreadContext, workflow: Workflow) -> bool:
-    """A check spends tokens too: none once the thread's budget is used up (its next step stops it)."""
-    if not (context.start.has_budget or workflow.has_budget):
-        return True
-    from ..thread.ledger import budget_status
-
-    status = budget_status(repo, context, workflow, keep=True)
-    return status is None or status.exceeded is None
-
-
-def supervise(repo: Repo, context: ThreadContext, workflow: Workflow, time_left: Callable[[], float | None] | None = None) -> Check:
-    """Ask the supervisor about the thread at `context` (its head is the newest step) and record
-    its decision as a `$supervisor` step after it."""
+def supervise(repo: Repo, context: ThreadContext, workflow: Workflow, alias: str | None, time_left: Callable[[], float | None] | None = None) -> Check:
+    """Ask the supervisor (model `alias`) about the thread at `context` (its head is the newest
+    step) and record its decision as a `$supervisor` step after it."""
     steps = list(context.steps[-min(SUPERVISED_STEPS, context.since_start) :])
     first = context.since_start - len(steps) + 1
     text = "\n\n".join(
@@ -135,21 +103,21 @@ def supervise(repo: Repo, context: ThreadContext, workflow: Workflow, time_left:
         ]
     )
     started = int(time.time() * 1000)
-    answer, usage, model = _complete(repo, "supervisor", SUPERVISOR_PROMPT, text, time_left, json_mode=True)
+    answer, usage, model = _complete(repo, "supervisor", alias, SUPERVISOR_PROMPT, text, time_left, json_mode=True)
     decision, reason = _decision(answer)
     output = {"decision": decision, "reason": reason}
     head = _record(repo, context, SUPERVISOR_ROLE, DECISION_SCHEMA, output, SUPERVISOR_AGENT, text, answer, usage, model, started)
     return Check(head, decision, repo.secrets.text(reason))  # as the node holds it
 
 
-def summarize(repo: Repo, context: ThreadContext, workflow: Workflow, time_left: Callable[[], float | None] | None = None) -> Check:
-    """Ask the summarizer for one summary of the run at `context` and record it as a `$summary`
-    step after its head."""
+def summarize(repo: Repo, context: ThreadContext, workflow: Workflow, alias: str | None, time_left: Callable[[], float | None] | None = None) -> Check:
+    """Ask the summarizer (model `alias`) for one summary of the run at `context` and record it as
+    a `$summary` step after its head."""
     steps = list(context.steps[-min(SUMMARIZED_STEPS, context.since_start) :]) if context.since_start else []
     first = context.since_start - len(steps) + 1
     text = "\n\n".join([_task(context, workflow), "The steps of the run:", *(_step_text(first + i, s) for i, s in enumerate(steps))])
     started = int(time.time() * 1000)
-    answer, usage, model = _complete(repo, "summarizer", SUMMARIZER_PROMPT, text, time_left, json_mode=False)
+    answer, usage, model = _complete(repo, "summarizer", alias, SUMMARIZER_PROMPT, text, time_left, json_mode=False)
     summary = answer.strip()
     if not summary:
         raise CheckError(f"the summarizer ({model.describe()}) answered with no text")
@@ -169,13 +137,13 @@ def _step_text(number: int, step) -> str:
     return f"Step {number}: {step.role} (agent: {step.agent})\n{output}"
 
 
-def _complete(repo: Repo, purpose: str, system: str, text: str, time_left, *, json_mode: bool):
+def _complete(repo: Repo, purpose: str, alias: str | None, system: str, text: str, time_left, *, json_mode: bool):
     """(the answer's text, its usage, the model) from one chat completion; secrets redacted first."""
     from ..config.env import env_with_secrets
     from ..llm.client import ChatClient, resolve_model
 
     try:
-        model = resolve_model(repo.config, model_alias(repo, purpose), env_with_secrets(repo.env_values), purpose=f"the {purpose}")
+        model = resolve_model(repo.config, alias, env_with_secrets(repo.env_values), purpose=f"the {purpose}")
         messages = [{"role": "system", "content": system}, {"role": "user", "content": repo.secrets.text(text)}]
         response = ChatClient(model, time_left=time_left).complete(messages, json_mode=json_mode)
     except UwfError as exc:

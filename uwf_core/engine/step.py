@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 from ..encoding.records import replace
 from ..errors import ConflictError, UwfError
 from ..thread.context import context_of, step_context
-from ..thread.model import SUPERVISOR_ROLE, StepNode, ThreadContext
+from ..thread.model import SUPERVISOR_AGENT, SUPERVISOR_ROLE, StepNode, ThreadContext
 from ..thread.moderator import (
     REASON_DONE,
     REASON_KILLED,
@@ -30,10 +30,16 @@ from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_in
 from ..workflow.ops import workflow_of
 from .attempt import Attempt, StepError, StepOptions, StepResult, redact_error
 from .call import AgentCall
-from .oversight import SUPERVISOR_AGENT, summarizer_on
 from .protocols import run_protocol
 from .resolve import resolve_agent
-from .step_checks import due, finish_done, still_stored, supervise_at, warn
+from .step_checks import (
+    due,
+    finish_done,
+    still_stored,
+    summarizer_on,
+    supervise_at,
+    warn,
+)
 
 if TYPE_CHECKING:
     from typing import Callable

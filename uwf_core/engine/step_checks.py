@@ -1,5 +1,5 @@
-"""Where uwf's checks (engine/oversight.py) meet a step: when each runs, and how its result
-moves the head.
+"""Where uwf's checks (engine/oversight.py, imported only when one runs) meet a step: when each
+runs, with which model, and how its result moves the head.
 
 Each check is its own commit, after the step it follows has moved the head: an interrupted or
 failed check never costs a finished step, and a check that succeeded is kept even if the next
@@ -10,19 +10,9 @@ runs.jsonl; the thread goes on (the supervisor is asked again once, before the n
 from __future__ import annotations
 
 from ..errors import ConflictError, UwfError
-from ..thread.model import SUPERVISOR_ROLE, ThreadContext
+from ..thread.model import SUPERVISOR_AGENT, SUPERVISOR_ROLE, ThreadContext
 from ..thread.moderator import REASON_DONE, REASON_KILLED
 from .attempt import Attempt, StepOptions
-from .oversight import (
-    SUPERVISOR_AGENT,
-    CheckError,
-    interval_of,
-    summarize,
-    summarizer_on,
-    supervise,
-    supervisor_due,
-    within_budget,
-)
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
@@ -30,6 +20,42 @@ if TYPE_CHECKING:
     from ..repo import Repo
     from ..thread.ops import ThreadInfo
     from ..workflow.model import Workflow
+
+
+def interval_of(repo: Repo, workflow: Workflow) -> int:
+    return workflow.supervisor_interval if workflow.supervisor_interval is not None else repo.config.supervisor_interval
+
+
+def supervisor_due(interval: int, context: ThreadContext) -> bool:
+    """After every `interval` steps since the StartNode, once: a check already at the head is it."""
+    if interval <= 0 or context.since_start == 0 or context.since_start % interval:
+        return False
+    return context.head == context.steps[-1].hash
+
+
+def model_alias(repo: Repo, purpose: str) -> str | None:
+    """The seeds' names first: a model alias called `supervisor` / `summarizer` in config.yaml's
+    models; then modelOverrides.<purpose>; the supervisor then takes defaultModel."""
+    config = repo.config
+    if purpose in config.models:
+        return purpose
+    if config.model_overrides.get(purpose):
+        return config.model_overrides[purpose]
+    return config.default_model if purpose == "supervisor" else None
+
+
+def summarizer_on(repo: Repo) -> bool:
+    return model_alias(repo, "summarizer") is not None
+
+
+def within_budget(repo: Repo, context: ThreadContext, workflow: Workflow) -> bool:
+    """A check spends tokens too: none once the thread's budget is used up (its next step stops it)."""
+    if not (context.start.has_budget or workflow.has_budget):
+        return True
+    from ..thread.ledger import budget_status
+
+    status = budget_status(repo, context, workflow, keep=True)
+    return status is None or status.exceeded is None
 
 
 def due(repo: Repo, context: ThreadContext, workflow: Workflow) -> bool:
@@ -44,8 +70,10 @@ def supervise_at(
     (the head after it, why the supervisor killed the thread or None). A call that fails, or a
     head that moved meanwhile, leaves the head where it was, with a warning; `retry`: this was the
     second asking (before the next step), after which the thread goes on without the check."""
+    from .oversight import CheckError, supervise
+
     try:
-        check = supervise(repo, context, workflow, time_left)
+        check = supervise(repo, context, workflow, model_alias(repo, "supervisor"), time_left)
     except CheckError as exc:
         later = "the step goes on without this check" if retry else "the supervisor is asked again before the next step"
         warn(options, f"{exc.message}; {later}")
@@ -73,8 +101,10 @@ def finish_done(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: 
     """Archive a thread that is done at `info.head` (`context`), after a summary of its run when a
     summarizer is configured: the head it is archived with."""
     if summarizer_on(repo) and within_budget(repo, context, workflow):
+        from .oversight import CheckError, summarize
+
         try:
-            check = summarize(repo, context, workflow, time_left)
+            check = summarize(repo, context, workflow, model_alias(repo, "summarizer"), time_left)
         except CheckError as exc:
             warn(options, f"{exc.message}; the thread is archived without a summary")
         else:

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 # agents' history never see them; timelines, the ledger and forks do (engine/oversight.py).
 SUPERVISOR_ROLE = "$supervisor"
 SUMMARY_ROLE = "$summary"
+SUPERVISOR_AGENT = "uwf-supervisor"  # the agent such a step names
+SUMMARIZER_AGENT = "uwf-summarizer"
 
 
 def is_check_role(role: object) -> bool:
