@@ -46,6 +46,7 @@ _EXPORTS = {
     "ThreadContext": "thread.model",
     "StepContext": "thread.model",
     "is_check_role": "thread.model",
+    "check_line": "thread.model",
     "step_numbers": "thread.model",
     "evaluate": "thread.moderator",
     "StepDetails": "thread.details",
@@ -101,6 +102,7 @@ _EXPORTS = {
     "ImportReport": "thread.bundle",
     # stepping
     "StepOptions": "engine.attempt",
+    "Committed": "engine.attempt",
     "StepResult": "engine.attempt",
     "StepError": "engine.attempt",
     "HumanRequest": "engine.attempt",

@@ -11,6 +11,7 @@ from textual.message import Message
 from uwf_core.api import (
     AgentCheck,
     Cancel,
+    Committed,
     HumanRequest,
     Repo,
     StepOptions,
@@ -42,9 +43,8 @@ def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending
     def on_output(line: str) -> None:
         post(AgentOutput(thread, line))
 
-    def on_step(result) -> None:
-        if result.role:
-            post(AgentOutput(thread, f"✓ {result.role} ({result.agent}) → {result.head}"))
+    def landed(node: Committed) -> None:  # the step, then any check after it, as each lands
+        post(AgentOutput(thread, f"✓ {node.role} ({node.agent}) → {node.head}" + (f"  {node.note}" if node.note else "")))
 
     declined = False  # the person closed the form: a cancel, like x
 
@@ -60,13 +60,12 @@ def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending
         declined = text is None
         return text
 
-    options = StepOptions(on_output=on_output, cancel=cancel, human=human)
+    options = StepOptions(on_output=on_output, cancel=cancel, human=human, on_commit=landed)
     try:
         if run:
-            result = run_thread(repo, thread, options, on_step=on_step)
+            result = run_thread(repo, thread, options)
         else:
             result = perform_step(repo, thread, options)
-            on_step(result)
     except UwfError as exc:
         cancelled = getattr(exc, "status", None) == "killed" and (cancel.is_set() or declined)
         post(StepDone(thread, "cancelled" if cancelled else "failed", None if cancelled else exc.message))

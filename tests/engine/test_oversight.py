@@ -30,11 +30,9 @@ def srv():
 
 def _setup(uwf, root_dir, tmp_path, srv, *, interval: int | None, summarizer: bool = False) -> str:
     """solve-issue with `supervisorInterval` (None: not set), its scripted agent, the fake model."""
-    assert uwf("setup", "--provider", "fake", "--base-url", srv.base_url, "--api-key", KEY, "--model", "fake-model").code == 0
-    if summarizer:
-        repo = Repo.open(str(root_dir))
-        config = repo.config
-        repo.save_config(Config(**{**config.__dict__, "model_overrides": {**config.model_overrides, "summarizer": config.default_model}}))
+    summary = ["--summarizer-model", "fake-model"] if summarizer else []
+    setup = uwf("setup", "--provider", "fake", "--base-url", srv.base_url, "--api-key", KEY, "--model", "fake-model", *summary)
+    assert setup.code == 0, setup
     text = (EXAMPLES / "solve-issue.yaml").read_text(encoding="utf-8")
     if interval is not None:
         text = text.replace("maxSteps:", f"supervisorInterval: {interval}\nmaxSteps:", 1)
@@ -263,3 +261,53 @@ def test_a_worker_logs_a_failed_check(uwf, root_dir, tmp_path, srv):
     lines = [line for line in worker.err.splitlines() if " warning " in line]
     assert len(lines) == 2 and "the supervisor could not be asked" in lines[0], worker.err
     assert uwf("thread", "show", thread).json()["reason"] == "done"
+
+
+def test_thread_run_prints_each_node_as_it_lands_in_order(uwf, root_dir, tmp_path, srv):
+    """A step's line names its own hash, each check follows on its own line, and a check's warning
+    comes after the step it followed."""
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=2, summarizer=True)
+    srv.add({"delay": 0.3, "body": decision("continue", "fine")}, {"status": 401, "body": {"error": {"message": "bad key"}}},
+            {"status": 401, "body": {"error": {"message": "bad key"}}}, reply("Done in two rounds."))
+    run = uwf("thread", "run", thread, "--agent", SOLVE_AGENT)
+    assert run.code == 0, run
+    lines = [line.removeprefix("uwf: ") for line in run.err.splitlines()]
+    steps = uwf("thread", "steps", thread).json()
+    landed = [line for line in lines if " -> " in line]
+    assert [line.split(" -> ")[1].split()[0] for line in landed] == [step["hash"] for step in steps]
+    assert [line.split(" ")[0] for line in landed] == [step["role"] for step in steps]
+    assert landed[2].endswith("continue: fine") and landed[-1].endswith("[done]")
+    warned = [i for i, line in enumerate(lines) if line.startswith("warning: the supervisor could not be asked")]
+    after_4 = lines.index(next(line for line in lines if line.startswith("developer") and steps[4]["hash"] in line))
+    assert len(warned) == 2 and warned[0] == after_4 + 1  # the check after step 4, then its second asking
+    runs = uwf("thread", "runs", thread).json()
+    checks = [r for r in runs if r["role"] == "$supervisor" and r["status"] == "ok"]
+    assert checks and checks[0]["durationMs"] >= 300  # timed from its call, as a step is
+    assert [r["status"] for r in runs if r["role"] == "$summary"] == ["ok"]
+    cost = uwf("thread", "cost", thread)
+    assert "5 steps and 2 checks" in cost.out and "\n·" in "\n" + "\n".join(line.strip() for line in cost.out.splitlines())
+
+
+def test_thread_step_json_names_the_step_and_the_check_that_followed(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=1)
+    srv.add(decision("kill", "off task"))
+    result = uwf("thread", "step", thread, "--agent", SOLVE_AGENT)
+    assert result.code == 1
+    data = result.json()
+    steps = uwf("thread", "steps", thread).json()
+    assert data["step"] == steps[0]["hash"] and data["head"] == steps[1]["hash"] and data["role"] == "planner"
+
+
+def test_the_seeds_model_names_choose_the_models(uwf, root_dir, tmp_path, srv):
+    """A model alias called `supervisor` / `summarizer` in config.yaml's models is that check's
+    model (the seeds' names), over modelOverrides and defaultModel."""
+    from uwf_core.config.model import ModelConfig
+
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=4)
+    repo = Repo.open(str(root_dir))
+    config = repo.config
+    models = {**config.models, "supervisor": ModelConfig("supervisor", "fake", "small-judge"), "summarizer": ModelConfig("summarizer", "fake", "writer")}
+    repo.save_config(Config(**{**config.__dict__, "models": models}))
+    srv.add(decision("continue", "fine"), reply("A summary."))
+    assert uwf("thread", "run", thread, "--agent", SOLVE_AGENT).code == 0
+    assert [request["body"]["model"] for request in srv.requests] == ["small-judge", "writer"]

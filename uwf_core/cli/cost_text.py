@@ -4,6 +4,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
+from ..thread.model import is_check_role
+
 if TYPE_CHECKING:
     from ..thread.ledger import Spend, ThreadCost, TreeCost
 
@@ -59,15 +61,19 @@ def _seconds(ms: int | None) -> str:
 
 def thread_cost_text(ledger: ThreadCost) -> str:
     status = "active" if ledger.active else f"archived: {ledger.reason}"
-    lines = [f"Thread {ledger.thread} — {ledger.workflow_name} ({status}), {len(ledger.steps)} step{'s' if len(ledger.steps) != 1 else ''}"]
+    checks = sum(1 for step in ledger.steps if is_check_role(step.role))
+    count = len(ledger.steps) - checks
+    also = f" and {checks} check{'s' if checks != 1 else ''}" if checks else ""
+    lines = [f"Thread {ledger.thread} — {ledger.workflow_name} ({status}), {count} step{'s' if count != 1 else ''}{also}"]
     if ledger.parent:
         lines.append(f"forked from {ledger.parent}: {_shared(ledger.inherited)}")
     if ledger.steps:
         rows = [["#", "role", "agent", "tokens", "cost", "time", ""]]
-        for step in ledger.steps:
-            mark = f"reused {step.reused_from}" if step.reused_from else ("(shared)" if step.number <= ledger.inherited else "")
+        for position, step in enumerate(ledger.steps, 1):
+            mark = f"reused {step.reused_from}" if step.reused_from else ("(shared)" if position <= ledger.inherited else "")
             tokens = f"{step.spend.tokens:,}" if step.recorded else "?"
-            rows.append([str(step.number), step.role, step.agent, tokens, money(step.spend.cost), _seconds(step.duration_ms), mark])
+            number = "·" if is_check_role(step.role) else str(step.number)  # uwf's checks are not numbered steps
+            rows.append([number, step.role, step.agent, tokens, money(step.spend.cost), _seconds(step.duration_ms), mark])
         lines += ["", *_table(rows, {0, 3, 4, 5})]
     lines += ["", f"Total: {spend_line(ledger.total)}"]
     if ledger.inherited:

@@ -22,6 +22,8 @@ def register(groups, common) -> None:
     parser.add_argument("--model", metavar="NAME", help="model name at the provider; becomes defaultModel")
     parser.add_argument("--model-alias", metavar="ALIAS", help="alias for --model (default: its last path part)")
     parser.add_argument("--extract-model", metavar="ALIAS", help="model alias used to extract structured output")
+    parser.add_argument("--supervisor-model", metavar="ALIAS", help="model alias of the supervisor (supervisorInterval; default: defaultModel)")
+    parser.add_argument("--summarizer-model", metavar="ALIAS", help="model alias that summarizes each finished thread (none: no summary)")
     parser.add_argument("--agent-preset", action="append", default=[], metavar="NAME", help="add a known agent CLI: claude, codex, aider, hermes, llm, cursor-agent (`uwf agent presets` shows each line)")
     parser.add_argument("--agent", action="append", default=[], metavar="ALIAS=COMMAND", help="add a step-protocol agent command")
     parser.add_argument("--default-agent", metavar="ALIAS", help="the agent used when nothing else says")
@@ -42,6 +44,8 @@ def cmd_setup(args) -> int:
         model=args.model,
         model_alias=args.model_alias,
         extract_model=args.extract_model,
+        supervisor_model=args.supervisor_model,
+        summarizer_model=args.summarizer_model,
         presets=list(args.agent_preset),
         agents=agents,
         default_agent=args.default_agent,

@@ -147,6 +147,7 @@ def _killed(result) -> int:
 
 
 def cmd_run(args) -> int:
+    from ..encoding.records import replace
     from ..engine.step import run_thread
     from ..errors import UwfError
 
@@ -155,15 +156,16 @@ def cmd_run(args) -> int:
     if args.detach:
         return _detach(args)
 
+    def landed(node) -> None:  # each node as the head moves to it: a step, then any check after it
+        note(f"{node.role} ({node.agent}) -> {node.head}" + (f"  {node.note}" if node.note else ""))
+
     def progress(result) -> None:
-        if result.role:
-            reused = f"  [reused {result.reused_from}]" if result.reused_from else ""
-            note(f"{result.role} ({result.agent}) -> {result.head}{reused}{'  [done]' if result.done else ''}")
-        else:
+        if not result.role:
             note(f"thread finished ({result.reason})")
 
     repo = repo_of(args)
-    result = run_thread(repo, args.thread, _step_options(args, repo), max_steps=args.max, on_step=progress)
+    options = replace(_step_options(args, repo), on_commit=landed)
+    result = run_thread(repo, args.thread, options, max_steps=args.max, on_step=progress)
     emit_json(result.to_json())
     return _killed(result)
 

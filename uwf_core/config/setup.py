@@ -29,6 +29,8 @@ class SetupRequest:
     model: str | None = None  # the model's name at the provider
     model_alias: str | None = None
     extract_model: str | None = None  # alias for modelOverrides.extract
+    supervisor_model: str | None = None  # alias for modelOverrides.supervisor
+    summarizer_model: str | None = None  # alias for modelOverrides.summarizer (turns the summarizer on)
     presets: list[str] = field(default_factory=list)
     agents: dict[str, str] = field(default_factory=dict)  # alias -> command line (step protocol)
     default_agent: str | None = None
@@ -105,10 +107,11 @@ def _merge_models(
         models[alias] = ModelConfig(alias, owner, request.model)
         default_model = alias
     model_overrides = dict(config.model_overrides)
-    if request.extract_model:
-        if request.extract_model not in models:
-            raise UwfError(f"--extract-model '{request.extract_model}' is not a model alias ({', '.join(models) or 'none yet'})")
-        model_overrides["extract"] = request.extract_model
+    for purpose, alias in (("extract", request.extract_model), ("supervisor", request.supervisor_model), ("summarizer", request.summarizer_model)):
+        if alias:
+            if alias not in models:
+                raise UwfError(f"--{purpose}-model '{alias}' is not a model alias ({', '.join(models) or 'none yet'})")
+            model_overrides[purpose] = alias
     return models, default_model, model_overrides
 
 

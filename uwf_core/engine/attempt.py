@@ -43,6 +43,17 @@ if TYPE_CHECKING:
 
 
 @record(frozen=True)
+class Committed:
+    """A node a step moved the thread's head to: the role's own step, then any check after it
+    (`thread run` prints each as it lands, in order)."""
+
+    role: str
+    agent: str
+    head: str
+    note: str | None = None  # e.g. "[reused X]", "continue: <reason>", "[done]"
+
+
+@record(frozen=True)
 class StepOptions:
     """How the caller wants a step run: the same for every step of `thread run`."""
 
@@ -55,6 +66,7 @@ class StepOptions:
     worker: str | None = None  # the `uwf worker` running the step, named in its lock for every view
     on_warning: OutputCallback | None = None  # a warning of uwf's about the step (None: on_output has it)
     checks: bool = True  # False: no supervisor or summarizer (`uwf agent test`'s one-step thread)
+    on_commit: Callable[[Committed], None] | None = None  # each node the head moved to, as it moves
 
 
 class StepError(UwfError):
@@ -77,6 +89,7 @@ class StepResult:
     reason: str | None = None
     reused_from: str | None = None  # the earlier step whose output this step reused (no agent ran)
     killed_by: str | None = None  # why the supervisor ended the thread (engine/oversight.py)
+    step: str | None = None  # the role's own StepNode, when a check after it is the head
 
     def to_json(self) -> dict:
         data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
@@ -90,6 +103,8 @@ class StepResult:
             data["reusedFrom"] = self.reused_from
         if self.killed_by:
             data["killedBy"] = self.killed_by
+        if self.step and self.step != self.head:
+            data["step"] = self.step
         return data
 
 

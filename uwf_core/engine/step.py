@@ -28,11 +28,12 @@ from ..thread.moderator import (
 )
 from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_info
 from ..workflow.ops import workflow_of
-from .attempt import Attempt, StepError, StepOptions, StepResult, redact_error
+from .attempt import Attempt, Committed, StepError, StepOptions, StepResult, redact_error
 from .call import AgentCall
 from .protocols import run_protocol
 from .resolve import resolve_agent
 from .step_checks import (
+    committed,
     due,
     finish_done,
     still_stored,
@@ -176,6 +177,8 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         attempt.record("ok", step=new_head)
     except UwfError as exc:  # the step is done and the head moved: say so, don't call it a failure
         warn(options, f"the step succeeded but runs.jsonl could not be written: {exc.message}")
+    notes = [f"[reused {reused_from}]" if reused_from else "", "[done]" if done and not summarize else ""]
+    committed(options, Committed(decision.role, resolved.label, new_head, "  ".join(filter(None, notes)) or None))
     head, reason, killed_by = new_head, REASON_DONE if done else None, None
     stepped = replace(info, head=new_head)
     if summarize:
@@ -185,7 +188,9 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         reason = REASON_KILLED if killed_by else None
         if head != new_head:
             repo.remember_context(after.at_head(head))  # `thread run`'s next step starts from the check
-    return StepResult(info.workflow, info.thread, head, reason is not None, decision.role, resolved.label, reason, reused_from, killed_by)
+    return StepResult(
+        info.workflow, info.thread, head, reason is not None, decision.role, resolved.label, reason, reused_from, killed_by, new_head
+    )
 
 
 def _warn_old_reads(repo: Repo, workflow: Workflow, options: StepOptions) -> None:

@@ -9,10 +9,12 @@ runs.jsonl; the thread goes on (the supervisor is asked again once, before the n
 
 from __future__ import annotations
 
+import time
+
 from ..errors import ConflictError, UwfError
-from ..thread.model import SUPERVISOR_AGENT, SUPERVISOR_ROLE, ThreadContext
+from ..thread.model import SUMMARIZER_AGENT, SUMMARY_ROLE, SUPERVISOR_AGENT, SUPERVISOR_ROLE, ThreadContext
 from ..thread.moderator import REASON_DONE, REASON_KILLED
-from .attempt import Attempt, StepOptions
+from .attempt import Attempt, Committed, StepOptions
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
@@ -72,12 +74,13 @@ def supervise_at(
     second asking (before the next step), after which the thread goes on without the check."""
     from .oversight import CheckError, supervise
 
+    started = int(time.time() * 1000)
     try:
         check = supervise(repo, context, workflow, model_alias(repo, "supervisor"), time_left)
     except CheckError as exc:
         later = "the step goes on without this check" if retry else "the supervisor is asked again before the next step"
         warn(options, f"{exc.message}; {later}")
-        _record(repo, info, "failed", None, exc.message)
+        _record(repo, info, SUPERVISOR_ROLE, started, "failed", None, exc.message)
         return info.head, None
     killed_by = f"killed by the supervisor: {check.text}" if check.kills else None
     try:
@@ -93,7 +96,9 @@ def supervise_at(
     except ConflictError as exc:
         warn(options, f"the supervisor's answer was not kept: {exc.message}")
         return info.head, None
-    _record(repo, info, "ok", check.head)
+    _record(repo, info, SUPERVISOR_ROLE, started, "ok", check.head)
+    note = f"{check.decision}: {check.text}" + ("  [killed]" if check.kills else "")
+    committed(options, Committed(SUPERVISOR_ROLE, SUPERVISOR_AGENT, check.head, note))
     return check.head, killed_by
 
 
@@ -103,10 +108,12 @@ def finish_done(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: 
     if summarizer_on(repo) and within_budget(repo, context, workflow):
         from .oversight import CheckError, summarize
 
+        started = int(time.time() * 1000)
         try:
             check = summarize(repo, context, workflow, model_alias(repo, "summarizer"), time_left)
         except CheckError as exc:
             warn(options, f"{exc.message}; the thread is archived without a summary")
+            _record(repo, info, SUMMARY_ROLE, started, "failed", None, exc.message)
         else:
             try:
                 repo.threads.compare_and_set(
@@ -118,6 +125,8 @@ def finish_done(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: 
                     check=lambda: still_stored(repo, check.head),
                     summary=check.text,
                 )
+                _record(repo, info, SUMMARY_ROLE, started, "ok", check.head)
+                committed(options, Committed(SUMMARY_ROLE, SUMMARIZER_AGENT, check.head, "[done]"))
                 return check.head
             except ConflictError as exc:  # killed or moved meanwhile: what happened to it stands
                 warn(options, f"the summary was not kept: {exc.message}")
@@ -147,9 +156,15 @@ def warn(options: StepOptions, message: str) -> None:
         options.on_output(line)
 
 
-def _record(repo: Repo, info: ThreadInfo, status: str, step: str | None, error: str | None = None) -> None:
-    """The check in runs.jsonl, as an attempt of its own."""
+def committed(options: StepOptions, node: Committed) -> None:
+    if options.on_commit is not None:
+        options.on_commit(node)
+
+
+def _record(repo: Repo, info: ThreadInfo, role: str, started: int, status: str, step: str | None, error: str | None = None) -> None:
+    """The check in runs.jsonl, as an attempt of its own, timed from its call's start."""
+    agent = SUPERVISOR_AGENT if role == SUPERVISOR_ROLE else SUMMARIZER_AGENT
     try:
-        Attempt(repo, info, role=SUPERVISOR_ROLE, agent=SUPERVISOR_AGENT).record(status, step=step, error=error)
+        Attempt(repo, info, started_ms=started, role=role, agent=agent).record(status, step=step, error=error)
     except UwfError:
         pass  # the log is a record, not the thread: the check itself is in the chain

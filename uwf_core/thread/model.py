@@ -26,6 +26,16 @@ def is_check_role(role: object) -> bool:
     return isinstance(role, str) and role.startswith("$")
 
 
+def check_line(role: str, output: object) -> str | None:
+    """A check's output in one line, its decision first (its fields are stored by key length, so
+    `reason` would lead); None for a step of a role."""
+    if not is_check_role(role) or not isinstance(output, dict):
+        return None
+    if role == SUPERVISOR_ROLE:
+        return f"{output.get('decision')}: {output.get('reason')}"
+    return str(output.get("summary", ""))
+
+
 def step_numbers(steps: Sequence[StepContext], total: int) -> list[int]:
     """Numbers for `steps` (the newest of a chain, with uwf's checks, ending at its head), `total`
     being how many steps of the workflow lie behind the head: a step's number is the one routing

@@ -17,7 +17,7 @@ import time
 from rich.text import Text
 from textual.widgets import DataTable
 
-from uwf_core.api import RunningStep, StepContext, Timeline, is_check_role, step_numbers
+from uwf_core.api import RunningStep, StepContext, Timeline, check_line, is_check_role, step_numbers
 
 from ..formatting import (
     attempt_mark,
@@ -170,7 +170,7 @@ class TimelineTable(RowTable):
                 clock(started),
                 spent,
                 Text(*cost_cell(cost)) if cost is not None else "",
-                summary(step.output, 64),
+                _cut(check_line(step.role, step.output)) or summary(step.output, 64),
                 node=step.hash,
             )
             self._add_extras(timeline, step.hash)
@@ -260,3 +260,11 @@ def row_at_cursor(table: DataTable) -> str | None:
     except Exception:  # the cursor is past the rows while the table refills
         return None
     return str(key) if key is not None else None
+
+
+def _cut(text: str | None, limit: int = 64) -> Text | None:
+    """A check's line, one line and cut like a step's summary, as literal text (a model wrote it)."""
+    if not text:
+        return None
+    text = " ".join(text.split())
+    return Text(text if len(text) <= limit else text[: limit - 1] + "…")
