@@ -311,3 +311,33 @@ def test_the_seeds_model_names_choose_the_models(uwf, root_dir, tmp_path, srv):
     srv.add(decision("continue", "fine"), reply("A summary."))
     assert uwf("thread", "run", thread, "--agent", SOLVE_AGENT).code == 0
     assert [request["body"]["model"] for request in srv.requests] == ["small-judge", "writer"]
+
+
+def test_on_postgresql_the_archive_keeps_the_summary_and_a_kill(pg_url, tmp_path, srv):
+    """Migration 3 (uwf_history.summary): the summary and the supervisor's kill read back."""
+    import os
+    import subprocess
+
+    from conftest import REPO, _uwf_command
+
+    env = dict(os.environ, UWF_STORAGE_ROOT=pg_url, UWF_ENV_FILE=str(tmp_path / ".env"))
+
+    def uwf(*args):
+        done = subprocess.run([*_uwf_command(), *args], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=120)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    setup = uwf("setup", "--provider", "fake", "--base-url", srv.base_url, "--api-key", KEY, "--model", "m", "--summarizer-model", "m")
+    assert setup.returncode == 0, setup.stderr
+    text = (EXAMPLES / "solve-issue.yaml").read_text().replace("maxSteps:", "supervisorInterval: 4\nmaxSteps:", 1)
+    (tmp_path / "wf.yaml").write_text(text)
+    assert uwf("workflow", "put", str(tmp_path / "wf.yaml")).returncode == 0
+    done = json.loads(uwf("thread", "start", "solve-issue", "-p", "one").stdout)["thread"]
+    killed = json.loads(uwf("thread", "start", "solve-issue", "-p", "two").stdout)["thread"]
+    srv.add(decision("continue", "fine"), reply("Approved on the second round."), decision("kill", "looping"))
+    assert uwf("thread", "run", done, "--agent", SOLVE_AGENT).returncode == 0
+    assert uwf("thread", "run", killed, "--agent", SOLVE_AGENT).returncode == 1
+    first = json.loads(uwf("thread", "show", done).stdout)
+    second = json.loads(uwf("thread", "show", killed).stdout)
+    assert first["summary"] == "Approved on the second round." and first["reason"] == "done"
+    assert second["summary"] == "killed by the supervisor: looping" and second["reason"] == "killed"
