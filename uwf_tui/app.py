@@ -106,12 +106,16 @@ class UwfApp(App):
         Binding("s", "why_not('step')", "Step", show=False, id="step-unavailable"),
         Binding("r", "why_not('run')", "Run", show=False, id="run-unavailable"),
         Binding("p", "why_not('preview')", "Preview", show=False, id="preview-unavailable"),
+        Binding("D", "why_not('diff')", "Diff", show=False, id="diff-unavailable"),
         # With a mark set the footer offers D rather than m (there is room for one of them at 80
         # columns); m still marks another step, or unmarks the marked one.
         Binding("m", "mark('again')", "Mark", show=False, id="mark-again"),
         Binding("slash", "filter", "Filter", show=False, id="filter", tooltip="filter the list of the current view"),
         Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
+        Binding("ctrl+d", "half_page(1)", "Half page down", show=False, id="half-down"),
+        Binding("ctrl+u", "half_page(-1)", "Half page up", show=False, id="half-up"),
+        Binding("G", "last_row", "Last row", show=False, id="last-row"),
         Binding("k", "cursor_up", "Up", show=False, id="up"),
         Binding("h", "pane(-1)", "Pane left", show=False, id="pane-left"),
         Binding("l", "pane(1)", "Pane right", show=False, id="pane-right"),
@@ -249,6 +253,29 @@ class UwfApp(App):
         elif widget is not None:
             scroll_by(widget, -1)
 
+    def action_half_page(self, direction: int) -> None:
+        """ctrl+d / ctrl+u: half the pane's height down or up, as in vim, less and lazygit: a row
+        table's cursor (waiting, like j, for rows on their way), a text pane's scroll."""
+        widget = self.focused
+        if widget is None:
+            return
+        lines = max(1, widget.size.height // 2) * direction
+        if isinstance(widget, DataTable):
+            move = lambda: widget.move_cursor(row=max(0, min(widget.row_count - 1, widget.cursor_row + lines)))  # noqa: E731
+            getattr(widget, "when_ready", lambda action: action())(move)
+        elif isinstance(widget, Tree):
+            widget.move_cursor_to_line(max(0, min(widget.last_line, widget.cursor_line + lines)))
+        else:
+            scroll_by(widget, lines)
+
+    def action_last_row(self) -> None:
+        """G: the last row (vim's), like end."""
+        widget = self.focused
+        if isinstance(widget, (DataTable, Tree)):
+            widget.action_scroll_end()
+        elif widget is not None:
+            widget.scroll_end(animate=False)
+
     def action_pane(self, delta: int) -> None:
         """h/l: the pane left or right of the focused one, within the current view."""
         move_focus(self.view_widget.panes(), self.focused, delta)
@@ -262,7 +289,20 @@ class UwfApp(App):
         return key_applies(self, action, parameters)
 
     def action_queue(self) -> None:
-        self.commands.queue(self.threads_view.current_thread())
+        self._after_keys("queue", lambda: self.commands.queue(self.threads_view.current_thread()))
+
+    def _after_keys(self, name: str, action) -> None:
+        """Keys act in the order they came: after the earlier keys of a burst still waiting for a
+        timeline's rows (timeline.after_keys), on the selection those keys leave, where the key
+        still applies to it (s on a thread the burst jumped to that is done says so instead)."""
+
+        def act() -> None:
+            if key_applies(self, name, ()):
+                action()
+            elif name in ("step", "run"):
+                self.action_why_not(name)
+
+        self.threads_view.timeline_table.after_keys(act)
 
     def action_why_not(self, action: str) -> None:
         """s or r where they cannot act: say why, rather than nothing."""
@@ -324,10 +364,10 @@ class UwfApp(App):
         return self.runner.running
 
     def action_step(self) -> None:
-        self._start(self.threads_view.current_thread(), run=False)
+        self._after_keys("step", lambda: self._start(self.threads_view.current_thread(), run=False))
 
     def action_run(self) -> None:
-        self._start(self.threads_view.current_thread(), run=True)
+        self._after_keys("run", lambda: self._start(self.threads_view.current_thread(), run=True))
 
     def _start(self, thread: str | None, *, run: bool) -> None:
         if not thread:
@@ -368,6 +408,9 @@ class UwfApp(App):
         return not info.active and info.reason == "killed"
 
     def action_cancel(self) -> None:
+        self._after_keys("cancel", self._cancel)
+
+    def _cancel(self) -> None:
         thread = self.threads_view.current_thread()
         if not thread:
             return
@@ -399,7 +442,7 @@ class UwfApp(App):
         view.timeline_table.when_ready(lambda: self.commands.edit(view.selected_output_step()))
 
     def action_kill(self) -> None:
-        self.commands.kill(self.threads_view.current_thread())
+        self._after_keys("kill", lambda: self.commands.kill(self.threads_view.current_thread()))
 
     # -- mark, diff, preview: read-only views of what a fork changed and what comes next -------
 
@@ -419,7 +462,10 @@ class UwfApp(App):
         view.set_mark(node)
         self.notify(f"marked {view.mark_label}: select another step or thread, D diffs them")
 
-    async def action_diff(self) -> None:
+    def action_diff(self) -> None:
+        self._after_keys("diff", lambda: self.call_later(self._diff))
+
+    async def _diff(self) -> None:
         """D: the marked step and the selected one side by side, from their common ancestor."""
         view = self.threads_view
         other = view.selected_node()
@@ -430,7 +476,10 @@ class UwfApp(App):
             return
         await self.commands.diff(view.mark, view.mark_label, other, view.node_label(other))
 
-    async def action_preview(self) -> None:
+    def action_preview(self) -> None:
+        self._after_keys("preview", lambda: self.call_later(self._preview))
+
+    async def _preview(self) -> None:
         """p: what the selected thread's next step would do, without doing it."""
         thread = self.threads_view.current_thread()
         if thread:

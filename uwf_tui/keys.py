@@ -62,7 +62,11 @@ def _thread_action_applies(app, action: str) -> bool:
 
 
 def why_not(app, action: str) -> str | None:
-    """Why s or r does nothing on the selected thread (None: nothing to say)."""
+    """Why s, r, p or D does nothing on the selected thread (None: nothing to say)."""
+    if action == "diff":
+        if app.threads_view.mark is None:
+            return "nothing is marked: m marks a step (or a fork row), then D diffs the selected one with it"
+        return None
     thread = app.threads_view.current_thread()
     info = app.threads_view.infos.get(thread or "")
     if thread is None or info is None:

@@ -1237,6 +1237,47 @@ def test_enter_on_a_fork_row_opens_the_fork(fixed):
     assert run_app(root, script) == (ids["fork"], ids["fork"], "timeline")
 
 
+@pytest.mark.parametrize("key", ["s", "r", "K"])
+def test_a_key_after_a_jump_in_a_burst_acts_on_where_the_burst_ends(fixed, key, monkeypatch):
+    """`Enter k Enter s` sent at once from a fork row: Enter opens the fork, whose rows are slow
+    to come; `k Enter` wait for them, then move onto the row of the thread the fork left and open
+    it. `s` waits behind them and acts on that thread, where the keys end — done, so it says so —
+    not on the fork the keys passed through (it used to step the fork)."""
+    import time
+
+    import uwf_tui.widgets.threads_view as threads_view_module
+
+    root, ids = fixed
+    acted = []
+    said = []
+    slow = threads_view_module.thread_timeline
+
+    def slow_timeline(*args, **kwargs):
+        time.sleep(0.4)  # a long thread, a busy machine: the keys arrive before the rows
+        return slow(*args, **kwargs)
+
+    async def script(app, pilot):
+        app._start = lambda thread, run: acted.append(thread)
+        app.commands.kill = lambda thread: acted.append(thread)
+        app.notify = lambda message, **_: said.append(message)
+        await settle(app, pilot)
+        await select_thread(app, pilot, ids["solve"])
+        table = app.query_one("#timeline")
+        table.focus()
+        table.move_cursor(row=table.get_row_index(f"branch:{ids['fork']}"))
+        await pilot.pause(0.1)
+        monkeypatch.setattr(threads_view_module, "thread_timeline", slow_timeline)
+        await pilot.press("enter", "k", "enter", key)  # one burst
+        await settle(app, pilot, 1.5)
+        return app.threads_view.current_thread()
+
+    final = run_app(root, script)
+    assert final == ids["solve"]  # the row above the fork's own step is the thread it left
+    assert acted == []  # not the fork; and solve is done
+    if key in ("s", "r"):
+        assert any("is done: nothing to" in message for message in said), said
+
+
 def test_backspace_in_a_burst_edits_where_it_was_typed(fixed):
     """Textual runs an Input's backspace as a binding, after the event has bubbled up to the app,
     so the keys typed after it used to land first (`x backspace w` gave `x`, not `w`)."""

@@ -55,6 +55,7 @@ class TimelineTable(RowTable):
         self.waiting: list = []  # actions typed before the rows were there, oldest first
         self.running_since: int | None = None  # ms: when the running step began
         self.with_cost: bool | None = None  # whether the tokens-and-cost column is there (None: no columns yet)
+        self.digits = 3  # the width of the `#` column
         self.roles: dict[str, Text] = {}  # row key -> its role cell unmarked (m redraws it)
         self.nodes: dict[str, str] = {}  # row key -> the node (or thread, for a fork) a mark names
         self.mark: str | None = None
@@ -68,6 +69,15 @@ class TimelineTable(RowTable):
     def when_ready(self, action) -> None:
         """Run `action` now, or once the rows of the thread the keys are about are there."""
         if self.waiting or not self.is_ready():
+            self.waiting.append(action)
+        else:
+            action()
+
+    def after_keys(self, action) -> None:
+        """Run `action` now, or after the keys still waiting for rows: a key that acts on the
+        selection (s, r, x, K, q, D, p) acts on it as the burst's earlier keys leave it, jumps to
+        another thread (Enter on a fork row) included."""
+        if self.waiting:
             self.waiting.append(action)
         else:
             action()
@@ -105,13 +115,17 @@ class TimelineTable(RowTable):
     def wants_cost(self) -> bool:
         return self.app.size.width >= WIDE
 
-    def _columns(self, with_cost: bool) -> None:
-        if with_cost == self.with_cost:
+    def _columns(self, with_cost: bool, digits: int = 3) -> None:
+        """The columns, with the cost column where the width allows and a `#` as wide as the
+        thread's largest step number (10,000 does not show as 100)."""
+        if (with_cost, digits) == (self.with_cost, self.digits):
             return
         self.clear(columns=True)
-        self.with_cost = with_cost
+        self.with_cost, self.digits = with_cost, digits
         self.columns_by_label = {
-            label: self.add_column(label, width=width) for label, width in COLUMNS if with_cost or label != "tokens cost"
+            label: self.add_column(label, width=digits if label == "#" else width)
+            for label, width in COLUMNS
+            if with_cost or label != "tokens cost"
         }
 
     def _row(self, key: str, number: str, role: Text, agent, started: str, spent: str, cost, output, node: str | None = None) -> None:
@@ -140,7 +154,7 @@ class TimelineTable(RowTable):
         `costs`: step hash -> StepCost, for the rows shown. Returns the key of the newest row (None
         when `still_wanted()` turned false meanwhile)."""
         self.clear()
-        self._columns(self.wants_cost())
+        self._columns(self.wants_cost(), max(3, len(str(timeline.step_count))))
         self.roles, self.nodes = {}, {}
         costs = costs or {}
         context = timeline.context
