@@ -50,6 +50,15 @@ def duration(ms: int) -> str:
     return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 
+def literal(value: object) -> object:
+    """Text a person, an agent, a file or a model wrote, for the screen as it is: a str becomes a
+    Rich Text, which Textual never reads as markup (`[bold red]X[/]`, `[redacted:KEY]` stay as
+    typed); anything already renderable is kept. Every untrusted string reaches the screen here."""
+    from rich.text import Text
+
+    return Text(value) if isinstance(value, str) else value
+
+
 def summary(output: object, limit: int = 80) -> str:
     """One line for a step's structured output: its first textual fields."""
     if isinstance(output, dict):

@@ -7,6 +7,8 @@ from textual.containers import ScrollableContainer
 from textual.widget import Widget
 from textual.widgets import DataTable, TabbedContent, TabPane
 
+from ..formatting import literal
+
 # Each view binds Tab itself (not the app with priority), so Tab keeps its place among the keys
 # of a burst: a priority key is handled before the keys queued ahead of it.
 PANE_KEYS = [
@@ -18,7 +20,17 @@ PANE_KEYS = [
 class RowTable(DataTable):
     """A row table whose Enter acts at once, calling its view's enter_row(): DataTable's own
     posts a message, which the keys queued behind Enter (`enter j j`) would overtake. Home and
-    End go to the first and last row (a DataTable's scroll sideways), as a Tree's do."""
+    End go to the first and last row (a DataTable's scroll sideways), as a Tree's do. A str cell
+    shows as written: DataTable reads a str as markup, so every one goes through `literal`."""
+
+    def add_row(self, *cells, height=1, key=None, label=None):
+        return super().add_row(*map(literal, cells), height=height, key=key, label=label)
+
+    def update_cell(self, row_key, column_key, value, *, update_width=False) -> None:
+        super().update_cell(row_key, column_key, literal(value), update_width=update_width)
+
+    def update_cell_at(self, coordinate, value, *, update_width=False) -> None:
+        super().update_cell_at(coordinate, literal(value), update_width=update_width)
 
     def action_scroll_home(self) -> None:
         self.move_cursor(row=0)

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
-from ..formatting import attempt_mark, clock, money, took, when
+from ..formatting import attempt_mark, clock, literal, money, took, when
 from .panes import active_scroll
 
 
@@ -32,7 +32,7 @@ class StepPane(TabbedContent):
 
     def show(self, output="", body="", prompt="", detail="", files="") -> None:
         for name, value in (("output", output), ("body", body), ("prompt", prompt), ("detail", detail), ("files", files)):
-            self.query_one(f"#step-{name}", Static).update(value)
+            self.query_one(f"#step-{name}", Static).update(literal(value))  # prompts and bodies are agents' text
 
     def show_step(self, details, body: str, cost=None, files: str | None = None) -> None:
         """`cost`: the step's StepCost from the ledger, when it is known; `files`: what it changed."""
