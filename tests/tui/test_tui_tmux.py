@@ -57,3 +57,24 @@ def test_step_by_keypress_in_a_real_terminal(tmp_path):
     from uwf_core.api import thread_info
 
     assert thread_info(Repo.open(str(root)), ids["analyze"]).reason == "done"
+
+
+def test_a_root_that_does_not_exist_says_it_is_new_and_where(tmp_path):
+    """`uwf-tui --root` with a typo opens a workbench that says the root is new and where it
+    would be created, at 80x24; quitting creates nothing."""
+    missing = tmp_path / "no" / "such-root"
+    tui = Path(sys.executable).with_name("uwf-tui")
+    session = f"uwf-tui-new-{os.getpid()}"
+    command = f"env -u COLUMNS -u LINES -u UWF_STORAGE_ROOT HOME={tmp_path} TERM=xterm-256color {tui} --root {missing}"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
+    subprocess.run(["tmux", "resize-window", "-t", session, "-x", "80", "-y", "24"], capture_output=True)
+    try:
+        screen = _wait_for(session, "A new root", "does not exist yet")
+        assert str(tmp_path / "no") in screen.replace("\n", "")  # where, as far as the width shows it
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode == 0:
+            time.sleep(0.2)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    assert not missing.exists()

@@ -6,6 +6,8 @@ thread: the rows' in the timeline's worker, the thread's total and its forks' su
 
 from __future__ import annotations
 
+import os
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -127,6 +129,13 @@ class ThreadsView(Horizontal):
         except UwfError:
             return  # the damage banner says what is wrong
         text = Text()
+        location = self.repo.location
+        new = "://" not in location and not os.path.exists(location)
+        if new:  # a mistyped --root must not look like an empty store
+            text.append("A new root: ", style="bold yellow")
+            text.append(location, style="bold")
+            text.append(" does not exist yet.\nIt is created there when you put a workflow or start a thread; "
+                        "if that is not the root you meant, q quits.\n\n")
         text.append("No threads yet.\n\n", style="bold")
         if workflows:
             text.append("• Press ")
@@ -148,7 +157,8 @@ class ThreadsView(Horizontal):
         if not self.welcomed:  # once, where a short terminal shows it whole
             self.welcomed = True
             hint = "n starts one" if workflows else "`uwf-tui --demo` opens the examples"
-            self.app.notify(f"{hint}{'' if agent else '; `uwf setup` configures an agent'}. ? shows every key.", title="No threads yet", timeout=12)
+            title = f"A new root: {location} does not exist yet" if new else "No threads yet"
+            self.app.notify(f"{hint}{'' if agent else '; `uwf setup` configures an agent'}. ? shows every key.", title=title, timeout=12)
         self.query_one("#thread-title", Static).update(Text("welcome to uwf", style="bold"))
         self.step_pane.show(text)
 
