@@ -5,6 +5,7 @@ with no API key."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from uwf_core.api import (
@@ -26,9 +27,14 @@ DEMO_PROMPTS = {
 
 
 def examples_dir() -> Path:
-    """The examples shipped beside the package (a source checkout or an editable install)."""
+    """The examples: $UWF_EXAMPLES; else beside the package (a source checkout or an editable
+    install); else where the wheel put them (<prefix>/share/uwf/examples: pip, pipx, uv tool)."""
     env = os.environ.get("UWF_EXAMPLES")
-    return Path(env) if env else EXAMPLES
+    if env:
+        return Path(env)
+    if EXAMPLES.is_dir():
+        return EXAMPLES
+    return Path(sys.prefix) / "share" / "uwf" / "examples"
 
 
 def default_demo_root() -> str:
