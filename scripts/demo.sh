@@ -15,7 +15,7 @@ if [ ! -x .venv/bin/uwf-tui ]; then
   say "2/3 installing uwf and its dependencies into .venv (about a minute; the full log is $log)"
   set +o pipefail
   .venv/bin/python -m pip install -e . 2>&1 | tee "$log" \
-    | grep --line-buffered -E '^(Collecting|Successfully installed)' | sed -u 's/^Successfully installed .*/  installed./; s/^Collecting /  fetching /' >&2
+    | grep --line-buffered -E '^(Collecting|Successfully installed)' | sed -u 's/^Successfully installed .*/  installed./; s/^Collecting \([^ ]*\).*/  fetching \1/' >&2
   status=${PIPESTATUS[0]}
   set -o pipefail
   if [ "$status" -ne 0 ]; then
