@@ -40,3 +40,45 @@ def test_ctrl_d_ctrl_u_and_g_move_by_half_a_pane_and_to_the_last_row(fixed):
     step = max(1, height // 2)
     assert top == 0 and half == min(rows - 1, step) and last == rows - 1
     assert back == max(0, rows - 1 - step) and twice == min(rows - 1, 2 * step)
+
+
+def test_at_80x24_the_timeline_has_8_rows_while_focused_and_the_filter_leaves_3(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        threads = app.query_one("#threads")
+        listed = threads.size.height - 1  # less its header
+        await select_thread(app, pilot, ids["solve"])
+        await pilot.press("enter")  # into the timeline
+        await settle(app, pilot, 0.3)
+        timeline = app.query_one("#timeline")
+        focused_rows = timeline.size.height - 1
+        await pilot.press("escape", "slash")
+        await settle(app, pilot, 0.3)
+        filtering = threads.size.height - 1
+        return listed, focused_rows, filtering
+
+    listed, focused_rows, filtering = run_app(root, script, size=(80, 24))
+    assert focused_rows >= 8
+    assert filtering >= 3 and listed >= 3
+
+
+def test_a_burst_typed_after_slash_lands_in_the_filter(fixed):
+    """`/thr` in one read of the terminal: the keys after `/` used to be handled by the list
+    before the filter opened (and lost, or run: `r` runs a thread)."""
+    from textual import events
+
+    root, ids = fixed
+    started = []
+
+    async def script(app, pilot):
+        app._start = lambda thread, run: started.append(thread)
+        await settle(app, pilot)
+        for key, character in (("slash", "/"), ("s", "s"), ("o", "o"), ("r", "r")):  # one burst
+            app.post_message(events.Key(key, character))
+        await settle(app, pilot, 0.5)
+        return app.threads_view.thread_list.filter_box.value
+
+    assert run_app(root, script, size=(80, 24)) == "sor"
+    assert started == []

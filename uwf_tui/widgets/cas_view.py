@@ -18,7 +18,7 @@ from textual.widgets.tree import TreeNode
 from uwf_core.api import Repo, UwfError, list_threads, list_workflows
 
 from .panes import PANE_KEYS, focus_now
-from .text_fields import BurstInput
+from .text_fields import BurstInput, BurstTree
 
 BATCH = 200
 MAX_THREADS = 100
@@ -38,7 +38,7 @@ class CasView(Horizontal):
         self.filter_text = ""
 
     def compose(self) -> ComposeResult:
-        tree: Tree[str] = Tree("CAS", id="cas-tree")
+        tree: Tree[str] = BurstTree("CAS", id="cas-tree")
         tree.show_root = False
         with Vertical(id="cas-tree-pane"):
             yield BurstInput(placeholder="filter the threads and workflows (id, name, hash)", id="cas-filter", classes="hidden")

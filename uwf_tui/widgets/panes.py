@@ -8,6 +8,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, TabbedContent, TabPane
 
 from ..formatting import literal
+from .text_fields import BindingsInOrder
 
 # Each view binds Tab itself (not the app with priority), so Tab keeps its place among the keys
 # of a burst: a priority key is handled before the keys queued ahead of it.
@@ -17,11 +18,12 @@ PANE_KEYS = [
 ]
 
 
-class RowTable(DataTable):
+class RowTable(BindingsInOrder, DataTable):
     """A row table whose Enter acts at once, calling its view's enter_row(): DataTable's own
     posts a message, which the keys queued behind Enter (`enter j j`) would overtake. Home and
     End go to the first and last row (a DataTable's scroll sideways), as a Tree's do. A str cell
-    shows as written: DataTable reads a str as markup, so every one goes through `literal`."""
+    shows as written: DataTable reads a str as markup, so every one goes through `literal`. A key
+    that comes after its burst moved the focus on goes there (text_fields.KeysFollowFocus)."""
 
     def add_row(self, *cells, height=1, key=None, label=None):
         return super().add_row(*map(literal, cells), height=height, key=key, label=label)

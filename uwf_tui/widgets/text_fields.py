@@ -5,16 +5,55 @@ the cursor keys as bindings, after the key event has bubbled up to the app: in a
 typist, or a terminal that delivers `x<BS>w` in one read) the characters typed after them land
 first, so `x backspace w` leaves `x`. These fields run their own bindings in their key handler,
 in the order the keys came.
+
+And a burst's keys follow the focus: the app hands each key to the widget focused when the key
+arrives, so in `/thr` (or `n` and a prompt typed at once) `t h r` were queued on the list before
+`/` moved the focus to the filter, and were lost there — or worse, ran as the list's keys (`r`
+runs a thread). Every widget that can hand the focus on passes a key that reaches it after the
+focus moved to the widget that has it now, in order.
 """
 
 from __future__ import annotations
 
 from textual import events
-from textual.widgets import Input, TextArea
+from textual.widgets import Input, TextArea, Tree
 
 
-class _OwnBindingsInOrder:
+class KeysFollowFocus:
+    """A key that reaches this widget after an earlier key of its burst moved the focus away goes
+    on to the focused widget (a field, a dialog's field, another pane), as if typed after it."""
+
     async def _on_key(self, event: events.Key) -> None:
+        focused = self.app.focused
+        if focused is not None and focused is not self and self not in focused.ancestors:
+            event.stop()
+            event.prevent_default()
+            focused.post_message(events.Key(event.key, event.character))
+            return
+        await super()._on_key(event)
+
+
+class BindingsInOrder(KeysFollowFocus):
+    """A pane (a row table, a tree) runs the binding of each key as the key reaches it — its own,
+    its view's or the app's, as Textual would find it — rather than when the key has bubbled up
+    to the app: by then the keys behind it were already handled here, as in `/thr`, where `t h r`
+    acted on the list before `/` had opened the filter they were typed for."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        focused = self.app.focused
+        if focused is self and await self.app._check_bindings(event.key, priority=False):
+            event.stop()
+            event.prevent_default()
+            return
+        await super()._on_key(event)
+
+
+class _OwnBindingsInOrder(KeysFollowFocus):
+    async def _on_key(self, event: events.Key) -> None:
+        focused = self.app.focused
+        if focused is not None and focused is not self and self not in focused.ancestors:
+            await super()._on_key(event)  # KeysFollowFocus: on to the widget that has the focus now
+            return
         for binding in self._bindings.key_to_bindings.get(event.key, ()):
             if not binding.priority and await self.app.run_action(binding.action, self):
                 event.stop()
@@ -28,4 +67,8 @@ class BurstInput(_OwnBindingsInOrder, Input):
 
 
 class BurstTextArea(_OwnBindingsInOrder, TextArea):
+    pass
+
+
+class BurstTree(BindingsInOrder, Tree):
     pass
