@@ -253,6 +253,10 @@ class UwfApp(App):
         elif widget is not None:
             scroll_by(widget, -1)
 
+    def action_help_quit(self) -> None:
+        """ctrl+c: Textual says how to quit in markup, which this app's toasts show as written."""
+        self.notify("ctrl+c does not quit here (it copies in a field): q quits", title="Do you want to quit?")
+
     def action_half_page(self, direction: int) -> None:
         """ctrl+d / ctrl+u: half the pane's height down or up, as in vim, less and lazygit: a row
         table's cursor (waiting, like j, for rows on their way), a text pane's scroll."""

@@ -123,6 +123,7 @@ class ThreadList(Vertical):
 
     def open_filter(self) -> None:
         self.filter_box.remove_class("hidden")
+        self.add_class("-filtering")  # a short terminal gives the list the rows the field takes (app.tcss)
         focus_now(self.filter_box)
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -134,11 +135,13 @@ class ThreadList(Vertical):
         event.stop()
         if not event.value.strip():
             self.filter_box.add_class("hidden")
+            self.remove_class("-filtering")
         focus_now(self.table)
 
     def clear_filter(self) -> None:
         self.filter_box.value = ""
         self.filter_box.add_class("hidden")
+        self.remove_class("-filtering")
         self.filter_text = ""
         self.on_filter()
         focus_now(self.table)

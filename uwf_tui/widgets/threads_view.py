@@ -83,7 +83,21 @@ class ThreadsView(Horizontal):
 
     def on_mount(self) -> None:
         self.query_one("#log", RichLog).border_title = "log: agents' stderr, and every message whole"
+        self.set_class(True, "-at-list")
         self.reload()
+
+    def on_descendant_focus(self, event) -> None:
+        """Where the focus is says which pane a short, narrow terminal gives its rows to (app.tcss):
+        at 80x24 the timeline shows 8 rows while it has the focus, the list its filter and 3."""
+        widget = event.widget
+        if self.thread_list in widget.ancestors_with_self:
+            at = "list"
+        elif widget is self.timeline_table:
+            at = "timeline"
+        else:
+            at = "detail"
+        for name in ("list", "timeline", "detail"):
+            self.set_class(name == at, f"-at-{name}")
 
     # -- the thread list -------------------------------------------------------------
 
