@@ -93,9 +93,10 @@ class GuardedServer(Server):
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
         # The page tells the browser where the assets and the websocket are, from public_url:
-        # build it from the address the browser used, which also works behind --host 0.0.0.0.
+        # build it from the address the browser used, which also works behind --host 0.0.0.0,
+        # and behind a TLS proxy, which says so in X-Forwarded-Proto / -Host (https and wss, then).
         # (The base handler reads it before its first await, so sessions cannot mix theirs.)
-        self.public_url = f"{request.scheme}://{request.host}"
+        self.public_url = public_url_of(request)
         return await super().handle_index(request)
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
@@ -173,3 +174,17 @@ async def _run(server: GuardedServer, options: ServeOptions) -> None:
         await stop.wait()
     finally:
         await runner.cleanup()
+
+
+_HOST = re.compile(r"^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
+
+
+def public_url_of(request: web.BaseRequest) -> str:
+    """Where the browser reached the page: a proxy's forwarded scheme and host first (the first of
+    each when proxies chain), else the request's own. Only what a URL may hold is taken: the page
+    is built from it."""
+    forwarded_proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+    forwarded_host = request.headers.get("X-Forwarded-Host", "").split(",")[0].strip()
+    scheme = forwarded_proto if forwarded_proto in ("http", "https") else request.scheme
+    host = forwarded_host if _HOST.match(forwarded_host) else request.host
+    return f"{scheme}://{host}"

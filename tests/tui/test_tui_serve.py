@@ -27,9 +27,9 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _request(port: int, path: str, *, websocket: bool = False) -> tuple[int, bytes]:
+def _request(port: int, path: str, *, websocket: bool = False, extra: tuple[str, ...] = ()) -> tuple[int, bytes]:
     """One raw HTTP/1.1 request (a websocket handshake when asked): the status and the body."""
-    headers = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
+    headers = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", *extra]
     if websocket:
         headers += ["Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"]
     else:
@@ -151,6 +151,22 @@ def test_every_request_needs_the_token(tmp_path):
         log = server.process.stdout.read()
         assert f'"GET /<token>/static/js/textual.js" 200' in log and '"GET /favicon.ico" 403' in log
         assert TOKEN not in log  # the access log never repeats the token
+
+
+def test_behind_a_tls_proxy_the_page_uses_https_and_wss(tmp_path):
+    """The README suggests a TLS proxy in front: the page's asset and websocket URLs follow the
+    proxy's X-Forwarded-Proto and -Host, so the browser does not mix ws:// into an https page."""
+    env = {**os.environ, "UWF_SERVE_TOKEN": TOKEN}
+    with served("--root", str(tmp_path / "root"), "--port", "0", env=env) as server:
+        port = int(server.base.rsplit(":", 1)[1])
+        proxied = ("X-Forwarded-Proto: https", "X-Forwarded-Host: uwf.example.org")
+        status, page = _request(port, f"/{TOKEN}/", extra=proxied)
+        assert status == 200
+        assert f"wss://uwf.example.org/{TOKEN}/ws".encode() in page and b"ws://127.0.0.1" not in page
+        status, page = _request(port, f"/{TOKEN}/", extra=("X-Forwarded-Proto: javascript", 'X-Forwarded-Host: x"><script>'))
+        assert status == 200 and f"ws://127.0.0.1:{port}/{TOKEN}/ws".encode() in page  # only what a URL may hold is taken
+        assert b'x"><script>' not in page
+        assert server.stop() == 0
 
 
 def test_a_token_is_long_enough_and_fits_a_url(tmp_path):
