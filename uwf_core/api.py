@@ -14,6 +14,7 @@ _EXPORTS = {
     # an opened root and errors
     "Repo": "repo",
     "display_location": "store.location",
+    "not_a_directory": "store.location",
     "UwfError": "errors",
     "NotFoundError": "errors",
     # workflows

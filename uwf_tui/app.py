@@ -32,7 +32,7 @@ from textual.widgets import (
     Tree,
 )
 
-from uwf_core.api import Cancel, Repo, UwfError, display_location, thread_info
+from uwf_core.api import Cancel, Repo, UwfError, display_location, not_a_directory, thread_info
 
 from . import workers
 from .commands import Commands
@@ -612,8 +612,9 @@ def _unusable_root(location: str) -> str | None:
         return None
     if os.path.isdir(location):
         return None if os.access(location, os.R_OK | os.X_OK) else f"the root {location} cannot be read (permission denied)"
-    if os.path.exists(location):
-        return f"the root {location} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)"
+    problem = not_a_directory(location)  # a file, or a symbolic link that leads nowhere (a loop)
+    if problem:
+        return problem
     parent = os.path.dirname(location.rstrip(os.sep)) or os.sep
     while not os.path.exists(parent):
         parent = os.path.dirname(parent)

@@ -927,6 +927,27 @@ def test_uwf_tui_refuses_a_root_that_is_a_file_in_one_line(tmp_path):
     assert done.stderr.strip().splitlines() == [f"uwf-tui: error: the root {file} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)"]
 
 
+@pytest.mark.parametrize("kind", ["loop", "dangling"])
+def test_a_root_that_is_a_symbolic_link_to_nowhere_says_so_in_one_line(tmp_path, kind):
+    """A link loop, or a link to a directory that is gone: said as such by uwf-tui and uwf (it
+    used to read "is a file")."""
+    import subprocess
+
+    link = tmp_path / "root"
+    if kind == "loop":
+        os.symlink(tmp_path / "other", link)
+        os.symlink(link, tmp_path / "other")
+        said = f"the root {link} is a symbolic link that loops back on itself"
+    else:
+        os.symlink(tmp_path / "gone", link)
+        said = f"the root {link} is a symbolic link to {tmp_path / 'gone'}, which does not exist"
+    for command in ([sys.executable, "-m", "uwf_tui.app"], [sys.executable, "-m", "uwf_core.cli.main", "thread", "list"]):
+        done = subprocess.run([*command, "--root", str(link)], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        assert done.returncode == 1
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and said in lines[0], done.stderr
+
+
 @pytest.mark.parametrize(
     ("root", "said"),
     [

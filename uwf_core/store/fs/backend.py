@@ -7,6 +7,7 @@ from functools import cached_property
 
 from ...errors import UwfError
 from ..files import atomic_write, read_text
+from ..location import not_a_directory
 from .root import Root
 
 
@@ -31,8 +32,9 @@ class FsBackend:
     def __init__(self, path: str) -> None:
         self.root = Root(path)
         self.location = self.root.path
-        if not os.path.isdir(self.location) and os.path.lexists(self.location):
-            raise UwfError(f"the root {self.location} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)")
+        problem = not_a_directory(self.location)
+        if problem:
+            raise UwfError(problem)
         self.config = FsConfigFile(self.root.config_file)
         self.env_path = self.root.env_file
         self.scratch_dir = self.root.join("tmp")
