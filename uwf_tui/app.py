@@ -65,13 +65,18 @@ HELP = [
     ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
     ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
     ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
-    ("Moving", [("j/k", "down/up or scroll"), ("home/end", "first/last"), ("h/l tab", "pane left/right"),
+    ("Moving", [("j/k", "down/up or scroll"), ("home/end G", "first/last"), ("ctrl+d/u", "half a pane"), ("h/l tab", "pane left/right"),
                 ("[ ]", "tabs (Output…, Graph…)"), ("/", "filter this view's list")]),
     ("Anywhere", [("?", "this help"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
 ]
 # Textual's own palette commands worth keeping, retitled; the rest (Keys, Maximize, its
 # quit-at-once) are noise here or bypass our own quit, which asks while agents run.
-TEXTUAL_COMMANDS = {"Theme": "Change the colour theme", "Screenshot": "Save a screenshot of the screen (SVG, in the current directory)"}
+# Each gets a help line of its own, so the palette reads one command per entry (Textual's own help
+# line said the title again).
+TEXTUAL_COMMANDS = {
+    "Theme": ("Change the colour theme", "pick from the themes Textual has; this session only"),
+    "Screenshot": ("Save a screenshot", "an SVG of the screen as it is, in the current directory"),
+}
 
 
 class UwfApp(App):
@@ -531,7 +536,8 @@ class UwfApp(App):
         yield SystemCommand("Test an agent", "send a tiny prompt through an agent, as `uwf agent test` does", self.action_test_agent)
         for command in super().get_system_commands(screen):
             if command.title in TEXTUAL_COMMANDS:
-                yield SystemCommand(TEXTUAL_COMMANDS[command.title], command.help, command.callback)
+                title, help_line = TEXTUAL_COMMANDS[command.title]
+                yield SystemCommand(title, help_line, command.callback)
 
 
     async def press_binding(self, key: str) -> None:

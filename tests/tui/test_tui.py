@@ -754,6 +754,10 @@ def test_command_palette_offers_the_actions(fixed):
         assert noise not in titles, noise
     assert not any("as soon as possible" in (help or "") for _, help in commands)
     assert len(titles) == len(set(titles)) and all(title[0].isupper() and " " in title for title in titles)
+    # each entry's help line says something of its own: Textual's theme and screenshot lines began
+    # as their titles did ("Change the…" under "Change the colour theme"), reading as two commands
+    for title, help_line in commands:
+        assert help_line and help_line.split()[0].lower() != title.split()[0].lower(), (title, help_line)
 
 
 def test_q_quits(fixed):
