@@ -65,9 +65,9 @@ HELP = [
     ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
     ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
     ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
-    ("Moving", [("j/k", "down/up or scroll"), ("home/end G", "first/last"), ("ctrl+d/u", "half a pane"), ("h/l tab", "pane left/right"),
+    ("Moving", [("j/k", "down/up or scroll"), ("home/end G", "first/last"), ("ctrl+d/u", "half a pane"), ("z", "zoom"), ("h/l tab", "pane left/right"),
                 ("[ ]", "tabs (Output…, Graph…)"), ("/", "filter this view's list")]),
-    ("Anywhere", [("?", "this help"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
+    ("Anywhere", [("?", "this help"), ("y", "copy the hash"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
 ]
 # Textual's own palette commands worth keeping, retitled; the rest (Keys, Maximize, its
 # quit-at-once) are noise here or bypass our own quit, which asks while agents run.
@@ -117,6 +117,8 @@ class UwfApp(App):
         Binding("m", "mark('again')", "Mark", show=False, id="mark-again"),
         Binding("slash", "filter", "Filter", show=False, id="filter", tooltip="filter the list of the current view"),
         Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
+        Binding("y", "copy_hash", "Copy", show=False, id="copy-hash", tooltip="copy the selected hash or thread id to the clipboard (OSC 52: over ssh and in tmux too)"),
+        Binding("z", "zoom", "Zoom", show=False, id="zoom", tooltip="zoom the focused pane to the whole screen, or back"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("ctrl+d", "half_page(1)", "Half page down", show=False, id="half-down"),
         Binding("ctrl+u", "half_page(-1)", "Half page up", show=False, id="half-up"),
@@ -257,6 +259,33 @@ class UwfApp(App):
             widget.action_cursor_up()
         elif widget is not None:
             scroll_by(widget, -1)
+
+    def action_copy_hash(self) -> None:
+        """y: the selected node's hash (a step, a start, a CAS node) or thread id, to the terminal's
+        clipboard through OSC 52, which reaches the local clipboard over ssh and through tmux
+        (with `set -g set-clipboard on`)."""
+        self._after_keys("copy_hash", self._copy_hash)
+
+    def _copy_hash(self) -> None:
+        if self.current_view == "threads":
+            value = self.threads_view.selected_node() or self.threads_view.current_thread()
+        elif self.current_view == "cas":
+            value = self.query_one(CasView).shown
+        else:
+            value = None
+        if not value:
+            self.notify("nothing selected to copy", severity="warning")
+            return
+        self.copy_to_clipboard(value)
+        self.notify(f"copied {value}")
+
+    def action_zoom(self) -> None:
+        """z: the focused pane over the whole screen (the others hidden), and back."""
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+        elif self.focused is not None:
+            screen.maximize(self.focused, container=False)
 
     def action_help_quit(self) -> None:
         """ctrl+c: Textual says how to quit in markup, which this app's toasts show as written."""

@@ -82,3 +82,24 @@ def test_a_burst_typed_after_slash_lands_in_the_filter(fixed):
 
     assert run_app(root, script, size=(80, 24)) == "sor"
     assert started == []
+
+
+def test_y_copies_the_selected_hash_and_z_zooms_the_focused_pane(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await select_thread(app, pilot, ids["solve"])
+        table = app.query_one("#timeline")
+        table.focus()
+        table.move_cursor(row=table.get_row_index(f"step:{ids['solve_steps'][1]}"))
+        await pilot.press("y", "z")  # a burst
+        await settle(app, pilot, 0.3)
+        copied, zoomed = app.clipboard, app.screen.maximized
+        await pilot.press("z")
+        await settle(app, pilot, 0.3)
+        return copied, zoomed is table, app.screen.maximized
+
+    copied, zoomed, after = run_app(root, script, size=(80, 24))
+    assert copied == ids["solve_steps"][1]  # OSC 52 carries it to the terminal's clipboard
+    assert zoomed and after is None
