@@ -117,7 +117,7 @@ class UwfApp(App):
         Binding("m", "mark('again')", "Mark", show=False, id="mark-again"),
         Binding("slash", "filter", "Filter", show=False, id="filter", tooltip="filter the list of the current view"),
         Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
-        Binding("y", "copy_hash", "Copy", show=False, id="copy-hash", tooltip="copy the selected hash or thread id to the clipboard (OSC 52: over ssh and in tmux too)"),
+        Binding("y", "copy_hash", "Copy", show=False, id="copy-hash", tooltip="copy the selected hash or thread id to the clipboard (OSC 52: over ssh; in tmux with set-clipboard on)"),
         Binding("z", "zoom", "Zoom", show=False, id="zoom", tooltip="zoom the focused pane to the whole screen, or back"),
         Binding("j", "cursor_down", "Down", show=False, id="down"),
         Binding("ctrl+d", "half_page(1)", "Half page down", show=False, id="half-down"),

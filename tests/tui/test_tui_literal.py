@@ -113,3 +113,11 @@ def fixed_long(hostile, monkeypatch):
 
     monkeypatch.setattr(threads_view_module, "thread_timeline", long_timeline)
     return hostile
+
+
+def test_the_output_tab_does_not_fold_long_strings_itself():
+    """The pane wraps to its width; PyYAML's 80-column folding split strings oddly on a wide one."""
+    from uwf_tui.widgets.step_pane import yaml_text
+
+    sentence = "Content addressing gives new hashes for the same data only when the bytes differ, never otherwise"
+    assert yaml_text({"thesis": sentence}) == f"thesis: {sentence}\n"

@@ -73,9 +73,11 @@ def attempt_view(attempt) -> Text:
 
 
 def yaml_text(value: object) -> str:
+    """YAML whose lines are as long as their values: the pane wraps them to its width (PyYAML's
+    own 80-column folding broke strings in odd places on a wide pane)."""
     import yaml
 
-    return yaml.safe_dump(value, sort_keys=False, allow_unicode=True)
+    return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=2**31 - 1)
 
 
 def detail_view(details, cost=None) -> Text:
