@@ -29,12 +29,11 @@ from textual.widgets import (
     Header,
     TabbedContent,
     TabPane,
-    Tree,
 )
 
 from uwf_core.api import Cancel, Repo, UwfError, display_location, not_a_directory, thread_info
 
-from . import workers
+from . import moves, workers
 from .commands import Commands
 from .formatting import brief, elapsed, root_title, spinner
 from .keys import key_applies, why_not
@@ -247,18 +246,10 @@ class UwfApp(App):
         return self.query_one({"workflows": WorkflowsView, "threads": ThreadsView, "cas": CasView}[self.current_view])
 
     def action_cursor_down(self) -> None:
-        widget = self.focused
-        if isinstance(widget, (DataTable, Tree)):
-            widget.action_cursor_down()
-        elif widget is not None:
-            scroll_by(widget, 1)
+        moves.step(self.focused, 1)
 
     def action_cursor_up(self) -> None:
-        widget = self.focused
-        if isinstance(widget, (DataTable, Tree)):
-            widget.action_cursor_up()
-        elif widget is not None:
-            scroll_by(widget, -1)
+        moves.step(self.focused, -1)
 
     def action_copy_hash(self) -> None:
         """y: the selected node's hash (a step, a start, a CAS node) or thread id, to the terminal's
@@ -280,39 +271,17 @@ class UwfApp(App):
         self.notify(f"copied {value}")
 
     def action_zoom(self) -> None:
-        """z: the focused pane over the whole screen (the others hidden), and back."""
-        screen = self.screen
-        if screen.maximized is not None:
-            screen.minimize()
-        elif self.focused is not None:
-            screen.maximize(self.focused, container=False)
+        moves.zoom(self.screen, self.focused)
 
     def action_help_quit(self) -> None:
         """ctrl+c: Textual says how to quit in markup, which this app's toasts show as written."""
         self.notify("ctrl+c does not quit here (it copies in a field): q quits", title="Do you want to quit?")
 
     def action_half_page(self, direction: int) -> None:
-        """ctrl+d / ctrl+u: half the pane's height down or up, as in vim, less and lazygit: a row
-        table's cursor (waiting, like j, for rows on their way), a text pane's scroll."""
-        widget = self.focused
-        if widget is None:
-            return
-        lines = max(1, widget.size.height // 2) * direction
-        if isinstance(widget, DataTable):
-            move = lambda: widget.move_cursor(row=max(0, min(widget.row_count - 1, widget.cursor_row + lines)))  # noqa: E731
-            getattr(widget, "when_ready", lambda action: action())(move)
-        elif isinstance(widget, Tree):
-            widget.move_cursor_to_line(max(0, min(widget.last_line, widget.cursor_line + lines)))
-        else:
-            scroll_by(widget, lines)
+        moves.half_page(self.focused, direction)
 
     def action_last_row(self) -> None:
-        """G: the last row (vim's), like end."""
-        widget = self.focused
-        if isinstance(widget, (DataTable, Tree)):
-            widget.action_scroll_end()
-        elif widget is not None:
-            widget.scroll_end(animate=False)
+        moves.last_row(self.focused)
 
     def action_pane(self, delta: int) -> None:
         """h/l: the pane left or right of the focused one, within the current view."""
@@ -575,17 +544,6 @@ class UwfApp(App):
         for binding in self.BINDINGS:
             if binding.key == key and await self.run_action(binding.action):
                 return
-
-
-def scroll_by(widget, lines: int) -> None:
-    """j/k in a text pane. After the next layout, so content shown by the keys before it (Enter
-    on a workflow) can be scrolled; immediate, so each j of a burst starts from the last one's
-    target (a deferred scroll starts from the old one, and a burst scrolled once)."""
-    def scroll() -> None:
-        if widget.allow_vertical_scroll:
-            widget.scroll_to(y=widget.scroll_target_y + lines, animate=False, immediate=True)
-
-    widget.call_after_refresh(scroll)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,11 +5,8 @@ burst of keys over them acts row by row. Built against the tests' own OpenAI-com
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-
 import pytest
-from conftest import REPO, _uwf_command
+from conftest import REPO
 from fake_openai import FakeOpenAI, reply
 from test_tui import run_app, select_thread, settle
 
@@ -19,15 +16,14 @@ SOLVE_AGENT = "uwf-script --script examples/solve-issue.script.yaml"
 
 
 @pytest.fixture
-def checked(tmp_path, monkeypatch):
+def checked(uwf, root_dir, tmp_path, monkeypatch):
     """A solve-issue thread run with a supervisor every 2 steps and a summary at the end."""
-    root = tmp_path / "root"
-    env = dict(os.environ, UWF_STORAGE_ROOT=str(root), HOME=str(tmp_path))
+    run = uwf
 
     def uwf(*args):
-        done = subprocess.run([*_uwf_command(), *args], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=120)
-        assert done.returncode == 0, done
-        return done.stdout
+        done = run(*args)
+        assert done.code == 0, done
+        return done.out
 
     with FakeOpenAI() as server:
         uwf("setup", "--provider", "fake", "--base-url", server.base_url, "--api-key", "sk-test-TUI-0123456789", "--model", "m",
@@ -39,8 +35,8 @@ def checked(tmp_path, monkeypatch):
         server.add(reply(json.dumps({"decision": "continue", "reason": "planned [red]and[/] built"})),
                    reply(json.dumps({"decision": "continue", "reason": "revising"})), reply("Two rounds; approved."))
         uwf("thread", "run", thread, "--agent", SOLVE_AGENT)
-    monkeypatch.setenv("UWF_STORAGE_ROOT", str(root))
-    return Repo.open(str(root)), thread
+    monkeypatch.setenv("UWF_STORAGE_ROOT", str(root_dir))
+    return Repo.open(str(root_dir)), thread
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])

@@ -5,11 +5,8 @@ list, the timeline and every tab of the step pane, and never crash the workbench
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-
 import pytest
-from conftest import REPO, _uwf_command
+from conftest import REPO
 from test_tui import run_app, select_thread, settle
 
 from uwf_core.api import Repo
@@ -27,21 +24,20 @@ SCRIPT = f"""planner:
 
 
 @pytest.fixture
-def hostile(tmp_path, monkeypatch):
-    root = tmp_path / "root"
-    env = dict(os.environ, UWF_STORAGE_ROOT=str(root), HOME=str(tmp_path))
+def hostile(uwf, root_dir, tmp_path, monkeypatch):
+    run = uwf
 
     def uwf(*args):
-        done = subprocess.run([*_uwf_command(), *args], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=120)
-        assert done.returncode == 0, done
-        return done.stdout
+        done = run(*args)
+        assert done.code == 0, done
+        return done.out
 
     (tmp_path / "s.yaml").write_text(SCRIPT)
     uwf("workflow", "put", str(REPO / "examples" / "solve-issue.yaml"))
     thread = json.loads(uwf("thread", "start", "solve-issue", "-p", PROMPT))["thread"]
     uwf("thread", "step", thread, "--agent", f"uwf-script --script {tmp_path / 's.yaml'}")
-    monkeypatch.setenv("UWF_STORAGE_ROOT", str(root))
-    return Repo.open(str(root)), thread
+    monkeypatch.setenv("UWF_STORAGE_ROOT", str(root_dir))
+    return Repo.open(str(root_dir)), thread
 
 
 def _plain(widget) -> str:

@@ -31,6 +31,14 @@ def _wait_for(session: str, *texts: str, timeout: float = 30) -> str:
     raise AssertionError(f"{texts!r} did not appear on screen:\n{screen}")
 
 
+def _quit(session: str) -> None:
+    """q, then wait (up to 10 s) for the session to end with the app."""
+    subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode == 0:
+        time.sleep(0.2)
+
+
 def test_step_by_keypress_in_a_real_terminal(tmp_path):
     root = tmp_path / "root"
     ids = build_fixed_root(str(root))
@@ -47,10 +55,7 @@ def test_step_by_keypress_in_a_real_terminal(tmp_path):
         subprocess.run(["tmux", "send-keys", "-t", session, "s"], check=True)
         # The new step: in the timeline (role, output summary) and in the agent log.
         _wait_for(session, "✓ analyst", "1    analyst", "thesis:")
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode == 0:
-            time.sleep(0.2)
+        _quit(session)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     from uwf_core.api import Repo
@@ -71,10 +76,7 @@ def test_a_root_that_does_not_exist_says_it_is_new_and_where(tmp_path):
     try:
         screen = _wait_for(session, "A new root", "does not exist yet")
         assert str(tmp_path / "no") in screen.replace("\n", "")  # where, as far as the width shows it
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode == 0:
-            time.sleep(0.2)
+        _quit(session)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     assert not missing.exists()

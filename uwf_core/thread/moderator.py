@@ -103,15 +103,20 @@ def _template_data(context: ThreadContext) -> object:
     return last.output if last is not None else context.start.to_payload()
 
 
-def _render(prompt: str | None, context: ThreadContext, key: str, role: str) -> str | None:
-    if prompt is None:
-        return None
+def _rendered(template: str, context: ThreadContext, failed: str) -> str:
+    """A route's template (a prompt, a location) with the last output, or the StartNode at $START."""
     from ..workflow.templates import render
 
     try:
-        text = render(prompt, _template_data(context))
+        return render(template, _template_data(context))
     except UwfError as exc:
-        raise ModeratorError(f"prompt template failed: {exc.message}") from None
+        raise ModeratorError(f"{failed}: {exc.message}") from None
+
+
+def _render(prompt: str | None, context: ThreadContext, key: str, role: str) -> str | None:
+    if prompt is None:
+        return None
+    text = _rendered(prompt, context, "prompt template failed")
     if not text.strip():
         raise ModeratorError(
             f"the prompt from '{key}' to '{role}' rendered empty ({_short(prompt)} with the last output): "
@@ -126,12 +131,7 @@ def _location(template: str | None, context: ThreadContext, key: str, role: str)
     path; uwf does not let a route send an agent elsewhere). Rendered blank: the workspace itself."""
     if template is None:
         return None
-    from ..workflow.templates import render
-
-    try:
-        text = render(template, _template_data(context))
-    except UwfError as exc:
-        raise ModeratorError(f"location template of the route from '{key}' to '{role}' failed: {exc.message}") from None
+    text = _rendered(template, context, f"location template of the route from '{key}' to '{role}' failed")
     if not text.strip():
         return None
     shown = f"location '{text}'" + (f" (rendered from '{template}')" if text != template else "")

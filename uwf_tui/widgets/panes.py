@@ -29,10 +29,7 @@ class RowTable(BindingsInOrder, DataTable):
         return super().add_row(*map(literal, cells), height=height, key=key, label=label)
 
     def update_cell(self, row_key, column_key, value, *, update_width=False) -> None:
-        super().update_cell(row_key, column_key, literal(value), update_width=update_width)
-
-    def update_cell_at(self, coordinate, value, *, update_width=False) -> None:
-        super().update_cell_at(coordinate, literal(value), update_width=update_width)
+        super().update_cell(row_key, column_key, literal(value), update_width=update_width)  # update_cell_at comes here too
 
     def action_scroll_home(self) -> None:
         self.move_cursor(row=0)

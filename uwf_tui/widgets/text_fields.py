@@ -21,16 +21,23 @@ from textual.widgets import Input, TextArea, Tree
 
 class KeysFollowFocus:
     """A key that reaches this widget after an earlier key of its burst moved the focus away goes
-    on to the focused widget (a field, a dialog's field, another pane), as if typed after it."""
+    on to the focused widget (a field, a dialog's field, another pane), as if typed after it.
+
+    Textual calls the `_on_key` of each class in the MRO in turn, until one prevents the default:
+    these mixins handle what is theirs and stop the rest, and otherwise leave the key to the
+    classes after them (no super() call, which would run those twice)."""
+
+    def _focus_elsewhere(self):
+        """The widget that has the focus now, when it is not this one or inside it."""
+        focused = self.app.focused
+        return focused if focused is not None and focused is not self and self not in focused.ancestors else None
 
     async def _on_key(self, event: events.Key) -> None:
-        focused = self.app.focused
-        if focused is not None and focused is not self and self not in focused.ancestors:
+        focused = self._focus_elsewhere()
+        if focused is not None:
             event.stop()
             event.prevent_default()
             focused.post_message(events.Key(event.key, event.character))
-            return
-        await super()._on_key(event)
 
 
 class BindingsInOrder(KeysFollowFocus):
@@ -40,26 +47,20 @@ class BindingsInOrder(KeysFollowFocus):
     acted on the list before `/` had opened the filter they were typed for."""
 
     async def _on_key(self, event: events.Key) -> None:
-        focused = self.app.focused
-        if focused is self and await self.app._check_bindings(event.key, priority=False):
+        if self.app.focused is self and await self.app._check_bindings(event.key, priority=False):
             event.stop()
             event.prevent_default()
-            return
-        await super()._on_key(event)
 
 
 class _OwnBindingsInOrder(KeysFollowFocus):
     async def _on_key(self, event: events.Key) -> None:
-        focused = self.app.focused
-        if focused is not None and focused is not self and self not in focused.ancestors:
-            await super()._on_key(event)  # KeysFollowFocus: on to the widget that has the focus now
-            return
+        if self._focus_elsewhere() is not None:
+            return  # KeysFollowFocus, next in the MRO, passes it on
         for binding in self._bindings.key_to_bindings.get(event.key, ()):
             if not binding.priority and await self.app.run_action(binding.action, self):
                 event.stop()
                 event.prevent_default()
                 return
-        await super()._on_key(event)
 
 
 class BurstInput(_OwnBindingsInOrder, Input):
