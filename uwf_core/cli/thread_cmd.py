@@ -369,7 +369,7 @@ def cmd_dry_run(args) -> int:
 
 def cmd_cost(args) -> int:
     from ..thread.ledger import thread_cost, tree_cost
-    from .cost_text import thread_cost_text, tree_cost_text
+    from ..thread.ledger_text import thread_cost_text, tree_cost_text
 
     repo = repo_of(args)
     ledger = tree_cost(repo, args.thread) if args.tree else thread_cost(repo, args.thread)

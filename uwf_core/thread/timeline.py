@@ -8,7 +8,7 @@ from ..errors import UwfError
 from ..store.cas import CasStore
 from ..store.records import RunRecord
 from .context import context_of
-from .model import StepContext, ThreadContext
+from .model import StepContext, ThreadContext, step_numbers
 from .nodes import START_TYPES, start_of, thread_node
 from .ops import ThreadInfo, list_threads, thread_info
 
@@ -41,17 +41,34 @@ class Timeline:
     step_runs: dict[str, RunRecord] = field(default_factory=dict)
     branches: dict[str, list[Branch]] = field(default_factory=dict)  # step (or start) hash -> branches
     step_count: int = 0  # the workflow's steps behind the head (`steps` holds uwf's checks too)
+    first_shown: int = 0  # the index in `steps` of the oldest step read with its runs (a window)
 
     @property
     def steps(self) -> list[StepContext]:
         return self.context.steps
 
+    @property
+    def shown(self) -> list[StepContext]:
+        """The steps of the window, oldest first (all of them without one)."""
+        return self.context.steps[self.first_shown:]
 
-def thread_timeline(repo: Repo, thread: str, *, with_branches: bool = True, others: list[ThreadInfo] | None = None) -> Timeline:
-    """`others`: the threads to look for forks in, when the caller has listed them already."""
+    def numbered(self) -> list[tuple[int, StepContext]]:
+        """The shown steps with the numbers routing gives them (a check takes its step's)."""
+        shown = self.shown
+        return list(zip(step_numbers(shown, self.step_count), shown))
+
+
+def thread_timeline(
+    repo: Repo, thread: str, *, with_branches: bool = True, others: list[ThreadInfo] | None = None, window: int | None = None
+) -> Timeline:
+    """`others`: the threads to look for forks in, when the caller has listed them already.
+    `window`: only the newest `window` steps are read (their runs included), so a view of a long
+    thread costs what it shows; forks are then found apart (`find_branches`), as they need the
+    whole chain."""
     info = thread_info(repo, thread)
     context = context_of(repo, info.head, with_checks=True)
-    timeline = Timeline(info, context, step_count=len(context_of(repo, info.head).steps))
+    first = 0 if window is None else max(0, len(context.steps) - window)
+    timeline = Timeline(info, context, step_count=len(context_of(repo, info.head).steps), first_shown=first)
     for attempt in repo.runs.read(info.thread):
         if attempt.ok and attempt.step:
             timeline.step_runs[attempt.step] = attempt
@@ -59,15 +76,21 @@ def thread_timeline(repo: Repo, thread: str, *, with_branches: bool = True, othe
             timeline.attempts.setdefault(attempt.head, []).append(attempt)
     _inherited_runs(repo, timeline)
     if with_branches:
-        candidates = others if others is not None else list_threads(repo, include_archived=True)
-        timeline.branches = _branches(repo.nodes, info, context, candidates)
+        timeline.branches = find_branches(repo, timeline, others)
     return timeline
+
+
+def find_branches(repo: Repo, timeline: Timeline, others: list[ThreadInfo] | None = None) -> dict[str, list[Branch]]:
+    """The threads that branch off this one, by the step (or start) they share last. Only a
+    thread of one of this chain's StartNodes can be one; the whole chain is read only when some is."""
+    candidates = others if others is not None else list_threads(repo, include_archived=True)
+    return _branches(repo.nodes, timeline.info, timeline.context, candidates)
 
 
 def _inherited_runs(repo: Repo, timeline: Timeline) -> None:
     """A fork's steps before the fork were run as another thread's: find their attempts in the
-    whole runs.jsonl, read only when some step has no run of this thread."""
-    missing = {step.hash for step in timeline.steps} - timeline.step_runs.keys()
+    whole runs.jsonl, read only when some shown step has no run of this thread."""
+    missing = {step.hash for step in timeline.shown} - timeline.step_runs.keys()
     if not missing:
         return
     for step, attempt in runs_by_step(repo.runs.read()).items():
@@ -83,14 +106,22 @@ def runs_by_step(records: Iterable[RunRecord]) -> dict[str, RunRecord]:
 
 
 def _branches(store: CasStore, info: ThreadInfo, context: ThreadContext, others: list[ThreadInfo]) -> dict[str, list[Branch]]:
-    ours = {step.hash for step in context.steps} | {context.start_hash}
-    result: dict[str, list[Branch]] = {}
+    starts = _starts(store, context)
+    candidates = []
     for other in others:
         if other.thread == info.thread or not other.head:
             continue
         try:
-            if start_of(store, other.head)[0] not in _starts(context):
-                continue
+            if start_of(store, other.head)[0] in starts:
+                candidates.append(other)
+        except UwfError:
+            continue
+    if not candidates:
+        return {}
+    ours = {step.hash for step in context.steps} | {context.start_hash}
+    result: dict[str, list[Branch]] = {}
+    for other in candidates:
+        try:
             at, own = _divergence(store, other.head, ours)
         except UwfError:
             continue
@@ -99,8 +130,18 @@ def _branches(store: CasStore, info: ThreadInfo, context: ThreadContext, others:
     return result
 
 
-def _starts(context: ThreadContext) -> set[str]:
-    return {step.start for step in context.steps} | {context.start_hash}
+def _starts(store: CasStore, context: ThreadContext) -> set[str]:
+    """The chain's StartNodes: its own, and those of the runs it resumes (each a StartNode's
+    `resumes` away), found without reading the steps between them."""
+    starts = {context.start_hash}
+    resumes = context.start.resumes
+    while resumes:
+        start_hash, start = start_of(store, resumes)
+        if start_hash in starts:
+            break
+        starts.add(start_hash)
+        resumes = start.resumes
+    return starts
 
 
 def _divergence(store: CasStore, head: str, ours: set[str]) -> tuple[str | None, int]:

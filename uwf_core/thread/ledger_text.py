@@ -1,13 +1,14 @@
-"""`uwf thread cost` as text: a ledger a person reads (`--json` gives scripts the same data)."""
+"""A ledger as text a person reads: `uwf thread cost` prints it (`--json` gives scripts the same
+data) and the workbench shows it (`$`)."""
 
 from __future__ import annotations
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
-from ..thread.model import is_check_role
+from .model import is_check_role
 
 if TYPE_CHECKING:
-    from ..thread.ledger import Spend, ThreadCost, TreeCost
+    from .ledger import Spend, ThreadCost, TreeCost
 
 
 def money(value: float | None) -> str:
