@@ -1,16 +1,19 @@
 """The diff view (`m` marks a step, `D` compares the selected one with it): the two sides, their
 common ancestor, then each pair of divergent steps side by side — role, agent, the routing taken
 after it and why, tokens and cost, time, the structured output key by key — and the body as a
-unified diff under the pair. Below 110 columns the sides stack (A above B)."""
+unified diff under the pair. Side by side, a pair is one grid whose rows hold both sides, so a row
+is as tall as its taller side and the rows stay level whatever wraps; below 110 columns the CSS
+shows the stacked form instead (A above B). Both forms are drawn, so a resize needs no redraw."""
 
 from __future__ import annotations
 
 import json
+from itertools import zip_longest
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
-from textual.containers import Horizontal
+from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -37,8 +40,9 @@ class DiffScreen(ReportScreen):
             widgets.append(Static(Text(f"No divergent steps: {same}.", style="dim"), classes="diff-body"))
         for pair in diff.pairs:
             widgets.append(Static(pair_title(pair), classes="diff-pair-title"))
+            widgets.append(Static(pair_table(pair), classes="diff-pair"))
             widgets.append(
-                Horizontal(
+                Vertical(
                     Static(side_text(pair, "A"), classes="diff-side diff-a"),
                     Static(side_text(pair, "B"), classes="diff-side diff-b"),
                     classes="diff-sides",
@@ -107,45 +111,62 @@ def facts(step) -> list[tuple[str, str]]:
     ]
 
 
+def pair_table(pair) -> Table:
+    """Both sides of a pair side by side in one grid, a row per fact and per output key: a row is
+    as tall as its taller side, so a `why` or a value that wraps on one side keeps the rows below
+    it level with the other side's."""
+    table = Table.grid(padding=(0, 1), expand=True)  # a blank column between: a side may fill its half
+    table.add_column(ratio=1)
+    table.add_column(ratio=1)
+    for mine, theirs in zip_longest(side_rows(pair, "A"), side_rows(pair, "B"), fillvalue=Text()):
+        table.add_row(mine, theirs)
+    return table
+
+
 def side_text(pair, name: str) -> Group:
-    """One side of a pair: its facts (yellow where the other side's differ), then its output,
-    key by key against the other side's (`~` changed, `-` only in A, `+` only in B). Grids, so a
-    long value wraps in its own column."""
+    """One side of a pair on its own (the stacked form)."""
+    return Group(*side_rows(pair, name))
+
+
+def side_rows(pair, name: str) -> list[RenderableType]:
+    """One side of a pair, a row each: its facts (yellow where the other side's differ), then its
+    output, key by key against the other side's (`~` changed, `-` only in A, `+` only in B). Both
+    sides have the same rows in the same order, so row n of A faces row n of B."""
     step, other = (pair.a, pair.b) if name == "A" else (pair.b, pair.a)
     if step is None:
-        return Group(Text.assemble((f"{name} ", "bold magenta"), (f"has no step {pair.number}: its chain ends before it.", "dim")))
+        return [Text.assemble((f"{name} ", "bold magenta"), (f"has no step {pair.number}: its chain ends before it.", "dim"))]
     theirs = dict(facts(other)) if other is not None else {}
-    table = _grid()
+    rows = []
     for index, (label, value) in enumerate(facts(step)):
         differs = other is not None and label != "step" and theirs.get(label) != value
-        table.add_row(Text(name if not index else "", style="bold magenta"), Text(label, style="bold"), Text(value, style="yellow" if differs else ""))
+        rows.append(_fact_row(Text(name if not index else "", style="bold magenta"), label, Text(value, style="yellow" if differs else "")))
     if other is None:
-        table.add_row("", Text("output", style="bold"), Text(f"(only in {name})", style="dim"))
-        return Group(table, _output_grid([("", key, value, "red" if name == "A" else "green") for key, value in _items(step.output)]))
+        rows.append(_fact_row(Text(), "output", Text(f"(only in {name})", style="dim")))
+        return rows + [_key_row("", key, value, "red" if name == "A" else "green") for key, value in _items(step.output)]
     if not pair.output:
-        table.add_row("", Text("output", style="bold"), Text("the same", style="dim"))
-        return Group(table)
-    table.add_row("", Text("output", style="bold"), "")
-    return Group(table, _output_grid([_change(change, name) for change in pair.output]))
+        return rows + [_fact_row(Text(), "output", Text("the same", style="dim"))]
+    rows.append(_fact_row(Text(), "output", Text()))
+    return rows + [_key_row(*_change(change, name)) for change in pair.output]
 
 
-def _grid() -> Table:
+def _fact_row(mark: Text, label: str, value: Text) -> Table:
+    """A fact: the side's name (on its first), the label, the value (folded in its own column)."""
     table = Table.grid(padding=(0, 1))
     table.add_column(width=1)
     table.add_column(width=FACT - 1)
     table.add_column(ratio=1, overflow="fold")
+    table.add_row(mark, Text(label, style="bold"), value)
     return table
 
 
-def _output_grid(rows: list[tuple[str, str, object, str]]) -> Table:
-    """Output keys, one a row: (mark, path, value or ABSENT, colour)."""
+def _key_row(mark: str, path: str, value: object, colour: str) -> Table:
+    """An output key: its mark, its path and its value (or ABSENT), folded under the path."""
     table = Table.grid(padding=(0, 1))
     table.add_column(width=3)
     table.add_column(width=1)
     table.add_column(ratio=1, overflow="fold")
-    for mark, path, value, colour in rows:
-        shown = Text("(absent)", style="dim") if value is ABSENT else Text(compact(value), style=colour)
-        table.add_row("", Text(mark, style=f"bold {colour}"), Text.assemble((f"{path}: ", "bold"), shown))
+    shown = Text("(absent)", style="dim") if value is ABSENT else Text(compact(value), style=colour)
+    table.add_row(Text(), Text(mark, style=f"bold {colour}"), Text.assemble((f"{path}: ", "bold"), shown))
     return table
 
 
