@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Callable
 
 from uwf_core.api import UwfError
 
-from . import workers
+from . import moves, workers
 from .runner import resolve
 from .screens.modals import (
     ChoiceScreen,
     ConfirmScreen,
     EditorScreen,
     NewThreadScreen,
+    TWICE,
     TextInputScreen,
 )
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 class Commands:
     def __init__(self, app: UwfApp) -> None:
         self.app = app
-        self.new_thread_draft: tuple[str, str, str] | None = None  # (workflow, prompt, workspace) not yet started
+        self.new_thread_draft = None  # a NewThreadDraft: what the dialog held when closed without starting
 
     def core_call(self, call: Callable, *args):
         """Run a quick uwf_core call on the UI thread; a user-facing error becomes a notification."""
@@ -116,17 +117,34 @@ class Commands:
         then = "its running agent is stopped" if running else "it takes no more steps (its steps can still be forked)"
         app.push_screen(ConfirmScreen(f"Kill thread {thread}? It is archived and {then}."), confirmed)
 
-    def new_thread(self, names: list[str], selected: str | None) -> None:
-        from uwf_core.api import start_thread
+    def new_thread(self, names: list[str], selected: str | None):
+        """The new-thread dialog; returns its mount, for a caller that must not handle the next key
+        of a burst before the dialog's prompt has the focus."""
+        from uwf_core.api import load_workflow, start_thread
+
+        from .screens.modals import WorkflowFields
 
         app = self.app
         if not names:
             app.notify("no workflows registered yet (uwf workflow put FILE)", severity="warning")
-            return
+            return None
 
-        def start(workflow: str, prompt: str, workspace: str | None):
+        def fields_of(workflow: str) -> WorkflowFields:
+            """Its roles, each with the agent a step would get without a binding (as the engine's
+            resolve_agent picks: agentOverrides, then defaultAgent), and its own budget."""
             try:
-                return start_thread(app.repo, workflow, prompt, workspace)
+                definition = load_workflow(app.repo, workflow)
+                config = app.repo.config
+            except UwfError:
+                return WorkflowFields()  # starting it says what is wrong
+            overrides = config.agent_overrides.get(definition.name) or {}
+            fallback = config.default_agent or "no agent configured"
+            roles = tuple((role, overrides.get(role) or fallback) for role in definition.roles)
+            return WorkflowFields(roles, definition.max_tokens, definition.max_cost)
+
+        def start(workflow: str, prompt: str, workspace: str | None, agents: dict[str, str], max_tokens: int | None, max_cost: float | None):
+            try:
+                return start_thread(app.repo, workflow, prompt, workspace, agents, max_tokens=max_tokens, max_cost=max_cost)
             except UwfError as exc:
                 return exc.message  # shown in the dialog, which keeps what was typed
 
@@ -139,13 +157,15 @@ class Commands:
         def keep(draft) -> None:
             self.new_thread_draft = draft
 
-        app.push_screen(NewThreadScreen(names, selected, start, self.new_thread_draft, keep), started)
+        return app.push_screen(NewThreadScreen(names, selected, start, fields_of, self.new_thread_draft, keep), started)
 
     def goto_hash(self) -> None:
         app = self.app
 
         def chosen(value: str | None) -> None:
-            if value:
+            if value == TWICE:  # g g: the first row of the pane the focus went back to
+                app.call_after_refresh(lambda: moves.first_row(app.focused))
+            elif value:
                 app.action_view("cas")
                 app.cas_view.open_hash(value)
 
@@ -156,7 +176,7 @@ class Commands:
                 return exc.message
             return None
 
-        app.push_screen(TextInputScreen("Go to hash (or a prefix)", "e.g. 3WF8Z", validate=findable), chosen)
+        app.push_screen(TextInputScreen("Go to hash (or a prefix)", "e.g. 3WF8Z; g again: the first row", validate=findable, twice="g"), chosen)
 
     def test_agent(self) -> None:
         """The palette's `uwf agent test`: one scratch step through an agent, nothing left behind."""

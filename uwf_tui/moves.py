@@ -1,4 +1,4 @@
-"""Moving in the focused pane, the same in every view: j/k, ctrl+d/ctrl+u, G, and z's zoom. A
+"""Moving in the focused pane, the same in every view: j/k, ctrl+d/ctrl+u, g g and G, and z's zoom. A
 row table or tree moves its cursor (a timeline waiting for its rows first, like every key of a
 burst); a text pane scrolls."""
 
@@ -27,6 +27,14 @@ def half_page(widget, direction: int) -> None:
         widget.move_cursor_to_line(max(0, min(widget.last_line, widget.cursor_line + lines)))
     else:
         scroll_by(widget, lines)
+
+
+def first_row(widget) -> None:
+    """g g: the first row (vim's), like home."""
+    if isinstance(widget, (DataTable, Tree)):
+        widget.action_scroll_home()
+    elif widget is not None:
+        widget.scroll_home(animate=False)
 
 
 def last_row(widget) -> None:

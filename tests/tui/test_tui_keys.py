@@ -103,3 +103,27 @@ def test_y_copies_the_selected_hash_and_z_zooms_the_focused_pane(fixed):
     copied, zoomed, after = run_app(root, script, size=(80, 24))
     assert copied == ids["solve_steps"][1]  # OSC 52 carries it to the terminal's clipboard
     assert zoomed and after is None
+
+
+def test_g_g_goes_to_the_first_row_and_g_alone_asks_for_a_hash(fixed):
+    """vim's `g g`, where `g` opens go-to-hash: the same key again, before any text, is the first
+    row of the pane that had the focus; a hash typed instead still opens the CAS view on it."""
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        timeline = app.query_one("#timeline")
+        timeline.focus()
+        await pilot.press("G")
+        await settle(app, pilot, 0.2)
+        last = timeline.cursor_row
+        await pilot.press("g", "g")
+        await settle(app, pilot, 0.3)
+        first = timeline.cursor_row, type(app.screen).__name__
+        await pilot.press("g", *ids["solve_steps"][0][:6], "enter")
+        await settle(app, pilot, 0.3)
+        return last, first, app.current_view
+
+    last, first, view = run_app(root, script)
+    assert last > 0 and first == (0, "Screen"), (last, first)
+    assert view == "cas"

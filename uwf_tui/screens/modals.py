@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Callable
 
 from textual.app import ComposeResult
@@ -52,9 +53,51 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(value)
 
 
+@dataclass(frozen=True)
+class WorkflowFields:
+    """What the new-thread dialog offers for one workflow: each role with the agent it gets when
+    its field is left empty, and the workflow's own budget (the default of the budget fields)."""
+
+    roles: tuple[tuple[str, str], ...] = ()  # (role, its default agent)
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+
+@dataclass(frozen=True)
+class NewThreadDraft:
+    """The new-thread dialog's fields as typed: kept when it is closed without starting."""
+
+    workflow: str
+    prompt: str = ""
+    workspace: str = ""
+    agents: dict[str, str] = field(default_factory=dict)  # role -> agent as typed
+    max_tokens: str = ""
+    max_cost: str = ""
+
+
+def parse_budget(max_tokens: str, max_cost: str) -> tuple[int | None, float | None]:
+    """The budget fields as numbers (empty: none); a ValueError says in one line which is wrong."""
+    tokens = cost = None
+    text = max_tokens.strip()
+    if text:
+        if not (text.isascii() and text.isdigit() and int(text) > 0):
+            raise ValueError(f"max tokens must be a positive whole number, not {text!r}")
+        tokens = int(text)
+    text = max_cost.strip()
+    if text:
+        try:
+            cost = float(text.removeprefix("$"))
+        except ValueError:
+            cost = None
+        if cost is None or not 0 < cost < float("inf"):  # refuses nan and inf too
+            raise ValueError(f"max cost must be a positive number of dollars, not {text!r}")
+    return tokens, cost
+
+
 class NewThreadScreen(ModalScreen[object]):
-    """Pick a workflow, type the prompt (and optionally a workspace). `start(workflow, prompt,
-    workspace)` returns the new thread, or an error message: then the dialog stays open with
+    """Pick a workflow, type the prompt and optionally a workspace, an agent per role and a budget
+    — what `uwf thread start` takes. `start(workflow, prompt, workspace, agents, max_tokens,
+    max_cost)` returns the new thread, or an error message: then the dialog stays open with
     everything typed kept and the message under the fields. Closed without starting, what was
     typed goes to `keep` and comes back as `draft` the next time."""
 
@@ -65,40 +108,83 @@ class NewThreadScreen(ModalScreen[object]):
         Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
         Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
     ]
+    # The prompt, not the workflow Select, has the focus from the start: keys typed in the burst
+    # with `n` are text for it.
+    AUTO_FOCUS = "#prompt"
 
     def __init__(
         self,
         workflows: list[str],
         selected: str | None,
-        start: Callable[[str, str, "str | None"], object],
-        draft: "tuple[str, str, str] | None" = None,
-        keep: "Callable[[tuple[str, str, str] | None], None] | None" = None,
+        start: Callable[[str, str, str | None, dict[str, str], int | None, float | None], object],
+        fields_of: Callable[[str], WorkflowFields],
+        draft: NewThreadDraft | None = None,
+        keep: Callable[[NewThreadDraft | None], None] | None = None,
     ) -> None:
         super().__init__()
         self.workflows = workflows
-        self.draft = draft if draft is not None and draft[0] in workflows else None
-        self.selected = self.draft[0] if self.draft else selected
+        self.draft = draft if draft is not None and draft.workflow in workflows else None
+        self.selected = self.draft.workflow if self.draft else (selected if selected in workflows else workflows[0])
         self.start = start
+        self.fields_of = fields_of
         self.keep = keep or (lambda draft: None)
+        # Agents typed per role name, so switching workflows back and forth loses none of them.
+        self.typed_agents: dict[str, str] = dict(self.draft.agents) if self.draft else {}
+        self.shown_workflow = self.selected
 
     def compose(self) -> ComposeResult:
+        draft = self.draft or NewThreadDraft(self.selected)
+        fields = self.fields_of(self.selected)
         yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
-        with Vertical(classes="dialog wide"):
+        with Vertical(classes="dialog wide", id="new-thread"):
             yield Label("New thread", classes="title")
-            yield Select([(name, name) for name in self.workflows], value=self.selected or self.workflows[0], allow_blank=False, id="workflow")
-            yield Label("Prompt (ctrl+s to start):")
-            prompt, workspace = (self.draft[1], self.draft[2]) if self.draft else ("", "")
-            yield BurstTextArea(prompt, id="prompt", tab_behavior="focus")  # Tab moves on, as in every other field
-            yield BurstInput(workspace, placeholder="workspace directory (optional)", id="workspace")
+            # The fields scroll (the title, the error and the buttons stay) when they do not fit.
+            with VerticalScroll(id="new-thread-fields", can_focus=False):
+                yield Select([(name, name) for name in self.workflows], value=self.selected, allow_blank=False, id="workflow")
+                yield Label("Prompt (ctrl+s to start):")
+                yield BurstTextArea(draft.prompt, id="prompt", tab_behavior="focus")  # Tab moves on, as in every other field
+                yield BurstInput(draft.workspace, placeholder="workspace directory (optional)", id="workspace")
+                yield Label("Agent per role (empty: the one shown):")
+                with Vertical(id="agents"):
+                    yield from self._agent_rows(fields)
+                with Horizontal(id="budget", classes="field-row"):
+                    yield Label("max tokens", classes="field-label")
+                    yield BurstInput(draft.max_tokens, placeholder=_default(fields.max_tokens), compact=True, id="max-tokens")
+                    yield Label("max cost ($)", classes="field-label", id="max-cost-label")
+                    yield BurstInput(draft.max_cost, placeholder=_default(fields.max_cost), compact=True, id="max-cost")
             yield Static("", id="error", classes="error")  # wraps: errors can be long
             with Horizontal(classes="buttons"):
                 yield Button("Start", variant="primary", id="start")
                 yield Button("Cancel", id="cancel")
 
+    def _agent_rows(self, fields: WorkflowFields) -> list[Horizontal]:
+        """One row per role: its name, and a field for its agent that shows the default."""
+        return [
+            Horizontal(
+                Label(role, classes="field-label"),
+                BurstInput(self.typed_agents.get(role, ""), placeholder=agent, compact=True, name=role, classes="agent"),
+                classes="field-row",
+            )
+            for role, agent in fields.roles
+        ]
+
     def on_mount(self) -> None:
         prompt = self.query_one("#prompt", TextArea)
         prompt.move_cursor(prompt.document.end)
-        prompt.focus()
+
+    async def on_select_changed(self, event: Select.Changed) -> None:
+        """Another workflow: its roles' fields replace the last one's, and its budget shows."""
+        workflow = str(event.value)
+        if workflow == self.shown_workflow:
+            return
+        self.shown_workflow = workflow
+        self.typed_agents.update(self._agents_typed())
+        fields = self.fields_of(workflow)
+        agents = self.query_one("#agents", Vertical)
+        await agents.remove_children()
+        await agents.mount_all(self._agent_rows(fields))
+        self.query_one("#max-tokens", Input).placeholder = _default(fields.max_tokens)
+        self.query_one("#max-cost", Input).placeholder = _default(fields.max_cost)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":
@@ -106,24 +192,49 @@ class NewThreadScreen(ModalScreen[object]):
         else:
             self.action_cancel()
 
+    def _agents_typed(self) -> dict[str, str]:
+        """role -> agent for each role field of the workflow shown, as typed."""
+        return {str(entry.name): entry.value for entry in self.query(".agent").results(Input)}
+
+    def _typed(self) -> NewThreadDraft:
+        return NewThreadDraft(
+            str(self.query_one("#workflow", Select).value),
+            self.query_one("#prompt", TextArea).text,
+            self.query_one("#workspace", Input).value,
+            self._agents_typed(),
+            self.query_one("#max-tokens", Input).value,
+            self.query_one("#max-cost", Input).value,
+        )
+
     def action_submit(self) -> None:
-        prompt = self.query_one("#prompt", TextArea).text.strip()
-        if not prompt:
-            self.query_one("#error", Static).update("The prompt is empty.")
+        typed = self._typed()
+        error = self.query_one("#error", Static)
+        if not typed.prompt.strip():
+            error.update("The prompt is empty.")
             return
-        workspace = self.query_one("#workspace", Input).value.strip() or None
-        outcome = self.start(str(self.query_one("#workflow", Select).value), prompt, workspace)
+        try:
+            max_tokens, max_cost = parse_budget(typed.max_tokens, typed.max_cost)
+        except ValueError as exc:
+            error.update(str(exc))
+            return
+        agents = {role: agent.strip() for role, agent in typed.agents.items() if agent.strip()}
+        outcome = self.start(typed.workflow, typed.prompt.strip(), typed.workspace.strip() or None, agents, max_tokens, max_cost)
         if isinstance(outcome, str):
-            self.query_one("#error", Static).update(outcome)
+            error.update(outcome)
             return
         self.keep(None)
         self.dismiss(outcome)
 
     def action_cancel(self) -> None:
-        prompt = self.query_one("#prompt", TextArea).text
-        typed = (str(self.query_one("#workflow", Select).value), prompt, self.query_one("#workspace", Input).value)
-        self.keep(typed if prompt.strip() else None)
+        typed = self._typed()
+        anything = typed.prompt, typed.workspace, *typed.agents.values(), typed.max_tokens, typed.max_cost
+        self.keep(typed if any(text.strip() for text in anything) else None)
         self.dismiss(None)
+
+
+def _default(budget: float | None) -> str:
+    """A budget field's placeholder: what applies when it is left empty (each on its own)."""
+    return "workflow's: none" if budget is None else f"workflow's: {budget:g}"
 
 
 class ChoiceScreen(ModalScreen["str | None"]):
@@ -149,18 +260,29 @@ class ChoiceScreen(ModalScreen["str | None"]):
         self.dismiss(None)
 
 
+TWICE = "\x00twice"  # what TextInputScreen returns when its opening key was pressed again
+
+
 class TextInputScreen(ModalScreen["str | None"]):
     """One line of input: a hash to go to, a filter. `validate` returns why a value cannot be
     used (shown under the field, the text kept) or None."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, placeholder: str = "", value: str = "", validate: Callable[[str], str | None] | None = None) -> None:
+    def __init__(
+        self, title: str, placeholder: str = "", value: str = "", validate: Callable[[str], str | None] | None = None, twice: str | None = None
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.placeholder = placeholder
         self.value = value
         self.validate = validate
+        self.twice = twice  # the key that opened it: typed first into the empty field, it closes it with TWICE
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """`g g`: the opening key again, before anything else, is vim's (the first row), not text."""
+        if self.twice is not None and not self.value and event.value == self.twice:
+            self.dismiss(TWICE)
 
     def compose(self) -> ComposeResult:
         yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
