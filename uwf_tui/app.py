@@ -5,8 +5,8 @@ trees; step, run, fork and kill by keypress. This module is the wiring: the
 app, its keys, view switching, polling and the message handlers. The views
 are in widgets/, the dialogs in screens/, and the long calls into the core in
 workers.py, which post messages (messages.py) that the handlers here turn into
-UI. Changes made by `uwf` in another terminal show up within a second (the
-root's change token is polled).
+UI. Changes made by `uwf` in another terminal show up within a fraction of a
+second (the root's change token is polled; a PostgreSQL root notifies).
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ from pathlib import Path
 from typing import Iterable
 
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import (
     DataTable,
-    Footer,
     Header,
     TabbedContent,
     TabPane,
@@ -33,10 +31,10 @@ from textual.widgets import (
 
 from uwf_core.api import Cancel, Repo, UwfError, display_location, not_a_directory, thread_info
 
-from . import moves, workers
+from . import keys, moves, workers
 from .commands import Commands
 from .formatting import brief, elapsed, root_title, spinner
-from .keys import key_applies, why_not
+from .keys import HELP, TEXTUAL_COMMANDS, key_applies, why_not
 from .messages import (
     AgentChecked,
     AgentOutput,
@@ -50,91 +48,26 @@ from .runner import AgentRunner
 from .screens.modals import ConfirmScreen, HelpScreen
 from .widgets.cas_view import CasView
 from .widgets.damage import DamageBanner
+from .widgets.footer import SteadyFooter
 from .widgets.panes import focus_now, move_focus, switch_tab
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
 NARROW_COLUMNS = 110
 SHORT_ROWS = 34
-HELP = [
-    ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS")]),
-    ("Threads", [("s", "step"), ("r", "run to the end"), ("p", "preview the next step"), ("d", "queue for workers"), ("x", "cancel its agent"),
-                 ("K", "kill (asks)"), ("n", "new thread"), ("f", "fork the step"), ("e", "edit its output and fork"),
-                 ("m", "mark the step"), ("D", "diff it with the mark")]),
-    ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
-    ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
-    ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
-    ("Moving", [("j/k", "down/up or scroll"), ("home/end G", "first/last"), ("ctrl+d/u", "half a pane"), ("z", "zoom"), ("h/l tab", "pane left/right"),
-                ("[ ]", "tabs (Output…, Graph…)"), ("/", "filter this view's list")]),
-    ("Anywhere", [("?", "this help"), ("y", "copy the hash"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
-]
-# Textual's own palette commands worth keeping, retitled; the rest (Keys, Maximize, its
-# quit-at-once) are noise here or bypass our own quit, which asks while agents run.
-# Each gets a help line of its own, so the palette reads one command per entry (Textual's own help
-# line said the title again).
-TEXTUAL_COMMANDS = {
-    "Theme": ("Change the colour theme", "pick from the themes Textual has; this session only"),
-    "Screenshot": ("Save a screenshot", "an SVG of the screen as it is, in the current directory"),
-}
-
-
 class UwfApp(App):
     TITLE = "uwf"
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses defined elsewhere find it
-    # The footer shows what applies to the current view and selection (check_action hides the rest);
-    # every key is in `?` help, grouped by view, and in the command palette with its title.
-    BINDINGS = [
-        Binding("1", "view('workflows')", "Workflows", show=False, id="view-workflows", tooltip="show the Workflows view"),
-        Binding("2", "view('threads')", "Threads", show=False, id="view-threads", tooltip="show the Threads view"),
-        Binding("3", "view('cas')", "CAS", show=False, id="view-cas", tooltip="show the CAS view"),
-        Binding("left_square_bracket", "switch_tab(-1)", "Tab", show=False, id="previous-tab",
-                tooltip="show the previous tab of the view's detail pane"),
-        Binding("right_square_bracket", "switch_tab(1)", "Tab", key_display="[ ]", id="next-tab",
-                tooltip="show the next tab of the view's detail pane (Output, Body, … or Graph, Roles, YAML)"),
-        Binding("s", "step", "Step", id="step", tooltip="run one step of the selected thread"),
-        Binding("r", "run", "Run", id="run", tooltip="step the selected thread until it is done"),
-        Binding("p", "preview", "Preview", id="preview",
-                tooltip="preview the selected thread's next step (its role and why, the agent, the prompt), running nothing"),
-        Binding("d", "queue", "Queue", id="queue", tooltip="queue the selected thread for `uwf worker` processes (they step it to its end)"),
-        Binding("x", "cancel", "Cancel", id="cancel", tooltip="stop the agent running for the selected thread"),
-        Binding("f", "fork", "Fork", id="fork", tooltip="fork a new thread from the selected step"),
-        Binding("e", "edit", "Edit", id="edit", tooltip="edit the selected step's output and fork from it"),
-        Binding("m", "mark", "Mark", id="mark", tooltip="mark the selected step (or thread) to diff another with it (D)"),
-        Binding("D", "diff", "Diff", id="diff", tooltip="diff the marked step with the selected one, side by side from their common ancestor"),
-        Binding("K", "kill", "Kill", id="kill", tooltip="kill the selected thread (asks first)"),
-        Binding("n", "new_thread", "New", id="new-thread", tooltip="start a thread: pick a workflow, type a prompt"),
-        # Twins, kept out of the footer: where the key above is hidden (check_action False) the
-        # twin takes the key, so `n` still works in the threads view and `s` on a finished thread
-        # says why it does nothing.
-        Binding("n", "new_thread('unlisted')", "New", show=False, id="new-thread-unlisted"),
-        Binding("s", "why_not('step')", "Step", show=False, id="step-unavailable"),
-        Binding("r", "why_not('run')", "Run", show=False, id="run-unavailable"),
-        Binding("p", "why_not('preview')", "Preview", show=False, id="preview-unavailable"),
-        Binding("D", "why_not('diff')", "Diff", show=False, id="diff-unavailable"),
-        # With a mark set the footer offers D rather than m (there is room for one of them at 80
-        # columns); m still marks another step, or unmarks the marked one.
-        Binding("m", "mark('again')", "Mark", show=False, id="mark-again"),
-        Binding("slash", "filter", "Filter", show=False, id="filter", tooltip="filter the list of the current view"),
-        Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
-        Binding("y", "copy_hash", "Copy", show=False, id="copy-hash", tooltip="copy the selected hash or thread id to the clipboard (OSC 52: over ssh; in tmux with set-clipboard on)"),
-        Binding("z", "zoom", "Zoom", show=False, id="zoom", tooltip="zoom the focused pane to the whole screen, or back"),
-        Binding("j", "cursor_down", "Down", show=False, id="down"),
-        Binding("ctrl+d", "half_page(1)", "Half page down", show=False, id="half-down"),
-        Binding("ctrl+u", "half_page(-1)", "Half page up", show=False, id="half-up"),
-        Binding("G", "last_row", "Last row", show=False, id="last-row"),
-        Binding("k", "cursor_up", "Up", show=False, id="up"),
-        Binding("h", "pane(-1)", "Pane left", show=False, id="pane-left"),
-        Binding("l", "pane(1)", "Pane right", show=False, id="pane-right"),
-        Binding("escape", "back", "Back", show=False, id="back"),
-        Binding("question_mark", "help", "Help", id="help", tooltip="show every key, grouped by view"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="quit uwf-tui (asks first while agents run)"),
-    ]
+    BINDINGS = keys.BINDINGS  # every key, where each applies and its help: keys.py
     running_count: reactive[int] = reactive(0, bindings=True)
 
-    def __init__(self, repo: Repo, *, poll_seconds: float = 1.0) -> None:
+    def __init__(self, repo: Repo, *, poll_seconds: float | None = None) -> None:
         super().__init__()
         self.repo = repo  # the one opened root of this session, shared by every view and worker
-        self.poll_seconds = poll_seconds
+        # A directory root is polled often (a few stat calls): another process's step shows within
+        # ~0.2 s. A database notifies; its poll is only the fallback.
+        notifies = getattr(repo.backend, "notifies", False)
+        self.poll_seconds = poll_seconds if poll_seconds is not None else (1.0 if notifies else 0.2)
         self.runner = AgentRunner(self)  # the agents this session runs
         self.commands = Commands(self)
         self._ticks = 0
@@ -152,7 +85,7 @@ class UwfApp(App):
                 yield ThreadsView(self.repo, id="threads-view")
             with TabPane("3 CAS", id="pane-cas"):
                 yield CasView(self.repo, id="cas-view")
-        yield Footer(compact=True)  # every key that applies fits at 80 columns
+        yield SteadyFooter(compact=True)  # every key that applies fits at 80 columns
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None, markup: bool = False) -> None:
         """Every message goes whole to the log of the Threads view; its toast is one brief line,
@@ -195,8 +128,7 @@ class UwfApp(App):
 
     def _fit(self, size) -> None:
         """Below 110 columns the panes stack; below 34 rows the timeline and log shrink."""
-        self.set_class(size.width < NARROW_COLUMNS, "-narrow")
-        self.set_class(size.height < SHORT_ROWS, "-short")
+        self.update_classes({"-narrow": size.width < NARROW_COLUMNS, "-short": size.height < SHORT_ROWS})  # one restyle
 
     def on_mount(self) -> None:
         self._fit(self.size)
@@ -503,13 +435,35 @@ class UwfApp(App):
         self._signature = None
         self.poll_state()
 
-    def action_new_thread(self, _twin: str = "") -> None:
+    def action_new_thread(self, _twin: str = ""):
+        """n: the dialog on the selected thread's workflow in the Threads view (the one a person
+        most likely starts again), else on the Workflows view's. Its mount is returned: Textual
+        awaits it, so the keys typed right after `n` land in its prompt."""
         workflows = self.query_one(WorkflowsView)
-        self.commands.new_thread(workflows.names(), workflows.selected)
+        selected = workflows.selected
+        if self.current_view == "threads":
+            selected = self.threads_view.workflow_name(self.threads_view.current_thread()) or selected
+        return self.commands.new_thread(workflows.names(), selected)
 
     def action_filter(self) -> None:
         """`/` filters the list of the view you are in (threads, workflows, the CAS roots)."""
         self.view_widget.toggle_filter()
+
+    def action_cost(self) -> None:
+        self._after_keys("cost", lambda: self.call_later(self._cost))
+
+    async def _cost(self) -> None:
+        """$: the selected thread's ledger and its fork subtree's (awaited, as D and p are: the
+        keys typed after it scroll the view)."""
+        from .screens.cost import CostScreen
+
+        thread = self.threads_view.current_thread()
+        if thread:
+            await self.push_screen(CostScreen(self.repo, thread, self.threads_view.node_label(thread)))
+
+    def action_sort(self) -> None:
+        """`o`: the thread list sorted by its next column (a click on a header sorts by that one)."""
+        self.notify(f"threads sorted by {self.threads_view.thread_list.sort()}")
 
     def action_goto_hash(self) -> None:
         self.commands.goto_hash()

@@ -1,9 +1,10 @@
-"""Which of the app's keys apply where: a key that cannot act on what is selected is hidden from
-the footer (and ignored), so the footer shows the few keys that matter; s and r on a thread that
-cannot step say why instead of nothing."""
+"""The app's keys: each binding (its help line in `?` and the palette), and which apply where: a
+key that cannot act on what is selected is hidden from the footer (and ignored), so the footer
+shows the few keys that matter; s and r on a thread that cannot step say why instead of nothing."""
 
 from __future__ import annotations
 
+from textual.binding import Binding
 from textual.screen import ModalScreen
 
 from .screens.report import ReportScreen
@@ -23,6 +24,10 @@ def key_applies(app, action: str, parameters: tuple[object, ...]) -> bool:
     if action == "new_thread" and not parameters:
         # In the footer where starting a thread is the next thing to do; `n` works everywhere.
         return app.current_view != "threads" or not app.threads_view.infos
+    if action == "sort":
+        return app.current_view == "threads"
+    if action == "cost":
+        return app.current_view == "threads" and app.threads_view.current_thread() is not None
     if action == "why_not":
         return app.current_view == "threads" and app.threads_view.current_thread() is not None
     if action in THREAD_ACTIONS:
@@ -77,3 +82,78 @@ def why_not(app, action: str) -> str | None:
         ended = {"done": "is done", "killed": "was killed", "max-steps": "stopped at its maxSteps"}.get(info.reason or "done", f"ended ({info.reason})")
         return f"{thread[:10]} {ended}: nothing to {action}; f forks from a step"
     return None
+
+
+HELP = [
+    ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS")]),
+    ("Threads", [("s", "step"), ("r", "run to the end"), ("p", "preview the next step"), ("d", "queue for workers"), ("x", "cancel its agent"),
+                 ("K", "kill (asks)"), ("n", "new thread"), ("f", "fork the step"), ("e", "edit its output and fork"),
+                 ("m", "mark the step"), ("D", "diff it with the mark"), ("$", "its cost, and its forks'")]),
+    ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
+    ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
+    ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
+    ("Moving", [("j/k", "down/up or scroll"), ("home/end g g/G", "first/last"), ("ctrl+d/u", "half a pane"), ("z", "zoom"), ("h/l tab", "pane left/right"),
+                ("[ ]", "tabs (Output…, Graph…)"), ("/", "filter this view's list"),
+                ("o", "sort the threads by the next column")]),
+    ("Anywhere", [("?", "this help"), ("y", "copy the hash"), ("ctrl+p", "commands (test an agent…)"), ("q", "quit")]),
+]
+# Textual's own palette commands worth keeping, retitled; the rest (Keys, Maximize, its
+# quit-at-once) are noise here or bypass our own quit, which asks while agents run.
+# Each gets a help line of its own, so the palette reads one command per entry (Textual's own help
+# line said the title again).
+TEXTUAL_COMMANDS = {
+    "Theme": ("Change the colour theme", "pick from the themes Textual has; this session only"),
+    "Screenshot": ("Save a screenshot", "an SVG of the screen as it is, in the current directory"),
+}
+
+# The footer shows what applies to the current view and selection (check_action hides the rest);
+# every key is in `?` help, grouped by view, and in the command palette with its title.
+BINDINGS = [
+    Binding("1", "view('workflows')", "Workflows", show=False, id="view-workflows", tooltip="show the Workflows view"),
+    Binding("2", "view('threads')", "Threads", show=False, id="view-threads", tooltip="show the Threads view"),
+    Binding("3", "view('cas')", "CAS", show=False, id="view-cas", tooltip="show the CAS view"),
+    Binding("left_square_bracket", "switch_tab(-1)", "Tab", show=False, id="previous-tab",
+            tooltip="show the previous tab of the view's detail pane"),
+    Binding("right_square_bracket", "switch_tab(1)", "Tab", key_display="[ ]", id="next-tab",
+            tooltip="show the next tab of the view's detail pane (Output, Body, … or Graph, Roles, YAML)"),
+    Binding("s", "step", "Step", id="step", tooltip="run one step of the selected thread"),
+    Binding("r", "run", "Run", id="run", tooltip="step the selected thread until it is done"),
+    Binding("p", "preview", "Preview", id="preview",
+            tooltip="preview the selected thread's next step (its role and why, the agent, the prompt), running nothing"),
+    Binding("d", "queue", "Queue", id="queue", tooltip="queue the selected thread for `uwf worker` processes (they step it to its end)"),
+    Binding("x", "cancel", "Cancel", id="cancel", tooltip="stop the agent running for the selected thread"),
+    Binding("f", "fork", "Fork", id="fork", tooltip="fork a new thread from the selected step"),
+    Binding("e", "edit", "Edit", id="edit", tooltip="edit the selected step's output and fork from it"),
+    Binding("m", "mark", "Mark", id="mark", tooltip="mark the selected step (or thread) to diff another with it (D)"),
+    Binding("D", "diff", "Diff", id="diff", tooltip="diff the marked step with the selected one, side by side from their common ancestor"),
+    Binding("K", "kill", "Kill", id="kill", tooltip="kill the selected thread (asks first)"),
+    Binding("dollar_sign", "cost", "Cost", show=False, id="cost", key_display="$",
+            tooltip="the selected thread's ledger (tokens, cost and time of each step, totals, budget) and its fork subtree's"),
+    Binding("n", "new_thread", "New", id="new-thread", tooltip="start a thread: pick a workflow, type a prompt"),
+    # Twins, kept out of the footer: where the key above is hidden (check_action False) the
+    # twin takes the key, so `n` still works in the threads view and `s` on a finished thread
+    # says why it does nothing.
+    Binding("n", "new_thread('unlisted')", "New", show=False, id="new-thread-unlisted"),
+    Binding("s", "why_not('step')", "Step", show=False, id="step-unavailable"),
+    Binding("r", "why_not('run')", "Run", show=False, id="run-unavailable"),
+    Binding("p", "why_not('preview')", "Preview", show=False, id="preview-unavailable"),
+    Binding("D", "why_not('diff')", "Diff", show=False, id="diff-unavailable"),
+    # With a mark set the footer offers D rather than m (there is room for one of them at 80
+    # columns); m still marks another step, or unmarks the marked one.
+    Binding("m", "mark('again')", "Mark", show=False, id="mark-again"),
+    Binding("slash", "filter", "Filter", show=False, id="filter", tooltip="filter the list of the current view"),
+    Binding("o", "sort", "Sort", show=False, id="sort", tooltip="sort the thread list by its next column (status, workflow, steps, updated, prompt), then back"),
+    Binding("g", "goto_hash", "Go to hash", show=False, id="goto-hash", tooltip="open any node by its hash or a prefix"),
+    Binding("y", "copy_hash", "Copy", show=False, id="copy-hash", tooltip="copy the selected hash or thread id to the clipboard (OSC 52: over ssh; in tmux with set-clipboard on)"),
+    Binding("z", "zoom", "Zoom", show=False, id="zoom", tooltip="zoom the focused pane to the whole screen, or back"),
+    Binding("j", "cursor_down", "Down", show=False, id="down"),
+    Binding("ctrl+d", "half_page(1)", "Half page down", show=False, id="half-down"),
+    Binding("ctrl+u", "half_page(-1)", "Half page up", show=False, id="half-up"),
+    Binding("G", "last_row", "Last row", show=False, id="last-row"),
+    Binding("k", "cursor_up", "Up", show=False, id="up"),
+    Binding("h", "pane(-1)", "Pane left", show=False, id="pane-left"),
+    Binding("l", "pane(1)", "Pane right", show=False, id="pane-right"),
+    Binding("escape", "back", "Back", show=False, id="back"),
+    Binding("question_mark", "help", "Help", id="help", tooltip="show every key, grouped by view"),
+    Binding("q", "quit", "Quit", id="quit", tooltip="quit uwf-tui (asks first while agents run)"),
+]

@@ -212,7 +212,8 @@ def startup(report: Report, uwf: Uwf, runs: int) -> None:
     print("start-up", flush=True)
     root, thread = uwf.root("startup", 3)
     env = dict(os.environ, UWF_STORAGE_ROOT=root)
-    commands = {"python": [sys.executable, "-c", "pass"], "version": uwf.cli("--version"), "show": uwf.cli("thread", "show", thread)}
+    commands = {"python": [sys.executable, "-c", "pass"], "textual": [sys.executable, "-c", "import textual.app"],
+                "version": uwf.cli("--version"), "show": uwf.cli("thread", "show", thread)}
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, argv in commands.items():
@@ -221,7 +222,7 @@ def startup(report: Report, uwf: Uwf, runs: int) -> None:
     report.add(Row("`uwf --version`", median(times["version"]), base, "`python -c pass`", "≤ 1.3x"))
     report.add(Row("`uwf thread show`", median(times["show"]), base, "`python -c pass`", "≤ 2x"))
     paint = [_first_paint(root) for _ in range(max(3, runs // 10))]
-    report.add(Row("`uwf-tui` first paint", median(paint), base, "`python -c pass`"))
+    report.add(Row("`uwf-tui` first paint", median(paint), median(times["textual"]), "`python -c \"import textual.app\"`"))
 
 
 def _first_paint(root: str) -> float:
@@ -423,6 +424,17 @@ def tui(report: Report, uwf: Uwf, length: int) -> None:
     elapsed, blocked, rss = (float(x) for x in out.split()[-3:])
     report.add(Row(f"TUI opens a {length:,}-step thread (newest step on screen)", elapsed, goal="< 1 s", note=f"UI blocked ≤ {blocked * 1000:.0f} ms at a time"))
     report.add(Row("TUI peak memory with that thread open", rss, unit="MB", note="uwf only"))
+    probe = (
+        "import asyncio, json, sys; sys.path.insert(0, sys.argv[3]); from tui import live; "
+        "print(json.dumps(asyncio.run(live(sys.argv[1], sys.argv[2]))))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, root, thread, str(BENCH)], capture_output=True, text=True, check=True).stdout
+    waits = json.loads(out.splitlines()[-1])
+    report.add(Row(f"TUI: switch to the {length:,}-step thread in the list (its newest row on screen)", waits["switch"], goal="≤ 300 ms"))
+    report.add(Row("TUI: a step committed by `uwf thread step` → its row on screen", waits["cli"], goal="≤ 300 ms", note="polled (0.2 s)"))
+    report.add(Row("TUI: its own step (`s`) committed → its row on screen", waits["own"], goal="≤ 300 ms"))
+    report.add(Row("TUI: resize across the layout's width (100x30 ↔ 160x48) → drawn again", waits["resize"], waits["resize within"],
+                   "a resize within one layout (120x40 ↔ 160x48)", goal="≤ 300 ms"))
 
 
 def sandbox(report: Report, uwf: Uwf, runs: int) -> None:

@@ -94,6 +94,89 @@ async def open_thread(root: str, thread: str) -> tuple[float, float, float]:
         return elapsed, max(gaps) if gaps else elapsed, peak
 
 
+async def _until(condition, limit: float = 30.0) -> None:
+    started = time.perf_counter()
+    while not condition():
+        await asyncio.sleep(0.002)
+        if time.perf_counter() - started > limit:
+            raise TimeoutError("the TUI did not get there")
+
+
+async def live(root: str, thread: str, rounds: int = 3) -> dict[str, float]:
+    """Medians, on a long thread, of what a person waits for: switching to it in the list (its
+    newest row on screen), a step committed by another process (`uwf thread step`: polled), one
+    committed by the TUI's own `s` (from the commit to its row), and a resize across the width
+    where the layout changes (until the timeline is drawn again for it) and one within a layout
+    (Textual's own relayout and redraw of the screen, which any resize costs)."""
+
+    import uwf_tui.workers as workers
+    from textual import events
+
+    from uwf_core.api import Repo
+    from uwf_tui.app import UwfApp
+
+    app = UwfApp(Repo.open(root))
+    times: dict[str, list[float]] = {"switch": [], "cli": [], "own": [], "resize": [], "resize within": []}
+    commits: list[float] = []
+    step = workers.perform_step
+
+    def timed_step(repo, stepped, options):
+        landed = options.on_commit
+
+        def on_commit(node) -> None:
+            commits.append(time.perf_counter())
+            landed(node)
+
+        object.__setattr__(options, "on_commit", on_commit)  # a frozen record: the probe wraps its callback
+        return step(repo, stepped, options)
+
+    workers.perform_step = timed_step
+    env = dict(os.environ, UWF_STORAGE_ROOT=root)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.5)
+        await app.workers.wait_for_complete()
+        view, table, timeline = app.threads_view, app.query_one("#threads"), app.query_one("#timeline")
+        other = next(row.value for row in table.rows if row.value != thread)
+
+        def shows_head() -> bool:
+            head = Repo.open(root).threads.heads()[thread]
+            return view.timeline is not None and view.timeline.info.thread == thread and f"step:{head}" in timeline.rows and not timeline.filling
+
+        for _ in range(rounds):
+            table.move_cursor(row=table.get_row_index(other))
+            await pilot.pause(1.0)
+            started = time.perf_counter()
+            table.move_cursor(row=table.get_row_index(thread))
+            await _until(shows_head)
+            times["switch"].append(time.perf_counter() - started)
+            await pilot.pause(1.5)  # the ledger is read behind the rows
+        for _ in range(rounds):
+            subprocess.run([sys.executable, "-m", "uwf_core.cli.main", "thread", "step", thread], check=True, capture_output=True, env=env)
+            started = time.perf_counter()
+            await _until(shows_head)
+            times["cli"].append(time.perf_counter() - started)
+            await pilot.pause(1.5)
+        timeline.focus()
+        for _ in range(rounds):
+            commits.clear()
+            app.post_message(events.Key("s", "s"))
+            await _until(lambda: bool(commits))
+            await _until(shows_head)
+            times["own"].append(time.perf_counter() - commits[0])
+            await pilot.pause(1.5)
+        for name, sizes in (("resize", [(100, 30), (160, 48)]), ("resize within", [(120, 40), (160, 48)])):
+            for size in sizes * rounds:
+                started = time.perf_counter()
+                await pilot.resize_terminal(*size)
+                await pilot.pause(0)
+                await _until(lambda: timeline.with_cost == timeline.wants_cost() and shows_head())
+                await pilot.pause(0)  # and the frame after it
+                times[name].append(time.perf_counter() - started)
+                await pilot.pause(1.0)
+    workers.perform_step = step
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 async def expand_head(root: str, head: str) -> float:
     from uwf_core.api import Repo
     from uwf_tui.app import UwfApp

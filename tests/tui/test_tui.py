@@ -153,7 +153,7 @@ def test_a_fresh_fork_is_as_young_as_the_fork(fixed):
         await settle(app, pilot)
         table = app.query_one("#threads")
         fork = app.threads_view.selected_thread
-        return str(table.get_row(fork)[5]), str(table.get_row(ids["solve"])[5])
+        return str(table.get_row(fork)[3]), str(table.get_row(ids["solve"])[3])
 
     fork_age, parent_age = run_app(root, script)
     assert fork_age.endswith("s ago") and parent_age.endswith("d ago")
@@ -1078,9 +1078,9 @@ def test_views_stay_current_cas_tree_follows_new_threads_and_ages_advance(fixed,
                 break
         await settle(app, pilot)
         table = app.query_one("#threads")
-        first = str(table.get_row(info.thread)[5])  # "updated"
-        await until(pilot, lambda: str(table.get_row(info.thread)[5]) != first)
-        later = str(table.get_row(info.thread)[5])
+        first = str(table.get_row(info.thread)[3])  # "updated"
+        await until(pilot, lambda: str(table.get_row(info.thread)[3]) != first)
+        later = str(table.get_row(info.thread)[3])
         heads = [child.data for child in app.query_one("#cas-tree").root.children[0].children]
         return info.head, first, later, heads
 
@@ -1109,7 +1109,7 @@ def test_views_follow_a_head_moved_by_the_cli(fixed):
                 break
         await settle(app, pilot)
         steps = [key.value for key in table.rows if key.value.startswith("step:")]
-        count = str(app.query_one("#threads").get_row(thread)[4])
+        count = str(app.query_one("#threads").get_row(thread)[2])
         heads = [child.data for child in app.query_one("#cas-tree").root.children[0].children]
         return moved["head"], steps, count, heads
 

@@ -13,12 +13,13 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from uwf_core.api import Repo
 
 from .. import workers
 from ..messages import ReportReady
+from ..widgets.footer import SteadyFooter
 from ..widgets.panes import focus_now
 
 
@@ -39,7 +40,7 @@ class ReportScreen(Screen[None]):
         yield Static(self.heading, classes="report-title")
         with VerticalScroll(id="report-body"):
             yield Static(Text("reading…", style="dim"), id="report-loading")
-        yield Footer(compact=True)
+        yield SteadyFooter(compact=True)
 
     @property
     def body(self) -> VerticalScroll:

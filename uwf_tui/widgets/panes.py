@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.widget import Widget
@@ -25,11 +26,48 @@ class RowTable(BindingsInOrder, DataTable):
     shows as written: DataTable reads a str as markup, so every one goes through `literal`. A key
     that comes after its burst moved the focus on goes there (text_fields.KeysFollowFocus)."""
 
+    flex_column = None  # the column (its key) that takes the width the others leave
+    FLEX_MIN = 12
+
     def add_row(self, *cells, height=1, key=None, label=None):
-        return super().add_row(*map(literal, cells), height=height, key=key, label=label)
+        return super().add_row(*map(_cell, cells), height=height, key=key, label=label)
 
     def update_cell(self, row_key, column_key, value, *, update_width=False) -> None:
-        super().update_cell(row_key, column_key, literal(value), update_width=update_width)  # update_cell_at comes here too
+        super().update_cell(row_key, column_key, _cell(value), update_width=update_width)  # update_cell_at comes here too
+
+    def add_flex_column(self, label: str):
+        """The last column, as wide as the table leaves it (never less than FLEX_MIN): a wide
+        terminal shows more of a prompt or an output, and a cut one ends in an ellipsis."""
+        self.flex_column = self.add_column(label, width=self.FLEX_MIN, key=label)
+        self.fit_flex()
+        self.call_after_refresh(self.fit_flex)  # a table not laid out yet has no width to share
+        return self.flex_column
+
+    def on_resize(self) -> None:
+        """A new width for the flex column; and the cursor's row stays in sight when the pane
+        shrinks (at 80x24 the list gives its rows to the timeline while that has the focus)."""
+        self.fit_flex()
+        if self.row_count:
+            self.call_after_refresh(self._scroll_cursor_into_view)
+
+    def _update_dimensions(self, new_rows) -> None:
+        """DataTable measures new rows' cells here (when idle): a column sized to its content may
+        have grown, so the flex column takes what is left again."""
+        super()._update_dimensions(new_rows)
+        self.fit_flex()
+
+    def fit_flex(self) -> None:
+        """Give the flex column the width left, in place: no row is drawn again."""
+        column = self.columns.get(self.flex_column) if self.flex_column is not None else None
+        if column is None or not self.size.width:
+            return
+        others = sum(other.get_render_width(self) for key, other in self.columns.items() if key != self.flex_column)
+        width = max(self.FLEX_MIN, self.scrollable_content_region.width - others - 2 * self.cell_padding)
+        if width != column.width:
+            column.width = width
+            self._clear_caches()
+            self._require_update_dimensions = True
+            self.refresh(layout=True)
 
     def action_scroll_home(self) -> None:
         self.move_cursor(row=0)
@@ -43,6 +81,14 @@ class RowTable(BindingsInOrder, DataTable):
             super().action_select_cursor()
         else:
             view.enter_row(self)
+
+
+def _cell(value: object) -> object:
+    """A cell as written (`literal`), cut at its column's edge with an ellipsis."""
+    cell = literal(value)
+    if isinstance(cell, Text) and cell.overflow is None:
+        cell.no_wrap, cell.overflow = True, "ellipsis"
+    return cell
 
 
 def focus_now(widget: Widget) -> None:

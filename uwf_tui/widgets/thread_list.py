@@ -16,9 +16,14 @@ from uwf_core.api import Repo, ThreadInfo, UwfError, context_of, ulid_timestamp_
 
 from ..formatting import STATUS_ICONS, STATUS_STYLES, age, short
 from .panes import RowTable, focus_now
+from .timeline import row_at_cursor
 from .text_fields import BurstInput
 
 AGE_SECONDS = 5.0
+COLUMNS = (("status", 11), ("workflow", 14), ("steps", 5), ("updated", 7))  # then the id (when wide) and the prompt
+WITH_IDS = 96  # the list's width from which it has a thread id column
+SORTS = ("status", "workflow", "steps", "updated", "prompt")  # what `o` sorts by, in turn
+SORT_STATUS = ("running", "queued", "waiting", "failed", "damaged", "budget", "max-steps", "cancelled", "killed", "done")  # what needs a person first
 
 
 class ThreadList(Vertical):
@@ -30,6 +35,9 @@ class ThreadList(Vertical):
         self.prompts: dict[str, str] = {}  # head -> its thread's prompt, on one line
         self.updated: dict[str, int | None] = {}  # thread -> when its head was written (ms)
         self.filter_text = ""
+        self.with_ids: bool | None = None  # whether the id column is there (None: no columns yet)
+        self.sort_by: str | None = None  # a column of SORTS, or None: the order the core lists
+        self.shown: tuple | None = None  # fill's arguments, to draw the rows again for a new width
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
         self.table = RowTable(id="threads", cursor_type="row", zebra_stripes=True)
         self.filter_box = BurstInput(placeholder="filter threads (workflow, id, status, prompt)", id="thread-filter", classes="hidden")
@@ -39,18 +47,49 @@ class ThreadList(Vertical):
         yield self.table
 
     def on_mount(self) -> None:
-        # The prompt comes last and is cut at the pane's edge: as many of its words as the width allows.
-        columns = {label: self.table.add_column(label, width=width) for label, width in
-                   ((" ", 1), ("thread", 10), ("workflow", 14), ("status", 9), ("steps", 5), ("updated", 8), ("prompt", 60))}
-        self.steps_column, self.updated_column, self.prompt_column = columns["steps"], columns["updated"], columns["prompt"]
         self.set_interval(AGE_SECONDS, self.refresh_ages)  # "updated 2s ago" must not stay 2s
+
+    def wants_ids(self) -> bool:
+        """The thread id column, where the prompt keeps room beside it (the id is in the title too)."""
+        return self.table.scrollable_content_region.width >= WITH_IDS
+
+    def _columns(self) -> None:
+        """Status, workflow, steps, age, then the prompt (as wide as the rest leaves: what tells
+        threads apart), and the id at the end where the pane is wide enough."""
+        with_ids = self.wants_ids()
+        if self.with_ids == with_ids and self.table.columns:
+            return
+        self.with_ids = with_ids
+        table = self.table
+        table.clear(columns=True)
+        columns = {label: table.add_column(label, width=width, key=label) for label, width in COLUMNS}
+        self.steps_column, self.updated_column = columns["steps"], columns["updated"]
+        if with_ids:
+            table.add_column("thread", width=10, key="thread")
+        self.prompt_column = table.add_flex_column("prompt")
+        self._label_sort()
+
+    def _label_sort(self) -> None:
+        """The sorted column's header ends in ▼ (a Text label: never read as markup)."""
+        for key, column in self.table.columns.items():
+            name = str(key.value)
+            column.label = Text(f"{name} ▼" if name == self.sort_by else name)
+        self.table.refresh()
+
+    def on_resize(self) -> None:
+        if self.shown is not None and self.with_ids != self.wants_ids():
+            infos, statuses, name_of, _ = self.shown
+            self.fill(infos, statuses, name_of, row_at_cursor(self.table))
 
     def fill(self, infos: list[ThreadInfo], statuses: dict[str, str], name_of, keep: str | None) -> None:
         """Rows for the threads the filter lets through; the cursor stays on `keep` when it can."""
+        self.shown = (infos, statuses, name_of, keep)
         table = self.table
         table.clear()
+        self._columns()
         self.updated = {}
-        for info in infos:
+        self._label_sort()
+        for info in self._ordered(infos, statuses, name_of):
             status = statuses.get(info.thread, "")
             name = name_of(info.workflow)
             prompt = self.prompts.get(info.head)
@@ -60,12 +99,11 @@ class ThreadList(Vertical):
             style = STATUS_STYLES.get(status, "")
             self.updated[info.thread] = updated
             table.add_row(
-                Text(STATUS_ICONS.get(status, "?"), style=style),
-                short(info.thread, 10),
+                Text(f"{STATUS_ICONS.get(status, '?')} {status}", style=style),
                 name,
-                Text(status, style=style),
                 str(self.counts[info.head]) if info.head in self.counts else "…",
                 age(updated),
+                *([short(info.thread, 10)] if self.with_ids else []),
                 Text(prompt if prompt is not None else "…", style="dim"),
                 key=info.thread,
             )
@@ -76,6 +114,34 @@ class ThreadList(Vertical):
             table.move_cursor(row=table.get_row_index(keep))
         elif table.row_count:
             table.move_cursor(row=0)
+
+    def _ordered(self, infos: list[ThreadInfo], statuses: dict[str, str], name_of) -> list[ThreadInfo]:
+        """The threads in the order `o` (or a click on a column's header) chose: newest first by
+        default; each sort's ties keep that order."""
+        key = {
+            "status": lambda info: SORT_STATUS.index(statuses.get(info.thread)) if statuses.get(info.thread) in SORT_STATUS else len(SORT_STATUS),
+            "workflow": lambda info: name_of(info.workflow).lower(),
+            "steps": lambda info: -self.counts.get(info.head, -1),
+            "updated": lambda info: -(self._changed_at(info) or 0),
+            "prompt": lambda info: (self.prompts.get(info.head) or "").lower(),
+        }.get(self.sort_by or "")
+        return sorted(infos, key=key) if key is not None else infos
+
+    def sort(self, column: str | None = None) -> str:
+        """Sort by `column`, or by the next one (`o`); returns what the list is sorted by now."""
+        if column is None:
+            order = [None, *SORTS]
+            column = order[(order.index(self.sort_by) + 1) % len(order)]
+        self.sort_by = column if column in SORTS else None
+        if self.shown is not None:
+            infos, statuses, name_of, _ = self.shown
+            self.fill(infos, statuses, name_of, row_at_cursor(self.table))
+        return self.sort_by or "the default order (newest first)"
+
+    def on_data_table_header_selected(self, event) -> None:
+        event.stop()
+        label = str(event.label).rstrip(" ▲▼")
+        self.app.notify(f"threads sorted by {self.sort(label)}")
 
     def first_thread(self) -> str | None:
         return str(self.table.coordinate_to_cell_key((0, 0)).row_key.value) if self.table.row_count else None
@@ -104,6 +170,9 @@ class ThreadList(Vertical):
         self.app.call_from_thread(self._show_chains, found)
 
     def _show_chains(self, found: list[tuple[str, str, int, str]]) -> None:
+        if self.sort_by in ("steps", "prompt") and self.shown is not None:
+            self.sort(self.sort_by)  # the order depends on what was just read
+            return
         for thread, _head, count, prompt in found:
             if thread in self.table.rows:
                 self.table.update_cell(thread, self.steps_column, str(count))

@@ -20,6 +20,7 @@ from uwf_core.api import (
     Timeline,
     UwfError,
     damaged_entries,
+    find_branches,
     list_threads,
     step_body,
     step_cost,
@@ -57,8 +58,12 @@ class ThreadsView(Horizontal):
         self.selected_thread: str | None = None
         self.selected_step: str | None = None
         self.welcomed = False
+        self.refit_pending = False  # a redraw for a new width is scheduled
+        self.ledger_reading = False  # a worker reads a ledger now
+        self.ledger_next: Timeline | None = None  # the timeline whose ledger is to be read after it
         self.window = timeline_rows.WINDOW  # how many of the selected thread's newest steps are rows
         self.step_costs: dict = {}  # step hash -> StepCost, for the timeline's rows
+        self.shown_steps: dict = {}  # step hash -> (its number, StepContext), for the timeline's rows
         self.ledger = None  # the shown thread's ThreadCost (its total and budget), once read
         self.subtrees: dict = {}  # fork thread -> what its subtree spent (a Spend)
         self.mark: str | None = None  # the node (or thread) `m` marked: one side of a diff (D)
@@ -108,6 +113,11 @@ class ThreadsView(Horizontal):
             except UwfError:
                 self.names[workflow_hash] = short(workflow_hash)
         return self.names[workflow_hash]
+
+    def workflow_name(self, thread: str | None) -> str | None:
+        """The name of `thread`'s workflow (None for no thread, or one not listed)."""
+        info = self.infos.get(thread or "")
+        return self._workflow_name(info.workflow) if info is not None and info.workflow else None
 
     def reload(self) -> None:
         try:
@@ -263,27 +273,76 @@ class ThreadsView(Horizontal):
 
     @work(thread=True, exclusive=True, group="timeline", exit_on_error=False)
     def load_timeline(self, thread: str) -> None:
+        """The newest `window` steps only, so a 10,000-step thread opens as fast as a short one;
+        its forks are found after the rows are on screen (load_forks), the last ones found meanwhile."""
         try:
-            timeline = thread_timeline(self.repo, thread, others=list(self.infos.values()))
-            steps = timeline.context.steps
-            first = max(0, len(steps) - self.window)
-            costs = {step.hash: step_cost(self.repo, step, number) for number, step in enumerate(steps[first:], first + 1)}
+            timeline = thread_timeline(self.repo, thread, with_branches=False, window=self.window)
+            shown = self.timeline
+            if shown is not None and shown.info.thread == thread:
+                timeline.branches = shown.branches
+            costs = {step.hash: step_cost(self.repo, step, number) for number, step in timeline.numbered()}
         except UwfError as exc:
             self.app.call_from_thread(self.app.notify, exc.message, severity="error")
             self.app.call_from_thread(self.timeline_table.ready, False)  # nothing to wait for: drop the keys
             return
         self.app.call_from_thread(self.fill_timeline, timeline, costs)
 
-    @work(thread=True, exclusive=True, group="ledger", exit_on_error=False)
     def load_ledger(self, timeline: Timeline) -> None:
-        """The thread's total and budget, and each fork's subtree: whole chains, so after the rows."""
-        branches = [branch for found in timeline.branches.values() for branch in found]
+        """Read the ledger of `timeline` behind its rows, one read at a time: a thread worker runs
+        to its end (a 10,000-step ledger is a second of work), so while one reads, only the
+        newest timeline asked for waits for it; the heads in between are never read."""
+        if self.ledger_reading:
+            self.ledger_next = timeline
+        else:
+            self.ledger_reading = True
+            self._read_ledger(timeline)
+
+    def ledger_read(self) -> None:
+        self.ledger_reading = False
+        waiting, self.ledger_next = self.ledger_next, None
+        if waiting is not None and waiting is self.timeline:
+            self.load_ledger(waiting)
+
+    @work(thread=True, group="ledger", exit_on_error=False)
+    def _read_ledger(self, timeline: Timeline) -> None:
+        try:
+            self._read_ledger_of(timeline)
+        finally:
+            self.app.call_from_thread(self.ledger_read)
+
+    def _read_ledger_of(self, timeline: Timeline) -> None:
+        """The thread's total and budget and each fork's subtree: whole chains, so after the rows."""
+        forks = [branch for found in timeline.branches.values() for branch in found]
         try:
             ledger = thread_cost(self.repo, timeline.info.thread)
-            subtrees = {branch.thread: tree_cost(self.repo, branch.thread).total for branch in branches}
+            subtrees = {branch.thread: tree_cost(self.repo, branch.thread).total for branch in forks}
         except UwfError:
             return  # the timeline shows the thread; a ledger it cannot read is the damage banner's to say
         self.app.call_from_thread(self.show_ledger, timeline, ledger, subtrees)
+
+    @work(thread=True, exclusive=True, group="forks", exit_on_error=False)
+    def load_forks(self, timeline: Timeline) -> None:
+        """The threads forked from this one: the whole chain is read when some thread may be one."""
+        try:
+            branches = find_branches(self.repo, timeline, list(self.infos.values()))
+        except UwfError:
+            branches = timeline.branches
+        self.app.call_from_thread(self.show_branches, timeline, branches)
+
+    def show_branches(self, timeline: Timeline, branches: dict) -> None:
+        """The forks are known: draw the rows again if they differ from those drawn (the cursor
+        where it was), let the keys that waited for them act, then read the ledger."""
+        if self.timeline is not timeline:
+            return  # a newer timeline is shown: it reads its own
+        table = self.timeline_table
+        table.forks_pending = False
+        if branches != timeline.branches:
+            timeline.branches = branches
+            table.drawn = None
+            self.fill_timeline(timeline, self.step_costs, follow_up=False)
+        else:
+            table.ready()
+        self.load_ledger(timeline)
 
     def show_ledger(self, timeline: Timeline, ledger, subtrees: dict) -> None:
         if self.timeline is not timeline:
@@ -320,11 +379,16 @@ class ThreadsView(Horizontal):
     # -- the timeline ------------------------------------------------------------------
 
     @work(exclusive=True, group="timeline-fill", exit_on_error=False)
-    async def fill_timeline(self, timeline: Timeline, costs: dict | None = None) -> None:
+    async def fill_timeline(self, timeline: Timeline, costs: dict | None = None, follow_up: bool = True) -> None:
+        """Draw `timeline` (extending the rows drawn when it can); with `follow_up`, then find its
+        forks (the keys wait for them: a fork row may be what the next key lands on) and its ledger."""
         info = timeline.info
+        if follow_up:
+            self.timeline_table.forks_pending = False  # this timeline's are read after its rows
         if info.thread != self.selected_thread:
             return
         self.timeline = timeline
+        self.shown_steps = {step.hash: (number, step) for number, step in timeline.numbered()}
         self.step_costs = costs or {}
         running = self.repo.locks.running(info.thread) if info.active else None
         self.running_worker = running.worker if running is not None else None
@@ -334,27 +398,38 @@ class ThreadsView(Horizontal):
         keep = None if moved else self.selected_step
         table = self.timeline_table
         table.mark = self.mark
-        table.filling = True
-        try:
-            newest = await table.fill(
-                timeline, self.window, running, info.thread in self.app.runner, lambda: info.thread == self.selected_thread, self.step_costs
-            )
-        finally:
-            table.filling = False
+        newest = table.extend(timeline, running, info.thread in self.app.runner, self.step_costs)
+        if newest is None:
+            table.filling = True
+            try:
+                newest = await table.fill(
+                    timeline, running, info.thread in self.app.runner, lambda: info.thread == self.selected_thread, self.step_costs
+                )
+            finally:
+                table.filling = False
         if newest is None:
             return
         target = keep if keep and keep in table.rows else newest
         table.move_cursor(row=table.get_row_index(target))
         self.show_subtrees(timeline)  # the last totals until the ledger is read again
         self.show_entry(target)
-        table.ready()  # the keys typed while the rows were on their way act on them now
-        self.load_ledger(timeline)
+        if follow_up:
+            table.forks_pending = True
+            self.load_forks(timeline)
+        table.ready()  # the keys typed while the rows were on their way act on them now (or once the forks are known)
 
     def on_resize(self) -> None:
-        """Across the width where the timeline gains (or loses) its cost column: draw it again."""
+        """Across the width where the timeline gains (or loses) its cost column: draw it again,
+        once for the resizes of one layout (a terminal's resize reaches a view several times)."""
+        if not self.refit_pending:
+            self.refit_pending = True
+            self.call_after_refresh(self._refit)
+
+    def _refit(self) -> None:
+        self.refit_pending = False
         table = self.timeline_table
         if self.timeline is not None and table.with_cost is not None and table.with_cost != table.wants_cost():
-            self.fill_timeline(self.timeline, self.step_costs)
+            self.fill_timeline(self.timeline, self.step_costs, follow_up=False)  # the same head: its forks and ledger are read
 
     def tick_running(self, tick: int) -> None:
         self.timeline_table.tick(tick)
@@ -371,7 +446,7 @@ class ThreadsView(Horizontal):
             except UwfError as exc:
                 self.app.notify(exc.message, severity="error")
                 return
-            step = next((s for s in timeline.steps if s.hash == rest), None) if timeline else None
+            step = self.shown_steps.get(rest, (0, None))[1] if timeline else None
             pane.show_step(details, step_body(self.repo.nodes, step) if step is not None else "", self.step_costs.get(rest), files)
         elif kind == "start" and timeline is not None:
             start = timeline.context.start
@@ -425,9 +500,9 @@ class ThreadsView(Horizontal):
         timeline = self.timeline
         if timeline is not None and timeline.info.thread == self.current_thread():
             name = self._workflow_name(timeline.info.workflow)
-            for number, step in enumerate(timeline.steps, 1):
-                if step.hash == node:
-                    return f"step {number} ({step.role}) of {name} {short(timeline.info.thread, 10)}"
+            if node in self.shown_steps:
+                number, step = self.shown_steps[node]
+                return f"step {number} ({step.role}) of {name} {short(timeline.info.thread, 10)}"
             if node == timeline.context.start_hash:
                 return f"the start of {name} {short(timeline.info.thread, 10)}"
         if node in self.infos:

@@ -17,7 +17,7 @@ import time
 from rich.text import Text
 from textual.widgets import DataTable
 
-from uwf_core.api import RunningStep, StepContext, Timeline, check_line, is_check_role, step_numbers
+from uwf_core.api import RunningStep, StepContext, Timeline, check_line, is_check_role
 
 from ..formatting import (
     attempt_mark,
@@ -35,22 +35,27 @@ from ..formatting import (
 )
 from .panes import RowTable
 
-BATCH = 100  # rows added between two yields to the event loop
-WINDOW = 500  # the newest steps shown at first; the `more:` row above them shows more on Enter
+BATCH = 250  # rows added between two yields to the event loop (a whole window at once: one frame, not three)
+WINDOW = 200  # the newest steps shown at first; the `more:` row above them shows more on Enter
 WIDE = 110  # terminal columns from which the timeline has a tokens-and-cost column (the app's NARROW_COLUMNS)
-COLUMNS = (("#", 3), ("role", 12), ("agent", 12), ("started", 8), ("took", 6), ("tokens cost", 11), ("output", 64))
+# Then the output, as wide as the rest leaves; role and agent are as wide as their names (NAME at most).
+COLUMNS = (("#", 3), ("role", None), ("agent", None), ("started", 8), ("took", 6), ("tokens cost", 11))
+NAME = 12
+LINE = 240  # the characters a one-line output or prompt keeps: more than the widest column shows
 MARK = "◆ "
 
 
 class TimelineTable(RowTable):
     """A thread's steps. Until the rows shown are those of the thread under the list's cursor
-    (`shows_current`, which the view sets) and no redraw is under way, the keys that act on rows
-    wait, in order, and act once the rows are there: in a burst like `j j enter k enter` the `k`
+    (`shows_current`, which the view sets), no redraw is under way and its forks are known (their
+    rows are drawn after the others), the keys that act on rows wait, in order, and act once the
+    rows are there: in a burst like `j j enter k enter` the `k`
     moves up from the new thread's newest step, not in the rows of the thread shown before."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(id="timeline", cursor_type="row", **kwargs)
         self.filling = False
+        self.forks_pending = False  # the rows are drawn, the fork rows among them not yet known
         self.shows_current = lambda: True
         self.waiting: list = []  # actions typed before the rows were there, oldest first
         self.running_since: int | None = None  # ms: when the running step began
@@ -59,12 +64,13 @@ class TimelineTable(RowTable):
         self.roles: dict[str, Text] = {}  # row key -> its role cell unmarked (m redraws it)
         self.nodes: dict[str, str] = {}  # row key -> the node (or thread, for a fork) a mark names
         self.mark: str | None = None
+        self.drawn: Timeline | None = None  # the timeline whose rows are all on screen (None while they are drawn)
 
     def on_mount(self) -> None:
         self._columns(self.wants_cost())
 
     def is_ready(self) -> bool:
-        return not self.filling and self.shows_current()
+        return not self.filling and not self.forks_pending and self.shows_current()
 
     def when_ready(self, action) -> None:
         """Run `action` now, or once the rows of the thread the keys are about are there."""
@@ -127,6 +133,7 @@ class TimelineTable(RowTable):
             for label, width in COLUMNS
             if with_cost or label != "tokens cost"
         }
+        self.columns_by_label["output"] = self.add_flex_column("output")
 
     def _row(self, key: str, number: str, role: Text, agent, started: str, spent: str, cost, output, node: str | None = None) -> None:
         """One row; the cost cell only where the column is, the role marked when the row's node is."""
@@ -148,67 +155,114 @@ class TimelineTable(RowTable):
                 self.update_cell(key, self.columns_by_label["role"], self._marked(self.roles[key]) if marked == node else self.roles[key])
 
     async def fill(
-        self, timeline: Timeline, window: int, running: RunningStep | None, running_here: bool, still_wanted, costs: dict | None = None
+        self, timeline: Timeline, running: RunningStep | None, running_here: bool, still_wanted, costs: dict | None = None
     ) -> str | None:
         """Rows in batches, yielding between them so keys are handled while a long thread loads.
         `costs`: step hash -> StepCost, for the rows shown. Returns the key of the newest row (None
         when `still_wanted()` turned false meanwhile)."""
         self.clear()
+        self.drawn = None
         self._columns(self.wants_cost(), max(3, len(str(timeline.step_count))))
         self.roles, self.nodes = {}, {}
         costs = costs or {}
         context = timeline.context
         prompt_line = " ".join(context.start.prompt.split())
         start_key = f"start:{context.start_hash}"
-        self._row(start_key, "", Text("prompt", style="bold magenta"), "", "", "", "", prompt_line[:64], node=context.start_hash)
+        self._row(start_key, "", Text("prompt", style="bold magenta"), "", "", "", "", prompt_line[:LINE], node=context.start_hash)
         self._add_extras(timeline, context.start_hash)
-        # A long thread shows its newest steps: rows (and the output nodes their summaries read)
-        # stay bounded however long the chain.
-        first = max(0, len(context.steps) - window)
+        # A long thread shows its newest steps (the timeline's window): rows (and the output nodes
+        # their summaries read) stay bounded however long the chain.
+        first = timeline.first_shown
         if first:
-            more = f"{first:,} earlier step{'s' if first > 1 else ''}: enter shows {min(first, WINDOW):,} more"
-            self._row("more:", "…", Text("earlier", style="dim"), "", "", "", "", Text(more, style="dim"))
-        shown = context.steps[first:]
-        for index, (number, step) in enumerate(zip(step_numbers(shown, timeline.step_count), shown), first + 1):
+            self._row("more:", "…", Text("earlier", style="dim"), "", "", "", "", more_text(first))
+        for index, (number, step) in enumerate(timeline.numbered(), first + 1):
             if index % BATCH == 0:
                 await asyncio.sleep(0)
                 if not still_wanted():
                     return None
-            started, spent = step_times(timeline, step)
-            cost = costs.get(step.hash)
-            self._row(
-                f"step:{step.hash}",
-                "·" if is_check_role(step.role) else str(number),  # uwf's checks are not numbered steps
-                Text(step.role, style="bold magenta" if is_check_role(step.role) else "bold cyan"),
-                Text(step.agent, style="green" if step.agent != "human" else "bold yellow"),
-                clock(started),
-                spent,
-                Text(*cost_cell(cost)) if cost is not None else "",
-                _cut(check_line(step.role, step.output)) or summary(step.output, 64),
-                node=step.hash,
-            )
+            self._step_row(timeline, number, step, costs)
             self._add_extras(timeline, step.hash)
         self._add_running(running, running_here)
+        self.drawn = timeline
         return f"step:{context.steps[-1].hash}" if context.steps else f"start:{context.start_hash}"
 
+    def extend(self, timeline: Timeline, running: RunningStep | None, running_here: bool, costs: dict) -> str | None:
+        """The rows drawn are `drawn`'s, and `timeline` is the same thread a few steps on (or the
+        same head, a step started, ended or failed): add what is new at the end instead of drawing
+        every row again, so a commit on a 10,000-step thread is on screen at once. Returns the key
+        of the newest row, or None when `timeline` is not such an extension (then fill)."""
+        old = self.drawn
+        if old is None or old.info.thread != timeline.info.thread or old.branches != timeline.branches:
+            return None
+        if timeline.first_shown < old.first_shown:
+            return None  # more of the older steps are wanted: they go above the rows drawn
+        if self.with_cost != self.wants_cost() or self.digits != max(3, len(str(timeline.step_count))):
+            return None
+        numbered = timeline.numbered()
+        hashes = [step.hash for _, step in numbered]
+        head = old.info.head
+        if head == timeline.info.head:
+            added = []
+        elif head in hashes:
+            added = numbered[hashes.index(head) + 1 :]
+        elif head == timeline.context.start_hash and head == old.context.start_hash:
+            added = numbered
+        else:
+            return None
+        shown_attempts = len(old.attempts.get(head, []))
+        if len(added) > BATCH or (old.branches.get(head) and len(timeline.attempts.get(head, [])) > shown_attempts):
+            return None  # many rows, or an attempt that belongs above a fork row: draw them all
+        if "running:" in self.rows:
+            self.remove_row("running:")
+        self._add_attempts(timeline, head, shown_attempts)
+        for number, step in added:
+            self._step_row(timeline, number, step, costs)
+            self._add_extras(timeline, step.hash)
+        self._add_running(running, running_here)
+        if "more:" in self.rows:
+            self.update_cell("more:", self.columns_by_label["output"], more_text(timeline.first_shown))
+        self.drawn = timeline
+        return f"step:{hashes[-1]}" if hashes else f"start:{timeline.context.start_hash}"
+
+    def _step_row(self, timeline: Timeline, number: int, step: StepContext, costs: dict) -> None:
+        started, spent = step_times(timeline, step)
+        cost = costs.get(step.hash)
+        self._row(
+            f"step:{step.hash}",
+            "·" if is_check_role(step.role) else str(number),  # uwf's checks are not numbered steps
+            Text(name(step.role), style="bold magenta" if is_check_role(step.role) else "bold cyan"),
+            Text(name(step.agent), style="green" if step.agent != "human" else "bold yellow"),
+            clock(started),
+            spent,
+            Text(*cost_cell(cost)) if cost is not None else "",
+            _cut(check_line(step.role, step.output)) or summary(step.output, LINE),
+            node=step.hash,
+        )
+
     def _add_extras(self, timeline: Timeline, after: str) -> None:
-        for index, attempt in enumerate(timeline.attempts.get(after, [])):
+        self._add_attempts(timeline, after)
+        for branch in timeline.branches.get(after, []):
+            self._row(
+                f"branch:{branch.thread}", "", Text("↳ fork", style="bold yellow"), short(branch.thread, 10), "", "", "",
+                branch_text(branch), node=branch.thread,
+            )
+
+    def _add_attempts(self, timeline: Timeline, after: str, first: int = 0) -> None:
+        """The failed attempts from `after`, from its `first` on (those before are drawn)."""
+        attempts = timeline.attempts.get(after, [])
+        for index in range(first, len(attempts)):
+            attempt = attempts[index]
             error = attempt.error or attempt.status
             mark, style = attempt_mark(attempt.status)
             self._row(
                 f"attempt:{after}:{index}",
                 "",
-                Text(f"{mark} {attempt.role or ''}", style=style),
-                attempt.agent or "",
+                Text(f"{mark} {name(attempt.role)}", style=style),
+                name(attempt.agent),
                 clock(attempt.startedAt),
                 duration(attempt.durationMs),
                 "",
                 Text(f"{attempt.status}: {error}"[:120], style=style.removeprefix("bold ")),
-            )
-        for branch in timeline.branches.get(after, []):
-            self._row(
-                f"branch:{branch.thread}", "", Text("↳ fork", style="bold yellow"), short(branch.thread, 10), "", "", "",
-                branch_text(branch), node=branch.thread,
             )
 
     def show_subtree(self, branch, total) -> None:
@@ -227,8 +281,8 @@ class TimelineTable(RowTable):
         self._row(
             "running:",
             "▶",
-            Text(running.role or "…", style="bold green"),
-            running.agent or "",
+            Text(name(running.role) or "…", style="bold green"),
+            name(running.agent),
             clock(running.started_at),
             elapsed(time.time() - running.started_at / 1000) if running.started_at else "",
             "",
@@ -245,6 +299,16 @@ class TimelineTable(RowTable):
 
     def key_at_cursor(self) -> str | None:
         return row_at_cursor(self)
+
+
+def name(text: str | None) -> str:
+    """A role or agent name, cut to NAME characters (its column is as wide as the longest)."""
+    text = text or ""
+    return text if len(text) <= NAME else text[: NAME - 1] + "…"
+
+
+def more_text(first: int) -> Text:
+    return Text(f"{first:,} earlier step{'s' if first > 1 else ''}: enter shows {min(first, WINDOW):,} more", style="dim")
 
 
 def branch_text(branch, total=None) -> Text:
@@ -276,7 +340,7 @@ def row_at_cursor(table: DataTable) -> str | None:
     return str(key) if key is not None else None
 
 
-def _cut(text: str | None, limit: int = 64) -> Text | None:
+def _cut(text: str | None, limit: int = LINE) -> Text | None:
     """A check's line, one line and cut like a step's summary, as literal text (a model wrote it)."""
     if not text:
         return None
