@@ -6,8 +6,6 @@ thread: the rows' in the timeline's worker, the thread's total and its forks' su
 
 from __future__ import annotations
 
-import os
-
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -39,6 +37,7 @@ from .panes import PANE_KEYS, focus_now
 from .step_pane import StepPane
 from .thread_list import ThreadList
 from .timeline import TimelineTable, row_at_cursor
+from .welcome import Welcome
 
 
 class ThreadsView(Horizontal):
@@ -145,46 +144,16 @@ class ThreadsView(Horizontal):
 
     def show_first_run(self) -> None:
         """An empty root says exactly what to do next, in the pane a thread's output would fill."""
-        from uwf_core.api import list_workflows
-
         try:
-            workflows = list_workflows(self.repo)
-            agent = self.repo.config.default_agent
+            welcome = Welcome(self.repo)
         except UwfError:
             return  # the damage banner says what is wrong
-        text = Text()
-        location = self.repo.location
-        new = "://" not in location and not os.path.exists(location)
-        if new:  # a mistyped --root must not look like an empty store
-            text.append("A new root: ", style="bold yellow")
-            text.append(location, style="bold")
-            text.append(" does not exist yet.\nIt is created there when you put a workflow or start a thread; "
-                        "if that is not the root you meant, q quits.\n\n")
-        text.append("No threads yet.\n\n", style="bold")
-        if workflows:
-            text.append("• Press ")
-            text.append("n", style="bold yellow")
-            text.append(f" to start one from a workflow ({', '.join(entry.name for entry in workflows[:4])}).\n")
-        else:
-            text.append("• No workflows here: register one with ")
-            text.append("uwf workflow put FILE", style="bold")
-            text.append(",\n  or try the demo, the examples stepping offline: ")
-            text.append("uwf-tui --demo", style="bold")
-            text.append("\n")
-        if not agent:
-            text.append("• No agent is configured to step threads: ")
-            text.append("uwf setup", style="bold")
-            text.append("\n  (e.g. ")
-            text.append("uwf setup --agent-preset claude --default-agent claude", style="bold")
-            text.append("; `uwf agent presets` lists the others).\n")
-        text.append("\n? shows every key.", style="dim")
-        if not self.welcomed:  # once, where a short terminal shows it whole
+        if not self.welcomed:  # once
             self.welcomed = True
-            hint = "n starts one" if workflows else "`uwf-tui --demo` opens the examples"
-            title = f"A new root: {location} does not exist yet" if new else "No threads yet"
-            self.app.notify(f"{hint}{'' if agent else '; `uwf setup` configures an agent'}. ? shows every key.", title=title, timeout=12)
+            message, title = welcome.toast()
+            self.app.notify(message, title=title, timeout=12)
         self.query_one("#thread-title", Static).update(Text("welcome to uwf", style="bold"))
-        self.step_pane.show(text)
+        self.step_pane.show(welcome.text())
 
     def show_new_thread(self, thread: str) -> None:
         """A thread this session just made (fork, edit, new): list it and open its timeline."""
