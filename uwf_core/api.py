@@ -116,6 +116,8 @@ _EXPORTS = {
     "dry_run": "engine.dry_run",
     "DryRun": "engine.dry_run",
     "AgentChoice": "engine.dry_run",
+    "agent_problem": "engine.dry_run",
+    "choose_agent_spec": "engine.resolve",
     "kill_thread": "engine.control",
     "extract_fast": "engine.extract",
     "ExtractError": "engine.extract",
