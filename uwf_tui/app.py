@@ -54,6 +54,7 @@ from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
 NARROW_COLUMNS = 110
+SAYS_WHY_NOT = ("step", "run", "preview", "diff")  # keys that say why they cannot act, rather than nothing
 SHORT_ROWS = 34
 class UwfApp(App):
     TITLE = "uwf"
@@ -127,8 +128,15 @@ class UwfApp(App):
         self._fit(event.size)
 
     def _fit(self, size) -> None:
-        """Below 110 columns the panes stack; below 34 rows the timeline and log shrink."""
-        self.update_classes({"-narrow": size.width < NARROW_COLUMNS, "-short": size.height < SHORT_ROWS})  # one restyle
+        """Below 110 columns the panes stack; below 34 rows the timeline and log shrink. One
+        restyle; Textual restyles only the screens on top (down to the first opaque one), so the
+        screens under a diff, a preview or the cost view are restyled too, or they would come back
+        in the layout of the old size."""
+        before = set(self.classes)
+        self.update_classes({"-narrow": size.width < NARROW_COLUMNS, "-short": size.height < SHORT_ROWS})
+        if set(self.classes) != before:
+            for screen in self.screen_stack[:-1]:
+                screen.update_node_styles(animate=False)
 
     def on_mount(self) -> None:
         self._fit(self.size)
@@ -238,13 +246,19 @@ class UwfApp(App):
         def act() -> None:
             if key_applies(self, name, ()):
                 action()
-            elif name in ("step", "run"):
-                self.action_why_not(name)
+            elif name in SAYS_WHY_NOT:
+                self._say_why_not(name)
 
         self.threads_view.timeline_table.after_keys(act)
 
     def action_why_not(self, action: str) -> None:
-        """s or r where they cannot act: say why, rather than nothing."""
+        """The twin of s, r, p or D, which takes the key where it cannot act on the selection as it
+        is when pressed. The keys before it in a burst may still move the selection (`G enter k k
+        enter s`: s belongs to the fork the burst ends on), so it waits for them like its key
+        would, and acts, or says why not, on where they leave it."""
+        {"step": self.action_step, "run": self.action_run, "preview": self.action_preview, "diff": self.action_diff}[action]()
+
+    def _say_why_not(self, action: str) -> None:
         reason = why_not(self, action)
         if reason:
             self.notify(reason, severity="warning")
@@ -465,8 +479,8 @@ class UwfApp(App):
         """`o`: the thread list sorted by its next column (a click on a header sorts by that one)."""
         self.notify(f"threads sorted by {self.threads_view.thread_list.sort()}")
 
-    def action_goto_hash(self) -> None:
-        self.commands.goto_hash()
+    def action_goto_hash(self):
+        return self.commands.goto_hash()  # awaited by Textual: the next key of a burst finds the dialog
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(HELP))

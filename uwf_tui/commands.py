@@ -16,9 +16,9 @@ from .screens.modals import (
     ChoiceScreen,
     ConfirmScreen,
     EditorScreen,
+    GoToHashScreen,
     NewThreadScreen,
     TWICE,
-    TextInputScreen,
 )
 
 if TYPE_CHECKING:
@@ -114,13 +114,13 @@ class Commands:
                 app.run_worker(partial(workers.kill, app.repo, thread, app.post_message), thread=True, exit_on_error=False, group="kill")
 
         running = thread in app.runner or app.repo.locks.running(thread) is not None
-        then = "its running agent is stopped" if running else "it takes no more steps (its steps can still be forked)"
-        app.push_screen(ConfirmScreen(f"Kill thread {thread}? It is archived and {then}."), confirmed)
+        then = "its running agent will be stopped" if running else "it will take no more steps (its steps can still be forked)"
+        app.push_screen(ConfirmScreen(f"Kill thread {thread}? It will be archived and {then}."), confirmed)
 
     def new_thread(self, names: list[str], selected: str | None):
         """The new-thread dialog; returns its mount, for a caller that must not handle the next key
         of a burst before the dialog's prompt has the focus."""
-        from uwf_core.api import load_workflow, start_thread
+        from uwf_core.api import agent_problem, choose_agent_spec, load_workflow, start_thread
 
         from .screens.modals import WorkflowFields
 
@@ -137,20 +137,26 @@ class Commands:
                 config = app.repo.config
             except UwfError:
                 return WorkflowFields()  # starting it says what is wrong
-            overrides = config.agent_overrides.get(definition.name) or {}
-            fallback = config.default_agent or "no agent configured"
-            roles = tuple((role, overrides.get(role) or fallback) for role in definition.roles)
+            chosen = {role: choose_agent_spec(config, definition.name, role, None, None) for role in definition.roles}
+            roles = tuple((role, spec[0] if spec else "no agent configured") for role, spec in chosen.items())
             return WorkflowFields(roles, definition.max_tokens, definition.max_cost)
+
+        problems: list[str] = []  # agents typed in the dialog that cannot run here
 
         def start(workflow: str, prompt: str, workspace: str | None, agents: dict[str, str], max_tokens: int | None, max_cost: float | None):
             try:
-                return start_thread(app.repo, workflow, prompt, workspace, agents, max_tokens=max_tokens, max_cost=max_cost)
+                info = start_thread(app.repo, workflow, prompt, workspace, agents, max_tokens=max_tokens, max_cost=max_cost)
             except UwfError as exc:
                 return exc.message  # shown in the dialog, which keeps what was typed
+            # Said, not refused: a worker on another host sharing the root may have the command.
+            problems[:] = [f"{role}: {problem}" for role, spec in agents.items() if (problem := agent_problem(app.repo, workflow, role, spec))]
+            return info
 
         def started(info) -> None:
             if info:
                 app.notify(f"started thread {info.thread}; press s to step it")
+                if problems:
+                    app.notify(f"its agents may not run here: {'; '.join(problems)} (a worker elsewhere may have them)", severity="warning")
                 app.action_view("threads")
                 app.threads_view.show_new_thread(info.thread)
 
@@ -159,12 +165,14 @@ class Commands:
 
         return app.push_screen(NewThreadScreen(names, selected, start, fields_of, self.new_thread_draft, keep), started)
 
-    def goto_hash(self) -> None:
+    def goto_hash(self):
+        """The go-to-hash dialog; returns its mount, so the key after `g` in a burst (`g g`) reaches it."""
         app = self.app
+        pane = app.focused  # where `g g` goes to the first row
 
         def chosen(value: str | None) -> None:
-            if value == TWICE:  # g g: the first row of the pane the focus went back to
-                app.call_after_refresh(lambda: moves.first_row(app.focused))
+            if value == TWICE:
+                moves.first_row(pane)
             elif value:
                 app.action_view("cas")
                 app.cas_view.open_hash(value)
@@ -176,7 +184,7 @@ class Commands:
                 return exc.message
             return None
 
-        app.push_screen(TextInputScreen("Go to hash (or a prefix)", "e.g. 3WF8Z; g again: the first row", validate=findable, twice="g"), chosen)
+        return app.push_screen(GoToHashScreen("Go to hash (or a prefix)", "e.g. 3WF8Z; g again: the first row", validate=findable), chosen)
 
     def test_agent(self) -> None:
         """The palette's `uwf agent test`: one scratch step through an agent, nothing left behind."""

@@ -10,7 +10,10 @@ from textual.screen import ModalScreen
 from .screens.report import ReportScreen
 
 THREAD_ACTIONS = {"step", "run", "queue", "fork", "kill", "cancel", "edit", "preview"}
-REPORT_ACTIONS = {"cursor_down", "cursor_up", "help", "quit"}  # the app's keys a diff or preview view keeps
+# Keys that act on the selection: checked again when they act, after the keys of a burst before them
+# (a check when pressed would judge the selection those keys are about to move).
+WAIT_FOR_BURST = THREAD_ACTIONS | {"mark", "diff", "cost", "copy_hash"}
+REPORT_ACTIONS = {"cursor_down", "cursor_up", "half_page", "last_row", "help", "quit"}  # the app's keys a diff or preview view keeps
 
 
 def key_applies(app, action: str, parameters: tuple[object, ...]) -> bool:
@@ -19,6 +22,8 @@ def key_applies(app, action: str, parameters: tuple[object, ...]) -> bool:
         return action in ("focus_next", "focus_previous")
     if isinstance(app.screen, ReportScreen):
         return action in REPORT_ACTIONS  # a diff or a preview: reading it, not acting on the view behind
+    if action in WAIT_FOR_BURST and app.current_view == "threads" and app.threads_view.timeline_table.waiting:
+        return True  # keys before it still wait for rows: it acts (or says why not) where they leave the selection
     if action == "switch_tab":
         return app.view_widget.tabs() is not None
     if action == "new_thread" and not parameters:

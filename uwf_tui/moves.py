@@ -4,7 +4,7 @@ burst); a text pane scrolls."""
 
 from __future__ import annotations
 
-from textual.widgets import DataTable, Tree
+from textual.widgets import DataTable, TabbedContent, Tree
 
 
 def step(widget, delta: int) -> None:
@@ -46,11 +46,18 @@ def last_row(widget) -> None:
 
 
 def zoom(screen, widget) -> None:
-    """z: the focused pane over the whole screen (the others hidden), and back."""
+    """z: the focused pane over the whole screen (the others hidden), and back. A pane of tabs
+    (a step's Output, Body…; a workflow's Graph, Roles, YAML) zooms whole, its tabs with it:
+    Textual would not zoom the scrolling body inside (it cannot be maximized on its own)."""
     if screen.maximized is not None:
         screen.minimize()
-    elif widget is not None:
-        screen.maximize(widget, container=False)
+        return
+    if widget is None:
+        return
+    if widget.allow_maximize:
+        screen.maximized = widget
+    else:
+        screen.maximized = next((node for node in widget.ancestors if isinstance(node, TabbedContent)), widget)
 
 
 def scroll_by(widget, lines: int) -> None:

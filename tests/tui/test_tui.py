@@ -411,7 +411,7 @@ def test_the_kill_dialog_says_it_all_and_only_what_is_true(fixed, size):
         return str(question.render()), question.region, dialog.region, buttons
 
     text, question, dialog, buttons = run_app(root, script, size=size)
-    assert text == f"Kill thread {ids['fork']}? It is archived and it takes no more steps (its steps can still be forked)."
+    assert text == f"Kill thread {ids['fork']}? It will be archived and it will take no more steps (its steps can still be forked)."
     assert dialog.contains_region(question) and question.height >= len(text) // question.width + 1
     assert all(dialog.contains_region(button) for button in buttons) and dialog.bottom <= size[1]
 

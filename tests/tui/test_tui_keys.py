@@ -3,6 +3,7 @@ expect."""
 
 from __future__ import annotations
 
+import pytest
 from test_tui import fixed, run_app, select_thread, settle  # noqa: F401  (fixed: a fixture)
 
 
@@ -127,3 +128,117 @@ def test_g_g_goes_to_the_first_row_and_g_alone_asks_for_a_hash(fixed):
     last, first, view = run_app(root, script)
     assert last > 0 and first == (0, "Screen"), (last, first)
     assert view == "cas"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@pytest.mark.parametrize("key", ["s", "K", "dollar_sign"])
+def test_a_burst_that_moves_in_the_list_and_jumps_to_a_fork_acts_on_the_fork(fixed, key, size):
+    """`G enter k k k enter s` sent at once, from the list: G selects the last thread (done), enter
+    goes into its timeline, k k k reach its fork row and enter jumps to the fork. The key at the end
+    acts on the fork, where the burst ends; it was judged when pressed, against the done thread
+    G had selected (s said "is done", K and $ acted on the wrong thread)."""
+    from textual import events
+
+    root, ids = fixed
+    acted = []
+
+    async def script(app, pilot):
+        app._start = lambda thread, run: acted.append(("step", thread))
+        app.commands.kill = lambda thread: acted.append(("kill", thread))
+        await settle(app, pilot)
+        assert app.threads_view.thread_list.first_thread() != ids["solve"]
+        keys = [("G", "G"), ("enter", None), ("k", "k"), ("k", "k"), ("k", "k"), ("enter", None), (key, "$" if key == "dollar_sign" else key)]
+        for name, char in keys:
+            app.post_message(events.Key(name, char))
+        await settle(app, pilot, 1.5)
+        screen = app.screen
+        return app.threads_view.current_thread(), type(screen).__name__, getattr(screen, "args", None)
+
+    current, screen, args = run_app(root, script, size=size)
+    assert current == ids["fork"]
+    if key == "dollar_sign":
+        assert screen == "CostScreen" and args == (ids["fork"],)
+    else:
+        assert acted == [({"s": "step", "K": "kill"}[key], ids["fork"])], acted
+
+
+def test_g_g_in_one_burst_then_j_moves_from_the_first_row(fixed):
+    """`g g j j` sent at once: the second g reached the list before the dialog was there, and the
+    j's were typed into the dialog's field ("no node matches 'j'")."""
+    from textual import events
+
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        timeline = app.query_one("#timeline")
+        timeline.focus()
+        await pilot.press("G")
+        await settle(app, pilot, 0.2)
+        for key in "ggjj":
+            app.post_message(events.Key(key, key))
+        await settle(app, pilot, 0.5)
+        return timeline.cursor_row, type(app.screen).__name__
+
+    assert run_app(root, script) == (2, "Screen")
+
+
+def test_z_zooms_the_step_pane_the_log_and_the_graph_to_the_whole_screen_at_80x24(fixed):
+    """The panes a short terminal squeezes most: z did nothing on a step's tabs and on the graph
+    (their scrolling bodies cannot be maximized; the tabs zoom whole now), and left the log at its
+    own 4 rows in the middle of the screen."""
+    root, ids = fixed
+
+    async def zoomed(app, pilot) -> tuple[str, int]:
+        await pilot.press("z")
+        await settle(app, pilot, 0.2)
+        widget = app.screen.maximized
+        shown = (widget.id or type(widget).__name__, widget.region.height) if widget is not None else ("", 0)
+        await pilot.press("z")
+        await settle(app, pilot, 0.2)
+        return shown
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        app.query_one("#timeline").focus()
+        await pilot.press("enter")  # into the step's tabs
+        await settle(app, pilot, 0.2)
+        step = await zoomed(app, pilot)
+        app.query_one("#log").focus()
+        log = await zoomed(app, pilot)
+        await pilot.press("1")
+        await settle(app, pilot, 0.3)
+        await pilot.press("enter")  # into the graph
+        await settle(app, pilot, 0.2)
+        graph = await zoomed(app, pilot)
+        return step, log, graph, app.screen.maximized
+
+    step, log, graph, after = run_app(root, script, size=(80, 24))
+    assert step == ("step-tabs", 23) and log == ("log", 23) and graph == ("workflow-tabs", 23), (step, log, graph)
+    assert after is None
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_a_filter_typed_in_one_burst_shows_the_timeline_of_the_thread_under_the_cursor(fixed, size):
+    """`/tri enter` sent at once: the list fills once a key, and a highlight queued by an earlier
+    fill (a thread the filter then hid) came last, so the timeline showed a thread the list no
+    longer had. Then esc clears the filter and the keys act on the list."""
+    from textual import events
+
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        for name, char in [("slash", "/"), ("t", "t"), ("r", "r"), ("i", "i"), ("enter", None)]:
+            app.post_message(events.Key(name, char))
+        await settle(app, pilot, 0.8)
+        view = app.threads_view
+        rows = [str(key.value) for key in app.query_one("#threads").rows]
+        filtered = rows, view.current_thread(), view.timeline.info.thread
+        await pilot.press("escape", "j")
+        await settle(app, pilot, 0.5)
+        return filtered, app.focused.id, len(app.query_one("#threads").rows), view.timeline.info.thread == view.current_thread()
+
+    (rows, current, shown), focused, count, follows = run_app(root, script, size=size)
+    assert rows == [ids["triage"]] and current == shown == ids["triage"], (rows, current, shown)
+    assert focused == "threads" and count == 4 and follows

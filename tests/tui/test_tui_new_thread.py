@@ -242,3 +242,47 @@ def test_n_opens_on_the_selected_threads_workflow(fixed):
         return str(app.screen.query_one("#workflow").value)
 
     assert run_app(root, script) == "solve-issue"
+
+
+def test_tab_and_text_typed_at_once_fill_the_budget_fields_in_order(fixed):
+    """`Tab 1000 Tab 0.5` sent at once from the last role's field: Tab was a priority binding, run
+    when it arrived, before the characters typed ahead of it were in, so max cost got `0.51000`."""
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("n")
+        await settle(app, pilot, 0.3)
+        dialog = app.screen
+        fields = list(dialog.query("Input.agent"))
+        fields[-1].focus()
+        await pilot.pause(0.1)
+        for key in ["tab", *"1000", "tab", *"0.5"]:
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await settle(app, pilot, 0.5)
+        return {field.id: field.value for field in dialog.query("Input") if field.id in ("max-tokens", "max-cost")}
+
+    assert run_app(root, script) == {"max-tokens": "1000", "max-cost": "0.5"}
+
+
+def test_an_agent_that_cannot_run_here_is_said_when_the_thread_starts(fixed):
+    """Started (a worker on another host sharing the root may have the command), and said at once,
+    rather than as a failed attempt at the first step."""
+    root, ids = fixed
+    said = []
+
+    async def script(app, pilot):
+        app.notify = lambda message, **_: said.append(message)
+        await settle(app, pilot)
+        await pilot.press("n")
+        await settle(app, pilot, 0.3)
+        dialog = app.screen
+        dialog.query_one("#prompt").text = "a prompt"
+        list(dialog.query("Input.agent"))[0].value = "no-such-agent-cli --flag"
+        await pilot.press("ctrl+s")
+        await settle(app, pilot, 0.5)
+        return type(app.screen).__name__
+
+    assert run_app(root, script) == "Screen"
+    assert any(message.startswith("started thread") for message in said), said
+    assert any("agent command 'no-such-agent-cli' not found on PATH" in message for message in said), said

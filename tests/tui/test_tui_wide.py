@@ -83,13 +83,15 @@ def test_o_sorts_the_thread_list_by_its_next_column_and_back(fixed):
         default, _ = await order(app, pilot, "")
         by_status, status_labels = await order(app, pilot, "o")
         by_workflow, workflow_labels = await order(app, pilot, "o")
-        await order(app, pilot, "ooo")  # steps, updated, prompt
+        by_steps, steps_labels = await order(app, pilot, "o")
+        await order(app, pilot, "oo")  # updated, prompt
         back, back_labels = await order(app, pilot, "o")
         statuses = {thread: app.threads_view.statuses.get(thread) for thread in default}
         names = {thread: app.threads_view._workflow_name(app.threads_view.infos[thread].workflow) for thread in default}
-        return default, by_status, status_labels, by_workflow, workflow_labels, back, back_labels, statuses, names
+        counts = {thread: app.threads_view.thread_list.counts.get(app.threads_view.infos[thread].head, -1) for thread in default}
+        return default, by_status, status_labels, by_workflow, workflow_labels, by_steps, steps_labels, counts, back, back_labels, statuses, names
 
-    default, by_status, status_labels, by_workflow, workflow_labels, back, back_labels, statuses, names = run_app(root, script)
+    default, by_status, status_labels, by_workflow, workflow_labels, by_steps, steps_labels, counts, back, back_labels, statuses, names = run_app(root, script)
     from uwf_tui.widgets.thread_list import SORT_STATUS
 
     assert default == sorted(default, reverse=True)  # newest first
@@ -97,6 +99,7 @@ def test_o_sorts_the_thread_list_by_its_next_column_and_back(fixed):
     assert ranks == sorted(ranks) and "status ▼" in status_labels, (ranks, status_labels)
     assert [names[thread].lower() for thread in by_workflow] == sorted(names[thread].lower() for thread in by_workflow)
     assert "workflow ▼" in workflow_labels
+    assert [counts[thread] for thread in by_steps] == sorted(counts.values(), reverse=True) and "steps ▼" in steps_labels
     assert back == default and "▼" not in back_labels
 
 
@@ -162,3 +165,47 @@ def test_the_footer_is_rebuilt_only_when_its_keys_change(fixed):
     same, labels = run_app(root, script)
     assert same, "the footer was rebuilt though its keys were the same"
     assert "Diff" in labels, labels
+
+
+@pytest.mark.parametrize("sizes", [((160, 48), (80, 24)), ((80, 24), (160, 48))])
+def test_a_resize_under_the_cost_view_is_the_layout_of_the_new_size_on_esc(fixed, sizes):
+    """Textual restyles only the screens on top: the threads view under `$` (a screen of its own)
+    came back stacked at 160 columns, or side by side at 80, until the next resize."""
+    root, ids = fixed
+    start, end = sizes
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        await pilot.press("dollar_sign")
+        await until(pilot, lambda: bool(app.screen.query(".cost-thread")))
+        await pilot.resize_terminal(*end)
+        await settle(app, pilot, 0.3)
+        await pilot.press("escape")
+        await settle(app, pilot, 0.5)
+        timeline = app.query_one("#timeline")
+        return str(app.threads_view.styles.layout), timeline.with_cost == timeline.wants_cost(), _fills(timeline), _fills(app.query_one("#threads"))
+
+    layout, cost_column_fits, timeline_fills, list_fills = run_app(root, script, size=start)
+    assert layout == ("<vertical>" if end[0] < 110 else "<horizontal>")
+    assert cost_column_fits and timeline_fills and list_fills
+
+
+def test_the_cost_view_scrolls_with_g_g_and_ctrl_d(fixed):
+    """The report screens (cost, diff, preview) take the pane moves too: G the end, ctrl+d half a
+    page, g the top (there is no hash to go to from a report: `g g` is vim's top)."""
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        await pilot.press("dollar_sign")
+        await until(pilot, lambda: bool(app.screen.query(".cost-thread")))
+        body = app.screen.query_one("#report-body")
+        positions = []
+        for key in ("G", "g", "ctrl+d"):
+            await pilot.press(key)
+            await settle(app, pilot, 0.2)
+            positions.append(body.scroll_y)
+        return positions, body.max_scroll_y
+
+    (end, top, half), most = run_app(root, script, size=(80, 24))
+    assert most > 0 and end == most and top == 0 and 0 < half < most, (end, top, half, most)

@@ -101,12 +101,13 @@ class NewThreadScreen(ModalScreen[object]):
     everything typed kept and the message under the fields. Closed without starting, what was
     typed goes to `keep` and comes back as `draft` the next time."""
 
-    # priority: the prompt's text area would keep shift+tab (Tab it lets go, with tab_behavior="focus")
+    # Tab and shift+tab move between the fields in the order they were typed (the fields handle
+    # them: text_fields._OwnBindingsInOrder); these are for the Select and the buttons.
     BINDINGS = [
         Binding("escape", "cancel", "Close (keeps the text)"),
         Binding("ctrl+s", "submit", "Start"),
-        Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
-        Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
+        Binding("tab", "app.focus_next", "Next field", show=False),
+        Binding("shift+tab", "app.focus_previous", "Previous field", show=False),
     ]
     # The prompt, not the workflow Select, has the focus from the start: keys typed in the burst
     # with `n` are text for it.
@@ -260,7 +261,7 @@ class ChoiceScreen(ModalScreen["str | None"]):
         self.dismiss(None)
 
 
-TWICE = "\x00twice"  # what TextInputScreen returns when its opening key was pressed again
+TWICE = "\x00twice"  # what GoToHashScreen returns for `g g`
 
 
 class TextInputScreen(ModalScreen["str | None"]):
@@ -268,27 +269,20 @@ class TextInputScreen(ModalScreen["str | None"]):
     used (shown under the field, the text kept) or None."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    FIELD = BurstInput
 
-    def __init__(
-        self, title: str, placeholder: str = "", value: str = "", validate: Callable[[str], str | None] | None = None, twice: str | None = None
-    ) -> None:
+    def __init__(self, title: str, placeholder: str = "", value: str = "", validate: Callable[[str], str | None] | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.placeholder = placeholder
         self.value = value
         self.validate = validate
-        self.twice = twice  # the key that opened it: typed first into the empty field, it closes it with TWICE
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        """`g g`: the opening key again, before anything else, is vim's (the first row), not text."""
-        if self.twice is not None and not self.value and event.value == self.twice:
-            self.dismiss(TWICE)
 
     def compose(self) -> ComposeResult:
         yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="title")
-            yield BurstInput(value=self.value, placeholder=self.placeholder, id="value")
+            yield self.FIELD(value=self.value, placeholder=self.placeholder, id="value")
             yield Static("", id="error", classes="error")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -301,6 +295,29 @@ class TextInputScreen(ModalScreen["str | None"]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class _HashField(BurstInput):
+    """Leaves `g` to its screen's binding (an Input takes every printable key from the bindings)."""
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        return key != "g" and super().check_consume_key(key, character)
+
+
+class GoToHashScreen(TextInputScreen):
+    """`g`'s dialog. `g` again into the empty field is vim's `g g` (the first row): it closes the
+    dialog with TWICE. A binding, not the field's text, so the keys after it in a burst (`g g j`)
+    are not typed into the field before it closes; a `g` later in a hash is typed as usual."""
+
+    BINDINGS = [Binding("g", "again", show=False, priority=True)]
+    FIELD = _HashField
+
+    def action_again(self) -> None:
+        field = self.query_one("#value", Input)
+        if field.value:
+            field.insert_text_at_cursor("g")
+        else:
+            self.dismiss(TWICE)
 
 
 class HelpScreen(ModalScreen[None]):

@@ -72,7 +72,7 @@ def summary_text(run) -> Table:
     if run.agent_error:
         fact("problem" if run.agent is not None else "agent", run.agent_error, "bold red")
     if run.budget is not None:
-        fact("budget", f"{budget_text(run.budget)} ({run.budget.source})", "bold red" if run.budget.exceeded else "")
+        fact("budget", f"{budget_text(run.budget).removeprefix('budget ')} ({run.budget.source})", "bold red" if run.budget.exceeded else "")
     if run.running is not None:
         fact("running", f"a step is running now: {run.running.describe()}", "yellow")
     if run.note:

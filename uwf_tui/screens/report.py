@@ -24,7 +24,8 @@ from ..widgets.panes import focus_now
 
 
 class ReportScreen(Screen[None]):
-    BINDINGS = [Binding("escape", "back", "Back", id="report-back", tooltip="close this view")]
+    # g: the top (there is no hash to go to from here; so `g g` is vim's top too)
+    BINDINGS = [Binding("escape", "back", "Back", id="report-back", tooltip="close this view"), Binding("g", "top", show=False)]
 
     def __init__(self, repo: Repo, call: Callable, args: tuple, heading: Text | str) -> None:
         super().__init__()
@@ -64,6 +65,9 @@ class ReportScreen(Screen[None]):
     def render_report(self, report) -> list[Widget]:
         """The body's widgets for the core's record (each screen draws its own)."""
         raise NotImplementedError
+
+    def action_top(self) -> None:
+        self.body.scroll_home(animate=False)
 
     def action_back(self) -> None:
         self.dismiss()

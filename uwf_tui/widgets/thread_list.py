@@ -70,10 +70,16 @@ class ThreadList(Vertical):
         self._label_sort()
 
     def _label_sort(self) -> None:
-        """The sorted column's header ends in ▼ (a Text label: never read as markup)."""
+        """The sorted column's header ends in ▼ (a Text label: never read as markup), its column
+        widened for it where the header is as wide as the column (steps, updated)."""
+        widths = dict(COLUMNS)
         for key, column in self.table.columns.items():
             name = str(key.value)
-            column.label = Text(f"{name} ▼" if name == self.sort_by else name)
+            label = f"{name} ▼" if name == self.sort_by else name
+            column.label = Text(label)
+            if name in widths:
+                column.width = max(widths[name], len(label))
+        self.table.fit_flex()
         self.table.refresh()
 
     def on_resize(self) -> None:

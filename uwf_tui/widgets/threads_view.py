@@ -228,7 +228,9 @@ class ThreadsView(Horizontal):
         if event.row_key is None or event.row_key.value is None:
             return
         if event.data_table is self.thread_table:
-            if event.row_key.value != self.selected_thread:
+            # Only the row under the cursor now: a highlight queued by an earlier fill (a burst
+            # typed into the filter, `/tri`, fills the list once a key) names a thread it hides.
+            if event.row_key.value != self.selected_thread and event.row_key.value == row_at_cursor(self.thread_table):
                 self.select_thread(event.row_key.value)
         elif event.data_table is self.timeline_table:
             self.show_entry(event.row_key.value)
