@@ -66,8 +66,7 @@ class RowTable(BindingsInOrder, DataTable):
         if width != column.width:
             column.width = width
             self._clear_caches()
-            self._require_update_dimensions = True
-            self.refresh(layout=True)
+            self.refresh()  # the same height and, sideways, nothing to scroll: no new layout
 
     def action_scroll_home(self) -> None:
         self.move_cursor(row=0)
