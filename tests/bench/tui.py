@@ -3,7 +3,8 @@
 
     .venv/bin/python tests/bench/tui.py
 
-Prints wall times, and the interpreter's own start-up for scale.
+Prints wall times, and the interpreter's own start-up for scale. `live()` (switching to a long
+thread, a commit's row, a resize) needs a root with an agent: `scripts/bench.py --only tui` runs it.
 """
 
 from __future__ import annotations
