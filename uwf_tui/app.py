@@ -54,7 +54,7 @@ from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
 NARROW_COLUMNS = 110
-SAYS_WHY_NOT = ("step", "run", "preview", "diff")  # keys that say why they cannot act, rather than nothing
+SAYS_WHY_NOT = ("step", "run", "preview", "diff", "queue", "cancel", "fork")  # keys that say why they cannot act, rather than nothing
 SHORT_ROWS = 34
 class UwfApp(App):
     TITLE = "uwf"
@@ -199,7 +199,9 @@ class UwfApp(App):
 
     def _copy_hash(self) -> None:
         if self.current_view == "threads":
-            value = self.threads_view.selected_node() or self.threads_view.current_thread()
+            view = self.threads_view
+            on_list = self.focused is not None and view.thread_list in self.focused.ancestors_with_self
+            value = view.current_thread() if on_list else view.selected_node() or view.current_thread()  # the list's row: its thread
         elif self.current_view == "cas":
             value = self.query_one(CasView).shown
         else:
@@ -215,7 +217,7 @@ class UwfApp(App):
 
     def action_help_quit(self) -> None:
         """ctrl+c: Textual says how to quit in markup, which this app's toasts show as written."""
-        self.notify("ctrl+c does not quit here (it copies in a field): q quits", title="Do you want to quit?")
+        self.notify("ctrl+c does not quit here (in a field it copies): q quits")
 
     def action_half_page(self, direction: int) -> None:
         moves.half_page(self.focused, direction)
@@ -252,11 +254,20 @@ class UwfApp(App):
         self.threads_view.timeline_table.after_keys(act)
 
     def action_why_not(self, action: str) -> None:
-        """The twin of s, r, p or D, which takes the key where it cannot act on the selection as it
-        is when pressed. The keys before it in a burst may still move the selection (`G enter k k
-        enter s`: s belongs to the fork the burst ends on), so it waits for them like its key
-        would, and acts, or says why not, on where they leave it."""
-        {"step": self.action_step, "run": self.action_run, "preview": self.action_preview, "diff": self.action_diff}[action]()
+        """The twin of s, r, p, d, x, f or D, which takes the key where it cannot act on the
+        selection as it is when pressed. The keys before it in a burst may still move the
+        selection (`G enter k k enter s`: s belongs to the fork the burst ends on), so it waits for
+        them, and acts, or says why not, where they leave it."""
+        self.threads_view.timeline_table.when_ready(lambda: self._act_or_say(action))
+
+    def _act_or_say(self, action: str) -> None:
+        if key_applies(self, action, ()):
+            {
+                "step": self.action_step, "run": self.action_run, "preview": self.action_preview, "diff": self.action_diff,
+                "queue": self.action_queue, "cancel": self.action_cancel, "fork": self.action_fork,
+            }[action]()
+        else:
+            self._say_why_not(action)
 
     def _say_why_not(self, action: str) -> None:
         reason = why_not(self, action)

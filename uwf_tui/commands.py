@@ -170,21 +170,31 @@ class Commands:
         app = self.app
         pane = app.focused  # where `g g` goes to the first row
 
+        def thread_of(value: str) -> str | None:
+            """A thread id (or the start of one) typed instead of a hash."""
+            found = [thread for thread in app.threads_view.infos if thread.startswith(value.upper())]
+            return found[0] if len(found) == 1 else None
+
         def chosen(value: str | None) -> None:
             if value == TWICE:
                 moves.first_row(pane)
+            elif value and thread_of(value):
+                app.action_view("threads")
+                app.threads_view.open_thread(thread_of(value))
             elif value:
                 app.action_view("cas")
                 app.cas_view.open_hash(value)
 
         def findable(value: str) -> str | None:
+            if thread_of(value):
+                return None
             try:
                 app.repo.nodes.resolve(value)
             except UwfError as exc:
                 return exc.message
             return None
 
-        return app.push_screen(GoToHashScreen("Go to hash (or a prefix)", "e.g. 3WF8Z; g again: the first row", validate=findable), chosen)
+        return app.push_screen(GoToHashScreen("Go to a hash or a thread id (or a prefix)", "e.g. 3WF8Z; g again: the first row", validate=findable), chosen)
 
     def test_agent(self) -> None:
         """The palette's `uwf agent test`: one scratch step through an agent, nothing left behind."""

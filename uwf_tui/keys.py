@@ -72,20 +72,30 @@ def _thread_action_applies(app, action: str) -> bool:
 
 
 def why_not(app, action: str) -> str | None:
-    """Why s, r, p or D does nothing on the selected thread (None: nothing to say)."""
+    """Why s, r, p, d, x, f or D does nothing on the selection (None: nothing to say)."""
+    view = app.threads_view
     if action == "diff":
-        if app.threads_view.mark is None:
+        if view.mark is None:
             return "nothing is marked: m marks a step (or a fork row), then D diffs the selected one with it"
         return None
-    thread = app.threads_view.current_thread()
-    info = app.threads_view.infos.get(thread or "")
+    if action == "fork":
+        return "f forks from a step or the prompt row: move the cursor onto one"
+    thread = view.current_thread()
+    info = view.infos.get(thread or "")
     if thread is None or info is None:
         return None
+    running = app.repo.locks.running(thread) if thread not in app.running else None
+    if action == "cancel":
+        return f"nothing runs for thread {thread[:10]}, here or in another process"
     if thread in app.running:
         return f"thread {thread[:10]} is already running here (x cancels it)"
+    if running is not None:
+        return f"thread {thread[:10]} is running in another process: {running.describe()}"
     if not info.active:
         ended = {"done": "is done", "killed": "was killed", "max-steps": "stopped at its maxSteps"}.get(info.reason or "done", f"ended ({info.reason})")
         return f"{thread[:10]} {ended}: nothing to {action}; f forks from a step"
+    if action == "queue" and view.statuses.get(thread) in ("queued", "running"):
+        return f"thread {thread[:10]} is already {view.statuses[thread]}"
     return None
 
 
@@ -143,6 +153,9 @@ BINDINGS = [
     Binding("r", "why_not('run')", "Run", show=False, id="run-unavailable"),
     Binding("p", "why_not('preview')", "Preview", show=False, id="preview-unavailable"),
     Binding("D", "why_not('diff')", "Diff", show=False, id="diff-unavailable"),
+    Binding("d", "why_not('queue')", "Queue", show=False, id="queue-unavailable"),
+    Binding("x", "why_not('cancel')", "Cancel", show=False, id="cancel-unavailable"),
+    Binding("f", "why_not('fork')", "Fork", show=False, id="fork-unavailable"),
     # With a mark set the footer offers D rather than m (there is room for one of them at 80
     # columns); m still marks another step, or unmarks the marked one.
     Binding("m", "mark('again')", "Mark", show=False, id="mark-again"),

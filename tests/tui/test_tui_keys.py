@@ -242,3 +242,66 @@ def test_a_filter_typed_in_one_burst_shows_the_timeline_of_the_thread_under_the_
     (rows, current, shown), focused, count, follows = run_app(root, script, size=size)
     assert rows == [ids["triage"]] and current == shown == ids["triage"], (rows, current, shown)
     assert focused == "threads" and count == 4 and follows
+
+
+def test_a_filter_that_hides_every_thread_leaves_no_thread_for_the_keys(fixed):
+    """`/qqq`: the list is empty, and s used to step the last thread the filter matched on its way
+    (the timeline still showed it)."""
+    root, ids = fixed
+    started = []
+
+    async def script(app, pilot):
+        app._start = lambda thread, run: started.append(thread)
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("slash", "q", "q", "q", "enter")
+        await settle(app, pilot, 0.5)
+        view = app.threads_view
+        title = str(app.query_one("#thread-title").render())
+        await pilot.press("s", "p")
+        await settle(app, pilot, 0.3)
+        return view.current_thread(), view.timeline, app.query_one("#timeline").row_count, title, type(app.screen).__name__
+
+    current, timeline, rows, title, screen = run_app(root, script)
+    assert current is None and timeline is None and rows == 0 and started == [] and screen == "Screen"
+    assert "No thread matches 'qqq'" in title, title
+
+
+def test_keys_that_cannot_act_say_why(fixed):
+    """d on a finished thread, x with nothing running, f on a fork row: each said nothing."""
+    root, ids = fixed
+    said = []
+
+    async def script(app, pilot):
+        app.notify = lambda message, **_: said.append(message)
+        await select_thread(app, pilot, ids["solve"])  # done
+        await pilot.press("d", "x")
+        timeline = app.query_one("#timeline")
+        timeline.focus()
+        timeline.move_cursor(row=timeline.get_row_index(f"branch:{ids['fork']}"))
+        await pilot.pause(0.1)
+        await pilot.press("f")
+        await settle(app, pilot, 0.3)
+
+    run_app(root, script)
+    solve = ids["solve"][:10]
+    assert f"{solve} is done: nothing to queue; f forks from a step" in said, said
+    assert f"nothing runs for thread {solve}, here or in another process" in said, said
+    assert "f forks from a step or the prompt row: move the cursor onto one" in said, said
+
+
+def test_y_on_the_list_copies_the_thread_id_and_g_takes_a_thread_id(fixed):
+    root, ids = fixed
+    copied = []
+
+    async def script(app, pilot):
+        app.copy_to_clipboard = copied.append
+        await select_thread(app, pilot, ids["triage"])
+        app.query_one("#threads").focus()
+        await pilot.press("y")
+        await pilot.press("g", *ids["solve"][:14], "enter")
+        await settle(app, pilot, 0.5)
+        return app.current_view, app.threads_view.current_thread(), app.focused.id
+
+    view, current, focused = run_app(root, script)
+    assert copied == [ids["triage"]]
+    assert (view, current, focused) == ("threads", ids["solve"], "timeline")

@@ -141,6 +141,21 @@ class ThreadsView(Horizontal):
         target = self.selected_thread if self.selected_thread in self.thread_table.rows else shown
         if target:
             self.select_thread(target)
+        elif infos and self.thread_list.filter_text:
+            self.show_no_match()
+
+    def show_no_match(self) -> None:
+        """A filter that hides every thread: no timeline (the keys would act on a thread the list
+        no longer shows), and what to do about it."""
+        self.selected_thread = None
+        self.timeline = None
+        self.timeline_table.clear()
+        self.timeline_table.drawn = None
+        self.timeline_table.ready(replay=False)  # keys waiting for rows: there will be none
+        text = Text.assemble(("No thread matches ", "bold"), (repr(self.thread_list.filter_text), "bold yellow"), (": esc clears the filter.", "bold"))
+        self.query_one("#thread-title", Static).update(text)
+        self.step_pane.show(text)
+        self.app.refresh_bindings()
 
     def show_first_run(self) -> None:
         """An empty root says exactly what to do next, in the pane a thread's output would fill."""
@@ -442,7 +457,10 @@ class ThreadsView(Horizontal):
 
     def current_thread(self) -> str | None:
         """The thread under the list's cursor now. Keys act on this, not on the last handled
-        highlight event: in a burst like `j s` the event of `j` is still queued when `s` runs."""
+        highlight event: in a burst like `j s` the event of `j` is still queued when `s` runs.
+        None when the list is empty (a filter that hides every thread)."""
+        if not self.thread_table.row_count:
+            return None
         return row_at_cursor(self.thread_table) or self.selected_thread
 
     def current_entry(self) -> str | None:
