@@ -352,7 +352,7 @@ class UwfApp(App):
         if message.error:
             self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")
             self.toast(f"step failed: {message.error}", severity="error")
-        elif message.summary == "cancelled" and self._killed(message.thread):
+        elif message.summary == "cancelled" and (message.thread in self.runner.killing or self._killed(message.thread)):
             self.threads_view.log_line(message.thread, "☠ killed: the thread is archived and its step stopped (f forks a step to go on)", "magenta")
             self.toast("thread killed", severity="warning")
         elif message.summary == "cancelled":
@@ -450,6 +450,7 @@ class UwfApp(App):
             await self.commands.preview(thread, self.threads_view.node_label(thread))
 
     def on_kill_done(self, message: KillDone) -> None:
+        self.runner.killing.discard(message.thread)
         if message.error:
             self.notify(message.error, severity="error")
             return

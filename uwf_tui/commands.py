@@ -110,6 +110,7 @@ class Commands:
 
         def confirmed(yes: bool | None) -> None:
             if yes:
+                app.runner.killing.add(thread)  # its step's end reads as killed, even before the archive is written
                 app.runner.cancel(thread)
                 app.run_worker(partial(workers.kill, app.repo, thread, app.post_message), thread=True, exit_on_error=False, group="kill")
 

@@ -23,6 +23,7 @@ class AgentRunner:
         self.running: dict[str, Cancel] = {}
         self.started_at: dict[str, float] = {}  # thread -> when its step or run began here (time.time())
         self.pending_answers: dict[str, Future] = {}  # thread -> a human answer a worker waits for
+        self.killing: set[str] = set()  # threads K was confirmed for, until their kill is done
 
     def __len__(self) -> int:
         return len(self.running)
