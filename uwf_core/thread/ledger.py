@@ -27,7 +27,7 @@ from ..errors import UwfError
 from ..llm.usage import Usage
 from .context import context_of
 from .model import StepContext, ThreadContext, numbered
-from .nodes import STEP_TYPES, thread_node
+from .nodes import STEP_TYPES, starts_of, thread_node
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
@@ -447,14 +447,14 @@ def _family(repo: Repo, info: ThreadInfo, context: ThreadContext) -> _Family:
     from .ops import list_threads
 
     store = repo.nodes
-    ours = _starts_of(store, info.head)
+    ours = starts_of(store, info.head)
     starts: set[str] = set()  # the StartNodes of every chain in the family
     family = _Family()
     for other in sorted(list_threads(repo, include_archived=True), key=lambda item: item.thread):
         if other.problem or not other.head:
             continue
         try:
-            theirs = ours if other.thread == info.thread else _starts_of(store, other.head)
+            theirs = ours if other.thread == info.thread else starts_of(store, other.head)
             if not ours.intersection(theirs):
                 continue
             chain = _nodes_of(repo, other.head) if other.thread != info.thread else _nodes_of(repo, info.head, context)
@@ -478,21 +478,6 @@ def _family(repo: Repo, info: ThreadInfo, context: ThreadContext) -> _Family:
         for node in chain:
             seen.setdefault(node, thread)
     return family
-
-
-def _starts_of(store: CasStore, head: str) -> set[str]:
-    """The StartNodes of a chain (the current one and those it resumes), reading only them."""
-    from .nodes import start_of
-
-    starts: set[str] = set()
-    cursor: str | None = head
-    while cursor is not None:
-        start_hash, start = start_of(store, cursor)
-        if start_hash in starts:
-            break
-        starts.add(start_hash)
-        cursor = start.resumes
-    return starts
 
 
 def _nodes_of(repo: Repo, head: str, context: ThreadContext | None = None) -> list[str]:

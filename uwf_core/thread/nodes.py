@@ -70,3 +70,16 @@ def start_of(store: CasStore, head: str) -> tuple[str, StartNode]:
     node = thread_node(store, head)
     start_hash = head if node.type in START_TYPES else node.payload["start"]
     return start_hash, read_start(store, start_hash)
+
+
+def starts_of(store: CasStore, head: str) -> set[str]:
+    """The StartNodes of a chain (the current one and those it resumes), reading only them."""
+    starts: set[str] = set()
+    cursor: str | None = head
+    while cursor is not None:
+        start_hash, start = start_of(store, cursor)
+        if start_hash in starts:
+            break
+        starts.add(start_hash)
+        cursor = start.resumes
+    return starts

@@ -9,7 +9,7 @@ from ..store.cas import CasStore
 from ..store.records import RunRecord
 from .context import context_of
 from .model import StepContext, ThreadContext, step_numbers
-from .nodes import START_TYPES, start_of, thread_node
+from .nodes import START_TYPES, start_of, starts_of, thread_node
 from .ops import ThreadInfo, list_threads, thread_info
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
@@ -106,7 +106,7 @@ def runs_by_step(records: Iterable[RunRecord]) -> dict[str, RunRecord]:
 
 
 def _branches(store: CasStore, info: ThreadInfo, context: ThreadContext, others: list[ThreadInfo]) -> dict[str, list[Branch]]:
-    starts = _starts(store, context)
+    starts = starts_of(store, info.head)
     candidates = []
     for other in others:
         if other.thread == info.thread or not other.head:
@@ -128,20 +128,6 @@ def _branches(store: CasStore, info: ThreadInfo, context: ThreadContext, others:
         if at is not None and (own or other.head != info.head):
             result.setdefault(at, []).append(Branch(other.thread, at, own, other.active, other.reason))
     return result
-
-
-def _starts(store: CasStore, context: ThreadContext) -> set[str]:
-    """The chain's StartNodes: its own, and those of the runs it resumes (each a StartNode's
-    `resumes` away), found without reading the steps between them."""
-    starts = {context.start_hash}
-    resumes = context.start.resumes
-    while resumes:
-        start_hash, start = start_of(store, resumes)
-        if start_hash in starts:
-            break
-        starts.add(start_hash)
-        resumes = start.resumes
-    return starts
 
 
 def _divergence(store: CasStore, head: str, ours: set[str]) -> tuple[str | None, int]:
