@@ -11,8 +11,13 @@ from .version import __version__  # noqa: F401  (the one eager name)
 
 
 def __getattr__(name: str):
-    from . import api
+    # `from uwf_core import api` asks the package for `api` before importing the submodule:
+    # answered by importing it, not by `from . import api`, which would ask this function again.
+    from importlib import import_module
 
+    api = import_module("uwf_core.api")
+    if name == "api":
+        return api
     try:
         value = getattr(api, name)
     except AttributeError:
@@ -22,6 +27,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    from . import api
+    from importlib import import_module
 
+    api = import_module("uwf_core.api")
     return ["__version__", *api.__all__]
