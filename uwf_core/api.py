@@ -134,10 +134,16 @@ _EXPORTS = {
     "agent_entries": "config.agents",
     "AgentCheck": "engine.check",
     "check_agent": "engine.check",
-    # writing agents
+    # writing agents: Python functions (the python protocol), and step-protocol programs (the kit)
+    "PythonContext": "engine.python_context",
+    "PythonAnswer": "engine.python_context",
+    "WrittenStep": "engine.python_context",
+    "AgentFunctions": "repo",  # repo.agents: register a function as an agent for a session
     "run_agent": "agents.kit",
     "AgentAnswer": "agents.kit",
     "AgentContext": "agents.kit",
+    "load_agent_context": "agents.kit",
+    "complete_step": "agents.kit",
 }
 
 __all__ = list(_EXPORTS)

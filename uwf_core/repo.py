@@ -26,7 +26,7 @@ CACHE_CONTEXTS = 64  # thread contexts kept by head (a TUI browses many threads)
 
 
 class Repo:
-    __slots__ = ("backend", "_nodes", "_config", "_env_values", "_secrets", "workflows", "contexts")
+    __slots__ = ("backend", "_nodes", "_config", "_env_values", "_secrets", "workflows", "contexts", "agents")
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -36,6 +36,7 @@ class Repo:
         self._secrets: Secrets | None = None
         self.workflows: dict[str, Workflow] = {}
         self.contexts: dict[str, ThreadContext] = {}
+        self.agents = AgentFunctions()  # Python functions registered as agents for this session
 
     @classmethod
     def open(cls, location: str | None = None) -> Repo:
@@ -137,3 +138,79 @@ class Repo:
         if len(self.contexts) >= CACHE_CONTEXTS:
             self.contexts.pop(next(iter(self.contexts)))
         self.contexts[context.head] = context
+
+
+class AgentFunctions:
+    """The Python functions a program registers as agents on its Repo (`repo.agents.register`).
+    A registered name is an agent for every step taken through this Repo — `perform_step`,
+    `run_thread`, a `Worker` — and means the function before any config.yaml entry of that name.
+    They live as long as the Repo: a `uwf` command, which opens its own, knows only config.yaml's
+    `python:` entries."""
+
+    __slots__ = ("entries", "functions")
+
+    def __init__(self) -> None:
+        self.entries: dict = {}  # name -> config.model.AgentConfig (protocol python)
+        self.functions: dict = {}  # name -> the callable
+
+    def register(self, name: str, func=None, *, isolate: bool = False, timeout: float | None = None,
+                 secrets: tuple[str, ...] | list[str] = (), reuse: bool = False):
+        """Register `func` under `name`; without `func`, a decorator. `isolate=True` calls it in a
+        child process of its own (contained, killed at the step's timeout): it must then be
+        importable by name. `secrets`: the .env keys it is handed in `ctx.secrets`."""
+        if func is None:
+            return lambda function: self.register(name, function, isolate=isolate, timeout=timeout, secrets=secrets, reuse=reuse)
+        from .errors import UwfError
+
+        if not isinstance(name, str) or not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+            raise UwfError(f"agent name {name!r} must be letters, digits, '-', '_' or '.'")
+        return self._add(name, func, isolate=isolate, timeout=timeout, secrets=secrets, reuse=reuse)
+
+    def _add(self, name: str, func, *, isolate: bool = False, timeout: float | None = None, secrets=(), reuse: bool = False):
+        from .config.model import AgentConfig, is_env_name
+        from .errors import UwfError
+
+        if not callable(func):
+            raise UwfError(f"agent '{name}': {func!r} is not callable")
+        if timeout is not None and not timeout > 0:
+            raise UwfError(f"agent '{name}': timeout must be a positive number of seconds")
+        for key in secrets:
+            if not is_env_name(key):
+                raise UwfError(f"agent '{name}': {key!r} is not a .env key name")
+        target = entry_point(func)
+        if isolate:
+            module, _, qualname = target.rpartition(":")
+            if module == "__main__" or "<" in qualname:
+                raise UwfError(
+                    f"agent '{name}': isolate needs a function a child process can import by name, and {target} is not "
+                    f"(define it at the top level of a module other than the script being run)"
+                )
+        self.entries[name] = AgentConfig(
+            name, "", (), "python", timeout, {}, tuple(secrets), reuse, python=target, isolate=isolate,
+        )
+        self.functions[name] = func
+        return func
+
+    def unregister(self, name: str) -> None:
+        self.entries.pop(name, None)
+        self.functions.pop(name, None)
+
+    def name_of(self, func) -> str:
+        """The name a function given directly (StepOptions(agent=func)) is registered under: its
+        entry point, module:function."""
+        for name, known in self.functions.items():
+            if known is func:
+                return name
+        name = entry_point(func)
+        self._add(name, func)
+        return name
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.entries
+
+
+def entry_point(func) -> str:
+    """`module:qualname`: how a function is named in its steps' detail, and imported in a child."""
+    module = getattr(func, "__module__", None) or "__main__"
+    name = getattr(func, "__qualname__", None) or getattr(type(func), "__qualname__", "function")
+    return f"{module}:{name}"

@@ -476,7 +476,7 @@ def workspace_files(report: Report, uwf: Uwf, quick: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/benchmarks.md)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs, for a first look")
-    sections = ["startup", "cli", "sandbox", "files", "inproc", "disk", "fork", "cas", "tui", "workers"]
+    sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "workers"]
     parser.add_argument("--only", choices=sections, action="append")
     args = parser.parse_args(argv)
     compile_sources()
@@ -497,6 +497,10 @@ def main(argv: list[str] | None = None) -> None:
             workspace_files(report, uwf, quick)
         if "inproc" in only:
             in_process(report, uwf, lang, [1, 1000], 10 if quick else 30)
+        if "python" in only:
+            from python_agents import python_rows
+
+            python_rows(report, Row, uwf, lang, [1, 1000], 30 if quick else 100, 300 if quick else 1000)
         if "disk" in only:
             disk(report, uwf, lang, 300 if quick else 2000)
         if "fork" in only:

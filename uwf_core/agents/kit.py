@@ -30,6 +30,8 @@ from ..workflow.model import Role, Workflow
 if TYPE_CHECKING:
     from typing import Callable
 
+    from ..engine.prompt import Prompt
+
 
 @record
 class AgentContext:
@@ -56,7 +58,7 @@ class AgentContext:
         return os.environ.get("UWF_WORKSPACE") or self.context.start.workspace or os.getcwd()
 
     @cached_property
-    def prompt_parts(self):
+    def prompt_parts(self) -> Prompt:
         """The prompt in the parts it is stored by (see engine/prompt.Prompt)."""
         from ..engine.prompt import build_prompt_parts
 

@@ -15,14 +15,22 @@ def register(groups, common) -> None:
         "configured and built-in agents (JSON: name, command, args, protocol, timeout, secrets, source, sandbox, network, containment)",
     )
     command(sub, common, "presets", cmd_presets, "the ready-made entries for known agent CLIs (add one with `uwf setup --agent-preset NAME`)")
-    add = command(sub, common, "add", cmd_add, "add an agent: uwf agent add NAME [options] -- COMMAND [ARG...]")
-    add.usage = "uwf agent add NAME [options] -- COMMAND [ARG...]"
+    add = command(sub, common, "add", cmd_add, "add an agent: uwf agent add NAME [options] -- COMMAND [ARG...], or --python MODULE:FUNCTION")
+    add.usage = "uwf agent add NAME [options] -- COMMAND [ARG...]  |  uwf agent add NAME --python MODULE:FUNCTION [options]"
     add.add_argument("name", help="the alias roles and --agent use")
     add.add_argument(
         "--protocol",
         choices=("text", "step"),
         help="text: the CLI reads a prompt and prints an answer (the default); step: a uwf step-protocol agent "
         "(the default for uwf-script, uwf-builtin and uwf-subflow)",
+    )
+    add.add_argument(
+        "--python", metavar="MODULE:FUNCTION",
+        help="a Python function as the agent (no command): a module on the Python path, or /path/to/file.py:function",
+    )
+    add.add_argument(
+        "--isolate", action="store_true",
+        help="python: call the function in a child process of its own (contained; killed at its timeout)",
     )
     add.add_argument("--timeout", type=positive_number, metavar="S", help="the step's time limit in seconds")
     add.add_argument(
@@ -68,7 +76,10 @@ def _with_containment(entry) -> dict:
     from ..engine.sandbox import BUBBLEWRAP, PROCESS_GROUP, containment
 
     data = entry.to_json()
-    if entry.protocol != "human":
+    if entry.protocol == "python" and not entry.isolate:
+        data["containment"] = "none"
+        data["containmentReason"] = "a python function called in uwf's own process (isolate: process runs it contained)"
+    elif entry.protocol != "human":
         box = containment()
         data["containment"] = BUBBLEWRAP if entry.sandbox and box.kind == BUBBLEWRAP else PROCESS_GROUP
         if data["containment"] == PROCESS_GROUP:
@@ -89,12 +100,17 @@ def cmd_add(args) -> int:
     from ..errors import UsageError
 
     argv = args.tail
-    if args.misplaced or not argv:
+    if args.python and (argv or args.misplaced):
+        raise UsageError("give --python MODULE:FUNCTION or a command after --, not both")
+    if args.isolate and not args.python:
+        raise UsageError("--isolate is for --python agents")
+    if not args.python and (args.misplaced or not argv):
         raise UsageError(f"put the agent's command after --: uwf agent add {args.name} [options] -- COMMAND [ARG...]")
     env = parse_assignments(args.env, "KEY=VALUE") if args.env else {}
     agent = new_agent(
-        args.name, argv, protocol=args.protocol, timeout=args.timeout, secrets=args.secret, env=env,
+        args.name, argv or [], protocol=args.protocol, timeout=args.timeout, secrets=args.secret, env=env,
         sandbox=args.sandbox, network=args.network, writable=args.writable, readable=args.readable, hide=args.hide,
+        python=args.python, isolate=args.isolate,
     )
     repo = repo_of(args)
     repo.save_config(add_agent(repo.config, agent, replace_existing=args.replace))

@@ -40,6 +40,7 @@ class AgentEntry:
     readable: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()  # workspace files it is shown empty
     env: tuple[tuple[str, str], ...] = ()  # its fixed variables (never a key: `agent add` refuses one)
+    isolate: bool = False  # a python agent called in a child process of its own
 
     def to_json(self) -> dict:
         data = {
@@ -51,6 +52,9 @@ class AgentEntry:
             "secrets": list(self.secrets),
             "source": self.source,
         }
+        if self.protocol == "python":
+            data["python"] = self.args[0] if self.args else None
+            data["isolate"] = "process" if self.isolate else "none"
         if self.protocol != "human":  # a person runs no process
             data.update(sandbox=self.sandbox, network=self.network)
         for key in ("writable", "readable", "hide"):
@@ -82,10 +86,11 @@ def preset_entries() -> list[AgentEntry]:
 
 
 def _entry(agent: AgentConfig, source: str) -> AgentEntry:
+    command, args = ("python", (agent.python,)) if agent.python else (agent.command, agent.args)
     return AgentEntry(
-        agent.name, agent.command, agent.args, agent.protocol, agent.timeout, agent.secrets, source,
+        agent.name, command, args, agent.protocol, agent.timeout, agent.secrets, source,
         sandbox=agent.sandbox, network=agent.network, writable=agent.writable, readable=agent.readable, hide=agent.hide,
-        env=tuple(agent.env.items()),
+        env=tuple(agent.env.items()), isolate=agent.isolate,
     )
 
 
@@ -102,6 +107,8 @@ def new_agent(
     writable: list[str] | None = None,
     readable: list[str] | None = None,
     hide: list[str] | None = None,
+    python: str | None = None,
+    isolate: bool = False,
 ) -> AgentConfig:
     """A checked entry: every value a user can get wrong is refused here, in one line. Without a
     protocol, uwf's own agents (uwf-script, uwf-builtin, uwf-subflow) speak step, any other CLI text."""
@@ -109,6 +116,10 @@ def new_agent(
         raise UsageError(f"agent name {name!r} must be letters, digits, '-', '_' or '.'")
     if name in BUILT_IN:
         raise UsageError(f"'{name}' is a built-in agent; choose another name")
+    if python is not None:
+        if protocol not in (None, "python"):
+            raise UsageError(f"a --python agent speaks the python protocol, not {protocol}")
+        argv, protocol = ["python"], "text"  # checked below as any entry; made a python entry at the end
     if not argv or not argv[0].strip():
         raise UsageError("the agent needs a command: uwf agent add NAME [options] -- COMMAND [ARG...]")
     if protocol is None:
@@ -131,10 +142,19 @@ def new_agent(
     for path in hide or []:
         if path.startswith(("/", "~", "$")) or ".." in path.split("/"):
             raise UsageError(f"--hide takes a path inside the workspace (relative, no '..'), not {path!r}")
-    return AgentConfig(
+    entry = AgentConfig(
         name, argv[0], tuple(argv[1:]), protocol, timeout, dict(env or {}), tuple(dict.fromkeys(secrets or [])),
         sandbox=sandbox, network=network, writable=tuple(writable or ()), readable=tuple(readable or ()), hide=tuple(hide or ()),
     )
+    if python is None:
+        return entry
+    from .model import ConfigError, python_target
+
+    try:
+        target = python_target(python, "--python")
+    except ConfigError as exc:
+        raise UsageError(exc.message) from None
+    return replace(entry, command="", args=(), protocol="python", python=target, isolate=isolate)
 
 
 def add_agent(config: Config, agent: AgentConfig, *, replace_existing: bool = False) -> Config:

@@ -52,9 +52,16 @@ class AgentConfig:
     writable: tuple[str, ...] = ()  # paths besides the workspace the agent may write (~ and $VARS expanded)
     readable: tuple[str, ...] = ()  # paths the sandbox would hide (under /tmp) that the agent may read
     hide: tuple[str, ...] = ()  # workspace files the agent must not read as config (shown empty in the sandbox)
+    python: str | None = None  # protocol python: the function, "package.module:function" or "/path/file.py:function"
+    isolate: bool = False  # python: call it in a child process of its own (killable, contained), not in uwf's
 
     def to_dict(self) -> dict:
-        data: dict = {"command": self.command, "args": list(self.args), "protocol": self.protocol}
+        if self.python is not None:
+            data: dict = {"python": self.python}
+            if self.isolate:
+                data["isolate"] = "process"
+        else:
+            data = {"command": self.command, "args": list(self.args), "protocol": self.protocol}
         if self.timeout is not None:
             data["timeout"] = int(self.timeout) if float(self.timeout).is_integer() else str(self.timeout)
         if self.env:
@@ -318,6 +325,10 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
     unknown = sorted(set(spec) - AGENT_KEYS)
     if unknown:
         raise ConfigError(f"{where} has no setting {unknown[0]!r} (known: {', '.join(sorted(AGENT_KEYS))})")
+    if not _none(spec.get("python")):
+        return _python_agent(name, spec, where)
+    if not _none(spec.get("isolate")):
+        raise ConfigError(f"{where}.isolate is for python agents (python: module:function)")
     args = spec.get("args")
     if _none(args) or args == []:
         args = []
@@ -356,7 +367,42 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
     )
 
 
-AGENT_KEYS = {"command", "args", "protocol", "timeout", "env", "secrets", "reuse", "sandbox", "network", "writable", "readable", "hide"}
+AGENT_KEYS = {
+    "command", "args", "protocol", "timeout", "env", "secrets", "reuse", "sandbox", "network", "writable", "readable", "hide",
+    "python", "isolate",
+}
+PYTHON_KEYS = {"python", "isolate", "protocol", "timeout", "env", "secrets", "reuse", "sandbox", "network", "writable", "readable", "hide"}
+
+
+def _python_agent(name: str, spec: dict, where: str) -> AgentConfig:
+    """`python: module:function`: a function uwf calls (engine/protocols/python.py), in its own
+    process when `isolate: process`; the sandbox settings apply to that process."""
+    stray = sorted(set(spec) - PYTHON_KEYS)
+    if stray:
+        raise ConfigError(f"{where}.{stray[0]} does not apply to a python agent (it runs a function, not a command)")
+    target = python_target(_text(spec.get("python"), f"{where}.python"), f"{where}.python")
+    protocol = spec.get("protocol")
+    if not _none(protocol) and protocol != "python":
+        raise ConfigError(f"{where}.protocol must be python (or left out) for a python agent, not {protocol!r}")
+    isolate = spec.get("isolate")
+    if not (_none(isolate) or isolate in ("process", "none", False)):
+        raise ConfigError(f"{where}.isolate must be process (or none), not {isolate!r}")
+    base = _agent(name, {key: value for key, value in spec.items() if key not in ("python", "isolate", "protocol")} | {"command": "python"}, where)
+    return replace(base, command="", protocol="python", python=target, isolate=isolate == "process")
+
+
+def python_target(text: str, where: str) -> str:
+    """A function's entry point: `package.module:function` (a dotted name after the colon for a
+    method of a class), or an absolute (or ~/) path to a .py file, `:function`."""
+    place, sep, name = text.strip().rpartition(":")
+    if not sep or not place or not all(part.isidentifier() for part in name.split(".")):
+        raise ConfigError(f"{where} must be module:function (e.g. mypackage.agents:review), not {text!r}")
+    if place.endswith(".py") or "/" in place:
+        if not place.startswith(("/", "~")):
+            raise ConfigError(f"{where}: the file {place!r} must be an absolute path (or ~/...), or name a module instead")
+    elif not all(part.isidentifier() for part in place.split(".")):
+        raise ConfigError(f"{where}: {place!r} is not a module name")
+    return f"{place}:{name}"
 
 
 def _paths(value: object, where: str, *, relative: bool = False) -> tuple[str, ...]:

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 @record
 class SetupRequest:
+    """`uwf setup`'s answers, each optional: what is left None keeps what config.yaml and .env hold."""
+
     provider: str | None = None
     base_url: str | None = None
     api_key: str | None = None

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..thread.ops import ThreadInfo
     from ..workflow.model import Role, Workflow
     from .prompt import Prompt
+    from .python_call import PythonFunction
     from .sandbox import Policy
 
 
@@ -110,10 +111,21 @@ class AgentCall:
 
     @cached_property
     def agent_key(self) -> str:
-        """The resolved agent entry's fingerprint (memoized replay indexes answers under it)."""
+        """The resolved agent entry's fingerprint (memoized replay indexes answers under it); a
+        python agent's includes its code's identity, so changed code is not replayed."""
         from .reuse_index import agent_fingerprint
 
-        return agent_fingerprint(self.resolved)
+        return agent_fingerprint(self.resolved, self.python.identity if self.resolved.protocol == "python" else None)
+
+    @cached_property
+    def python(self) -> PythonFunction:
+        """A python agent's function (registered for this session, or imported)."""
+        from .python_call import function_of
+
+        try:
+            return function_of(self.repo, self.resolved)
+        except UwfError as exc:
+            raise StepError(f"python agent '{self.resolved.label}' ({self.resolved.python}): {exc.message}") from None
 
     @property
     def sees_store(self) -> bool:

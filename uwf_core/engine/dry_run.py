@@ -142,7 +142,8 @@ def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | No
     prompt = _prompt(workflow, decision, schema, context)
     try:
         resolved = resolve_agent(
-            repo.config, workflow.name, decision.role, context.start.agents, agent, config_file=repo.backend.config.location
+            repo.config, workflow.name, decision.role, context.start.agents, agent, config_file=repo.backend.config.location,
+            functions=repo.agents.entries,
         )
     except UwfError as exc:
         return result("step", prompt=prompt, agent_error=exc.message, note=_stop_note(budget))
@@ -160,7 +161,7 @@ def agent_problem(repo: Repo, workflow_name: str, role: str, spec: str) -> str |
     """What would stop `spec` (an agent's name or a command line) from running `role` on this host:
     `_cannot_start`'s answer, or why it cannot be resolved (None: nothing seen)."""
     try:
-        return _cannot_start(repo, resolve_agent(repo.config, workflow_name, role, override=spec))
+        return _cannot_start(repo, resolve_agent(repo.config, workflow_name, role, override=spec, functions=repo.agents.entries))
     except UwfError as exc:
         return exc.message
 
@@ -173,6 +174,14 @@ def _cannot_start(repo: Repo, resolved: ResolvedAgent) -> str | None:
 
     from .call import agent_env
 
+    if resolved.protocol == "python":
+        from .python_call import function_of
+
+        try:
+            function_of(repo, resolved)
+        except UwfError as exc:
+            return exc.message
+        return None
     if resolved.protocol == "human" or not resolved.argv:
         return None
     try:
@@ -208,7 +217,12 @@ def _key(repo: Repo, workflow, decision: Decision, resolved: ResolvedAgent, sche
 
     role = workflow.roles[decision.role]
     parts = build_prompt_parts(workflow, role, schema, context, decision.instruction)
-    key = inputs_key(role, agent_fingerprint(resolved), prompt_node_hash(repo.nodes, parts, repo.secrets, context))
+    code = None
+    if resolved.protocol == "python":
+        from .python_call import function_of
+
+        code = function_of(repo, resolved).identity
+    key = inputs_key(role, agent_fingerprint(resolved, code), prompt_node_hash(repo.nodes, parts, repo.secrets, context))
     return _with_head_files(repo, context, key)
 
 

@@ -116,6 +116,8 @@ def _jsonable(value: object) -> object:
 
 
 def extract_fast(text: str, schema: dict, *, cache_key: str | None = None) -> Extracted:
+    """The output from the answer's own frontmatter or JSON, held to the schema: tried before the
+    LLM fallback, which costs a call."""
     from ..store.schemas import validation_errors
 
     output, body, method = parse_answer(text)

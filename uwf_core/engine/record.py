@@ -20,8 +20,8 @@ def write_answer(
     role: Role,
     agent: str,
     protocol: str,
-    prompt: Prompt | str,
-    answer: str,
+    prompt: Prompt | str | None,
+    answer: str | None,
     output: object,
     detail: dict,
     secrets: Secrets,
@@ -31,7 +31,8 @@ def write_answer(
 ) -> str:
     """Store the step; `detail` holds what the protocol adds (extract method, corrections, usage...).
     Its nodes are one batch: durable together, with one commit, before anything names them.
-    `agent_key` (the agent entry's fingerprint) indexes the answer for memoized replay (engine/reuse_index.py)."""
+    `agent_key` (the agent entry's fingerprint) indexes the answer for memoized replay (engine/reuse_index.py).
+    A python agent may have neither prompt (it did not read one) nor answer text (it returned a dict)."""
     with store.nodes.batch():
         return _write_answer(store, context=context, role=role, agent=agent, protocol=protocol, prompt=prompt, answer=answer,
                              output=output, detail=detail, secrets=secrets, instruction=instruction, started_ms=started_ms,
@@ -40,14 +41,13 @@ def write_answer(
 
 def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, answer, output, detail, secrets, instruction, started_ms, agent_key) -> str:
     content = BUILTIN_HASHES["content"]
-    prompt_node = store_prompt(store, prompt, secrets, context)
-    record = {
-        "agent": agent,
-        "protocol": protocol,
-        "prompt": prompt_node,
-        "content": store.put(content, secrets.redact(answer)),
-        **secrets.redact(detail),
-    }
+    prompt_node = store_prompt(store, prompt, secrets, context) if prompt is not None else None
+    record = {"agent": agent, "protocol": protocol}
+    if prompt_node is not None:
+        record["prompt"] = prompt_node
+    if answer is not None:
+        record["content"] = store.put(content, secrets.redact(answer))
+    record.update(secrets.redact(detail))
     start, prev = next_step_links(context)
     step_hash = write_step(
         store,
@@ -60,8 +60,9 @@ def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, an
         detail=record,
         instruction=instruction,
         started_ms=started_ms,
+        history=prompt is not None,  # a python agent that read no prompt: its entry waits for a prompt that shows it
     )
-    if agent_key:
+    if agent_key and prompt_node is not None:
         from .reuse_index import remember_answer
 
         remember_answer(store, role, agent_key, prompt_node, step_hash)

@@ -43,6 +43,8 @@ class ResolvedAgent:
     writable: tuple[str, ...] = ()
     readable: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()
+    python: str | None = None  # protocol python: the function's entry point (module:function)
+    isolate: bool = False  # python: called in a child process of its own
 
 
 def parse_assignments(items: list[str], what: str = "ROLE=AGENT") -> dict[str, str]:
@@ -88,12 +90,15 @@ def resolve_agent(
     override: str | None = None,
     *,
     config_file: str = "config.yaml",
+    functions: dict[str, AgentConfig] | None = None,
 ) -> ResolvedAgent:
+    """`functions`: the Python functions registered for this session (`repo.agents`), which a
+    name means before config.yaml's entries do."""
     chosen = _choose(config, workflow_name, role, bindings, override)
     if chosen is None:
         raise UwfError(NO_AGENT_HELP.format(role=role, workflow=workflow_name, config=config_file))
     spec, source, origin = chosen
-    alias = config.agents.get(spec)
+    alias = (functions or {}).get(spec) or config.agents.get(spec)
     if alias is not None:
         return _from_alias(alias, source, origin, spec)
     if spec.strip() == HUMAN:
@@ -110,7 +115,7 @@ def resolve_agent(
 def _from_alias(agent: AgentConfig, source: str, origin: str, spec: str) -> ResolvedAgent:
     return ResolvedAgent(
         label=agent.name,
-        argv=(agent.command, *agent.args),
+        argv=("python", agent.python) if agent.python else (agent.command, *agent.args),  # a function: what the views show
         protocol=agent.protocol,
         timeout=agent.timeout,
         env=dict(agent.env),
@@ -125,4 +130,6 @@ def _from_alias(agent: AgentConfig, source: str, origin: str, spec: str) -> Reso
         writable=agent.writable,
         readable=agent.readable,
         hide=agent.hide,
+        python=agent.python,
+        isolate=agent.isolate,
     )

@@ -44,7 +44,7 @@ def prompt_node_hash(store: CasStore, prompt: Prompt, secrets: Secrets, context:
 
 def call_key(call: AgentCall) -> str:
     """The inputs key of the step a call is about to take."""
-    return inputs_key(call.role, agent_fingerprint(call.resolved), prompt_node_hash(call.repo.nodes, call.prompt_parts, call.secrets, call.context))
+    return inputs_key(call.role, call.agent_key, prompt_node_hash(call.repo.nodes, call.prompt_parts, call.secrets, call.context))
 
 
 def taken_key(call: AgentCall, step_hash: str) -> str | None:
@@ -57,7 +57,7 @@ def taken_key(call: AgentCall, step_hash: str) -> str | None:
     prompt = detail.get("prompt") if isinstance(detail, dict) else None
     if not isinstance(prompt, str) or not store.has(prompt):
         return None
-    return inputs_key(call.role, agent_fingerprint(call.resolved), prompt)
+    return inputs_key(call.role, call.agent_key, prompt)
 
 
 def write_reused(call: AgentCall, found: str, key: str) -> str:

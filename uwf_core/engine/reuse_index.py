@@ -22,9 +22,12 @@ KEY = "reuse1:"
 AGENT_ENV = "UWF_REUSE_AGENT"  # the running agent's fingerprint, for the kit to index its answer
 
 
-def agent_fingerprint(resolved: ResolvedAgent) -> str:
-    """The resolved agent entry as a hash: what it is called, runs, speaks and is given."""
+def agent_fingerprint(resolved: ResolvedAgent, code: str | None = None) -> str:
+    """The resolved agent entry as a hash: what it is called, runs, speaks and is given; `code`:
+    a python agent's function and its code's identity (engine/python_call.PythonFunction)."""
     data = {"label": resolved.label, "argv": list(resolved.argv), "protocol": resolved.protocol, "env": dict(sorted(resolved.env.items()))}
+    if code is not None:
+        data["python"] = code
     return xxh64_hash(encode(data))
 
 

@@ -118,7 +118,8 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         return _finish(repo, info, decision, workflow, context, options, _time_left(deadline))
     attempt.role = decision.role
     resolved = resolve_agent(
-        repo.config, workflow.name, decision.role, context.start.agents, options.agent, config_file=repo.backend.config.location
+        repo.config, workflow.name, decision.role, context.start.agents, _agent_name(repo, options.agent),
+        config_file=repo.backend.config.location, functions=repo.agents.entries,
     )
     attempt.agent = resolved.label
     lease.update(role=decision.role, agent=resolved.label)
@@ -191,6 +192,14 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     return StepResult(
         info.workflow, info.thread, head, reason is not None, decision.role, resolved.label, reason, reused_from, killed_by, new_head
     )
+
+
+def _agent_name(repo: Repo, agent: object) -> str | None:
+    """--agent as a name: a Python function given as StepOptions(agent=func) is registered for the
+    session under its entry point (module:function), the name its steps are recorded under."""
+    if agent is None or isinstance(agent, str):
+        return agent
+    return repo.agents.name_of(agent)
 
 
 def _warn_old_reads(repo: Repo, workflow: Workflow, options: StepOptions) -> None:

@@ -38,6 +38,8 @@ class CopyReport:
 
 
 def copy_root(source: str, destination: str, *, progress: bool = False) -> CopyReport:
+    """A whole root to another place or backend; what differs is refused, never overwritten, so
+    it is safe to run again."""
     from .open import open_backend
 
     src, dst = _Root(open_backend(source)), _Root(open_backend(destination))

@@ -13,6 +13,7 @@ from .cas import CasStore
 from .records import SET_ASIDE, RepairReport
 
 if TYPE_CHECKING:
+    from ..repo import Repo
     from .base import Backend
 
 
@@ -28,6 +29,8 @@ class FsckProblem:
 
 @record
 class FsckReport:
+    """What fsck found: only `errors` fail it; warnings (leftover files, unreadable log lines) are shown."""
+
     checked: int = 0
     problems: list[FsckProblem] = field(default_factory=list)
     readable: bool = True  # False: the node file could not be read at all (its problem says so)
@@ -91,7 +94,7 @@ def _stray_message(name: str, is_temp: bool) -> str:
     return "not a node file"
 
 
-def fsck_root(repo) -> FsckReport:
+def fsck_root(repo: Repo) -> FsckReport:
     """`uwf cas fsck` of an opened root: its nodes, index, threads and registry."""
     return fsck(repo.nodes, repo.backend)
 

@@ -75,6 +75,8 @@ class BundledThread:
 
 @record(frozen=True)
 class ExportReport:
+    """What `export_bundle` wrote: the CLI's summary and its --json."""
+
     path: str
     threads: tuple[BundledThread, ...]
     nodes: int
@@ -101,6 +103,8 @@ class ImportedThread:
 
 @record(frozen=True)
 class ImportReport:
+    """What `import_bundle` wrote and what this root held already (`workflows` says which names it kept)."""
+
     path: str
     nodes: int  # in the bundle
     written: int  # new to this root

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 @record(frozen=True)
 class StepDetails:
+    """One step read whole from its nodes, once, for `uwf thread step-details` and the TUI's step view."""
+
     step: str
     role: str
     agent: str
@@ -44,6 +46,7 @@ class StepDetails:
 
 
 def step_details(repo: Repo, step_hash: str) -> StepDetails:
+    """A step by hash or prefix, its output in its schema's field order (the order a person wrote, not CBOR's)."""
     store = repo.nodes
     hash_ = store.resolve(step_hash)
     step = read_step(store, hash_)

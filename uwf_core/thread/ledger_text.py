@@ -61,6 +61,7 @@ def _seconds(ms: int | None) -> str:
 
 
 def thread_cost_text(ledger: ThreadCost) -> str:
+    """`uwf thread cost` as text: one renderer, so the CLI and the workbench show the same table."""
     status = "active" if ledger.active else f"archived: {ledger.reason}"
     checks = sum(1 for step in ledger.steps if is_check_role(step.role))
     count = len(ledger.steps) - checks
@@ -103,6 +104,7 @@ def thread_cost_text(ledger: ThreadCost) -> str:
 
 
 def tree_cost_text(tree: TreeCost) -> str:
+    """`uwf thread cost --tree` as text: each fork's own steps, so shared history is counted once."""
     lines = [f"Fork subtree of {tree.root}: {len(tree.threads)} thread{'s' if len(tree.threads) != 1 else ''}, each step counted once", ""]
     rows = [["thread", "forked from", "at", "own steps", "tokens", "cost", ""]]
     for item in tree.threads:

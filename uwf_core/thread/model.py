@@ -23,6 +23,7 @@ SUMMARIZER_AGENT = "uwf-summarizer"
 
 
 def is_check_role(role: object) -> bool:
+    """uwf's own checks are StepNodes of `$`-named roles: routing and step numbers pass over them."""
     return isinstance(role, str) and role.startswith("$")
 
 

@@ -32,6 +32,9 @@ class ModeratorError(UwfError):
 
 @record(frozen=True)
 class Decision:
+    """The next role (or END) and why: the reason travels with the route, so a dry run or a diff
+    shows it without routing again."""
+
     role: str  # a role name, or END
     instruction: str | None = None
     end_reason: str | None = None  # REASON_DONE or REASON_MAX_STEPS when role is END

@@ -20,12 +20,16 @@ from .nodes import put_start, read_step, start_of, thread_node
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from ..repo import Repo
     from ..store.records import DamagedEntry
 
 
 @record(frozen=True)
 class ThreadInfo:
+    """A thread as one read found it: heads move, so this is a snapshot to show, never a cache."""
+
     thread: str
     workflow: str  # the workflow node's hash
     head: str
@@ -85,6 +89,7 @@ def _refuse_damaged(repo: Repo, wanted: str) -> None:
 
 
 def thread_info(repo: Repo, thread: str) -> ThreadInfo:
+    """A thread by id or unique prefix, active or archived: where every command naming a thread starts."""
     thread = resolve_thread_id(repo, thread)
     head = repo.threads.heads().get(thread)
     if head is not None:
@@ -117,7 +122,7 @@ def start_thread(
     max_tokens: int | None = None,
     max_cost: float | None = None,
     snapshot: bool = True,
-    say=None,
+    say: Callable[[str], None] | None = None,
 ) -> ThreadInfo:
     """A new thread (no step is run). `max_tokens` / `max_cost` give it a budget of its own,
     kept in its StartNode, over the workflow's; a workspace is snapshot as the thread's start
@@ -197,6 +202,7 @@ def _listed(store: CasStore, thread: str, head: str) -> ThreadInfo:
 
 
 def thread_steps(repo: Repo, thread: str) -> list[StepContext]:
+    """The thread's steps, oldest first, uwf's checks included: for showing a thread, not routing it."""
     return context_of(repo, thread_info(repo, thread).head, with_checks=True).steps
 
 
@@ -222,7 +228,7 @@ def _with_files(repo: Repo, start: StartNode, directory: str | None = None, *, s
     return replace(start, files=taken.tree)
 
 
-def fork_thread(repo: Repo, node_hash: str, workspace: str | None = None, say=None) -> ThreadInfo:
+def fork_thread(repo: Repo, node_hash: str, workspace: str | None = None, say: Callable[[str], None] | None = None) -> ThreadInfo:
     """A new thread whose head is an existing step (or start): O(1) in nodes, nothing copied; a
     thread with files gets a directory of its own holding that step's (thread/files.py)."""
     from .files import give_workspace
@@ -259,7 +265,7 @@ def _refuse_thread_id(repo: Repo, text: str) -> None:
     )
 
 
-def resume_thread(repo: Repo, thread: str, prompt: str, say=None) -> ThreadInfo:
+def resume_thread(repo: Repo, thread: str, prompt: str, say: Callable[[str], None] | None = None) -> ThreadInfo:
     """Reactivate an archived thread with a new StartNode that resumes its old head."""
     store = repo.nodes
     info = thread_info(repo, thread)
@@ -300,7 +306,9 @@ def _resumed_files(repo: Repo, info: ThreadInfo, start: StartNode, say=None) -> 
     return resumed
 
 
-def fork_with_output(repo: Repo, step_hash: str, output: object, workspace: str | None = None, say=None) -> ThreadInfo:
+def fork_with_output(
+    repo: Repo, step_hash: str, output: object, workspace: str | None = None, say: Callable[[str], None] | None = None
+) -> ThreadInfo:
     """Fork from a copy of a step whose output a person replaced (agent 'human').
 
     The edited output is validated against the role's schema; the new thread's

@@ -83,6 +83,8 @@ def _checks(count: int) -> str:
 
 
 def read_thread(repo: Repo, thread: str, *, quota: int | None = None, before: str | None = None) -> str:
+    """The thread as one markdown document (`uwf thread read`), for a person or an LLM; `quota`
+    (characters) keeps the newest steps, `before` stops before a step."""
     store = repo.nodes
     info = thread_info(repo, thread)
     context = context_of(repo, info.head, with_checks=True)

@@ -33,6 +33,9 @@ class Branch:
 
 @record
 class Timeline:
+    """A thread's steps with the attempts and forks around them: the history views show what
+    failed and what branched off, not just the chain."""
+
     info: ThreadInfo
     context: ThreadContext
     attempts: dict[str, list[RunRecord]] = field(default_factory=dict)  # head hash -> failed attempts from it

@@ -25,6 +25,7 @@ def step_usage(store: CasStore, step: StepContext) -> Usage:
 
 
 def thread_usage(store: CasStore, steps: list[StepContext]) -> Usage:
+    """The steps' usage summed: what the agents reported, so a step that recorded none adds nothing."""
     total = Usage()
     for step in steps:
         total = total + step_usage(store, step)

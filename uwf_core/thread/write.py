@@ -34,21 +34,24 @@ def write_step(
     what: str | None = None,
     files: str | None = None,
     files_before: str | None = None,
+    history: bool = True,
 ) -> str:
-    """Store output, detail and the StepNode after `prev` (None: first after `start`); returns its hash."""
+    """Store output, detail and the StepNode after `prev` (None: first after `start`); returns its hash.
+    `history=False` leaves its history entry to the first prompt that shows it (thread/history.py
+    rebuilds a missing one): a python agent's step, which no prompt needed, writes two nodes fewer."""
     now = int(time.time() * 1000)
     output_hash = store.put(meta, output, what=what or f"output of role '{role}'")
     detail = {**detail, "startedAt": started_ms or now, "completedAt": now}
     detail_hash = store.put(BUILTIN_HASHES["detail"], detail, what="detail")
     step = StepNode(start, prev, role, output_hash, detail_hash, agent, instruction, started_ms or now, now, files, files_before)
-    return store_step(store, step)
+    return store_step(store, step, history=history)
 
 
-def store_step(store: CasStore, step: StepNode) -> str:
+def store_step(store: CasStore, step: StepNode, *, history: bool = True) -> str:
     """Store a StepNode with its derived records (callers batch them with it)."""
     step_hash = put_step(store, step)
     chain = remember_step(store, step_hash, step.prev or step.start, step.role)  # its chain record: the next step reads no history
-    if not is_check_role(step.role):  # agents' prompts never show uwf's checks
+    if history and not is_check_role(step.role):  # agents' prompts never show uwf's checks
         remember_entry(store, step_hash, chain.count, step.role, step.agent, step.output)  # how later prompts show it
     return step_hash
 

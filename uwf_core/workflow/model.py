@@ -12,6 +12,9 @@ DEFAULT_MAX_STEPS = 100
 
 @record(frozen=True)
 class Role:
+    """One role as stored in the workflow node: the prompt's parts, and the hash of the schema
+    every answer for the role is held to."""
+
     name: str
     description: str
     goal: str
@@ -95,6 +98,9 @@ class Routes:
 
 @record(frozen=True)
 class Workflow:
+    """A workflow as stored: frozen, because one decoded node is shared by every step that reads
+    it (`workflow_of` caches it by hash)."""
+
     name: str
     description: str
     max_steps: int

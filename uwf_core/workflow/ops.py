@@ -25,6 +25,7 @@ from .model import Workflow
 if TYPE_CHECKING:
     from ..repo import Repo
     from ..store.registry_model import RegistryEntry
+    from .lint import Draft
 
 
 @record(frozen=True)
@@ -35,7 +36,7 @@ class PutResult:
     warnings: list[str]
 
 
-def lint_file(path: str):
+def lint_file(path: str) -> Draft:
     """Parse and lint a workflow file without storing anything (a workflow_lint.Draft)."""
     from .lint import build_draft
     from .yaml_doc import read_yaml_document
@@ -71,6 +72,7 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
 
 
 def list_workflows(repo: Repo) -> list[RegistryEntry]:
+    """The registered workflows, sorted by name so a listing reads the same on every backend."""
     return sorted(repo.registry.entries().values(), key=lambda entry: entry.name)
 
 
@@ -91,6 +93,8 @@ def resolve_workflow_hash(repo: Repo, name_or_hash: str) -> str:
 
 
 def load_workflow(repo: Repo, name_or_hash: str) -> Workflow:
+    """A workflow by registered name or by hash (an unambiguous prefix will do): a thread pins a
+    hash, so an old version stays loadable after its name moves on."""
     return workflow_of(repo, resolve_workflow_hash(repo, name_or_hash))
 
 
@@ -110,6 +114,7 @@ def workflow_from_node(store: CasStore, hash_: str) -> Workflow:
 
 
 def workflow_history(repo: Repo, name: str) -> RegistryEntry:
+    """A name's current version and its earlier ones: what `rollback_workflow` can go back to."""
     entry = repo.registry.entries().get(name)
     if entry is None:
         raise NotFoundError(f"no workflow named '{name}'")
@@ -117,6 +122,8 @@ def workflow_history(repo: Repo, name: str) -> RegistryEntry:
 
 
 def rollback_workflow(repo: Repo, name: str, hash_prefix: str | None = None) -> RegistryEntry:
+    """Make an earlier version current again (the newest without `hash_prefix`); the current one
+    goes to the history, so a rollback can itself be rolled back."""
     return repo.registry.rollback(name, hash_prefix)
 
 

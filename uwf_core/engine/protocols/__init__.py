@@ -10,7 +10,7 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 if TYPE_CHECKING:
     from ..call import AgentCall
 
-PROTOCOLS = ("step", "text", "human")
+PROTOCOLS = ("step", "text", "human", "python")
 
 
 def run_protocol(call: AgentCall) -> str:

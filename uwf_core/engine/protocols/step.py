@@ -43,7 +43,7 @@ def _run(call: AgentCall, stage: str | None) -> str:
     if stage:
         _take_in_reuse_entry(call, stage, hash_)
     if not stage:
-        _refuse_keys(call, hash_)
+        refuse_keys(call, hash_)
     return hash_
 
 
@@ -90,7 +90,7 @@ def _take_in_reuse_entry(call: AgentCall, stage: str, step: str) -> None:
         remember(call.repo.nodes, expected, step)
 
 
-def _refuse_keys(call: AgentCall, step: str) -> None:
+def refuse_keys(call: AgentCall, step: str) -> None:
     """Refuse the step if a node it brings in holds a key uwf knows (its .env, keys named like
     keys), and remove those nodes and the ones of the step that name them: a key must never stay
     in the store. The walk stops at what the thread held before (its head, that head's history

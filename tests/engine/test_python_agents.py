@@ -1,0 +1,297 @@
+"""Python functions as agents (the python protocol): registered from Python or named in
+config.yaml, sync and async, raising, overrunning their deadline in uwf's process and isolated in
+a child, corrected, reused, redacted; the same StepNode, detail and runs log as any agent's."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+from conftest import EXAMPLES, REPO
+
+from uwf_core.api import PythonContext, Repo, StepError, StepOptions, perform_step, put_workflow, run_thread, start_thread, step_details
+from uwf_core.errors import UwfError
+
+FIXTURE = "tests.engine.python_agents_fixture"
+
+
+@pytest.fixture
+def repo(root_dir, monkeypatch) -> Repo:
+    monkeypatch.syspath_prepend(str(REPO))  # the fixture module, as an installed package would be
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # and in an isolated child
+    repo = Repo.open(str(root_dir))
+    put_workflow(repo, str(EXAMPLES / "solve-issue.yaml"))
+    return repo
+
+
+def _thread(repo: Repo) -> str:
+    return start_thread(repo, "solve-issue", "Fix the login bug").thread
+
+
+def _fn(name: str):
+    from tests.engine import python_agents_fixture
+
+    return getattr(python_agents_fixture, name)
+
+
+def _runs(repo: Repo, thread: str) -> list:
+    return list(repo.runs.read(thread))
+
+
+def test_a_registered_function_runs_a_thread_to_its_end(repo):
+    repo.agents.register("solver", _fn("solve"))
+    thread = _thread(repo)
+    seen = []
+    result = run_thread(repo, thread, StepOptions(agent="solver"), on_step=seen.append)
+    assert result.done and result.reason == "done"
+    assert [step.role for step in seen] == ["planner", "developer", "reviewer", "developer", "reviewer"]
+    details = step_details(repo, seen[0].head)
+    assert details.agent == "solver" and details.output == {"plan": "p", "steps": ["s"]}
+    assert details.detail["protocol"] == "python"
+    assert details.detail["function"] == f"{FIXTURE}:solve"
+    assert details.detail["call"] == "in-process"
+    assert len(details.detail["source"]) == 13  # the hash of the module's source: changed code is another agent
+    assert details.prompt is None and details.content is None  # it read no prompt and returned a dict
+    assert [run.status for run in _runs(repo, thread)] == ["ok"] * 5
+    assert all(run.agent == "solver" for run in _runs(repo, thread))
+
+
+def test_an_async_function_and_a_function_given_directly(repo):
+    thread = _thread(repo)
+    first = perform_step(repo, thread, StepOptions(agent=_fn("solve_async")))
+    assert first.agent == f"{FIXTURE}:solve_async" and first.role == "planner"
+    repo.agents.register("decorated")(_fn("solve"))
+    second = perform_step(repo, thread, StepOptions(agent="decorated"))
+    assert second.role == "developer" and step_details(repo, second.head).output["summary"] == "s"
+
+
+def test_the_context_holds_the_task_the_steps_and_the_prompt_when_asked(repo):
+    seen: list[PythonContext] = []
+
+    def look(ctx: PythonContext):
+        seen.append(ctx)
+        if ctx.role == "developer":
+            assert "## Task" in ctx.prompt  # read: then stored with the step
+        return _fn("solve")(ctx)
+
+    repo.agents.register("look", look)
+    thread = _thread(repo)
+    perform_step(repo, thread, StepOptions(agent="look"))
+    result = perform_step(repo, thread, StepOptions(agent="look"))
+    ctx = seen[-1]
+    assert ctx.task == "Fix the login bug" and ctx.role == "developer" and ctx.workflow == "solve-issue"
+    assert [step.role for step in ctx.steps] == ["planner"] and ctx.last == {"plan": "p", "steps": ["s"]}
+    assert ctx.output_of("planner") == ctx.last and ctx.output_of("reviewer") is None
+    assert ctx.schema["required"] == ["filesChanged", "summary"]
+    assert os.path.isdir(ctx.workspace) and ctx.deadline is None and ctx.time_left() is None
+    details = step_details(repo, result.head)
+    assert details.prompt is not None and "Fix the login bug" in details.prompt
+
+
+def test_a_function_that_raises_fails_the_attempt_with_its_exception(repo):
+    repo.agents.register("raises", _fn("raises"))
+    thread = _thread(repo)
+    head = repo.threads.heads()[thread]
+    with pytest.raises(StepError) as caught:
+        perform_step(repo, thread, StepOptions(agent="raises"))
+    assert caught.value.message == "python agent 'raises' raised ValueError: no plan for planner"
+    assert repo.threads.heads()[thread] == head
+    run = _runs(repo, thread)[-1]
+    assert run.status == "failed" and "raised ValueError" in run.error
+    assert "Traceback" in run.stderr and "python_agents_fixture.py" in run.stderr  # the traceback, kept with the attempt
+
+
+def test_a_synchronous_overrun_is_a_timeout_and_its_answer_is_dropped(repo, monkeypatch):
+    monkeypatch.setenv("UWF_TEST_SLEEP", "1.2")
+    repo.agents.register("sleeps", _fn("sleeps"))
+    thread = _thread(repo)
+    head = repo.threads.heads()[thread]
+    with pytest.raises(StepError) as caught:
+        perform_step(repo, thread, StepOptions(agent="sleeps", timeout=0.5))
+    assert caught.value.status == "timeout" and "cooperative" in caught.value.message
+    assert repo.threads.heads()[thread] == head and _runs(repo, thread)[-1].status == "timeout"
+
+
+def test_a_cooperative_function_stops_at_its_deadline(repo):
+    repo.agents.register("checks", _fn("checks"))
+    thread = _thread(repo)
+    started = time.monotonic()
+    with pytest.raises(StepError) as caught:
+        perform_step(repo, thread, StepOptions(agent="checks", timeout=0.4))
+    assert caught.value.status == "timeout" and time.monotonic() - started < 3
+
+
+def test_an_async_function_is_cancelled_at_the_deadline(repo):
+    repo.agents.register("slow", _fn("sleeps_async"))
+    thread = _thread(repo)
+    started = time.monotonic()
+    with pytest.raises(StepError) as caught:
+        perform_step(repo, thread, StepOptions(agent="slow", timeout=0.3))
+    assert caught.value.status == "timeout" and "stopped at the step's 0.3s timeout" in caught.value.message
+    assert time.monotonic() - started < 5
+
+
+def test_an_isolated_function_is_killed_at_the_deadline(repo, monkeypatch):
+    monkeypatch.setenv("UWF_TEST_SLEEP", "30")
+    repo.agents.register("sleeps", _fn("sleeps"), isolate=True)
+    thread = _thread(repo)
+    started = time.monotonic()
+    with pytest.raises(StepError) as caught:
+        perform_step(repo, thread, StepOptions(agent="sleeps", timeout=1))
+    assert caught.value.status == "timeout" and "process group was killed" in caught.value.message
+    assert time.monotonic() - started < 10
+
+
+def test_an_isolated_function_runs_in_a_process_of_its_own(repo):
+    repo.agents.register("pid", _fn("pid"), isolate=True)
+    thread = _thread(repo)
+    result = perform_step(repo, thread, StepOptions(agent="pid"))
+    details = step_details(repo, result.head)
+    assert details.output["plan"] != str(os.getpid())
+    assert details.detail["call"] == "process"
+
+
+def test_an_isolated_function_that_raises(repo):
+    repo.agents.register("raises", _fn("raises"), isolate=True)
+    thread = _thread(repo)
+    with pytest.raises(StepError) as caught:
+        perform_step(repo, thread, StepOptions(agent="raises"))
+    assert caught.value.message == "python agent 'raises' raised ValueError: no plan for planner"
+    assert "Traceback" in _runs(repo, thread)[-1].stderr
+
+
+def test_isolate_needs_an_importable_function(repo):
+    with pytest.raises(UwfError, match="isolate needs a function a child process can import"):
+        repo.agents.register("local", lambda ctx: {}, isolate=True)
+
+
+def test_an_output_that_breaks_the_schema_is_corrected_like_a_text_agents(repo):
+    repo.agents.register("fixes", _fn("wrong_then_right"))
+    thread = _thread(repo)
+    result = perform_step(repo, thread, StepOptions(agent="fixes"))
+    details = step_details(repo, result.head)
+    assert details.output == {"plan": "p", "steps": ["s"]} and details.detail["corrections"] == 1
+
+
+def test_an_output_that_stays_wrong_fails_after_two_corrections(repo):
+    calls = []
+
+    def wrong(ctx):
+        calls.append(ctx.correction)
+        return _fn("always_wrong")(ctx)
+
+    repo.agents.register("wrong", wrong)
+    thread = _thread(repo)
+    with pytest.raises(StepError) as caught:
+        perform_step(repo, thread, StepOptions(agent="wrong"))
+    assert "does not match the role's schema" in caught.value.message and "after 2 corrections" in caught.value.message
+    assert calls[0] is None and all("could not be used" in message for message in calls[1:]) and len(calls) == 3
+
+
+def test_a_text_answer_is_extracted(repo):
+    repo.agents.register("texts", _fn("text_answer"))
+    thread = _thread(repo)
+    result = perform_step(repo, thread, StepOptions(agent="texts"))
+    details = step_details(repo, result.head)
+    assert details.output == {"plan": "from text", "steps": ["one", "two"]}
+    assert details.detail["extract"] == "frontmatter" and "The plan, in words." in details.content
+
+
+def test_unserializable_output_and_none_are_one_line_errors(repo):
+    repo.agents.register("sets", lambda ctx: {"plan": "p", "steps": {1, 2}})
+    repo.agents.register("nothing", lambda ctx: None)
+    thread = _thread(repo)
+    with pytest.raises(StepError, match=r"returned its output with a set at \$\.steps, which JSON cannot hold"):
+        perform_step(repo, thread, StepOptions(agent="sets"))
+    with pytest.raises(StepError, match="returned None"):
+        perform_step(repo, thread, StepOptions(agent="nothing"))
+
+
+def test_reuse_of_a_python_step_and_changed_code_is_not_reused(repo):
+    calls = []
+
+    def counted(ctx):
+        calls.append(ctx.role)
+        return _fn("solve")(ctx)
+
+    repo.agents.register("counted", counted, reuse=True)
+    first, second = _thread(repo), _thread(repo)
+    perform_step(repo, first, StepOptions(agent="counted"))
+    result = perform_step(repo, second, StepOptions(agent="counted"))
+    assert calls == ["planner"] and result.reused_from is not None
+
+
+def test_a_key_the_function_returns_is_redacted(repo, root_dir):
+    (root_dir / ".env").write_text("UWF_TEST_KEY=sk-test-abcdef0123456789\n")
+    repo.reload_config()
+    repo.agents.register("leaks", _fn("leaks"), secrets=["UWF_TEST_KEY"])
+    thread = _thread(repo)
+    result = perform_step(repo, thread, StepOptions(agent="leaks"))
+    details = step_details(repo, result.head)
+    assert "sk-test-abcdef0123456789" not in json.dumps([details.output, details.detail])
+    assert details.output["plan"].startswith("use ") and details.detail["usage"] == {"prompt_tokens": 3}
+
+
+def test_a_function_gets_only_the_keys_its_entry_names(repo, root_dir):
+    (root_dir / ".env").write_text("UWF_TEST_KEY=sk-test-abcdef0123456789\nOTHER_KEY=sk-other-0123456789abcdef\n")
+    repo.reload_config()
+    seen = []
+    repo.agents.register("named", lambda ctx: seen.append(dict(ctx.secrets)) or {"plan": "p", "steps": []}, secrets=["UWF_TEST_KEY"])
+    perform_step(repo, _thread(repo), StepOptions(agent="named"))
+    assert seen == [{"UWF_TEST_KEY": "sk-test-abcdef0123456789"}]
+
+
+def test_what_a_function_prints_is_the_steps_output_not_stdout(repo, capsys):
+    repo.agents.register("prints", _fn("prints"))
+    lines = []
+    perform_step(repo, _thread(repo), StepOptions(agent="prints", on_output=lines.append))
+    assert lines == ["hello from planner"]
+    assert "hello" not in capsys.readouterr().out
+
+
+def test_a_function_that_writes_its_own_step(repo):
+    from uwf_core.api import AgentAnswer, WrittenStep, complete_step, load_agent_context
+
+    def full(ctx):
+        kit = load_agent_context(ctx.repo, ctx.thread, ctx.role)
+        text = "---\nplan: mine\nsteps: [a]\n---\n"
+        return WrittenStep(complete_step(kit, AgentAnswer(text), agent_label="full", started_ms=0))
+
+    repo.agents.register("full", full)
+    thread = _thread(repo)
+    result = perform_step(repo, thread, StepOptions(agent="full"))
+    assert repo.threads.heads()[thread] == result.head
+    assert step_details(repo, result.head).output == {"plan": "mine", "steps": ["a"]}
+
+
+def test_a_written_step_that_does_not_continue_the_head_is_refused(repo):
+    from uwf_core.api import WrittenStep
+
+    repo.agents.register("liar", lambda ctx: WrittenStep(ctx.context.start_hash))
+    thread = _thread(repo)
+    with pytest.raises(UwfError, match="not a StepNode"):
+        perform_step(repo, thread, StepOptions(agent="liar"))
+
+
+def test_a_worker_started_from_python_steps_with_registered_functions(repo):
+    from uwf_core.api import Worker, queue_thread, thread_info
+
+    repo.agents.register("solver", _fn("solve"))
+    threads = []
+    for _ in range(2):
+        thread = start_thread(repo, "solve-issue", "task", agents={"planner": "solver", "developer": "solver", "reviewer": "solver"}).thread
+        queue_thread(repo, thread)
+        threads.append(thread)
+    Worker(repo, "in-python", lanes=2, once=True).run()
+    assert all(thread_info(repo, thread).reason == "done" for thread in threads)
+    assert {run.agent for thread in threads for run in _runs(repo, thread)} == {"solver"}
+
+
+def test_another_function_under_the_same_name_is_not_reused(repo):
+    repo.agents.register("counted", _fn("solve"), reuse=True)
+    perform_step(repo, _thread(repo), StepOptions(agent="counted"))
+    repo.agents.register("counted", _fn("solve_async"), reuse=True)  # new code, same name
+    result = perform_step(repo, _thread(repo), StepOptions(agent="counted"))
+    assert result.reused_from is None

@@ -1,0 +1,283 @@
+"""The python protocol: the agent is a Python function, called with a PythonContext in uwf's own
+process (or, with `isolate: process`, in a child process that is contained and killed like any
+agent's). Its answer is validated, corrected and written exactly as a text agent's is.
+
+In uwf's process the step's deadline is cooperative for a synchronous function (it is told the
+time left and `ctx.check()` stops it; one that returns late fails as a timeout and its answer is
+dropped); an async function is cancelled at the deadline. `isolate: process` is the hard limit.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+from ..attempt import StepError
+from ..record import write_answer
+
+if TYPE_CHECKING:
+    from ..call import AgentCall
+    from ..python_context import PythonContext
+
+MAX_CORRECTIONS = 2  # as for text agents (engine/extract.py)
+
+
+def run(call: AgentCall) -> str:
+    from ..python_context import WrittenStep
+
+    call.python  # noqa: B018  (imported now: a module that cannot be is the step's one-line error)
+    ctx = _context(call)
+    answer = _ask(call, ctx)
+    if isinstance(answer, WrittenStep):
+        return _written(call, answer.step)
+    output, text, extra = _parts(call, answer)
+    method, corrections, usage = None, 0, None
+    if output is not None:
+        while True:
+            errors = _errors(call, output)
+            if not errors:
+                break
+            if corrections >= MAX_CORRECTIONS:
+                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+                tried = f" after {corrections} correction{'s' if corrections != 1 else ''}" if corrections else ""
+                raise StepError(f"python agent '{call.resolved.label}' returned an output that does not match the role's schema: {errors[0]}{more}{tried}")
+            corrections += 1
+            output, text, extra = _parts(call, _again(call, ctx, _correction(errors, call.schema), corrections))
+            if output is None:
+                break  # it answered the correction with text: extracted below
+    if output is None:
+        output, text, method, more, usage = _extract(call, ctx, text, corrections)
+        corrections += more
+    detail = {**extra, **call.python.to_detail(), "call": "process" if call.resolved.isolate else "in-process", "corrections": corrections,
+              "durationMs": int(time.time() * 1000) - call.started_ms}
+    if method is not None:
+        detail["extract"] = method
+    if call.timeout is not None:
+        detail["deadline"] = "process" if call.resolved.isolate else "cooperative"
+    if usage is not None:
+        from ...llm.client import model_alias_for
+
+        detail["extractUsage"] = usage.to_json()
+        detail["extractModel"] = model_alias_for(call.repo.config, "extract")
+    return write_answer(
+        call.repo.nodes,
+        context=call.context,
+        role=call.role,
+        agent=call.resolved.label,
+        protocol="python",
+        prompt=call.prompt_parts if ctx.prompt_read else None,  # stored when the function read it
+        answer=text,
+        output=_plain(output),
+        detail=detail,
+        secrets=call.secrets,
+        instruction=call.decision.instruction,
+        started_ms=call.started_ms,
+        agent_key=call.agent_key,
+    )
+
+
+def _written(call: AgentCall, step: str) -> str:
+    """A StepNode the function wrote itself: checked as a step-protocol agent's is."""
+    from ...encoding.ids import is_cas_ref
+    from ...thread.write import check_step_node
+    from .step import refuse_keys
+
+    if not isinstance(step, str) or not is_cas_ref(step.upper()):
+        raise StepError(f"python agent '{call.resolved.label}' returned WrittenStep({step!r}), which is not a node hash")
+    check_step_node(call.repo.nodes, step.upper(), call.context, call.role.name, call.role.meta, call.resolved.label)
+    refuse_keys(call, step.upper())
+    return step.upper()
+
+
+def _context(call: AgentCall) -> PythonContext:
+    from ..python_context import PythonContext
+
+    start = call.context.start
+    return PythonContext(
+        thread=call.info.thread, workflow=call.workflow.name, role=call.role.name, schema=call.schema,
+        instruction=call.decision.instruction, task=start.prompt, steps=call.context.steps, workspace=call.workspace,
+        cwd=call.cwd, deadline=call.deadline, secrets=_named_keys(call), prompt=lambda: call.prompt,
+        cancel=_cancel(call), log=_log(call), repo=call.repo, context=call.context,
+    )
+
+
+def _named_keys(call: AgentCall) -> dict[str, str]:
+    """The keys the entry names (`secrets:`), from .env or the environment; none other."""
+    import os
+
+    keys = {}
+    for name in call.resolved.secrets:
+        value = call.repo.env_values.get(name) or os.environ.get(name)
+        if value is None:
+            raise StepError(f"agent '{call.resolved.label}' names the secret {name}, which is neither in {call.repo.env_path} nor in the environment")
+        keys[name] = value
+    return keys
+
+
+def _cancel(call: AgentCall):
+    from ..call import KillWatch
+
+    return KillWatch(call.repo, call.info.thread, call.options.cancel)
+
+
+def _log(call: AgentCall):
+    shown = call.options.on_output
+    return None if shown is None else lambda line: shown(call.secrets.text(line))
+
+
+def _ask(call: AgentCall, ctx: PythonContext) -> object:
+    """One call of the function, in this process or in its own."""
+    if call.resolved.isolate:
+        return _ask_isolated(call, ctx)
+    from ..python_call import FunctionFailed, Overran, Stopped, call_function
+
+    label = call.resolved.label
+    try:
+        result = call_function(call.python.func, ctx, deadline=call.deadline, cancel=ctx._cancel, on_output=_log(call))
+    except StepError as exc:  # ctx.check(): out of time, or cancelled
+        raise StepError(f"python agent '{label}' stopped: {exc.message}", exc.status) from None
+    except FunctionFailed as exc:
+        raise _raised(call, exc.kind, exc.message, exc.trace) from None
+    except Overran:
+        raise StepError(f"python agent '{label}' was stopped at the step's {call.timeout:g}s timeout", "timeout") from None
+    except Stopped:
+        raise _stopped(call) from None
+    if ctx.cancelled:
+        raise _stopped(call)
+    if call.deadline is not None and time.monotonic() > call.deadline:
+        raise StepError(
+            f"python agent '{label}' returned after the step's {call.timeout:g}s timeout; its answer is dropped (in uwf's "
+            f"process the deadline is cooperative: call ctx.check(), or give the entry isolate: process)", "timeout",
+        )
+    return result
+
+
+def _stopped(call: AgentCall) -> StepError:
+    if call.info.thread not in call.repo.threads.heads():
+        return StepError(f"thread {call.info.thread} was killed while python agent '{call.resolved.label}' ran", "killed")
+    return StepError(f"python agent '{call.resolved.label}' was cancelled", "killed")
+
+
+def _raised(call: AgentCall, kind: str, message: str, trace: str) -> StepError:
+    """The attempt fails with the exception's type and message; the traceback is its record's
+    stderr (uwf-tui's Detail of the failed attempt, `uwf thread runs`), not the terminal's."""
+    said = f": {message}" if message else ""
+    return StepError(f"python agent '{call.resolved.label}' raised {kind}{said}", "failed", trace)
+
+
+def _ask_isolated(call: AgentCall, ctx: PythonContext) -> object:
+    from ..python_context import PythonAnswer
+
+    request = {"target": call.python.target, "context": ctx.to_json()}
+    outcome = call.spawn([sys.executable, "-m", "uwf_core.engine.python_host"], json.dumps(request, ensure_ascii=False))
+    try:
+        reply = json.loads(outcome.stdout)
+    except ValueError:
+        raise StepError(f"python agent '{call.resolved.label}' (isolated) answered no JSON: {outcome.stdout[:200]!r}") from None
+    if "error" in reply:
+        error = reply["error"]
+        if error.get("type") == "StepError":  # ctx.check() in the child: its time ran out
+            raise StepError(f"python agent '{call.resolved.label}' stopped: {error.get('message')}", error.get("status") or "failed")
+        raise _raised(call, error.get("type", "Error"), error.get("message", ""), error.get("traceback", ""))
+    if "answer" in reply:
+        answer = reply["answer"]
+        return PythonAnswer(answer.get("output"), answer.get("text"), answer.get("detail") or {})
+    return reply.get("text") if "text" in reply else reply.get("output")
+
+
+def _again(call: AgentCall, ctx: PythonContext, message: str, corrections: int) -> object:
+    ctx.correction = message
+    ctx.corrections = corrections
+    return _ask(call, ctx)
+
+
+def _parts(call: AgentCall, answer: object) -> tuple[dict | None, str | None, dict]:
+    """(output, text, detail fields) of what the function returned."""
+    from ..python_context import PythonAnswer, WrittenStep
+
+    label = call.resolved.label
+    if isinstance(answer, WrittenStep):
+        raise StepError(f"python agent '{label}' returned a WrittenStep on a correction; return the corrected output instead")
+    if isinstance(answer, PythonAnswer):
+        if answer.output is None and answer.text is None:
+            raise StepError(f"python agent '{label}' returned a PythonAnswer with neither output nor text")
+        if not isinstance(answer.detail, dict):
+            raise StepError(f"python agent '{label}' returned a PythonAnswer whose detail is a {type(answer.detail).__name__}, not a dict")
+        reserved = sorted(set(answer.detail) & {"agent", "protocol", "prompt", "content"})
+        if reserved:
+            raise StepError(f"python agent '{label}': its detail may not set {reserved[0]!r} (uwf records it)")
+        _check_plain(label, answer.detail, "its detail")
+        if answer.output is not None:
+            _check_plain(label, answer.output, "its output")
+        return answer.output, answer.text, dict(answer.detail)
+    if isinstance(answer, str):
+        return None, answer, {}
+    if answer is None:
+        raise StepError(f"python agent '{label}' returned None; return the role's output (a dict) or an answer text")
+    _check_plain(label, answer, "its output")
+    return answer, None, {}
+
+
+def _check_plain(label: str, value: object, what: str, path: str = "$") -> None:
+    """JSON's values only (a node holds nothing else): one line naming where, not a traceback."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise StepError(f"python agent '{label}' returned {what} with a {type(key).__name__} key at {path}; keys must be strings")
+            _check_plain(label, item, what, f"{path}.{key}")
+        return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_plain(label, item, what, f"{path}[{index}]")
+        return
+    raise StepError(f"python agent '{label}' returned {what} with a {type(value).__name__} at {path}, which JSON cannot hold")
+
+
+def _errors(call: AgentCall, output: object) -> list[str]:
+    from ...store.schemas import validation_errors
+
+    if not isinstance(output, dict):
+        return [f"at $: the output is a {type(output).__name__}, not an object"]
+    return validation_errors(call.schema, _plain(output), cache_key=call.role.meta)
+
+
+def _plain(value: object) -> object:
+    """Tuples as lists: the schema and the stored node see what JSON would."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _correction(errors: list[str], schema: dict) -> str:
+    from ..extract import ExtractError, correction_message
+
+    return correction_message(ExtractError(errors[0], errors), schema)
+
+
+def _extract(call: AgentCall, ctx: PythonContext, text: str, corrections: int):
+    """An answer text, read as a text agent's is: frontmatter or JSON, the LLM fallback, corrections."""
+    from ..extract import ExtractError, extract_with_corrections, lazy_fallback
+    from .text import _llm_fallback
+
+    asked = [corrections]
+
+    def retry(message: str) -> str:
+        asked[0] += 1
+        output, text, _ = _parts(call, _again(call, ctx, message, asked[0]))
+        return text if output is None else json.dumps(_plain(output), ensure_ascii=False)
+
+    try:
+        result = extract_with_corrections(
+            text, call.schema, cache_key=call.role.meta, fallback=lazy_fallback(lambda: _llm_fallback(call)), retry=retry,
+            max_corrections=max(0, MAX_CORRECTIONS - corrections),
+        )
+    except ExtractError as exc:
+        raise StepError(f"could not read the answer of python agent '{call.resolved.label}': {exc.message}") from None
+    return result.extracted.output, result.text, result.extracted.method, asked[0] - corrections, result.usage
