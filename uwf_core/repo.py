@@ -17,7 +17,10 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 if TYPE_CHECKING:
     from .config.env import Secrets
     from .config.model import Config
-    from .store.base import Backend
+    from typing import Callable
+
+    from .config.model import AgentConfig
+    from .store.base import Backend, Registry, RunLog, StepLocks, ThreadIndex
     from .store.cas import CasStore
     from .thread.model import ThreadContext
     from .workflow.model import Workflow
@@ -26,6 +29,8 @@ CACHE_CONTEXTS = 64  # thread contexts kept by head (a TUI browses many threads)
 
 
 class Repo:
+    """One opened root: its backend, and the caches of what cannot change (module docstring)."""
+
     __slots__ = ("backend", "_nodes", "_config", "_env_values", "_secrets", "workflows", "contexts", "agents")
 
     def __init__(self, backend: Backend) -> None:
@@ -61,19 +66,19 @@ class Repo:
         return self._nodes
 
     @property
-    def threads(self):
+    def threads(self) -> ThreadIndex:
         return self.backend.threads
 
     @property
-    def registry(self):
+    def registry(self) -> Registry:
         return self.backend.registry
 
     @property
-    def runs(self):
+    def runs(self) -> RunLog:
         return self.backend.runs
 
     @property
-    def locks(self):
+    def locks(self) -> StepLocks:
         return self.backend.locks
 
     @property
@@ -150,11 +155,11 @@ class AgentFunctions:
     __slots__ = ("entries", "functions")
 
     def __init__(self) -> None:
-        self.entries: dict = {}  # name -> config.model.AgentConfig (protocol python)
-        self.functions: dict = {}  # name -> the callable
+        self.entries: dict[str, AgentConfig] = {}  # name -> its entry (protocol python)
+        self.functions: dict[str, Callable] = {}  # name -> the callable
 
-    def register(self, name: str, func=None, *, isolate: bool = False, timeout: float | None = None,
-                 secrets: tuple[str, ...] | list[str] = (), reuse: bool = False):
+    def register(self, name: str, func: Callable | None = None, *, isolate: bool = False, timeout: float | None = None,
+                 secrets: tuple[str, ...] | list[str] = (), reuse: bool = False) -> Callable:
         """Register `func` under `name`; without `func`, a decorator. `isolate=True` calls it in a
         child process of its own (contained, killed at the step's timeout): it must then be
         importable by name. `secrets`: the .env keys it is handed in `ctx.secrets`."""
@@ -166,7 +171,8 @@ class AgentFunctions:
             raise UwfError(f"agent name {name!r} must be letters, digits, '-', '_' or '.'")
         return self._add(name, func, isolate=isolate, timeout=timeout, secrets=secrets, reuse=reuse)
 
-    def _add(self, name: str, func, *, isolate: bool = False, timeout: float | None = None, secrets=(), reuse: bool = False):
+    def _add(self, name: str, func: Callable, *, isolate: bool = False, timeout: float | None = None,
+             secrets: tuple[str, ...] | list[str] = (), reuse: bool = False) -> Callable:
         from .config.model import AgentConfig, is_env_name
         from .errors import UwfError
 
@@ -192,10 +198,11 @@ class AgentFunctions:
         return func
 
     def unregister(self, name: str) -> None:
+        """Forget a registered function (a config.yaml entry of that name is then the agent again)."""
         self.entries.pop(name, None)
         self.functions.pop(name, None)
 
-    def name_of(self, func) -> str:
+    def name_of(self, func: Callable) -> str:
         """The name a function given directly (StepOptions(agent=func)) is registered under: its
         entry point, module:function."""
         for name, known in self.functions.items():
@@ -209,7 +216,7 @@ class AgentFunctions:
         return name in self.entries
 
 
-def entry_point(func) -> str:
+def entry_point(func: Callable) -> str:
     """`module:qualname`: how a function is named in its steps' detail, and imported in a child."""
     module = getattr(func, "__module__", None) or "__main__"
     name = getattr(func, "__qualname__", None) or getattr(type(func), "__qualname__", "function")

@@ -295,3 +295,13 @@ def test_another_function_under_the_same_name_is_not_reused(repo):
     repo.agents.register("counted", _fn("solve_async"), reuse=True)  # new code, same name
     result = perform_step(repo, _thread(repo), StepOptions(agent="counted"))
     assert result.reused_from is None
+
+
+def test_the_quickstart_example_runs_to_its_end(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(EXAMPLES / "python" / "quickstart.py"), str(tmp_path / "root")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "done: True (done)" in done.stdout and "(revised: make it shorter)" in done.stdout

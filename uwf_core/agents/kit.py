@@ -89,6 +89,8 @@ if TYPE_CHECKING:
 
 
 def load_agent_context(repo: Repo, thread: str, role_name: str, options: dict | None = None) -> AgentContext:
+    """The context of `role_name`'s step at the thread's head: what `run(ctx)` is given (and what a
+    python agent that writes its own step builds from `ctx.repo`)."""
     from ..thread.moderator import evaluate
     from ..workflow.ops import workflow_of
 
@@ -120,7 +122,7 @@ def complete_step(
     agent_label: str,
     started_ms: int,
     continue_: ContinueFunction | None = None,
-    fallback=None,
+    fallback: Callable | None = None,
 ) -> str:
     """Extract the structured output (fast path, fallback, corrections) and write the step."""
     from ..engine.extract import extract_with_corrections

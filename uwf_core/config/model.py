@@ -124,6 +124,8 @@ class WorkspaceConfig:
 
 @record(frozen=True)
 class Config:
+    """config.yaml: providers, models, agents, who runs which role, prices, checks; never a key."""
+
     providers: dict[str, ProviderConfig] = field(default_factory=dict)
     models: dict[str, ModelConfig] = field(default_factory=dict)
     agents: dict[str, AgentConfig] = field(default_factory=dict)

@@ -57,7 +57,7 @@ class Committed:
 class StepOptions:
     """How the caller wants a step run: the same for every step of `thread run`."""
 
-    agent: str | None = None  # --agent: an alias or a command line, over every other choice
+    agent: str | Callable | None = None  # --agent: an alias or a command line, over every other choice; or a Python function
     timeout: float | None = None  # seconds; over the agent entry's own timeout
     on_output: OutputCallback | None = None  # the agent's stderr, line by line
     cancel: Cancel | None = None
@@ -80,6 +80,8 @@ class StepError(UwfError):
 
 @record(frozen=True)
 class StepResult:
+    """What a step did, as `uwf thread step` prints it: where the head is now and whether the thread ended."""
+
     workflow: str
     thread: str
     head: str

@@ -56,7 +56,7 @@ class AgentCheck:
     answer: object = None
     error: str | None = None
     stderr_first_line: str | None = None
-    containment: str | None = None  # "bubblewrap", or "process-group" (no sandbox: why)
+    containment: str | None = None  # "bubblewrap", "process-group" (no sandbox: why), or "none" (a python function in uwf)
     warning: str | None = None
 
     def to_json(self) -> dict:
@@ -91,7 +91,9 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
     box = containment()
     kind = BUBBLEWRAP if resolved.sandbox and box.kind == BUBBLEWRAP else PROCESS_GROUP
     warning = None
-    if not resolved.sandbox:
+    if resolved.protocol == "python" and not resolved.isolate:
+        kind = "none"  # a function in uwf's own process (isolate: process runs it contained)
+    elif not resolved.sandbox:
         warning = f"agent '{resolved.label}' runs without a sandbox (sandbox: false): it can write anywhere you can and read the root's .env"
     elif kind != BUBBLEWRAP:
         warning = f"agents run without a sandbox here: {box.reason}"

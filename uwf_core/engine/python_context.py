@@ -43,7 +43,14 @@ class WrittenStep:
 
 class PythonContext:
     """One role's work, as a Python agent function sees it. Read-only: the thread moves only by
-    what the function returns."""
+    what the function returns.
+
+    `thread`, `workflow` (its name), `role`; `schema`, the role's output schema a returned dict
+    must match; `task`, the thread's prompt; `instruction`, the route's, if any; `steps`, the
+    earlier steps oldest first (`.role`, `.output`, `.agent`, `.hash`); `workspace` and `cwd`
+    (the route's location in it); `deadline` (time.monotonic(), None: no limit); `secrets`, the
+    .env keys the entry names; `correction` and `corrections`, set when it is asked again;
+    `repo` and `context`, in uwf's process only, for a function that writes its own step."""
 
     __slots__ = (
         "thread", "workflow", "role", "schema", "instruction", "task", "steps", "workspace", "cwd", "deadline",

@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 
 
 def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) -> StepResult:
+    """One step of `thread` (an id or a unique prefix): moderator, agent, verify, move the head.
+    Raises StepError (the head unmoved, the attempt in the runs log) when it fails."""
     thread_id = resolve_thread_id(repo, thread)
     with repo.locks.acquire(thread_id) as lease:
         if options.worker:
