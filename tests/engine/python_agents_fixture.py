@@ -68,7 +68,7 @@ def text_answer(ctx):
 def leaks(ctx):
     """Returns the key it was handed, in the output and the detail."""
     key = ctx.secrets["UWF_TEST_KEY"]
-    return PythonAnswer(output={"plan": f"use {key}", "steps": []}, detail={"note": f"key {key}", "usage": {"prompt_tokens": 3}})
+    return PythonAnswer(output={"plan": f"use {key}", "steps": []}, detail={"note": f"key {key}", "model": "m1", "usage": {"promptTokens": 3, "completionTokens": 2}})
 
 
 def prints(ctx):

@@ -231,7 +231,11 @@ def test_a_key_the_function_returns_is_redacted(repo, root_dir):
     result = perform_step(repo, thread, StepOptions(agent="leaks"))
     details = step_details(repo, result.head)
     assert "sk-test-abcdef0123456789" not in json.dumps([details.output, details.detail])
-    assert details.output["plan"].startswith("use ") and details.detail["usage"] == {"prompt_tokens": 3}
+    assert details.output["plan"].startswith("use ") and details.detail["usage"] == {"promptTokens": 3, "completionTokens": 2}
+    from uwf_core.api import thread_cost
+
+    ledger = thread_cost(repo, thread)  # what it said it spent is in the cost ledger, under its model
+    assert ledger.total.tokens == 5 and ledger.total.unrecorded == 0 and list(ledger.by_model) == ["m1"]
 
 
 def test_a_function_gets_only_the_keys_its_entry_names(repo, root_dir):
@@ -305,3 +309,34 @@ def test_the_quickstart_example_runs_to_its_end(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "done: True (done)" in done.stdout and "(revised: make it shorter)" in done.stdout
+
+
+def test_a_function_that_changes_what_it_was_given_changes_nothing_of_uwfs(repo):
+    def meddle(ctx):
+        if ctx.role == "developer":
+            ctx.last["plan"] = "changed"  # its own copy
+            ctx.schema["required"] = []
+            return {"filesChanged": [], "summary": ctx.output_of("planner")["plan"]}
+        return _fn("solve")(ctx)
+
+    repo.agents.register("meddle", meddle)
+    thread = _thread(repo)
+    perform_step(repo, thread, StepOptions(agent="meddle"))
+    result = perform_step(repo, thread, StepOptions(agent="meddle"))
+    assert step_details(repo, result.head).output["summary"] == "p"
+    from uwf_core.api import thread_steps
+
+    assert thread_steps(repo, thread)[0].output == {"plan": "p", "steps": ["s"]}
+    with pytest.raises(StepError, match="does not match the role's schema"):
+        repo.agents.register("meddle2", lambda ctx: {"approved": True})  # no comments: still required
+        perform_step(repo, thread, StepOptions(agent="meddle2"))
+
+
+def test_sys_exit_in_a_function_fails_its_attempt_not_uwf(repo):
+    import sys
+
+    repo.agents.register("exits", lambda ctx: sys.exit(3))
+    thread = _thread(repo)
+    with pytest.raises(StepError, match="raised SystemExit: 3"):
+        perform_step(repo, thread, StepOptions(agent="exits"))
+    assert _runs(repo, thread)[-1].status == "failed"

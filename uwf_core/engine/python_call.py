@@ -173,7 +173,7 @@ def call_function(func: Callable, argument: object, *, deadline: float | None, c
             result = func(argument)
             if hasattr(result, "__await__"):
                 result = _await(result, deadline, cancel, on_output)
-        except (Overran, Stopped, StepError, KeyboardInterrupt, SystemExit):
+        except (Overran, Stopped, StepError, KeyboardInterrupt):
             raise  # StepError: the context's check(), the step's own stop
         except BaseException as exc:
             raise _failed(exc) from None

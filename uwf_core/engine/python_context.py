@@ -80,10 +80,10 @@ class PythonContext:
         self.thread = thread
         self.workflow = workflow  # the workflow's name
         self.role = role
-        self.schema = schema  # the role's output schema: what a returned dict must match
+        self.schema = copied(schema)  # the role's output schema: what a returned dict must match
         self.instruction = instruction  # the route's rendered instruction, if it has one
         self.task = task  # the thread's prompt (its StartNode's)
-        self.steps = steps  # the earlier steps, oldest first: .role, .output, .agent, .hash
+        self.steps = StepViews(steps)  # the earlier steps, oldest first: .role, .output, .agent, .hash
         self.workspace = workspace  # the thread's files (uwf's own directory when it has none)
         self.cwd = cwd  # the route's location inside the workspace: where a text agent would run
         self.deadline = deadline  # time.monotonic() at which the step's time runs out (None: no limit)
@@ -176,3 +176,68 @@ class PythonContext:
         ctx.correction = data.get("correction")
         ctx.corrections = data.get("corrections", 0)
         return ctx
+
+
+class StepView:
+    """One earlier step as a function sees it: its output is the function's own copy (the one uwf
+    holds is shared with routing and every later step; a function may change what it is given)."""
+
+    __slots__ = ("_step",)
+
+    def __init__(self, step: StepContext) -> None:
+        self._step = step
+
+    @property
+    def hash(self) -> str:
+        return self._step.hash
+
+    @property
+    def role(self) -> str:
+        return self._step.role
+
+    @property
+    def agent(self) -> str:
+        return self._step.agent
+
+    @property
+    def instruction(self) -> str | None:
+        return self._step.instruction
+
+    @property
+    def output(self) -> object:
+        return copied(self._step.output)
+
+    def __repr__(self) -> str:
+        return f"StepView(hash={self.hash!r}, role={self.role!r}, agent={self.agent!r})"
+
+
+class StepViews:
+    """The thread's earlier steps, oldest first, read back only as far as they are asked for."""
+
+    __slots__ = ("_steps",)
+
+    def __init__(self, steps: Sequence[StepContext]) -> None:
+        self._steps = steps
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __getitem__(self, index: int | slice) -> StepView | list[StepView]:
+        if isinstance(index, slice):
+            return [StepView(step) for step in self._steps[index]]
+        return StepView(self._steps[index])
+
+    def __iter__(self):
+        return (StepView(step) for step in self._steps)
+
+    def __reversed__(self):
+        return (StepView(step) for step in reversed(self._steps))
+
+
+def copied(value: object) -> object:
+    """A copy of a JSON value (dicts and lists new, the rest immutable)."""
+    if isinstance(value, dict):
+        return {key: copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copied(item) for item in value]
+    return value
