@@ -148,6 +148,139 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-exported (at run time each loads lazily)
+    from .agents.kit import (
+        run_agent as run_agent,
+        AgentAnswer as AgentAnswer,
+        AgentContext as AgentContext,
+        load_agent_context as load_agent_context,
+        complete_step as complete_step,
+    )
+    from .config.agents import AgentEntry as AgentEntry, agent_entries as agent_entries
+    from .config.model import Config as Config
+    from .config.setup import SetupRequest as SetupRequest, apply_setup as apply_setup
+    from .encoding.ids import ulid_timestamp_ms as ulid_timestamp_ms
+    from .engine.attempt import (
+        StepOptions as StepOptions,
+        Committed as Committed,
+        StepResult as StepResult,
+        StepError as StepError,
+        HumanRequest as HumanRequest,
+    )
+    from .engine.check import AgentCheck as AgentCheck, check_agent as check_agent
+    from .engine.control import kill_thread as kill_thread
+    from .engine.dry_run import (
+        dry_run as dry_run,
+        DryRun as DryRun,
+        AgentChoice as AgentChoice,
+        agent_problem as agent_problem,
+    )
+    from .engine.extract import extract_fast as extract_fast, ExtractError as ExtractError
+    from .engine.process import Cancel as Cancel
+    from .engine.python_context import (
+        PythonContext as PythonContext,
+        PythonAnswer as PythonAnswer,
+        WrittenStep as WrittenStep,
+    )
+    from .engine.resolve import choose_agent_spec as choose_agent_spec
+    from .engine.step import perform_step as perform_step, run_thread as run_thread
+    from .engine.worker import queue_thread as queue_thread, Worker as Worker
+    from .errors import UwfError as UwfError, NotFoundError as NotFoundError
+    from .repo import Repo as Repo, AgentFunctions as AgentFunctions
+    from .store.copy import copy_root as copy_root
+    from .store.fsck import fsck_root as fsck, FsckReport as FsckReport
+    from .store.location import display_location as display_location, not_a_directory as not_a_directory
+    from .store.records import RunningStep as RunningStep
+    from .store.schemas import validation_errors as validation_errors, field_order as field_order
+    from .thread.bundle import (
+        export_bundle as export_bundle,
+        import_bundle as import_bundle,
+        ExportReport as ExportReport,
+        ImportReport as ImportReport,
+    )
+    from .thread.context import context_of as context_of
+    from .thread.details import (
+        StepDetails as StepDetails,
+        step_details as step_details,
+        step_counts as step_counts,
+        thread_statuses as thread_statuses,
+        ordered_output as ordered_output,
+        role_schema as role_schema,
+        STATUS_RUNNING as STATUS_RUNNING,
+        STATUS_WAITING as STATUS_WAITING,
+        STATUS_FAILED as STATUS_FAILED,
+        STATUS_CANCELLED as STATUS_CANCELLED,
+        STATUS_DAMAGED as STATUS_DAMAGED,
+        STATUS_QUEUED as STATUS_QUEUED,
+    )
+    from .thread.diff import (
+        diff_threads as diff_threads,
+        ThreadDiff as ThreadDiff,
+        StepPair as StepPair,
+        DiffStep as DiffStep,
+        DiffSide as DiffSide,
+        Change as Change,
+        Routing as Routing,
+        structural_diff as structural_diff,
+    )
+    from .thread.files import step_files_text as step_files_text, step_changes as step_changes, files_of as files_of
+    from .thread.ledger import (
+        thread_cost as thread_cost,
+        tree_cost as tree_cost,
+        step_cost as step_cost,
+        budget_status as budget_status,
+        ThreadCost as ThreadCost,
+        TreeCost as TreeCost,
+        TreeThread as TreeThread,
+        StepCost as StepCost,
+        ModelSpend as ModelSpend,
+        Spend as Spend,
+        BudgetStatus as BudgetStatus,
+    )
+    from .thread.ledger_text import thread_cost_text as thread_cost_text, tree_cost_text as tree_cost_text
+    from .thread.model import (
+        ThreadContext as ThreadContext,
+        StepContext as StepContext,
+        is_check_role as is_check_role,
+        check_line as check_line,
+        step_numbers as step_numbers,
+    )
+    from .thread.moderator import evaluate as evaluate, Decision as Decision
+    from .thread.ops import (
+        ThreadInfo as ThreadInfo,
+        start_thread as start_thread,
+        thread_info as thread_info,
+        list_threads as list_threads,
+        damaged_entries as damaged_entries,
+        thread_steps as thread_steps,
+        fork_thread as fork_thread,
+        fork_with_output as fork_with_output,
+        resume_thread as resume_thread,
+        resolve_thread_id as resolve_thread_id,
+    )
+    from .thread.read import read_thread as read_thread, step_body as step_body
+    from .thread.timeline import (
+        Timeline as Timeline,
+        Branch as Branch,
+        thread_timeline as thread_timeline,
+        find_branches as find_branches,
+    )
+    from .thread.usage import step_usage as step_usage, thread_usage as thread_usage
+    from .workflow.graph_text import edges as workflow_edges
+    from .workflow.model import Workflow as Workflow, Role as Role, START as START, END as END
+    from .workflow.ops import (
+        put_workflow as put_workflow,
+        lint_file as lint_file,
+        list_workflows as list_workflows,
+        load_workflow as load_workflow,
+        workflow_of as workflow_of,
+        workflow_source as workflow_source,
+        workflow_history as workflow_history,
+        rollback_workflow as rollback_workflow,
+    )
+
 
 def __getattr__(name: str):
     target = _EXPORTS.get(name)

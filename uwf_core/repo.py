@@ -15,15 +15,16 @@ from __future__ import annotations
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
-    from .config.env import Secrets
-    from .config.model import Config
-    from typing import Callable
+    from typing import Callable, TypeVar, overload
 
-    from .config.model import AgentConfig
+    from .config.env import Secrets
+    from .config.model import AgentConfig, Config
     from .store.base import Backend, Registry, RunLog, StepLocks, ThreadIndex
     from .store.cas import CasStore
     from .thread.model import ThreadContext
     from .workflow.model import Workflow
+
+    AgentFunction = TypeVar("AgentFunction", bound=Callable[..., object])
 
 CACHE_CONTEXTS = 64  # thread contexts kept by head (a TUI browses many threads)
 
@@ -157,6 +158,16 @@ class AgentFunctions:
     def __init__(self) -> None:
         self.entries: dict[str, AgentConfig] = {}  # name -> its entry (protocol python)
         self.functions: dict[str, Callable] = {}  # name -> the callable
+
+    if TYPE_CHECKING:  # a function, or (without one) a decorator that gives the function back
+
+        @overload
+        def register(self, name: str, func: AgentFunction, *, isolate: bool = False, timeout: float | None = None,
+                     secrets: tuple[str, ...] | list[str] = (), reuse: bool = False) -> AgentFunction: ...
+
+        @overload
+        def register(self, name: str, func: None = None, *, isolate: bool = False, timeout: float | None = None,
+                     secrets: tuple[str, ...] | list[str] = (), reuse: bool = False) -> Callable[[AgentFunction], AgentFunction]: ...
 
     def register(self, name: str, func: Callable | None = None, *, isolate: bool = False, timeout: float | None = None,
                  secrets: tuple[str, ...] | list[str] = (), reuse: bool = False) -> Callable:

@@ -17,7 +17,7 @@ put_workflow(repo, str(Path(__file__).with_name("draft-review.yaml")))
 
 
 @repo.agents.register("writer")
-def write(ctx: PythonContext) -> dict:
+def write(ctx: PythonContext) -> dict[str, object]:
     notes = ctx.output_of("critic")
     draft = (ctx.output_of("writer") or {}).get("draft", f"A first draft of: {ctx.task}")
     if notes:
@@ -26,7 +26,7 @@ def write(ctx: PythonContext) -> dict:
 
 
 @repo.agents.register("critic")
-def critique(ctx: PythonContext) -> dict:
+def critique(ctx: PythonContext) -> dict[str, object]:
     draft = ctx.output_of("writer")["draft"]
     if "revised" not in draft:
         return {"approved": False, "notes": "make it shorter"}

@@ -16,7 +16,7 @@ from .attempt import StepError
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
-    from typing import Callable, Sequence
+    from typing import Any, Callable, Iterator, Sequence, overload
 
     from ..repo import Repo
     from ..thread.model import StepContext, ThreadContext
@@ -109,7 +109,7 @@ class PythonContext:
     def prompt_read(self) -> bool:
         return self._prompt_text is not None
 
-    def output_of(self, role: str) -> object:
+    def output_of(self, role: str) -> Any:
         """The last output of `role` in the thread, or None when it has not run."""
         for step in reversed(self.steps):
             if step.role == role:
@@ -117,7 +117,7 @@ class PythonContext:
         return None
 
     @property
-    def last(self) -> object:
+    def last(self) -> Any:
         """The previous step's output (None at the thread's first step)."""
         return self.steps[-1].output if len(self.steps) else None
 
@@ -204,7 +204,7 @@ class StepView:
         return self._step.instruction
 
     @property
-    def output(self) -> object:
+    def output(self) -> Any:
         return copied(self._step.output)
 
     def __repr__(self) -> str:
@@ -222,15 +222,23 @@ class StepViews:
     def __len__(self) -> int:
         return len(self._steps)
 
+    if TYPE_CHECKING:
+
+        @overload
+        def __getitem__(self, index: int) -> StepView: ...
+
+        @overload
+        def __getitem__(self, index: slice) -> list[StepView]: ...
+
     def __getitem__(self, index: int | slice) -> StepView | list[StepView]:
         if isinstance(index, slice):
             return [StepView(step) for step in self._steps[index]]
         return StepView(self._steps[index])
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[StepView]:
         return (StepView(step) for step in self._steps)
 
-    def __reversed__(self):
+    def __reversed__(self) -> Iterator[StepView]:
         return (StepView(step) for step in reversed(self._steps))
 
 

@@ -10,7 +10,7 @@ from ..encoding.records import field, record
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
 
 
 # A thread's chain may hold uwf's own checks beside its roles' steps: StepNodes whose role is one
@@ -183,7 +183,7 @@ class StepContext:
     load_output: Callable[[str], object] | None = field(default=None, compare=False, repr=False)
 
     @cached_property
-    def output(self) -> object:
+    def output(self) -> Any:
         if self.load_output is None:
             raise ValueError(f"step {self.hash}: no loader for output {self.output_hash}")
         return self.load_output(self.output_hash)

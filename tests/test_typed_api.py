@@ -1,0 +1,70 @@
+"""The public API is typed for the tools users check their code with: `uwf_core.api` re-exports
+every name under `if TYPE_CHECKING:` (at run time they load lazily, so a type checker would see
+only a module `__getattr__`), `@record` classes are dataclasses to a checker (PEP 681), and mypy
+--strict accepts the Python example and catches a misuse (so the names are not Any)."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from uwf_core import api
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _checked_imports() -> dict[str, str]:
+    """name -> "module:attribute" as the TYPE_CHECKING block of api.py imports it."""
+    tree = ast.parse((REPO / "uwf_core" / "api.py").read_text())
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom) and statement.level == 1
+                for alias in statement.names:
+                    assert alias.asname == alias.name or alias.asname is not None
+                    target = statement.module if alias.name == alias.asname else f"{statement.module}:{alias.name}"
+                    found[alias.asname] = target
+    return found
+
+
+def test_every_public_name_is_imported_for_type_checkers_as_it_loads():
+    assert _checked_imports() == api._EXPORTS
+
+
+def _mypy() -> list[str]:
+    found = shutil.which("mypy", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.skip("mypy is not installed (pip install -e '.[test]')")
+    return [found, "--python-executable", sys.executable, "--follow-imports=silent", "--no-incremental"]
+
+
+def test_mypy_strict_accepts_the_python_example():
+    done = subprocess.run([*_mypy(), "--strict", "examples/python/quickstart.py"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_sees_the_real_types(tmp_path):
+    misuse = tmp_path / "misuse.py"
+    misuse.write_text(
+        "from uwf_core.api import PythonContext, Repo, StepOptions, perform_step\n"
+        "repo = Repo.open('/nowhere')\n"
+        "result = perform_step(repo, 'T', StepOptions(agnt='x'))\n"
+        "head: int = result.head\n"
+        "@repo.agents.register('critic')\n"
+        "def critic(ctx: PythonContext) -> dict[str, object]:\n"
+        "    return {'n': ctx.steps[0].role + 1}\n"
+        "reveal_type(critic)\n"
+    )
+    done = subprocess.run([*_mypy(), str(misuse)], capture_output=True, text=True, cwd=REPO, timeout=300)
+    out = done.stdout
+    assert 'Unexpected keyword argument "agnt" for "StepOptions"' in out, out
+    assert 'Incompatible types in assignment (expression has type "str", variable has type "int")' in out, out
+    assert 'Unsupported operand types for + ("str" and "int")' in out, out
+    assert 'Revealed type is "def (ctx: uwf_core.engine.python_context.PythonContext) -> builtins.dict[builtins.str, builtins.object]"' in out or \
+        "def (ctx: uwf_core.engine.python_context.PythonContext) -> dict[str, object]" in out, out
