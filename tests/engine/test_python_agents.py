@@ -340,3 +340,35 @@ def test_sys_exit_in_a_function_fails_its_attempt_not_uwf(repo):
     with pytest.raises(StepError, match="raised SystemExit: 3"):
         perform_step(repo, thread, StepOptions(agent="exits"))
     assert _runs(repo, thread)[-1].status == "failed"
+
+
+def test_cancel_stops_an_async_function_and_a_checking_one(repo):
+    import threading
+
+    from uwf_core.api import Cancel
+
+    repo.agents.register("slow", _fn("sleeps_async"))
+    repo.agents.register("checks", _fn("checks"))
+    for agent in ("slow", "checks"):
+        thread = _thread(repo)
+        cancel = Cancel()
+        threading.Timer(0.3, cancel.set).start()
+        started = time.monotonic()
+        with pytest.raises(StepError) as caught:
+            perform_step(repo, thread, StepOptions(agent=agent, cancel=cancel))
+        assert caught.value.status == "killed" and time.monotonic() - started < 5, caught.value.message
+        assert _runs(repo, thread)[-1].status == "killed"
+
+
+def test_thread_kill_from_elsewhere_stops_a_checking_function(repo):
+    import threading
+
+    from uwf_core.api import kill_thread
+
+    repo.agents.register("checks", _fn("checks"))
+    thread = _thread(repo)
+    other = Repo.open(repo.location)  # as another process would
+    threading.Timer(0.3, lambda: kill_thread(other, thread)).start()
+    with pytest.raises(StepError) as caught:
+        perform_step(repo, thread, StepOptions(agent="checks", timeout=20))
+    assert caught.value.status == "killed" and "was killed" in caught.value.message, caught.value.message

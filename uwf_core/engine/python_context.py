@@ -126,6 +126,11 @@ class PythonContext:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
     @property
+    def cancel_flag(self) -> Cancel | None:
+        """The step's cancel flag (what stops an async function at once)."""
+        return self._cancel
+
+    @property
     def cancelled(self) -> bool:
         """The step was cancelled (K in uwf-tui, `thread kill`, a worker stopping)."""
         return self._cancel is not None and self._cancel.is_set()

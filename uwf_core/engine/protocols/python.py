@@ -19,7 +19,7 @@ from ..attempt import StepError
 from ..record import write_answer
 
 if TYPE_CHECKING:
-    from ..call import AgentCall
+    from ..call import AgentCall, KillWatch
     from ..python_context import PythonContext
 
 MAX_CORRECTIONS = 2  # as for text agents (engine/extract.py)
@@ -29,7 +29,7 @@ def run(call: AgentCall) -> str:
     from ..python_context import WrittenStep
 
     call.python  # noqa: B018  (imported now: a module that cannot be is the step's one-line error)
-    ctx = _context(call)
+    ctx = _context(call, _cancel(call))
     answer = _ask(call, ctx)
     if isinstance(answer, WrittenStep):
         return _written(call, answer.step)
@@ -92,7 +92,7 @@ def _written(call: AgentCall, step: str) -> str:
     return step.upper()
 
 
-def _context(call: AgentCall) -> PythonContext:
+def _context(call: AgentCall, cancel: KillWatch) -> PythonContext:
     from ..python_context import PythonContext
 
     start = call.context.start
@@ -100,7 +100,7 @@ def _context(call: AgentCall) -> PythonContext:
         thread=call.info.thread, workflow=call.workflow.name, role=call.role.name, schema=call.schema,
         instruction=call.decision.instruction, task=start.prompt, steps=call.context.steps, workspace=call.workspace,
         cwd=call.cwd, deadline=call.deadline, secrets=_named_keys(call), prompt=lambda: call.prompt,
-        cancel=_cancel(call), log=_log(call), repo=call.repo, context=call.context,
+        cancel=cancel, log=_log(call), repo=call.repo, context=call.context,
     )
 
 
@@ -117,7 +117,8 @@ def _named_keys(call: AgentCall) -> dict[str, str]:
     return keys
 
 
-def _cancel(call: AgentCall):
+def _cancel(call: AgentCall) -> KillWatch:
+    """The step's cancel flag, set too when the thread is killed from another process or host."""
     from ..call import KillWatch
 
     return KillWatch(call.repo, call.info.thread, call.options.cancel)
@@ -136,8 +137,10 @@ def _ask(call: AgentCall, ctx: PythonContext) -> object:
 
     label = call.resolved.label
     try:
-        result = call_function(call.python.func, ctx, deadline=call.deadline, cancel=ctx._cancel, on_output=_log(call))
+        result = call_function(call.python.func, ctx, deadline=call.deadline, cancel=ctx.cancel_flag, on_output=_log(call))
     except StepError as exc:  # ctx.check(): out of time, or cancelled
+        if exc.status == "killed":
+            raise _stopped(call) from None
         raise StepError(f"python agent '{label}' stopped: {exc.message}", exc.status) from None
     except FunctionFailed as exc:
         raise _raised(call, exc.kind, exc.message, exc.trace) from None
@@ -264,7 +267,7 @@ def _correction(errors: list[str], schema: dict) -> str:
 def _extract(call: AgentCall, ctx: PythonContext, text: str, corrections: int):
     """An answer text, read as a text agent's is: frontmatter or JSON, the LLM fallback, corrections."""
     from ..extract import ExtractError, extract_with_corrections, lazy_fallback
-    from .text import _llm_fallback
+    from .text import llm_fallback
 
     asked = [corrections]
 
@@ -275,7 +278,7 @@ def _extract(call: AgentCall, ctx: PythonContext, text: str, corrections: int):
 
     try:
         result = extract_with_corrections(
-            text, call.schema, cache_key=call.role.meta, fallback=lazy_fallback(lambda: _llm_fallback(call)), retry=retry,
+            text, call.schema, cache_key=call.role.meta, fallback=lazy_fallback(lambda: llm_fallback(call)), retry=retry,
             max_corrections=max(0, MAX_CORRECTIONS - corrections),
         )
     except ExtractError as exc:

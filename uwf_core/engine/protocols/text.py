@@ -35,7 +35,7 @@ def run(call: AgentCall) -> str:
     # The extractor has its provider's key from .env itself (the agent never had it). It is
     # sent the answer redacted; the answer is parsed as written (a redaction mark inside YAML
     # would change its structure) and write_answer redacts what is stored.
-    fallback = lazy_fallback(lambda: _llm_fallback(call))
+    fallback = lazy_fallback(lambda: llm_fallback(call))
     try:
         result = extract_with_corrections(last[0].stdout, call.schema, cache_key=call.role.meta, fallback=fallback, retry=retry)
     except ExtractError as exc:
@@ -96,7 +96,7 @@ def _looked_like(stdout: str) -> str:
     return f"its output ({len(stdout)} characters) began: {first!r}"
 
 
-def _llm_fallback(call: AgentCall):
+def llm_fallback(call: AgentCall):
     """The LLM extractor for this call (None when no extract model is configured)."""
     from ...config.env import env_with_secrets
     from ..extract_llm import fallback_for
