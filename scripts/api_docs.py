@@ -106,7 +106,7 @@ def section(name: str, target: str, note: str) -> str:
     where = f"`uwf_core.{module}`" + (f" as `{attribute}`" if attribute else "")
     lines = [f"### `{name}`\n", f"*{kind_of(value)}* · defined in {where}\n"]
     if note:
-        lines.append(f"In `_EXPORTS`: {note}.\n")
+        lines.append(f"*{note[:1].upper()}{note[1:]}.*\n")
     if is_function(value):
         lines.append(code(signature_text(name, value)))
     elif isinstance(value, type):

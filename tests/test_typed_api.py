@@ -24,12 +24,17 @@ def _checked_imports() -> dict[str, str]:
     found = {}
     for node in tree.body:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            renamed = {}
             for statement in node.body:
+                if isinstance(statement, ast.Assign):  # `fsck = _fsck_root`: exported under its API name
+                    renamed[statement.targets[0].id] = statement.value.id
+                    continue
                 assert isinstance(statement, ast.ImportFrom) and statement.level == 1
                 for alias in statement.names:
-                    assert alias.asname == alias.name or alias.asname is not None
-                    target = statement.module if alias.name == alias.asname else f"{statement.module}:{alias.name}"
-                    found[alias.asname] = target
+                    assert alias.asname == alias.name or (alias.asname or "").startswith("_")  # `X as X`: re-exported
+                    found[alias.asname] = statement.module if alias.name == alias.asname else f"{statement.module}:{alias.name}"
+            for name, private in renamed.items():
+                found[name] = found.pop(private)
     return found
 
 
@@ -52,7 +57,8 @@ def test_mypy_strict_accepts_the_python_example():
 def test_mypy_sees_the_real_types(tmp_path):
     misuse = tmp_path / "misuse.py"
     misuse.write_text(
-        "from uwf_core.api import PythonContext, Repo, StepOptions, perform_step\n"
+        "from uwf_core.api import PythonContext, Repo, StepOptions, fsck, perform_step\n"
+        "reveal_type(fsck)\n"
         "repo = Repo.open('/nowhere')\n"
         "result = perform_step(repo, 'T', StepOptions(agnt='x'))\n"
         "head: int = result.head\n"
@@ -64,6 +70,7 @@ def test_mypy_sees_the_real_types(tmp_path):
     done = subprocess.run([*_mypy(), str(misuse)], capture_output=True, text=True, cwd=REPO, timeout=300)
     out = done.stdout
     assert 'Unexpected keyword argument "agnt" for "StepOptions"' in out, out
+    assert "def (repo: uwf_core.repo.Repo) -> uwf_core.store.fsck.FsckReport" in out, out
     assert 'Incompatible types in assignment (expression has type "str", variable has type "int")' in out, out
     assert 'Unsupported operand types for + ("str" and "int")' in out, out
     assert 'Revealed type is "def (ctx: uwf_core.engine.python_context.PythonContext) -> builtins.dict[builtins.str, builtins.object]"' in out or \

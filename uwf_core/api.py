@@ -138,7 +138,7 @@ _EXPORTS = {
     "PythonContext": "engine.python_context",
     "PythonAnswer": "engine.python_context",
     "WrittenStep": "engine.python_context",
-    "AgentFunctions": "repo",  # repo.agents: register a function as an agent for a session
+    "AgentFunctions": "repo",  # the type of repo.agents, where a program registers functions as agents
     "run_agent": "agents.kit",
     "AgentAnswer": "agents.kit",
     "AgentContext": "agents.kit",
@@ -190,7 +190,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     from .errors import UwfError as UwfError, NotFoundError as NotFoundError
     from .repo import Repo as Repo, AgentFunctions as AgentFunctions
     from .store.copy import copy_root as copy_root
-    from .store.fsck import fsck_root as fsck, FsckReport as FsckReport
+    from .store.fsck import FsckReport as FsckReport
+    from .store.fsck import fsck_root as _fsck_root
     from .store.location import display_location as display_location, not_a_directory as not_a_directory
     from .store.records import RunningStep as RunningStep
     from .store.schemas import validation_errors as validation_errors, field_order as field_order
@@ -268,7 +269,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         find_branches as find_branches,
     )
     from .thread.usage import step_usage as step_usage, thread_usage as thread_usage
-    from .workflow.graph_text import edges as workflow_edges
+    from .workflow.graph_text import edges as _workflow_edges
+
+    fsck = _fsck_root  # under another name than its module's: an assignment, which strict checkers take as exported
+    workflow_edges = _workflow_edges
     from .workflow.model import Workflow as Workflow, Role as Role, START as START, END as END
     from .workflow.ops import (
         put_workflow as put_workflow,

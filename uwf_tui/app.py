@@ -44,7 +44,7 @@ from .messages import (
     RootChanged,
     StepDone,
 )
-from .runner import AgentRunner
+from .runner import AgentRunner, WorkerThreads
 from .screens.modals import ConfirmScreen, HelpScreen
 from .widgets.cas_view import CasView
 from .widgets.damage import DamageBanner
@@ -70,6 +70,7 @@ class UwfApp(App):
         notifies = getattr(repo.backend, "notifies", False)
         self.poll_seconds = poll_seconds if poll_seconds is not None else (1.0 if notifies else 0.2)
         self.runner = AgentRunner(self)  # the agents this session runs
+        self.worker_threads = WorkerThreads()  # the loop's default executor: quitting waits for them, briefly
         self.commands = Commands(self)
         self._ticks = 0
         self._idle_title: str | None = None  # the sub-title to restore when no agent runs any more
@@ -139,6 +140,9 @@ class UwfApp(App):
                 screen.update_node_styles(animate=False)
 
     def on_mount(self) -> None:
+        import asyncio
+
+        asyncio.get_running_loop().set_default_executor(self.worker_threads)  # before any thread worker starts
         self._fit(self.size)
         self._signature = self.repo.backend.change_token()
         self.set_interval(self.poll_seconds, self.poll_state)  # also the fallback where nothing notifies
@@ -371,6 +375,12 @@ class UwfApp(App):
             return False
         return not info.active and info.reason == "killed"
 
+    def _still_cancelling(self, thread: str) -> None:
+        if thread in self.runner and self.query(ThreadsView):
+            self.threads_view.log_line(
+                thread, "the agent has not stopped yet: a python function in this process stops when it returns or calls ctx.check()", "yellow"
+            )
+
     def action_cancel(self) -> None:
         self._after_keys("cancel", self._cancel)
 
@@ -380,6 +390,7 @@ class UwfApp(App):
             return
         if self.runner.cancel(thread):
             self.threads_view.log_line(thread, "cancelling the running agent…", "yellow")
+            self.set_timer(3.0, lambda: self._still_cancelling(thread))
             return
         elsewhere = self.repo.locks.running(thread)
         if elsewhere is not None:
@@ -559,7 +570,15 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["UWF_STORAGE_ROOT"] = repo.location  # the agents this session starts open the same root
     if args.serve:
         return _serve(repo.location, args)
-    UwfApp(repo).run()
+    app = UwfApp(repo)
+    app.run()
+    left = app.worker_threads.alive()
+    if left:  # a python agent's function that neither returned nor checked its context
+        sys.stderr.write(
+            f"uwf-tui: {len(left)} step{'s' if len(left) != 1 else ''} still running in this process did not stop within "
+            f"{WorkerThreads.GRACE_SECONDS:g}s (a python agent's function stops when it returns or calls ctx.check()); "
+            f"leaving without {'them' if len(left) != 1 else 'it'}: the next step of the thread records it as interrupted\n"
+        )
     return 0
 
 

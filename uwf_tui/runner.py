@@ -4,8 +4,9 @@ tree, as Toad keeps its agent processes), so a view being rebuilt never loses a 
 
 from __future__ import annotations
 
+import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -71,3 +72,49 @@ def resolve(answer: Future, value: str | None) -> None:
     """Answer a waiting worker once; a second answer (cancel after submit) is ignored."""
     if not answer.done():
         answer.set_result(value)
+
+
+class WorkerThreads(ThreadPoolExecutor):  # asyncio takes no other kind as the default executor
+    """The app's thread workers (Textual runs them on the loop's default executor): one daemon
+    thread each, not the pool's (whose threads the interpreter joins at exit), and quitting waits
+    for them a few seconds, not forever. A text agent stops when
+    it is cancelled; a python agent's function in this process stops only when it returns or
+    checks its context, and uwf-tui must not hang on a blank screen until it does."""
+
+    GRACE_SECONDS = 5.0
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)  # never used: submit starts threads of its own
+        self.threads: set[threading.Thread] = set()
+        self.lock = threading.Lock()
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+
+        def run() -> None:
+            try:
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(fn(*args, **kwargs))
+                    except BaseException as exc:  # noqa: BLE001  (the future carries it to the worker)
+                        future.set_exception(exc)
+            finally:
+                with self.lock:
+                    self.threads.discard(threading.current_thread())
+
+        thread = threading.Thread(target=run, name="uwf-tui-worker", daemon=True)
+        with self.lock:
+            self.threads.add(thread)
+        thread.start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if not wait:
+            return
+        deadline = time.monotonic() + self.GRACE_SECONDS
+        for thread in self.alive():
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def alive(self) -> list[threading.Thread]:
+        with self.lock:
+            return [thread for thread in self.threads if thread.is_alive()]

@@ -51,10 +51,14 @@ def test_a_config_entry_runs_a_thread_and_what_it_prints_is_not_the_json(place):
     step = place("thread", "step", thread)
     assert step.returncode == 0 and json.loads(step.stdout)["agent"] == "printer"  # stdout is the JSON alone
     assert "hello from planner" in step.stderr and "Traceback" not in step.stderr
+    _add(place, "programs", "programs")
+    step = place("thread", "step", thread, "--agent", "programs")  # a program it runs writes to descriptor 1
+    assert step.returncode == 0 and json.loads(step.stdout)["role"] == "developer", step.stdout + step.stderr
+    assert "child says hi" in step.stderr and "raw write" in step.stderr
     ran = place("thread", "run", thread)
     assert ran.returncode == 0 and json.loads(ran.stdout)["done"], ran.stderr
     steps = json.loads(place("thread", "steps", thread).stdout)
-    assert [s["role"] for s in steps] == ROLES and {s["agent"] for s in steps} == {"printer"}
+    assert [s["role"] for s in steps] == ROLES and {s["agent"] for s in steps} == {"printer", "programs"}
 
 
 def test_workers_run_python_agents(place):
@@ -101,6 +105,17 @@ def test_an_isolated_entry_is_contained_and_an_in_process_one_says_it_is_not(pla
     assert step.returncode == 0, step.stderr
     details = json.loads(place("thread", "step-details", json.loads(step.stdout)["head"]).stdout)
     assert details["detail"]["payload"]["call"] == "process" and details["detail"]["payload"]["deadline"] == "process"
+
+
+def test_agent_test_imports_a_python_agent(place):
+    _add(place, "solver", "solve")
+    tested = place("agent", "test", "solver")
+    assert tested.returncode == 0, tested.stderr
+    report = json.loads(tested.stdout)
+    assert report["ok"] and report["containment"] == "none" and report["answer"]["function"] == f"{FIXTURE}:solve"
+    place("agent", "add", "gone", "--python", "no_such_module_here:solve")
+    tested = place("agent", "test", "gone")
+    assert tested.returncode == 1 and "cannot import no_such_module_here" in json.loads(tested.stdout)["error"]
 
 
 @pytest.mark.parametrize("entry, message", [

@@ -78,3 +78,23 @@ def prints(ctx):
 
 def pid(ctx):
     return {"plan": str(os.getpid()), "steps": [os.getcwd()]}
+
+
+def programs(ctx):
+    """Runs a program, as a test runner would, and writes to descriptor 1 itself."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", "print('child says hi')"], check=True)
+    os.write(1, b"raw write\n")
+    return solve(ctx)
+
+
+def stuck(ctx):
+    """Never looks at its deadline or its cancel flag."""
+    time.sleep(60)
+    return solve(ctx)
+
+
+def returns_a_set(ctx):
+    return {"plan": "p", "steps": {"a"}}

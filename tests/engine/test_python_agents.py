@@ -186,7 +186,7 @@ def test_an_output_that_stays_wrong_fails_after_two_corrections(repo):
     thread = _thread(repo)
     with pytest.raises(StepError) as caught:
         perform_step(repo, thread, StepOptions(agent="wrong"))
-    assert "does not match the role's schema" in caught.value.message and "after 2 corrections" in caught.value.message
+    assert "does not match the role's schema" in caught.value.message and "; after 2 corrections" in caught.value.message
     assert calls[0] is None and all("could not be used" in message for message in calls[1:]) and len(calls) == 3
 
 
@@ -372,3 +372,79 @@ def test_thread_kill_from_elsewhere_stops_a_checking_function(repo):
     with pytest.raises(StepError) as caught:
         perform_step(repo, thread, StepOptions(agent="checks", timeout=20))
     assert caught.value.status == "killed" and "was killed" in caught.value.message, caught.value.message
+
+
+def test_what_a_function_writes_to_descriptor_1_is_the_steps_output(repo, capfd):
+    import subprocess
+    import sys
+
+    def runs_a_program(ctx):
+        subprocess.run([sys.executable, "-c", "print('from a child process')"], check=True)
+        os.write(1, b"written to fd 1\n")
+        return _fn("solve")(ctx)
+
+    repo.agents.register("programs", runs_a_program)
+    lines = []
+    perform_step(repo, _thread(repo), StepOptions(agent="programs", on_output=lines.append))
+    assert "from a child process" in lines and "written to fd 1" in lines
+    assert "from a child process" not in capfd.readouterr().out
+
+
+def test_a_changed_module_is_imported_again_and_its_new_hash_recorded(repo, tmp_path):
+    from uwf_core.api import Config
+    from uwf_core.config.model import AgentConfig
+
+    module = tmp_path / "edited_agent.py"
+    module.write_text("def plan(ctx):\n    return {'plan': 'one', 'steps': []}\n")
+    repo.save_config(Config(agents={"edited": AgentConfig("edited", "", (), "python", python=f"{module}:plan")}))
+    first = perform_step(repo, _thread(repo), StepOptions(agent="edited"))
+    module.write_text("def plan(ctx):\n    return {'plan': 'two', 'steps': []}\n\ndef later(ctx):\n    return {}\n")
+    os.utime(module, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    second = perform_step(repo, _thread(repo), StepOptions(agent="edited"))
+    one, two = step_details(repo, first.head), step_details(repo, second.head)
+    assert (one.output["plan"], two.output["plan"]) == ("one", "two")
+    assert one.detail["source"] != two.detail["source"]
+
+
+def test_an_isolated_function_does_not_import_from_the_workspace(repo, tmp_path):
+    workspace = tmp_path / "ws"
+    (workspace / "uwf_core").mkdir(parents=True)
+    (workspace / "uwf_core" / "__init__.py").write_text("raise SystemExit('SHADOWED uwf_core')\n")
+    (workspace / "json.py").write_text("raise ImportError('SHADOWED json')\n")
+    repo.agents.register("solve", _fn("solve"), isolate=True)
+    thread = start_thread(repo, "solve-issue", "task", str(workspace)).thread
+    result = perform_step(repo, thread, StepOptions(agent="solve"))
+    assert step_details(repo, result.head).output == {"plan": "p", "steps": ["s"]}
+
+
+@pytest.mark.parametrize("usage", [
+    {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    {"input_tokens": 10, "output_tokens": 5},
+    {"promptTokens": 10, "completionTokens": 5},
+])
+def test_a_functions_token_counts_reach_the_ledger_by_any_common_name(repo, usage):
+    from uwf_core.api import PythonAnswer, thread_cost
+
+    repo.agents.register("counts", lambda ctx: PythonAnswer({"plan": "p", "steps": []}, detail={"model": "m", "usage": usage}))
+    thread = _thread(repo)
+    perform_step(repo, thread, StepOptions(agent="counts"))
+    assert thread_cost(repo, thread).total.tokens == 15
+
+
+def test_token_counts_uwf_cannot_read_are_an_error(repo):
+    from uwf_core.api import PythonAnswer
+
+    repo.agents.register("counts", lambda ctx: PythonAnswer({"plan": "p", "steps": []}, detail={"usage": {"tokens": 3}}))
+    with pytest.raises(StepError, match="usage has no token counts uwf reads"):
+        perform_step(repo, _thread(repo), StepOptions(agent="counts"))
+
+
+def test_an_isolated_function_says_its_errors_as_an_in_process_one(repo, monkeypatch):
+    monkeypatch.setenv("UWF_TEST_SLEEP", "30")
+    repo.agents.register("sets", _fn("returns_a_set"), isolate=True)
+    repo.agents.register("sleeps", _fn("sleeps"), isolate=True)
+    thread = _thread(repo)
+    with pytest.raises(StepError, match=r"^python agent 'sets' returned its output with a set at \$\.steps, which JSON cannot hold$"):
+        perform_step(repo, thread, StepOptions(agent="sets"))
+    with pytest.raises(StepError, match=r"^python agent 'sleeps' timed out after 1s"):
+        perform_step(repo, thread, StepOptions(agent="sleeps", timeout=1))

@@ -1563,3 +1563,21 @@ def test_the_title_shows_a_root_under_home_as_tilde(monkeypatch, tmp_path):
     assert root_title(str(tmp_path / ".uwf-demo")) == "~/.uwf-demo"
     assert root_title(str(tmp_path) + "-other/x") == str(tmp_path) + "-other/x"  # a sibling, not under it
     assert root_title("postgresql://me:***@db/uwf") == "postgresql://me:***@db/uwf"
+
+
+def test_a_thread_stepped_under_the_filter_stays_in_the_list(fixed):
+    """The filter reads a thread's prompt, which a new head's chain was not yet read for: the
+    stepped thread left the list ("No thread matches") and the next `s` had nothing to step."""
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("slash", *"content-addressed", "enter")
+        await until(pilot, lambda: app.query_one("#threads").row_count == 1)
+        await pilot.press("s")
+        await until(pilot, lambda: "✓ analyst" in log_text(app))
+        await settle(app, pilot, 0.6)
+        return list(app.query_one("#threads").rows)
+
+    rows = run_app(root, script, size=(80, 24))
+    assert [row.value for row in rows] == [ids["analyze"]]

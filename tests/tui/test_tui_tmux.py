@@ -80,3 +80,38 @@ def test_a_root_that_does_not_exist_says_it_is_new_and_where(tmp_path):
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     assert not missing.exists()
+
+
+def test_quitting_while_a_python_function_runs_does_not_hang(tmp_path):
+    """A python agent's function in uwf-tui's own process that neither returns nor checks its
+    context: quitting (q, then Quit) waits a few seconds for it, then leaves and says so."""
+    from conftest import EXAMPLES, REPO
+
+    from uwf_core.api import Config, Repo, put_workflow, start_thread
+    from uwf_core.config.model import AgentConfig
+
+    root = tmp_path / "root"
+    repo = Repo.open(str(root))
+    put_workflow(repo, str(EXAMPLES / "solve-issue.yaml"))
+    repo.save_config(Config(agents={"stuck": AgentConfig("stuck", "", (), "python", python="tests.engine.python_agents_fixture:stuck")}))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    start_thread(repo, "solve-issue", "hang", str(workspace), agents={"planner": "stuck"})
+    tui = Path(sys.executable).with_name("uwf-tui")
+    session = f"uwf-tui-stuck-{os.getpid()}"
+    command = f"env -u COLUMNS -u LINES UWF_STORAGE_ROOT={root} PYTHONPATH={REPO} TERM=xterm-256color sh -c '{tui}; echo EXITED; sleep 60'"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
+    subprocess.run(["tmux", "resize-window", "-t", session, "-x", "80", "-y", "24"], capture_output=True)
+    try:
+        _wait_for(session, "solve-issue")
+        subprocess.run(["tmux", "send-keys", "-t", session, "s"], check=True)
+        _wait_for(session, "running")
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        _wait_for(session, "quit and stop")
+        subprocess.run(["tmux", "send-keys", "-t", session, "y"], check=True)
+        started = time.monotonic()
+        screen = _wait_for(session, "EXITED", timeout=30)
+        assert time.monotonic() - started < 15
+        assert "did not stop within 5s" in screen.replace("\n", "")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

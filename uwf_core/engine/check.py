@@ -19,6 +19,7 @@ from .attempt import StepError, StepOptions
 if TYPE_CHECKING:
     from ..repo import Repo
     from .attempt import OutputCallback
+    from .resolve import ResolvedAgent
 
 CHECK_WORKFLOW = """\
 name: uwf-agent-check
@@ -98,6 +99,8 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
     elif kind != BUBBLEWRAP:
         warning = f"agents run without a sandbox here: {box.reason}"
     report = {"containment": kind, "warning": warning}
+    if resolved.protocol == "python":
+        return _check_function(repo, resolved, report)
     if timeout is None:
         timeout = min(resolved.timeout, MAX_CHECK_TIMEOUT) if resolved.timeout else DEFAULT_CHECK_TIMEOUT
     scratch = tempfile.mkdtemp(prefix="uwf-agent-check-")
@@ -130,6 +133,20 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
         return AgentCheck(resolved.label, True, time.monotonic() - started, answer=output.get("answer"), **report)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _check_function(repo: Repo, resolved: ResolvedAgent, report: dict) -> AgentCheck:
+    """A python agent is written for its own roles (the check's pong role is not one): it is
+    imported, as a step would, and named by what identifies its code; a step of its role tries it."""
+    from .python_call import function_of
+
+    started = time.monotonic()
+    try:
+        function = function_of(repo, resolved)
+    except UwfError as exc:
+        return AgentCheck(resolved.label, False, time.monotonic() - started, error=f"python agent '{resolved.label}': {exc.message}", **report)
+    answer = {**function.to_detail(), "note": "imported; a python function is tried by a step of its own role"}
+    return AgentCheck(resolved.label, True, time.monotonic() - started, answer=answer, **report)
 
 
 def _first_line(text: str | None) -> str | None:

@@ -77,15 +77,18 @@ def function_of(repo: Repo, resolved: ResolvedAgent) -> PythonFunction:
 
 
 def load_function(target: str) -> Callable:
-    """The callable an entry point names; one line saying why when it cannot be had."""
+    """The callable an entry point names; one line saying why when it cannot be had. A module
+    whose file changed since this process imported it is imported again (a worker or uwf-tui
+    that lives on runs the code on disk, and records that code's hash)."""
     place, _, name = target.rpartition(":")
     try:
-        if place.endswith(".py") or os.sep in place:
-            module = _module_from_file(os.path.expanduser(place))
-        else:
-            from importlib import import_module
+        with _LOADING:
+            if place.endswith(".py") or os.sep in place:
+                module = _module_from_file(os.path.expanduser(place))
+            else:
+                from importlib import import_module
 
-            module = import_module(place)
+                module = _fresh(import_module(place))
         value = module
         for part in name.split("."):
             value = getattr(value, part)
@@ -102,8 +105,23 @@ def load_function(target: str) -> Callable:
     return value
 
 
+_LOADING = threading.Lock()  # worker lanes may load the same module at once
+_CODE: dict[str, tuple[object, str | None]] = {}  # module name -> (its file's stat when loaded, the file's hash then)
+
+
+def _fresh(module):
+    """The module, imported again if its file changed since it was loaded here."""
+    from importlib import reload
+
+    then = _code_of(module)[0]
+    if then is not None and then != _stat(getattr(module, "__file__", None)):
+        module = reload(module)
+        _CODE[module.__name__] = _read_code(getattr(module, "__file__", None))
+    return module
+
+
 def _module_from_file(path: str):
-    """A module loaded from a .py file, once per path (its name is derived from the path)."""
+    """A module loaded from a .py file (its name derived from the path); again when the file changed."""
     from importlib.util import module_from_spec, spec_from_file_location
 
     from ..encoding.ids import xxh64_hash
@@ -112,25 +130,27 @@ def _module_from_file(path: str):
         raise UwfError(f"there is no file {path}")
     key = "uwf_agent_" + xxh64_hash(os.path.abspath(path).encode()).lower()
     loaded = sys.modules.get(key)
-    if loaded is not None:
+    if loaded is not None and _code_of(loaded)[0] == _stat(path):
         return loaded
     spec = spec_from_file_location(key, path)
     module = module_from_spec(spec)
+    code = _read_code(path)
     sys.modules[key] = module
     try:
         spec.loader.exec_module(module)
     except BaseException:
-        del sys.modules[key]
+        if loaded is not None:
+            sys.modules[key] = loaded
+        else:
+            del sys.modules[key]
         raise
+    _CODE[key] = code
     return module
-
-
-_SOURCES: dict[tuple[str, int, int], str] = {}
 
 
 def describe(func: Callable, target: str | None = None) -> PythonFunction:
     """The function with its code's identity: the module's __version__ (of its top-level package)
-    and the hash of its source file (cached by path, size and mtime)."""
+    and the hash of its source file as it was when the module was loaded here."""
     from ..repo import entry_point
 
     target = target or entry_point(func)
@@ -140,24 +160,37 @@ def describe(func: Callable, target: str | None = None) -> PythonFunction:
         top = sys.modules.get(module.__name__.partition(".")[0])
         version = getattr(top, "__version__", None)
         version = version if isinstance(version, str) else None
-        source = _source_hash(getattr(module, "__file__", None))
+        source = _code_of(module)[1]
     return PythonFunction(func, target, version, source)
 
 
-def _source_hash(path: str | None) -> str | None:
-    if not path:
-        return None
-    try:
-        stat = os.stat(path)
-        key = (path, stat.st_size, stat.st_mtime_ns)
-        if key not in _SOURCES:
-            from ..encoding.ids import xxh64_hash
+def _code_of(module) -> tuple[object, str | None]:
+    """(stat, hash) of a module's file when this process first saw the module."""
+    name = module.__name__
+    if name not in _CODE:
+        _CODE[name] = _read_code(getattr(module, "__file__", None))
+    return _CODE[name]
 
-            with open(path, "rb") as file:
-                _SOURCES[key] = xxh64_hash(file.read())
-        return _SOURCES[key]
+
+def _stat(path: str | None) -> object:
+    try:
+        stat = os.stat(path) if path else None
     except OSError:
         return None
+    return None if stat is None else (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+
+def _read_code(path: str | None) -> tuple[object, str | None]:
+    from ..encoding.ids import xxh64_hash
+
+    stat = _stat(path)
+    if stat is None:
+        return None, None
+    try:
+        with open(path, "rb") as file:
+            return stat, xxh64_hash(file.read())
+    except OSError:
+        return None, None
 
 
 # -- calling -------------------------------------------------------------------------------------
@@ -273,7 +306,9 @@ class _Routed:
 
 
 class routed_output:
-    """While the block runs, this thread's prints go to `sink` (dropped when it is None)."""
+    """While the block runs, this thread's prints go to `sink` (dropped when it is None), and so does
+    what anything writes to file descriptor 1 — a C library, a subprocess the function runs —
+    which in the CLI is the JSON a command prints (in uwf-tui, nowhere anyone sees)."""
 
     def __init__(self, sink: Callable[[str], None] | None) -> None:
         self.sink = sink or (lambda line: None)
@@ -283,6 +318,7 @@ class routed_output:
             if not isinstance(getattr(sys, name), _Routed):
                 setattr(sys, name, _Routed(getattr(sys, name)))
         _SINKS[threading.get_ident()] = self.sink
+        _DESCRIPTOR.enter(self.sink)
 
     def __exit__(self, *exc) -> None:
         ident = threading.get_ident()
@@ -290,3 +326,58 @@ class routed_output:
         _SINKS.pop(ident, None)
         if rest:
             self.sink(rest)
+        _DESCRIPTOR.leave(self.sink)
+
+
+class _Descriptor:
+    """File descriptor 1 as a pipe while any function runs in this process; its lines go to the
+    sink of the call that began last (worker lanes running functions at once share the one
+    descriptor a process has)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sinks: list = []
+        self.saved: int | None = None
+        self.reader: threading.Thread | None = None
+
+    def enter(self, sink) -> None:
+        with self.lock:
+            self.sinks.append(sink)
+            if self.saved is not None:
+                return
+            try:
+                sys.__stdout__ and sys.__stdout__.flush()
+                read_end, write_end = os.pipe()
+                self.saved = os.dup(1)
+                os.dup2(write_end, 1)
+                os.close(write_end)
+            except (OSError, ValueError):
+                self.saved = None
+                return
+            self.reader = threading.Thread(target=self._read, args=(read_end,), name="uwf-fd1", daemon=True)
+            self.reader.start()
+
+    def leave(self, sink) -> None:
+        reader = None
+        with self.lock:
+            if self.sinks == [sink] and self.saved is not None:
+                os.dup2(self.saved, 1)  # the pipe's write end closes with it: the reader sees the end
+                os.close(self.saved)
+                self.saved = None
+                reader, self.reader = self.reader, None
+        if reader is not None:
+            reader.join(timeout=1.0)  # what is still in the pipe reaches this sink (a child the function left running may hold it open)
+        with self.lock:
+            if sink in self.sinks:
+                self.sinks.remove(sink)
+
+    def _read(self, fd: int) -> None:
+        with os.fdopen(fd, "rb") as pipe:
+            for raw in pipe:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                sinks = self.sinks
+                if sinks:
+                    sinks[-1](line)
+
+
+_DESCRIPTOR = _Descriptor()

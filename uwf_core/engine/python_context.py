@@ -254,3 +254,24 @@ def copied(value: object) -> object:
     if isinstance(value, list):
         return [copied(item) for item in value]
     return value
+
+
+def json_problem(value: object, path: str = "$") -> str | None:
+    """What in a value JSON cannot hold (a node holds nothing else), and where; None: nothing."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"a {type(key).__name__} key at {path} (keys must be strings)"
+            problem = json_problem(item, f"{path}.{key}")
+            if problem:
+                return problem
+        return None
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            problem = json_problem(item, f"{path}[{index}]")
+            if problem:
+                return problem
+        return None
+    return f"a {type(value).__name__} at {path}, which JSON cannot hold"

@@ -32,7 +32,7 @@ def _call(request: dict) -> dict:
     from ..errors import UwfError
     from .attempt import StepError
     from .python_call import FunctionFailed, call_function, load_function
-    from .python_context import PythonAnswer, PythonContext, WrittenStep
+    from .python_context import PythonAnswer, PythonContext, WrittenStep, json_problem
 
     try:
         func = load_function(request["target"])
@@ -45,6 +45,14 @@ def _call(request: dict) -> dict:
         return {"error": {"type": "StepError", "status": exc.status, "message": exc.message, "traceback": ""}}
     except FunctionFailed as exc:
         return {"error": {"type": exc.kind, "message": exc.message, "traceback": exc.trace}}
+    if isinstance(result, PythonAnswer):
+        checked = (("its output", result.output), ("its detail", result.detail))
+    else:
+        checked = (("its output", result),) if not isinstance(result, (str, WrittenStep)) else ()
+    for what, value in checked:
+        problem = json_problem(value)
+        if problem:  # said as uwf's own process says it
+            return {"error": {"type": "JSON", "message": f"{what} with {problem}", "traceback": ""}}
     if isinstance(result, PythonAnswer):
         return {"answer": {"output": result.output, "text": result.text, "detail": result.detail}}
     if isinstance(result, WrittenStep):

@@ -23,7 +23,7 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 
 from ..store.builtin_schemas import BUILTIN_HASHES, PROMPT_HASH
 from ..store.cas import node_hash
-from .reuse_index import agent_fingerprint, inputs_key, remember
+from .reuse_index import inputs_key, remember
 
 if TYPE_CHECKING:
     from ..config.env import Secrets

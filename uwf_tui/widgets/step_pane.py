@@ -39,7 +39,7 @@ class StepPane(TabbedContent):
         self.show(
             Syntax(yaml_text(details.output), "yaml", word_wrap=True),  # in the schema's field order
             body,
-            details.prompt or "(the agent did not record its prompt)",
+            details.prompt or _no_prompt(details),
             detail_view(details, cost),
             Syntax(files, "diff", word_wrap=True) if files else Text(NO_FILES, style="dim"),
         )
@@ -52,7 +52,26 @@ class StepPane(TabbedContent):
         self.show(Syntax(yaml_text(payload), "yaml", word_wrap=True), start.prompt, files=listing)
 
     def show_attempt(self, attempt) -> None:
-        self.show(attempt_view(attempt), attempt.stderr or "(no stderr recorded)")
+        self.show(attempt_view(attempt), attempt.stderr or "(no stderr recorded)", detail=attempt_detail(attempt))
+
+
+def _no_prompt(details) -> str:
+    if isinstance(details.detail, dict) and details.detail.get("protocol") == "python":
+        return "(a python agent: it did not read ctx.prompt, so no prompt was built or stored)"
+    return "(the agent did not record its prompt)"
+
+
+def attempt_detail(attempt) -> Text:
+    """A failed attempt has no detail node (nothing was written): its record in runs.jsonl, whole
+    — a python agent's exception and traceback are its error and stderr."""
+    text = Text()
+    text.append("attempt (runs.jsonl; no detail node: the head did not move)\n", style="dim")
+    text.append("error: ", style="bold")
+    text.append(f"{attempt.error or attempt.status}\n", style="red")
+    if attempt.stderr:
+        text.append("\n")
+        text.append(attempt.stderr.rstrip(), style="grey70")
+    return text
 
 
 def attempt_view(attempt) -> Text:
@@ -87,7 +106,7 @@ def detail_view(details, cost=None) -> Text:
     if cost is not None:
         text.append_text(cost_view(cost))
     text.append(f"detail {details.detail_hash} ({details.detail_type or 'untyped'})\n", style="dim")
-    for key in ("agent", "protocol", "model", "extract", "corrections", "child", "childThread"):
+    for key in ("agent", "protocol", "function", "call", "deadline", "model", "extract", "corrections", "child", "childThread"):
         if key in payload:
             text.append(f"{key}: ", style="bold")
             text.append(f"{payload[key]}\n")

@@ -42,7 +42,7 @@ def run(call: AgentCall) -> str:
                 break
             if corrections >= MAX_CORRECTIONS:
                 more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-                tried = f" after {corrections} correction{'s' if corrections != 1 else ''}" if corrections else ""
+                tried = f"; after {corrections} correction{'s' if corrections != 1 else ''}" if corrections else ""
                 raise StepError(f"python agent '{call.resolved.label}' returned an output that does not match the role's schema: {errors[0]}{more}{tried}")
             corrections += 1
             output, text, extra = _parts(call, _again(call, ctx, _correction(errors, call.schema), corrections))
@@ -175,13 +175,21 @@ def _ask_isolated(call: AgentCall, ctx: PythonContext) -> object:
     from ..python_context import PythonAnswer
 
     request = {"target": call.python.target, "context": ctx.to_json()}
-    outcome = call.spawn([sys.executable, "-m", "uwf_core.engine.python_host"], json.dumps(request, ensure_ascii=False))
+    try:
+        outcome = _spawn_host(call, request)
+    except StepError as exc:  # its timeout, cancel or exit, said as of the python agent it is
+        if exc.message.startswith("agent '"):
+            exc.message = "python " + exc.message
+            exc.args = (exc.message,)
+        raise
     try:
         reply = json.loads(outcome.stdout)
     except ValueError:
         raise StepError(f"python agent '{call.resolved.label}' (isolated) answered no JSON: {outcome.stdout[:200]!r}") from None
     if "error" in reply:
         error = reply["error"]
+        if error.get("type") == "JSON":  # what it returned, checked in the child as here
+            raise StepError(f"python agent '{call.resolved.label}' returned {error.get('message')}")
         if error.get("type") == "StepError":  # ctx.check() in the child: its time ran out
             raise StepError(f"python agent '{call.resolved.label}' stopped: {error.get('message')}", error.get("status") or "failed")
         raise _raised(call, error.get("type", "Error"), error.get("message", ""), error.get("traceback", ""))
@@ -189,6 +197,11 @@ def _ask_isolated(call: AgentCall, ctx: PythonContext) -> object:
         answer = reply["answer"]
         return PythonAnswer(answer.get("output"), answer.get("text"), answer.get("detail") or {})
     return reply.get("text") if "text" in reply else reply.get("output")
+
+
+def _spawn_host(call: AgentCall, request: dict):
+    # -P: the workspace (its cwd) is not put on sys.path: a json.py or uwf_core/ there is not what it imports
+    return call.spawn([sys.executable, "-P", "-m", "uwf_core.engine.python_host"], json.dumps(request, ensure_ascii=False))
 
 
 def _again(call: AgentCall, ctx: PythonContext, message: str, corrections: int) -> object:
@@ -215,7 +228,10 @@ def _parts(call: AgentCall, answer: object) -> tuple[dict | None, str | None, di
         _check_plain(label, answer.detail, "its detail")
         if answer.output is not None:
             _check_plain(label, answer.output, "its output")
-        return answer.output, answer.text, dict(answer.detail)
+        detail = dict(answer.detail)
+        if "usage" in detail:
+            detail["usage"] = _usage(label, detail["usage"])
+        return answer.output, answer.text, detail
     if isinstance(answer, str):
         return None, answer, {}
     if answer is None:
@@ -224,21 +240,40 @@ def _parts(call: AgentCall, answer: object) -> tuple[dict | None, str | None, di
     return answer, None, {}
 
 
-def _check_plain(label: str, value: object, what: str, path: str = "$") -> None:
+USAGE_KEYS = {  # what the ledger reads, from the names model SDKs give them
+    "promptTokens": ("promptTokens", "prompt_tokens", "input_tokens"),
+    "completionTokens": ("completionTokens", "completion_tokens", "output_tokens"),
+    "totalTokens": ("totalTokens", "total_tokens"),
+    "requests": ("requests",),
+}
+
+
+def _usage(label: str, usage: object) -> dict:
+    """A function's token counts as the ledger reads them (uwf's names, OpenAI's or Anthropic's);
+    counts it cannot read are an error, not a silent zero."""
+    if not isinstance(usage, dict):
+        raise StepError(f"python agent '{label}': its detail's usage is a {type(usage).__name__}, not a mapping of token counts")
+    found = {}
+    for key, names in USAGE_KEYS.items():
+        for name in names:
+            if isinstance(usage.get(name), int) and not isinstance(usage.get(name), bool):
+                found[key] = usage[name]
+                break
+    if not found:
+        raise StepError(
+            f"python agent '{label}': its detail's usage has no token counts uwf reads "
+            f"(promptTokens and completionTokens, or prompt_tokens/completion_tokens, or input_tokens/output_tokens)"
+        )
+    return found
+
+
+def _check_plain(label: str, value: object, what: str) -> None:
     """JSON's values only (a node holds nothing else): one line naming where, not a traceback."""
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise StepError(f"python agent '{label}' returned {what} with a {type(key).__name__} key at {path}; keys must be strings")
-            _check_plain(label, item, what, f"{path}.{key}")
-        return
-    if isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            _check_plain(label, item, what, f"{path}[{index}]")
-        return
-    raise StepError(f"python agent '{label}' returned {what} with a {type(value).__name__} at {path}, which JSON cannot hold")
+    from ..python_context import json_problem
+
+    problem = json_problem(value)
+    if problem is not None:
+        raise StepError(f"python agent '{label}' returned {what} with {problem}")
 
 
 def _errors(call: AgentCall, output: object) -> list[str]:
