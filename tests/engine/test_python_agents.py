@@ -448,3 +448,25 @@ def test_an_isolated_function_says_its_errors_as_an_in_process_one(repo, monkeyp
         perform_step(repo, thread, StepOptions(agent="sets"))
     with pytest.raises(StepError, match=r"^python agent 'sleeps' timed out after 1s"):
         perform_step(repo, thread, StepOptions(agent="sleeps", timeout=1))
+
+
+def test_an_isolated_entrys_module_never_runs_in_uwfs_process(repo, tmp_path, monkeypatch):
+    from uwf_core.api import Config, dry_run
+    from uwf_core.config.model import AgentConfig
+
+    module = tmp_path / "guarded_agent.py"
+    module.write_text(
+        "import os\n"
+        "if os.getpid() == int(os.environ['UWF_TEST_PARENT']):\n"
+        "    raise RuntimeError('imported in uwf\\'s own process')\n"
+        "def plan(ctx):\n"
+        "    return {'plan': str(os.getpid()), 'steps': []}\n"
+    )
+    monkeypatch.setenv("UWF_TEST_PARENT", str(os.getpid()))
+    entry = AgentConfig("guarded", "", (), "python", python=f"{module}:plan", isolate=True)
+    repo.save_config(Config(agents={"guarded": entry}))
+    thread = _thread(repo)
+    assert dry_run(repo, thread, agent="guarded").agent_error is None
+    result = perform_step(repo, thread, StepOptions(agent="guarded"))
+    details = step_details(repo, result.head)
+    assert details.output["plan"] != str(os.getpid()) and len(details.detail["source"]) == 13

@@ -145,7 +145,8 @@ def _check_function(repo: Repo, resolved: ResolvedAgent, report: dict) -> AgentC
         function = function_of(repo, resolved)
     except UwfError as exc:
         return AgentCheck(resolved.label, False, time.monotonic() - started, error=f"python agent '{resolved.label}': {exc.message}", **report)
-    answer = {**function.to_detail(), "note": "imported; a python function is tried by a step of its own role"}
+    how = "found (it is imported in its own process, at a step)" if resolved.isolate else "imported"
+    answer = {**function.to_detail(), "note": f"{how}; a python function is tried by a step of its own role"}
     return AgentCheck(resolved.label, True, time.monotonic() - started, answer=answer, **report)
 
 

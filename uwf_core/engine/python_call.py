@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 class PythonFunction:
     """A function an agent entry names, with what identifies its code."""
 
-    func: Callable
+    func: Callable | None  # None: an isolated function, imported only in its own process
     target: str  # "module:qualname", or "/path/file.py:name"
     version: str | None = None  # its top-level package's __version__
     source: str | None = None  # the XXH64 of its module's source file
@@ -70,10 +70,36 @@ class Stopped(Exception):
 
 def function_of(repo: Repo, resolved: ResolvedAgent) -> PythonFunction:
     """A python agent's function: the one registered under its name for this session
-    (`repo.agents`), else imported from its entry point."""
+    (`repo.agents`), else imported from its entry point — but an isolated one only found, not
+    imported: its module's code runs in its own process, never in uwf's."""
     registered = repo.agents.functions.get(resolved.label)
-    func = registered if registered is not None else load_function(resolved.python or "")
-    return describe(func, resolved.python)
+    if registered is not None:
+        return describe(registered, resolved.python)
+    if resolved.isolate:
+        return PythonFunction(None, resolved.python or "", None, _read_code(locate(resolved.python or ""))[1])
+    return describe(load_function(resolved.python or ""), resolved.python)
+
+
+def locate(target: str) -> str:
+    """The source file of an entry point's module, looked up on sys.path as the import system
+    would find it, without running any of it (not even its packages' __init__)."""
+    place = target.rpartition(":")[0]
+    if place.endswith(".py") or os.sep in place:
+        path = os.path.expanduser(place)
+        if not os.path.isfile(path):
+            raise UwfError(f"there is no file {path}")
+        return path
+    *packages, module = place.split(".")
+    places = [entry or os.getcwd() for entry in sys.path if isinstance(entry, str)]
+    for package in packages:
+        found = [os.path.join(where, package) for where in places if os.path.isdir(os.path.join(where, package))]
+        regular = [where for where in found if os.path.isfile(os.path.join(where, "__init__.py"))]
+        places = regular[:1] or found  # a regular package is the first one found; a namespace package is all of them
+    for where in places:
+        for candidate in (os.path.join(where, f"{module}.py"), os.path.join(where, module, "__init__.py")):
+            if os.path.isfile(candidate):
+                return candidate
+    raise UwfError(f"cannot find module {place} (install it, or add its directory to PYTHONPATH)")
 
 
 def load_function(target: str) -> Callable:
