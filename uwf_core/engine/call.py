@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..thread.ops import ThreadInfo
     from ..workflow.model import Role, Workflow
     from .prompt import Prompt
-    from .python_call import PythonFunction
+    from .python_load import PythonFunction
     from .sandbox import Policy
 
 
@@ -120,7 +120,7 @@ class AgentCall:
     @cached_property
     def python(self) -> PythonFunction:
         """A python agent's function (registered for this session, or imported)."""
-        from .python_call import function_of
+        from .python_load import function_of
 
         try:
             return function_of(self.repo, self.resolved)

@@ -175,7 +175,7 @@ def _cannot_start(repo: Repo, resolved: ResolvedAgent) -> str | None:
     from .call import agent_env
 
     if resolved.protocol == "python":
-        from .python_call import function_of
+        from .python_load import function_of
 
         try:
             function_of(repo, resolved)
@@ -219,7 +219,7 @@ def _key(repo: Repo, workflow, decision: Decision, resolved: ResolvedAgent, sche
     parts = build_prompt_parts(workflow, role, schema, context, decision.instruction)
     code = None
     if resolved.protocol == "python":
-        from .python_call import function_of
+        from .python_load import function_of
 
         code = function_of(repo, resolved).identity
     key = inputs_key(role, agent_fingerprint(resolved, code), prompt_node_hash(repo.nodes, parts, repo.secrets, context))

@@ -31,7 +31,8 @@ def main() -> int:
 def _call(request: dict) -> dict:
     from ..errors import UwfError
     from .attempt import StepError
-    from .python_call import FunctionFailed, call_function, load_function
+    from .python_call import FunctionFailed, call_function
+    from .python_load import load_function
     from .python_context import PythonAnswer, PythonContext, WrittenStep, json_problem
 
     try:
