@@ -470,3 +470,22 @@ def test_an_isolated_entrys_module_never_runs_in_uwfs_process(repo, tmp_path, mo
     result = perform_step(repo, thread, StepOptions(agent="guarded"))
     details = step_details(repo, result.head)
     assert details.output["plan"] != str(os.getpid()) and len(details.detail["source"]) == 13
+
+
+def test_a_text_agent_after_python_steps_gets_their_history_and_stores_it_by_reference(repo):
+    """Python steps leave their history entries to the first prompt that shows them; that prompt
+    rebuilds them and is stored in parts, its history one reference, as after any step."""
+    from uwf_core.api import Config
+    from uwf_core.config.model import AgentConfig
+    from uwf_core.store.builtin_schemas import PROMPT_HASH
+
+    answer = json.dumps({"approved": True, "comments": "ok"})
+    repo.save_config(Config(agents={"text": AgentConfig("text", "sh", ("-c", f"cat >/dev/null; echo '{answer}'"), "text", sandbox=False)}))
+    repo.agents.register("solver", _fn("solve"))
+    thread = _thread(repo)
+    perform_step(repo, thread, StepOptions(agent="solver"))
+    perform_step(repo, thread, StepOptions(agent="solver"))
+    result = perform_step(repo, thread, StepOptions(agent="text"))
+    details = step_details(repo, result.head)
+    assert "### Step 1: planner (agent: solver)" in details.prompt and "### Step 2: developer (agent: solver)" in details.prompt
+    assert repo.nodes.get(details.detail["prompt"]).type == PROMPT_HASH
