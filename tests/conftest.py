@@ -81,6 +81,24 @@ def pg_url(pg_cluster, request) -> str:
     return pg_cluster.create_database(name)
 
 
+@pytest.fixture(scope="session")
+def uwf_wheel(tmp_path_factory) -> Path:
+    """uwf built as a wheel, offline, from a copy of the checkout (a build writes beside its sources)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for part in ("uwf_core", "uwf_tui", "examples"):
+        shutil.copytree(REPO / part, source / part, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp / "dist"), str(source)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    return next((tmp / "dist").glob("uwf-*.whl"))
+
+
 class CliResult:
     def __init__(self, completed: subprocess.CompletedProcess) -> None:
         self.code = completed.returncode

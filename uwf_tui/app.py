@@ -71,6 +71,7 @@ class UwfApp(App):
         self.poll_seconds = poll_seconds if poll_seconds is not None else (1.0 if notifies else 0.2)
         self.runner = AgentRunner(self)  # the agents this session runs
         self.worker_threads = WorkerThreads()  # the loop's default executor: quitting waits for them, briefly
+        self.toasted: dict[tuple[str, str, str], float] = {}  # a toast on screen -> until when
         self.commands = Commands(self)
         self._ticks = 0
         self._idle_title: str | None = None  # the sub-title to restore when no agent runs any more
@@ -93,11 +94,22 @@ class UwfApp(App):
         """Every message goes whole to the log of the Threads view; its toast is one brief line,
         which covers little at 80x24. Never markup: messages quote paths and `[redacted:…]`."""
         self.note(message, title, severity)
-        super().notify(brief(message), title=title, severity=severity, timeout=timeout or (6 if severity == "error" else 3), markup=False)
+        self._toast(brief(message), title, severity, timeout or (6 if severity == "error" else 3))
 
     def toast(self, message: str, *, severity="information") -> None:
         """A brief toast for what the log already says (a step's outcome)."""
-        super().notify(brief(message), severity=severity, timeout=4 if severity == "error" else 2, markup=False)
+        self._toast(brief(message), "", severity, 4 if severity == "error" else 2)
+
+    def _toast(self, text: str, title: str, severity: str, timeout: float) -> None:
+        """One toast per message while it shows: a burst of `s` on a running thread says "already
+        running" once, not in a stack that covers the timeline at 80x24 (the log has each)."""
+        now = time.monotonic()
+        key = (text, title, severity)
+        if self.toasted.get(key, 0.0) > now:
+            return
+        self.toasted = {shown: until for shown, until in self.toasted.items() if until > now}
+        self.toasted[key] = now + timeout
+        super().notify(text, title=title, severity=severity, timeout=timeout, markup=False)
 
     def note(self, message: str, title: str = "", severity: str = "information") -> None:
         if self.query(ThreadsView):  # not while the app is closing
@@ -577,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(
             f"uwf-tui: {len(left)} step{'s' if len(left) != 1 else ''} still running in this process did not stop within "
             f"{WorkerThreads.GRACE_SECONDS:g}s (a python agent's function stops when it returns or calls ctx.check()); "
-            f"leaving without {'them' if len(left) != 1 else 'it'}: the next step of the thread records it as interrupted\n"
+            f"leaving without {'them' if len(left) != 1 else 'it'}: its attempt is recorded as killed when the thread next steps\n"
         )
     return 0
 

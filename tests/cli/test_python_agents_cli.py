@@ -129,3 +129,16 @@ def test_a_malformed_python_entry_is_one_line(uwf, root_dir, entry, message):
     (root_dir / "config.yaml").write_text("agents:\n  bad:\n" + "".join(f"    {key}: \"{value}\"\n" for key, value in entry.items()))
     listed = uwf("agent", "list")
     assert listed.code != 0 and "Traceback" not in listed.err and message in listed.err, listed.err
+
+
+def test_agent_test_checks_an_isolated_entry_without_running_it(place, tmp_path):
+    broken = tmp_path / "broken_agent.py"
+    broken.write_text("def plan(ctx)\n    return {}\n")
+    guarded = tmp_path / "guarded_agent.py"
+    guarded.write_text("raise SystemExit('ran in uwf')\ndef plan(ctx):\n    return {}\n")
+    for name, target in (("broken", f"{broken}:plan"), ("typo", f"{guarded}:plna"), ("fine", f"{guarded}:plan")):
+        assert place("agent", "add", name, "--python", target, "--isolate").returncode == 0
+    reports = {name: json.loads(place("agent", "test", name).stdout) for name in ("broken", "typo", "fine")}
+    assert not reports["broken"]["ok"] and "SyntaxError" in reports["broken"]["error"]
+    assert not reports["typo"]["ok"] and "has no 'plna'" in reports["typo"]["error"]
+    assert reports["fine"]["ok"] and "not run" in reports["fine"]["answer"]["note"]

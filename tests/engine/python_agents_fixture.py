@@ -98,3 +98,9 @@ def stuck(ctx):
 
 def returns_a_set(ctx):
     return {"plan": "p", "steps": {"a"}}
+
+
+def reads_prompt(ctx):
+    """Reads its prompt, as a function that calls a model would."""
+    assert "## Task" in ctx.prompt
+    return solve(ctx)

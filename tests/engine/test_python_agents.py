@@ -110,7 +110,8 @@ def test_a_synchronous_overrun_is_a_timeout_and_its_answer_is_dropped(repo, monk
     head = repo.threads.heads()[thread]
     with pytest.raises(StepError) as caught:
         perform_step(repo, thread, StepOptions(agent="sleeps", timeout=0.5))
-    assert caught.value.status == "timeout" and "cooperative" in caught.value.message
+    assert caught.value.status == "timeout" and caught.value.message.startswith("python agent 'sleeps' timed out after 0.5s; it returned after the deadline")
+    assert "cooperative" in caught.value.message
     assert repo.threads.heads()[thread] == head and _runs(repo, thread)[-1].status == "timeout"
 
 
@@ -121,6 +122,7 @@ def test_a_cooperative_function_stops_at_its_deadline(repo):
     with pytest.raises(StepError) as caught:
         perform_step(repo, thread, StepOptions(agent="checks", timeout=0.4))
     assert caught.value.status == "timeout" and time.monotonic() - started < 3
+    assert caught.value.message == "python agent 'checks' timed out after 0.4s; it stopped at ctx.check()"
 
 
 def test_an_async_function_is_cancelled_at_the_deadline(repo):
@@ -129,7 +131,7 @@ def test_an_async_function_is_cancelled_at_the_deadline(repo):
     started = time.monotonic()
     with pytest.raises(StepError) as caught:
         perform_step(repo, thread, StepOptions(agent="slow", timeout=0.3))
-    assert caught.value.status == "timeout" and "stopped at the step's 0.3s timeout" in caught.value.message
+    assert caught.value.status == "timeout" and caught.value.message == "python agent 'slow' timed out after 0.3s; the async function was cancelled at the deadline"
     assert time.monotonic() - started < 5
 
 
@@ -448,6 +450,18 @@ def test_an_isolated_function_says_its_errors_as_an_in_process_one(repo, monkeyp
         perform_step(repo, thread, StepOptions(agent="sets"))
     with pytest.raises(StepError, match=r"^python agent 'sleeps' timed out after 1s"):
         perform_step(repo, thread, StepOptions(agent="sleeps", timeout=1))
+    from uwf_core.api import Config
+    from uwf_core.config.model import AgentConfig
+
+    missing = f"{FIXTURE}:no_such_function"
+    repo.save_config(Config(agents={name: AgentConfig(name, "", (), "python", python=missing, isolate=isolate)
+                                    for name, isolate in (("here", False), ("boxed", True))}))
+    said = {}
+    for name in ("here", "boxed"):
+        with pytest.raises(StepError) as caught:
+            perform_step(repo, thread, StepOptions(agent=name))
+        said[name] = caught.value.message.replace(f"'{name}'", "'X'")
+    assert said["here"] == said["boxed"] == f"python agent 'X' ({missing}): {FIXTURE} has no 'no_such_function'"
 
 
 def test_an_isolated_entrys_module_never_runs_in_uwfs_process(repo, tmp_path, monkeypatch):
@@ -489,3 +503,13 @@ def test_a_text_agent_after_python_steps_gets_their_history_and_stores_it_by_ref
     details = step_details(repo, result.head)
     assert "### Step 1: planner (agent: solver)" in details.prompt and "### Step 2: developer (agent: solver)" in details.prompt
     assert repo.nodes.get(details.detail["prompt"]).type == PROMPT_HASH
+
+
+def test_an_isolated_function_stores_a_prompt_only_when_it_read_one(repo):
+    repo.agents.register("quiet", _fn("solve"), isolate=True)
+    repo.agents.register("reader", _fn("reads_prompt"), isolate=True)
+    thread = _thread(repo)
+    first = perform_step(repo, thread, StepOptions(agent="quiet"))
+    second = perform_step(repo, thread, StepOptions(agent="reader"))
+    assert step_details(repo, first.head).prompt is None
+    assert "Fix the login bug" in step_details(repo, second.head).prompt

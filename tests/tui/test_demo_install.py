@@ -11,21 +11,8 @@ import zipfile
 from conftest import EXAMPLES, REPO
 
 
-def test_the_wheel_carries_every_example(tmp_path):
-    import shutil
-
-    source = tmp_path / "src"  # built from a copy: a build writes beside its sources
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for part in ("uwf_core", "uwf_tui", "examples"):
-        shutil.copytree(REPO / part, source / part, ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(source)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert built.returncode == 0, built.stderr
-    wheel = next((tmp_path / "dist").glob("uwf-*.whl"))
+def test_the_wheel_carries_every_example(uwf_wheel):
+    wheel = uwf_wheel
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {name.split("/share/uwf/examples/", 1)[1] for name in names if "/share/uwf/examples/" in name}
     expected = {path.relative_to(EXAMPLES).as_posix() for path in EXAMPLES.rglob("*") if path.suffix in (".yaml", ".py")}

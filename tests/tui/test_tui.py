@@ -1577,7 +1577,24 @@ def test_a_thread_stepped_under_the_filter_stays_in_the_list(fixed):
         await pilot.press("s")
         await until(pilot, lambda: "✓ analyst" in log_text(app))
         await settle(app, pilot, 0.6)
-        return list(app.query_one("#threads").rows)
+        return list(app.query_one("#threads").rows), app.threads_view.thread_list.sort_by, [str(c.label) for c in app.query_one("#threads").columns.values()]
 
-    rows = run_app(root, script, size=(80, 24))
+    rows, sort_by, labels = run_app(root, script, size=(80, 24))
     assert [row.value for row in rows] == [ids["analyze"]]
+    assert sort_by is None and not any("▼" in label or "▲" in label for label in labels)  # the order it had
+
+
+def test_the_same_message_toasts_once_while_it_shows(fixed):
+    """A burst of `s` on a running thread: "already running" once on screen (a stack of them
+    covered the timeline at 80x24), every time in the log."""
+    root, ids = fixed
+
+    async def script(app, pilot):
+        for _ in range(4):
+            app.notify("thread X is already running here (x cancels it)")
+        app.notify("something else")
+        await pilot.pause(0.1)
+        return len(app._notifications), log_text(app).count("already running here")
+
+    toasts, logged = run_app(root, script, size=(80, 24))
+    assert toasts == 2 and logged == 4

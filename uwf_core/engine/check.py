@@ -138,14 +138,16 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
 def _check_function(repo: Repo, resolved: ResolvedAgent, report: dict) -> AgentCheck:
     """A python agent is written for its own roles (the check's pong role is not one): it is
     imported, as a step would, and named by what identifies its code; a step of its role tries it."""
-    from .python_load import function_of
+    from .python_load import check_unrun, function_of
 
     started = time.monotonic()
     try:
         function = function_of(repo, resolved)
+        if resolved.isolate and resolved.label not in repo.agents.functions:
+            check_unrun(function.target)
     except UwfError as exc:
         return AgentCheck(resolved.label, False, time.monotonic() - started, error=f"python agent '{resolved.label}': {exc.message}", **report)
-    how = "found (it is imported in its own process, at a step)" if resolved.isolate else "imported"
+    how = "found and compiled, not run (it is imported in its own process, at a step)" if resolved.isolate else "imported"
     answer = {**function.to_detail(), "note": f"{how}; a python function is tried by a step of its own role"}
     return AgentCheck(resolved.label, True, time.monotonic() - started, answer=answer, **report)
 

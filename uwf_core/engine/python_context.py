@@ -54,7 +54,7 @@ class PythonContext:
 
     __slots__ = (
         "thread", "workflow", "role", "schema", "instruction", "task", "steps", "workspace", "cwd", "deadline",
-        "secrets", "correction", "corrections", "repo", "context", "_prompt", "_prompt_text", "_cancel", "_log",
+        "secrets", "correction", "corrections", "repo", "context", "_prompt", "_prompt_text", "_read", "_cancel", "_log",
     )
 
     def __init__(
@@ -94,6 +94,7 @@ class PythonContext:
         self.context = context  # the thread as the moderator sees it (in uwf's process only)
         self._prompt = prompt
         self._prompt_text: str | None = prompt if isinstance(prompt, str) else None
+        self._read = False  # the function asked for the prompt (only then is it stored with the step)
         self._cancel = cancel
         self._log = log
 
@@ -101,13 +102,21 @@ class PythonContext:
     def prompt(self) -> str:
         """The whole prompt a text agent would be sent (built on first use, and then stored with
         the step as what the function was given)."""
-        if self._prompt_text is None:
-            self._prompt_text = self._prompt()
-        return self._prompt_text
+        self._read = True
+        return self._text()
 
     @property
     def prompt_read(self) -> bool:
-        return self._prompt_text is not None
+        """Whether the function asked for the prompt (an isolated one's child says so)."""
+        return self._read
+
+    def mark_prompt_read(self) -> None:
+        self._read = True
+
+    def _text(self) -> str:
+        if self._prompt_text is None:
+            self._prompt_text = self._prompt()
+        return self._prompt_text
 
     def output_of(self, role: str) -> Any:
         """The last output of `role` in the thread, or None when it has not run."""
@@ -156,7 +165,7 @@ class PythonContext:
             "thread": self.thread, "workflow": self.workflow, "role": self.role, "schema": self.schema,
             "instruction": self.instruction, "task": self.task, "workspace": self.workspace, "cwd": self.cwd,
             "steps": [{"hash": s.hash, "role": s.role, "agent": s.agent, "output": s.output} for s in self.steps],
-            "secrets": sorted(self.secrets), "prompt": self.prompt, "correction": self.correction,
+            "secrets": sorted(self.secrets), "prompt": self._text(), "correction": self.correction,
             "corrections": self.corrections, "timeLeft": self.time_left(),
         }
 

@@ -38,7 +38,7 @@ def _call(request: dict) -> dict:
     try:
         func = load_function(request["target"])
     except UwfError as exc:
-        return {"error": {"type": "ImportError", "message": exc.message, "traceback": ""}}
+        return {"error": {"type": "Load", "message": exc.message, "traceback": ""}}
     ctx = PythonContext.from_json(request["context"], dict(os.environ))
     try:
         result = call_function(func, ctx, deadline=ctx.deadline, cancel=None, on_output=_to_stderr)
@@ -54,13 +54,14 @@ def _call(request: dict) -> dict:
         problem = json_problem(value)
         if problem:  # said as uwf's own process says it
             return {"error": {"type": "JSON", "message": f"{what} with {problem}", "traceback": ""}}
+    read = {"promptRead": True} if ctx.prompt_read else {}
     if isinstance(result, PythonAnswer):
-        return {"answer": {"output": result.output, "text": result.text, "detail": result.detail}}
+        return {"answer": {"output": result.output, "text": result.text, "detail": result.detail}, **read}
     if isinstance(result, WrittenStep):
         return {"error": {"type": "TypeError", "message": "an isolated function cannot write its own step (it has no store)", "traceback": ""}}
     if isinstance(result, str):
-        return {"text": result}
-    return {"output": result}
+        return {"text": result, **read}
+    return {"output": result, **read}
 
 
 def _to_stderr(line: str) -> None:

@@ -79,6 +79,34 @@ def locate(target: str) -> str:
     raise UwfError(f"cannot find module {place} (install it, or add its directory to PYTHONPATH)")
 
 
+def check_unrun(target: str) -> None:
+    """What `uwf agent test` can say of an isolated function without running any of its code:
+    its module is found, compiles, and defines the name at its top level."""
+    import ast
+
+    path = locate(target)
+    place, _, name = target.rpartition(":")
+    try:
+        with open(path, "rb") as file:
+            tree = ast.parse(file.read(), path)
+    except SyntaxError as exc:
+        raise UwfError(f"cannot import {place}: SyntaxError: {exc.msg} ({path}, line {exc.lineno})") from None
+    except OSError as exc:
+        raise UwfError(f"cannot read {path}: {exc.strerror}") from None
+    first = name.split(".")[0]
+    defined = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update(target.id for target in targets if isinstance(target, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    if first not in defined and not any(isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names) for node in tree.body):
+        raise UwfError(f"{place} has no {first!r}")
+
+
 def load_function(target: str) -> Callable:
     """The callable an entry point names; one line saying why when it cannot be had. A module
     whose file changed since this process imported it is imported again (a worker or uwf-tui

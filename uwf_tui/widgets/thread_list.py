@@ -181,7 +181,8 @@ class ThreadList(Vertical):
 
     def _show_chains(self, found: list[tuple[str, str, int, str]]) -> None:
         if found and (self.sort_by in ("steps", "prompt") or self.filter_text) and self.shown is not None:
-            self.sort(self.sort_by)  # the order depends on what was just read
+            infos, statuses, name_of, _ = self.shown  # the order, or what the filter lets through, depends on what was just read
+            self.fill(infos, statuses, name_of, row_at_cursor(self.table))
             return
         for thread, _head, count, prompt in found:
             if thread in self.table.rows:

@@ -139,23 +139,24 @@ def _ask(call: AgentCall, ctx: PythonContext) -> object:
     try:
         result = call_function(call.python.func, ctx, deadline=call.deadline, cancel=ctx.cancel_flag, on_output=_log(call))
     except StepError as exc:  # ctx.check(): out of time, or cancelled
-        if exc.status == "killed":
-            raise _stopped(call) from None
-        raise StepError(f"python agent '{label}' stopped: {exc.message}", exc.status) from None
+        raise _stopped(call) if exc.status == "killed" else _timed_out(call, "it stopped at ctx.check()") from None
     except FunctionFailed as exc:
         raise _raised(call, exc.kind, exc.message, exc.trace) from None
     except Overran:
-        raise StepError(f"python agent '{label}' was stopped at the step's {call.timeout:g}s timeout", "timeout") from None
+        raise _timed_out(call, "the async function was cancelled at the deadline") from None
     except Stopped:
         raise _stopped(call) from None
     if ctx.cancelled:
         raise _stopped(call)
     if call.deadline is not None and time.monotonic() > call.deadline:
-        raise StepError(
-            f"python agent '{label}' returned after the step's {call.timeout:g}s timeout; its answer is dropped (in uwf's "
-            f"process the deadline is cooperative: call ctx.check(), or give the entry isolate: process)", "timeout",
-        )
+        raise _timed_out(call, "it returned after the deadline and its answer is dropped (in uwf's process the deadline is "
+                               "cooperative: call ctx.check(), or give the entry isolate: process)")
     return result
+
+
+def _timed_out(call: AgentCall, how: str) -> StepError:
+    """Every timeout of a python agent reads alike (an isolated one's: its process group was killed)."""
+    return StepError(f"python agent '{call.resolved.label}' timed out after {call.timeout:g}s; {how}", "timeout")
 
 
 def _stopped(call: AgentCall) -> StepError:
@@ -191,8 +192,12 @@ def _ask_isolated(call: AgentCall, ctx: PythonContext) -> object:
         if error.get("type") == "JSON":  # what it returned, checked in the child as here
             raise StepError(f"python agent '{call.resolved.label}' returned {error.get('message')}")
         if error.get("type") == "StepError":  # ctx.check() in the child: its time ran out
-            raise StepError(f"python agent '{call.resolved.label}' stopped: {error.get('message')}", error.get("status") or "failed")
+            raise _timed_out(call, "it stopped at ctx.check()")
+        if error.get("type") == "Load":  # the entry point, as uwf's own process says it
+            raise StepError(f"python agent '{call.resolved.label}' ({call.python.target}): {error.get('message')}")
         raise _raised(call, error.get("type", "Error"), error.get("message", ""), error.get("traceback", ""))
+    if reply.get("promptRead"):
+        ctx.mark_prompt_read()  # then it is stored with the step, as in uwf's process
     if "answer" in reply:
         answer = reply["answer"]
         return PythonAnswer(answer.get("output"), answer.get("text"), answer.get("detail") or {})
@@ -280,7 +285,7 @@ def _errors(call: AgentCall, output: object) -> list[str]:
     from ...store.schemas import validation_errors
 
     if not isinstance(output, dict):
-        return [f"at $: the output is a {type(output).__name__}, not an object"]
+        return [f"at $: the output must be an object, not {type(output).__name__}"]
     return validation_errors(call.schema, _plain(output), cache_key=call.role.meta)
 
 
