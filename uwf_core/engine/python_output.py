@@ -1,6 +1,7 @@
-"""What a Python agent's function writes, as the step's output: its prints (per thread, through
-sys.stdout and sys.stderr) and whatever reaches file descriptor 1 (a C library, a program it
-runs) — in the CLI, that descriptor is the JSON a command prints."""
+"""What a Python agent's function writes, as the step's output: its prints, line by line as they
+come (per thread, through sys.stdout and sys.stderr), and whatever reaches file descriptor 1 (a C
+library, a program it runs), when the call ends — in the CLI, that descriptor is the JSON a
+command prints."""
 
 from __future__ import annotations
 
@@ -75,54 +76,63 @@ class routed_output:
 
 
 class _Descriptor:
-    """File descriptor 1 as a pipe while any function runs in this process; its lines go to the
-    sink of the call that began last (worker lanes running functions at once share the one
-    descriptor a process has)."""
+    """File descriptor 1 as a file of its own while any function runs in this process, read back
+    when the last one ends: its lines go, after the call, to the sink of the call that ended last
+    (worker lanes running functions at once share the one descriptor a process has). A file, not a
+    pipe: no reader thread per call, and no writer blocked on a full pipe."""
+
+    MAX_BYTES = 1 << 20  # what is shown of it, the end of it
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.sinks: list = []
+        self.active = 0
         self.saved: int | None = None
-        self.reader: threading.Thread | None = None
+        self.file: int | None = None
 
     def enter(self, sink) -> None:
         with self.lock:
-            self.sinks.append(sink)
-            if self.saved is not None:
+            self.active += 1
+            if self.active > 1:
                 return
             try:
+                if self.file is None:
+                    self.file = _scratch_file()
                 sys.__stdout__ and sys.__stdout__.flush()
-                read_end, write_end = os.pipe()
                 self.saved = os.dup(1)
-                os.dup2(write_end, 1)
-                os.close(write_end)
+                os.dup2(self.file, 1)
             except (OSError, ValueError):
                 self.saved = None
-                return
-            self.reader = threading.Thread(target=self._read, args=(read_end,), name="uwf-fd1", daemon=True)
-            self.reader.start()
 
     def leave(self, sink) -> None:
-        reader = None
         with self.lock:
-            if self.sinks == [sink] and self.saved is not None:
-                os.dup2(self.saved, 1)  # the pipe's write end closes with it: the reader sees the end
-                os.close(self.saved)
-                self.saved = None
-                reader, self.reader = self.reader, None
-        if reader is not None:
-            reader.join(timeout=1.0)  # what is still in the pipe reaches this sink (a child the function left running may hold it open)
-        with self.lock:
-            if sink in self.sinks:
-                self.sinks.remove(sink)
+            self.active -= 1
+            if self.active or self.saved is None:
+                return
+            os.dup2(self.saved, 1)
+            os.close(self.saved)
+            self.saved = None
+            size = os.fstat(self.file).st_size
+            if not size:
+                return
+            start = max(0, size - self.MAX_BYTES)
+            data = os.pread(self.file, size - start, start)
+            os.ftruncate(self.file, 0)
+        if start:
+            sink(f"({start:,} bytes written to stdout before this are not shown)")
+        for line in data.decode("utf-8", "replace").splitlines():
+            sink(line)
 
-    def _read(self, fd: int) -> None:
-        with os.fdopen(fd, "rb") as pipe:
-            for raw in pipe:
-                line = raw.decode("utf-8", "replace").rstrip("\n")
-                sinks = self.sinks
-                if sinks:
-                    sinks[-1](line)
+
+def _scratch_file() -> int:
+    """An unnamed file in the temp directory (nothing to clean up, however uwf ends)."""
+    import tempfile
+
+    directory = tempfile.gettempdir()
+    try:
+        return os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
+    except (AttributeError, OSError):  # no O_TMPFILE here
+        handle = tempfile.TemporaryFile()
+        return os.dup(handle.fileno())
 
 
 _DESCRIPTOR = _Descriptor()
