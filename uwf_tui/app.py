@@ -70,7 +70,7 @@ class UwfApp(App):
         notifies = getattr(repo.backend, "notifies", False)
         self.poll_seconds = poll_seconds if poll_seconds is not None else (1.0 if notifies else 0.2)
         self.runner = AgentRunner(self)  # the agents this session runs
-        self.worker_threads = WorkerThreads()  # the loop's default executor: quitting waits for them, briefly
+        self.worker_threads = WorkerThreads(lambda: len(self.runner) > 0)  # the loop's default executor: quitting waits for steps, briefly
         self.toasted: dict[tuple[str, str, str], float] = {}  # a toast on screen -> until when
         self.commands = Commands(self)
         self._ticks = 0
@@ -584,12 +584,11 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(repo.location, args)
     app = UwfApp(repo)
     app.run()
-    left = app.worker_threads.alive()
-    if left:  # a python agent's function that neither returned nor checked its context
+    if len(app.runner) and app.worker_threads.alive():  # a python agent's function that neither returned nor checked its context
         sys.stderr.write(
-            f"uwf-tui: {len(left)} step{'s' if len(left) != 1 else ''} still running in this process did not stop within "
-            f"{WorkerThreads.GRACE_SECONDS:g}s (a python agent's function stops when it returns or calls ctx.check()); "
-            f"leaving without {'them' if len(left) != 1 else 'it'}: its attempt is recorded as killed when the thread next steps\n"
+            f"uwf-tui: a step running in this process did not stop within {WorkerThreads.GRACE_SECONDS:g}s (a python agent's "
+            f"function stops when it returns or calls ctx.check()); leaving without it: its attempt is recorded as killed "
+            f"when its thread next steps\n"
         )
     return 0
 

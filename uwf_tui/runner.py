@@ -83,10 +83,11 @@ class WorkerThreads(ThreadPoolExecutor):  # asyncio takes no other kind as the d
 
     GRACE_SECONDS = 5.0
 
-    def __init__(self) -> None:
+    def __init__(self, stepping=lambda: True) -> None:
         super().__init__(max_workers=1)  # never used: submit starts threads of its own
         self.threads: set[threading.Thread] = set()
         self.lock = threading.Lock()
+        self.stepping = stepping  # whether a step runs here: only then is quitting worth a wait
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
@@ -109,7 +110,9 @@ class WorkerThreads(ThreadPoolExecutor):  # asyncio takes no other kind as the d
         return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        if not wait:
+        """Wait (a few seconds at most) for a step to record how it ended; the other workers only
+        read, and end with the process."""
+        if not wait or not self.stepping():
             return
         deadline = time.monotonic() + self.GRACE_SECONDS
         for thread in self.alive():
