@@ -513,3 +513,14 @@ def test_an_isolated_function_stores_a_prompt_only_when_it_read_one(repo):
     second = perform_step(repo, thread, StepOptions(agent="reader"))
     assert step_details(repo, first.head).prompt is None
     assert "Fix the login bug" in step_details(repo, second.head).prompt
+
+
+def test_what_the_store_cannot_hold_is_corrected_as_for_an_extracted_answer(repo):
+    repo.agents.register("nan", lambda ctx: {"plan": "p", "steps": [], "x": float("nan")})
+    repo.agents.register("big", lambda ctx: {"plan": "p", "steps": [], "x": 2**70})
+    thread = _thread(repo)
+    with pytest.raises(StepError, match="field 'x' is nan, which JSON cannot carry"):
+        perform_step(repo, thread, StepOptions(agent="nan"))
+    with pytest.raises(StepError, match="more than 64 bits hold"):
+        perform_step(repo, thread, StepOptions(agent="big"))
+    assert [run.status for run in _runs(repo, thread)] == ["failed", "failed"]

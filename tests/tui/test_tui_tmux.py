@@ -31,6 +31,13 @@ def _wait_for(session: str, *texts: str, timeout: float = 30) -> str:
     raise AssertionError(f"{texts!r} did not appear on screen:\n{screen}")
 
 
+def _open(session: str, command: str, columns: int, rows: int) -> None:
+    """A detached tmux session of that size running `command` (detached sessions may start at the
+    server's default size whatever -x/-y say: resized once more)."""
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(columns), "-y", str(rows), command], check=True)
+    subprocess.run(["tmux", "resize-window", "-t", session, "-x", str(columns), "-y", str(rows)], capture_output=True)
+
+
 def _quit(session: str) -> None:
     """q, then wait (up to 10 s) for the session to end with the app."""
     subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
@@ -47,9 +54,7 @@ def test_step_by_keypress_in_a_real_terminal(tmp_path):
     scripts = os.environ["UWF_SCRIPT_DIR"]  # set by build_fixed_root; a running tmux server has its own env
     # COLUMNS/LINES from the test runner would override the pane size.
     command = f"env -u COLUMNS -u LINES UWF_STORAGE_ROOT={root} UWF_SCRIPT_DIR={scripts} TERM=xterm-256color {tui}"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", command], check=True)
-    # Detached sessions may start at the server's default size whatever -x/-y say.
-    subprocess.run(["tmux", "resize-window", "-t", session, "-x", "160", "-y", "48"], capture_output=True)
+    _open(session, command, 160, 48)
     try:
         _wait_for(session, "analyze-topic", "solve-issue", "triage-bug", "prompt")
         subprocess.run(["tmux", "send-keys", "-t", session, "s"], check=True)
@@ -71,8 +76,7 @@ def test_a_root_that_does_not_exist_says_it_is_new_and_where(tmp_path):
     tui = Path(sys.executable).with_name("uwf-tui")
     session = f"uwf-tui-new-{os.getpid()}"
     command = f"env -u COLUMNS -u LINES -u UWF_STORAGE_ROOT HOME={tmp_path} TERM=xterm-256color {tui} --root {missing}"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
-    subprocess.run(["tmux", "resize-window", "-t", session, "-x", "80", "-y", "24"], capture_output=True)
+    _open(session, command, 80, 24)
     try:
         screen = _wait_for(session, "A new root", "does not exist yet")
         assert str(tmp_path / "no") in screen.replace("\n", "")  # where, as far as the width shows it
@@ -100,8 +104,7 @@ def test_quitting_while_a_python_function_runs_does_not_hang(tmp_path):
     tui = Path(sys.executable).with_name("uwf-tui")
     session = f"uwf-tui-stuck-{os.getpid()}"
     command = f"env -u COLUMNS -u LINES UWF_STORAGE_ROOT={root} PYTHONPATH={REPO} TERM=xterm-256color sh -c '{tui}; echo EXITED; sleep 60'"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
-    subprocess.run(["tmux", "resize-window", "-t", session, "-x", "80", "-y", "24"], capture_output=True)
+    _open(session, command, 80, 24)
     try:
         _wait_for(session, "solve-issue")
         subprocess.run(["tmux", "send-keys", "-t", session, "s"], check=True)

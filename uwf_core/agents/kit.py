@@ -144,10 +144,9 @@ def complete_step(
     if outcome.extracted.evidence is not None:
         detail["extractEvidence"] = outcome.extracted.evidence
     if outcome.usage is not None:
-        from ..llm.client import model_alias_for
+        from ..engine.extract import usage_detail
 
-        detail["extractUsage"] = outcome.usage.to_json()
-        detail["extractModel"] = model_alias_for(ctx.repo.config, "extract")  # what the ledger prices them at
+        detail.update(usage_detail(ctx.repo.config, outcome.usage))
     detail.update(current[0].detail)
     return write_answer(
         ctx.store,

@@ -40,19 +40,27 @@ def agent_env(repo: Repo, resolved: ResolvedAgent) -> dict[str, str]:
 
     env = dict(os.environ)
     env.pop(SECRETS_FD_ENV, None)  # the file a step agent of ours was handed is not its children's
-    for name in resolved.secrets:
-        if name in repo.env_values:
-            env.setdefault(name, repo.env_values[name])
-        elif name not in env:
-            raise StepError(
-                f"agent '{resolved.label}' names the secret {name}, which is neither in {repo.env_path} nor in the environment"
-            )
+    env.update(named_secrets(repo, resolved))
     env.update(resolved.env)
     scripts = os.path.dirname(sys.executable)
     path = env.get("PATH", "")
     if scripts not in path.split(os.pathsep):
         env["PATH"] = f"{path}{os.pathsep}{scripts}" if path else scripts
     return env
+
+
+def named_secrets(repo: Repo, resolved: ResolvedAgent) -> dict[str, str]:
+    """The keys the agent's entry names (`secrets:`), and no others: from the environment when it
+    has them, else from .env; one that is in neither fails the step."""
+    found = {}
+    for name in resolved.secrets:
+        value = os.environ.get(name, repo.env_values.get(name))
+        if value is None:
+            raise StepError(
+                f"agent '{resolved.label}' names the secret {name}, which is neither in {repo.env_path} nor in the environment"
+            )
+        found[name] = value
+    return found
 
 
 @record

@@ -64,7 +64,7 @@ def parse_answer(text: str) -> tuple[dict, str, str]:
         raise ExtractError(exc.message[:300]) from None
     obj = _json_object(text)
     if obj is not None:
-        _check_storable(obj)
+        check_storable(obj)
         return obj, "", "json"
     if block is None:
         raise ExtractError("the answer has no frontmatter block (--- yaml ---) and is not a JSON object")
@@ -79,14 +79,14 @@ def parse_answer(text: str) -> tuple[dict, str, str]:
     if not isinstance(data, dict):
         raise ExtractError("the frontmatter is not a mapping of fields")
     output = _jsonable(data)
-    _check_storable(output)
+    check_storable(output)
     return output, block[1], "frontmatter"
 
 
 INT_LIMIT = 2**64  # CBOR's integers; the reference stores no more either
 
 
-def _check_storable(output: dict) -> None:
+def check_storable(output: dict) -> None:
     """Refuse here what the store would refuse later (infinity, NaN, integers past 64 bits), so
     the agent gets a correction naming the field instead of a failed step."""
     import math
@@ -126,6 +126,14 @@ def extract_fast(text: str, schema: dict, *, cache_key: str | None = None) -> Ex
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ExtractError(f"the {method} output does not match the role's schema: {errors[0]}{more}", errors)
     return Extracted(output, body, method)
+
+
+def usage_detail(config, usage) -> dict:
+    """The LLM fallback's tokens as a step's detail records them, under the model alias the ledger
+    prices them at (every writer of an extracted answer: text, python, the agent kit)."""
+    from ..llm.client import model_alias_for
+
+    return {"extractUsage": usage.to_json(), "extractModel": model_alias_for(config, "extract")}
 
 
 # -- the layers together: fast path, LLM fallback, corrections ---------------------------

@@ -80,7 +80,7 @@ class PythonContext:
         self.thread = thread
         self.workflow = workflow  # the workflow's name
         self.role = role
-        self.schema = copied(schema)  # the role's output schema: what a returned dict must match
+        self.schema = json_copy(schema)  # the role's output schema: what a returned dict must match
         self.instruction = instruction  # the route's rendered instruction, if it has one
         self.task = task  # the thread's prompt (its StartNode's)
         self.steps = StepViews(steps)  # the earlier steps, oldest first: .role, .output, .agent, .hash
@@ -219,7 +219,7 @@ class StepView:
 
     @property
     def output(self) -> Any:
-        return copied(self._step.output)
+        return json_copy(self._step.output)
 
     def __repr__(self) -> str:
         return f"StepView(hash={self.hash!r}, role={self.role!r}, agent={self.agent!r})"
@@ -256,12 +256,13 @@ class StepViews:
         return (StepView(step) for step in reversed(self._steps))
 
 
-def copied(value: object) -> object:
-    """A copy of a JSON value (dicts and lists new, the rest immutable)."""
+def json_copy(value: object) -> object:
+    """A copy of a JSON value, dicts and lists new (tuples as lists: what JSON, the schema and the
+    store see); the rest is immutable."""
     if isinstance(value, dict):
-        return {key: copied(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copied(item) for item in value]
+        return {key: json_copy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_copy(item) for item in value]
     return value
 
 

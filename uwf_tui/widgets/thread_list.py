@@ -32,8 +32,7 @@ class ThreadList(Vertical):
         self.repo = repo
         self.on_filter = on_filter  # the view reloads the list through the new filter
         self.counts: dict[str, int] = {}  # head -> steps behind it (a head's count never changes)
-        self.prompts: dict[str, str] = {}  # head -> its thread's prompt, on one line
-        self.thread_prompts: dict[str, str] = {}  # thread -> the same (a thread's prompt never changes: known before its new head's chain is read)
+        self.prompts: dict[str, str] = {}  # thread -> its prompt, on one line (known before a new head's chain is read)
         self.updated: dict[str, int | None] = {}  # thread -> when its head was written (ms)
         self.filter_text = ""
         self.with_ids: bool | None = None  # whether the id column is there (None: no columns yet)
@@ -99,7 +98,7 @@ class ThreadList(Vertical):
         for info in self._ordered(infos, statuses, name_of):
             status = statuses.get(info.thread, "")
             name = name_of(info.workflow)
-            prompt = self.prompt_of(info)
+            prompt = self.prompts.get(info.thread)
             if self.filter_text and self.filter_text.lower() not in f"{info.thread} {name} {status} {prompt or ''}".lower():
                 continue
             updated = self._changed_at(info)
@@ -130,7 +129,7 @@ class ThreadList(Vertical):
             "workflow": lambda info: name_of(info.workflow).lower(),
             "steps": lambda info: -self.counts.get(info.head, -1),
             "updated": lambda info: -(self._changed_at(info) or 0),
-            "prompt": lambda info: (self.prompt_of(info) or "").lower(),
+            "prompt": lambda info: (self.prompts.get(info.thread) or "").lower(),
         }.get(self.sort_by or "")
         return sorted(infos, key=key) if key is not None else infos
 
@@ -172,12 +171,9 @@ class ThreadList(Vertical):
             except UwfError:
                 continue  # the damage banner says why
             self.counts[info.head] = len(context.steps)
-            self.prompts[info.head] = self.thread_prompts[info.thread] = " ".join(context.start.prompt.split())
-            found.append((info.thread, info.head, self.counts[info.head], self.prompts[info.head]))
+            self.prompts[info.thread] = " ".join(context.start.prompt.split())
+            found.append((info.thread, info.head, self.counts[info.head], self.prompts[info.thread]))
         self.app.call_from_thread(self._show_chains, found)
-
-    def prompt_of(self, info: ThreadInfo) -> str | None:
-        return self.prompts.get(info.head) or self.thread_prompts.get(info.thread)
 
     def _show_chains(self, found: list[tuple[str, str, int, str]]) -> None:
         if found and (self.sort_by in ("steps", "prompt") or self.filter_text) and self.shown is not None:

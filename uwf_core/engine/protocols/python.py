@@ -16,13 +16,13 @@ import time
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..attempt import StepError
+from ..extract import MAX_CORRECTIONS  # as for text agents
+from ..python_context import json_copy
 from ..record import write_answer
 
 if TYPE_CHECKING:
     from ..call import AgentCall, KillWatch
     from ..python_context import PythonContext
-
-MAX_CORRECTIONS = 2  # as for text agents (engine/extract.py)
 
 
 def run(call: AgentCall) -> str:
@@ -58,10 +58,9 @@ def run(call: AgentCall) -> str:
     if call.timeout is not None:
         detail["deadline"] = "process" if call.resolved.isolate else "cooperative"
     if usage is not None:
-        from ...llm.client import model_alias_for
+        from ..extract import usage_detail
 
-        detail["extractUsage"] = usage.to_json()
-        detail["extractModel"] = model_alias_for(call.repo.config, "extract")
+        detail.update(usage_detail(call.repo.config, usage))
     return write_answer(
         call.repo.nodes,
         context=call.context,
@@ -70,7 +69,7 @@ def run(call: AgentCall) -> str:
         protocol="python",
         prompt=call.prompt_parts if ctx.prompt_read else None,  # stored when the function read it
         answer=text,
-        output=_plain(output),
+        output=output,
         detail=detail,
         secrets=call.secrets,
         instruction=call.decision.instruction,
@@ -93,28 +92,16 @@ def _written(call: AgentCall, step: str) -> str:
 
 
 def _context(call: AgentCall, cancel: KillWatch) -> PythonContext:
+    from ..call import named_secrets
     from ..python_context import PythonContext
 
     start = call.context.start
     return PythonContext(
         thread=call.info.thread, workflow=call.workflow.name, role=call.role.name, schema=call.schema,
         instruction=call.decision.instruction, task=start.prompt, steps=call.context.steps, workspace=call.workspace,
-        cwd=call.cwd, deadline=call.deadline, secrets=_named_keys(call), prompt=lambda: call.prompt,
+        cwd=call.cwd, deadline=call.deadline, secrets=named_secrets(call.repo, call.resolved), prompt=lambda: call.prompt,
         cancel=cancel, log=_log(call), repo=call.repo, context=call.context,
     )
-
-
-def _named_keys(call: AgentCall) -> dict[str, str]:
-    """The keys the entry names (`secrets:`), from .env or the environment; none other."""
-    import os
-
-    keys = {}
-    for name in call.resolved.secrets:
-        value = call.repo.env_values.get(name) or os.environ.get(name)
-        if value is None:
-            raise StepError(f"agent '{call.resolved.label}' names the secret {name}, which is neither in {call.repo.env_path} nor in the environment")
-        keys[name] = value
-    return keys
 
 
 def _cancel(call: AgentCall) -> KillWatch:
@@ -135,7 +122,6 @@ def _ask(call: AgentCall, ctx: PythonContext) -> object:
         return _ask_isolated(call, ctx)
     from ..python_call import FunctionFailed, Overran, Stopped, call_function
 
-    label = call.resolved.label
     try:
         result = call_function(call.python.func, ctx, deadline=call.deadline, cancel=ctx.cancel_flag, on_output=_log(call))
     except StepError as exc:  # ctx.check(): out of time, or cancelled
@@ -236,13 +222,13 @@ def _parts(call: AgentCall, answer: object) -> tuple[dict | None, str | None, di
         detail = dict(answer.detail)
         if "usage" in detail:
             detail["usage"] = _usage(label, detail["usage"])
-        return answer.output, answer.text, detail
+        return json_copy(answer.output), answer.text, detail
     if isinstance(answer, str):
         return None, answer, {}
     if answer is None:
         raise StepError(f"python agent '{label}' returned None; return the role's output (a dict) or an answer text")
     _check_plain(label, answer, "its output")
-    return answer, None, {}
+    return json_copy(answer), None, {}
 
 
 USAGE_KEYS = {  # what the ledger reads, from the names model SDKs give them
@@ -282,20 +268,18 @@ def _check_plain(label: str, value: object, what: str) -> None:
 
 
 def _errors(call: AgentCall, output: object) -> list[str]:
+    """What is wrong with an output, as a correction tells it: what the store cannot hold (as for
+    an extracted answer), then the schema's errors."""
     from ...store.schemas import validation_errors
+    from ..extract import ExtractError, check_storable
 
     if not isinstance(output, dict):
         return [f"at $: the output must be an object, not {type(output).__name__}"]
-    return validation_errors(call.schema, _plain(output), cache_key=call.role.meta)
-
-
-def _plain(value: object) -> object:
-    """Tuples as lists: the schema and the stored node see what JSON would."""
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
+    try:
+        check_storable(output)
+    except ExtractError as exc:
+        return [exc.message]
+    return validation_errors(call.schema, output, cache_key=call.role.meta)
 
 
 def _correction(errors: list[str], schema: dict) -> str:
@@ -314,7 +298,7 @@ def _extract(call: AgentCall, ctx: PythonContext, text: str, corrections: int):
     def retry(message: str) -> str:
         asked[0] += 1
         output, text, _ = _parts(call, _again(call, ctx, message, asked[0]))
-        return text if output is None else json.dumps(_plain(output), ensure_ascii=False)
+        return text if output is None else json.dumps(output, ensure_ascii=False)
 
     try:
         result = extract_with_corrections(

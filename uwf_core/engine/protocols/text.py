@@ -59,10 +59,9 @@ def run(call: AgentCall) -> str:
     if result.extracted.evidence is not None:
         detail["extractEvidence"] = result.extracted.evidence  # what of the answer each field rests on
     if result.usage is not None:
-        from ...llm.client import model_alias_for
+        from ..extract import usage_detail
 
-        detail["extractUsage"] = result.usage.to_json()
-        detail["extractModel"] = model_alias_for(call.repo.config, "extract")  # what the ledger prices them at
+        detail.update(usage_detail(call.repo.config, result.usage))
     return write_answer(
         call.repo.nodes,
         context=call.context,
