@@ -14,7 +14,9 @@ loads aiohttp.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
+import logging
 import os
 import re
 import secrets
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
+from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
 from uwf_core.api import display_location
@@ -33,6 +36,9 @@ from uwf_core.api import display_location
 TOKEN_ENV = "UWF_SERVE_TOKEN"
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,}")  # one path segment, needing no escaping, long enough to guess never
 WILDCARD_HOSTS = {"", "0.0.0.0", "::"}
+QUIT_GRACE = 10.0  # seconds a session's uwf-tui has to exit once told to quit, before it is killed:
+# more than its own wait for a running step to cancel (WorkerThreads.GRACE_SECONDS), so a step ends in order
+log = logging.getLogger("textual-serve")
 
 
 class ServeError(Exception):
@@ -59,11 +65,12 @@ def served_command(location: str) -> str:
     """The shell command textual-serve starts per browser session: this interpreter (the
     venv's, not whatever `python` is on PATH) running the workbench over the same root. A
     URL with a password stays out of the command line, where `ps` would show it: the child
-    gets it from UWF_STORAGE_ROOT, which main() has set."""
+    gets it from UWF_STORAGE_ROOT, which main() has set. textual-serve runs it through a shell,
+    which `exec` replaces, so the session's process is uwf-tui itself."""
     argv = [sys.executable, "-m", "uwf_tui"]
     if display_location(location) == location:
         argv += ["--root", location]
-    return shlex.join(argv)
+    return "exec " + shlex.join(argv)  # the shell becomes uwf-tui: the process the server waits for
 
 
 class GuardedServer(Server):
@@ -73,7 +80,8 @@ class GuardedServer(Server):
         super().__init__(command, host=host, port=port, title=title)
         self.token = token
         self.prefix = f"/{token}/"
-        self._sessions: set[asyncio.Task] = set()
+        self._sessions: set[asyncio.Task] = set()  # the websockets' handlers
+        self._endings: set[asyncio.Future] = set()  # sessions ending: each until its uwf-tui has exited
 
     async def make_app(self) -> web.Application:
         served = await self._make_app()
@@ -100,20 +108,73 @@ class GuardedServer(Server):
         return await super().handle_index(request)
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
-        # Kept so that shutting down can end each session, which quits its uwf-tui process.
+        # textual-serve's, with a Session in place of its AppService: the server tracks each
+        # session until its uwf-tui process has ended, so that shutting down can end them all.
+        websocket = web.WebSocketResponse(heartbeat=15)
+        session = Session(
+            self.command,
+            write_bytes=websocket.send_bytes,
+            write_str=websocket.send_str,
+            close=websocket.close,
+            download_manager=self.download_manager,
+            debug=self.debug,
+        )
         task = asyncio.current_task()
         self._sessions.add(task)
         try:
-            return await super().handle_websocket(request)
+            await websocket.prepare(request)
+            await session.start(_size(request, "width", 80), _size(request, "height", 24))
+            await self._process_messages(websocket, session)
+        except asyncio.CancelledError:
+            await websocket.close()
+        except Exception as error:  # as textual-serve does: one session's trouble is logged, the server goes on
+            log.exception(error)
         finally:
             self._sessions.discard(task)
+            ending = asyncio.ensure_future(session.end())
+            self._endings.add(ending)
+            ending.add_done_callback(self._endings.discard)
+            await asyncio.shield(ending)  # shutting down cancels this task, never the ending: it waits for it
+        return websocket
 
     async def on_startup(self, app: web.Application) -> None:
         pass  # serve() prints the URL once it listens; the banner would print the command
 
     async def on_shutdown(self, app: web.Application) -> None:
-        for task in list(self._sessions):
+        sessions = list(self._sessions)
+        for task in sessions:
             task.cancel()
+        await asyncio.gather(*sessions, return_exceptions=True)  # each has begun to end its session
+        await asyncio.gather(*list(self._endings), return_exceptions=True)
+
+
+class Session(AppService):
+    """One browser's uwf-tui process. textual-serve's stop() returns once the process has closed
+    its output, which is before it has exited: a server stopped then would leave it running on
+    its own. end() waits for the exit itself, and kills a process that does not quit in time."""
+
+    async def end(self) -> None:
+        process = self._process
+        if process is None:
+            return  # the websocket closed before the process was started
+        stopping = asyncio.ensure_future(self.stop())  # "quit" on its stdin, its output read to the end
+        try:
+            await asyncio.wait_for(process.wait(), QUIT_GRACE)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+        # Its output ends with it, unless something it started holds it open: read no longer then.
+        # (wait(), not await: stop() may end in a CancelledError of textual-serve's own.)
+        if not (await asyncio.wait({stopping}, timeout=QUIT_GRACE))[0]:
+            stopping.cancel()
+
+
+def _size(request: web.Request, name: str, default: int) -> int:
+    try:
+        return int(request.query.get(name, default))
+    except ValueError:
+        return default
 
 
 def access_log(token: str) -> type[AbstractAccessLogger]:

@@ -60,19 +60,24 @@ class Served:
             return False
         return True
 
-    def sessions(self) -> list[str]:
-        """The command lines of the uwf-tui processes the server started for browsers (its
-        process group, from /proc)."""
-        found = []
+    def _group(self) -> Iterator[tuple[int, str, int, str]]:
+        """The processes of its group (from /proc): pid, state, parent and command line."""
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
                 command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
                 continue  # gone meanwhile
-            if int(fields[2]) == self.process.pid and int(stat.parent.name) != self.process.pid and "-m uwf_tui" in command:
-                found.append(command)
-        return found
+            if int(fields[2]) == self.process.pid:
+                yield int(stat.parent.name), fields[0], int(fields[1]), command
+
+    def members(self) -> list[str]:
+        """What is left of the group, for a failure message."""
+        return [f"{pid} {state} ppid={parent} {command}" for pid, state, parent, command in self._group()]
+
+    def sessions(self) -> list[str]:
+        """The command lines of the uwf-tui processes the server started for browsers."""
+        return [command for pid, _, _, command in self._group() if pid != self.process.pid and "-m uwf_tui" in command]
 
 
 @contextlib.contextmanager

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -103,10 +105,8 @@ def test_step_by_keypress_in_a_real_browser(chromium, tmp_path, uwf):
         assert after[selected] != before[selected], "the selected thread's head did not move"
         assert {thread for thread in before if after[thread] != before[thread]} == {selected}
         assert server.stop() == 0
-        deadline = time.monotonic() + 10
-        while server.group_alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not server.group_alive(), "a served uwf-tui outlived the server"
+        # The server reaps its sessions before it exits: nothing of its group is left, at once.
+        assert not server.group_alive(), f"a served uwf-tui outlived the server: {server.members()}"
 
 
 def test_stopping_the_server_ends_the_open_sessions(chromium, tmp_path):
@@ -120,10 +120,7 @@ def test_stopping_the_server_ends_the_open_sessions(chromium, tmp_path):
                 open_workbench(browser.new_page(), server.url)
                 assert server.sessions(), "no uwf-tui session was started for the browser"
                 assert server.stop() == 0
-                deadline = time.monotonic() + 10
-                while server.group_alive() and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                assert not server.group_alive(), "a served uwf-tui outlived the server"
+                assert not server.group_alive(), f"a served uwf-tui outlived the server: {server.members()}"
             finally:
                 browser.close()
 
@@ -149,7 +146,7 @@ def test_every_request_needs_the_token(tmp_path):
         assert _request(port, f"/{TOKEN}/static/js/textual.js")[0] == 200
         assert server.stop() == 0
         log = server.process.stdout.read()
-        assert f'"GET /<token>/static/js/textual.js" 200' in log and '"GET /favicon.ico" 403' in log
+        assert '"GET /<token>/static/js/textual.js" 200' in log and '"GET /favicon.ico" 403' in log
         assert TOKEN not in log  # the access log never repeats the token
 
 
@@ -193,10 +190,47 @@ def test_a_port_in_use_is_one_error_line(tmp_path):
     assert completed.stderr.count("\n") == 1
 
 
+def _session(command: str):
+    from textual_serve.download_manager import DownloadManager
+
+    from uwf_tui.serve import Session
+
+    async def ignore(*args) -> None:
+        pass
+
+    return Session(command, write_bytes=ignore, write_str=ignore, close=ignore, download_manager=DownloadManager())
+
+
+def test_a_session_ends_when_its_process_has_exited_not_when_its_output_closes():
+    """textual-serve's stop() returns at the end of the output; the server must wait for the exit."""
+
+    async def scenario() -> int | None:
+        session = _session("echo __GANGLION__; sleep 0.2; exec 1>&-; sleep 1")  # closes its output, exits a second later
+        await session.start(80, 24)
+        await session.end()
+        return session._process.returncode  # None had end() returned at the end of the output
+
+    assert asyncio.run(scenario()) == 0
+
+
+def test_a_session_that_does_not_quit_is_killed(monkeypatch):
+    import uwf_tui.serve as serve
+
+    monkeypatch.setattr(serve, "QUIT_GRACE", 0.5)
+
+    async def scenario() -> int | None:
+        session = _session("exec sleep 60")  # never reads its stdin, never closes its output
+        await session.start(80, 24)
+        await session.end()
+        return session._process.returncode
+
+    assert asyncio.run(scenario()) == -signal.SIGKILL
+
+
 def test_the_served_command_names_this_python_and_the_root():
     from uwf_tui.serve import served_command
 
-    assert served_command("/tmp/a root") == f"{sys.executable} -m uwf_tui --root '/tmp/a root'"
+    assert served_command("/tmp/a root") == f"exec {sys.executable} -m uwf_tui --root '/tmp/a root'"
     # A password stays off the command line (ps shows it); the session reads UWF_STORAGE_ROOT.
-    assert served_command("postgresql://me:secret@db/uwf") == f"{sys.executable} -m uwf_tui"
-    assert served_command("postgresql:///uwf?host=/tmp/s") == f"{sys.executable} -m uwf_tui --root 'postgresql:///uwf?host=/tmp/s'"
+    assert served_command("postgresql://me:secret@db/uwf") == f"exec {sys.executable} -m uwf_tui"
+    assert served_command("postgresql:///uwf?host=/tmp/s") == f"exec {sys.executable} -m uwf_tui --root 'postgresql:///uwf?host=/tmp/s'"
