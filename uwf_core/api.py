@@ -113,6 +113,11 @@ _EXPORTS = {
     "Cancel": "engine.process",
     "perform_step": "engine.step",
     "run_thread": "engine.step",
+    "step_side_by_side": "engine.side_by_side",
+    "pick_step": "engine.side_by_side",
+    "SideBySide": "engine.side_by_side",
+    "Candidate": "engine.side_by_side",
+    "Picked": "engine.side_by_side",
     "dry_run": "engine.dry_run",
     "DryRun": "engine.dry_run",
     "AgentChoice": "engine.dry_run",
@@ -185,6 +190,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         WrittenStep as WrittenStep,
     )
     from .engine.resolve import choose_agent_spec as choose_agent_spec
+    from .engine.side_by_side import (
+        step_side_by_side as step_side_by_side,
+        pick_step as pick_step,
+        SideBySide as SideBySide,
+        Candidate as Candidate,
+        Picked as Picked,
+    )
     from .engine.step import perform_step as perform_step, run_thread as run_thread
     from .engine.worker import queue_thread as queue_thread, Worker as Worker
     from .errors import UwfError as UwfError, NotFoundError as NotFoundError

@@ -1,5 +1,5 @@
 """`uwf thread start | step | run | dry-run | show | list | steps | read | fork | resume | kill | step-details | runs | cost`
-(`files`, `checkout`, `export-git`: files_cmd.py)."""
+(`files`, `checkout`, `export-git`: files_cmd.py; `step --agents`, `pick`: pick_cmd.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .common import (
     repo_of,
 )
 from .output import emit_json, emit_text, note
+from .pick_cmd import register_step_options as register_side_by_side
 
 
 def register(groups, common) -> None:
@@ -30,6 +31,7 @@ def register(groups, common) -> None:
     start.add_argument("--max-cost", type=positive_number_any, metavar="X", help="budget: no new step once they cost X (prices in config.yaml)")
     step = command(sub, common, "step", cmd_step, "run one moderator → agent → verify cycle")
     _agent_options(step)
+    register_side_by_side(step)
     run = command(sub, common, "run", cmd_run, "step until done, a failure, or --max N steps")
     _agent_options(run)
     run.add_argument("--max", "--max-steps", type=positive_int, metavar="N", help="stop after N steps")
@@ -74,8 +76,10 @@ def register(groups, common) -> None:
     runs = command(sub, common, "runs", cmd_runs, "a thread's step attempts from runs.jsonl (ok, failed, timeout, killed)")
     runs.add_argument("thread")
     from .files_cmd import register as register_files
+    from .pick_cmd import register as register_pick
 
     register_files(sub, common)
+    register_pick(sub, common)
 
 
 def _agent_options(parser) -> None:
@@ -131,6 +135,10 @@ def cmd_step(args) -> int:
     from ..engine.step import perform_step
 
     repo = repo_of(args)
+    if args.agents:
+        from .pick_cmd import cmd_step_agents
+
+        return cmd_step_agents(args, repo, _step_options(args, repo))
     result = perform_step(repo, args.thread, _step_options(args, repo))
     emit_json(result.to_json())
     return _killed(result)

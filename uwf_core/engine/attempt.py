@@ -67,6 +67,7 @@ class StepOptions:
     on_warning: OutputCallback | None = None  # a warning of uwf's about the step (None: on_output has it)
     checks: bool = True  # False: no supervisor or summarizer (`uwf agent test`'s one-step thread)
     on_commit: Callable[[Committed], None] | None = None  # each node the head moved to, as it moves
+    candidate_of: str | None = None  # the thread whose next step this fork's is a candidate for (its runs record says)
 
 
 class StepError(UwfError):
@@ -119,6 +120,7 @@ class Attempt:
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     role: str | None = None
     agent: str | None = None
+    candidate_of: str | None = None
 
     def record(self, status: str, step: str | None = None, error: str | None = None, stderr: str | None = None) -> None:
         """Append the line; an agent's stderr or an error quoting it never brings a key along."""
@@ -138,6 +140,7 @@ class Attempt:
                 durationMs=now - self.started_ms,
                 error=secrets.redact(error),
                 stderr=secrets.redact(stderr) or None,
+                candidateOf=self.candidate_of,
             )
         )
 

@@ -321,7 +321,8 @@ class AgentCall:
         if outcome.cancelled:
             if self.info.thread not in self.repo.threads.heads():
                 raise StepError(f"thread {self.info.thread} was killed while agent '{label}' ran; its process group was stopped", "killed", tail)
-            raise StepError(f"agent '{label}' was cancelled; its process group was killed", "killed", tail)
+            why = self.options.cancel.why() if self.options.cancel is not None else ""
+            raise StepError(f"agent '{label}' was cancelled{why}; its process group was killed", "killed", tail)
         if outcome.overflowed:
             raise StepError(
                 f"agent '{label}' printed more than {MAX_STDOUT_BYTES // 1_000_000} MB on stdout (an answer is at most "
@@ -398,6 +399,9 @@ class KillWatch:
             except UwfError:
                 pass  # a damaged index is the compare-and-set's to report
         return self.killed
+
+    def why(self) -> str:
+        return self.cancel.why() if self.cancel is not None and self.cancel.is_set() else ""
 
 
 def excerpt_end(text: str, limit: int) -> str:

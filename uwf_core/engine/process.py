@@ -54,12 +54,19 @@ class Cancel:
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self.reason: str | None = None  # why, when the canceller says (recorded with the attempt)
 
-    def set(self) -> None:
+    def set(self, reason: str | None = None) -> None:
+        if not self._event.is_set():
+            self.reason = reason
         self._event.set()
 
     def is_set(self) -> bool:
         return self._event.is_set()
+
+    def why(self) -> str:
+        """" (the reason)" for a message, or nothing."""
+        return f" ({self.reason})" if self.reason else ""
 
 
 def _group_alive(pgid: int) -> bool:

@@ -148,7 +148,7 @@ class PythonContext:
         """Raise if the step's time is up or it was cancelled: the cooperative stop of a
         synchronous function that runs long (call it between pieces of work)."""
         if self.cancelled:
-            raise StepError(f"the step of role '{self.role}' was cancelled", "killed")
+            raise StepError(f"the step of role '{self.role}' was cancelled{self._cancel.why()}", "killed")
         left = self.time_left()
         if left is not None and left <= 0:
             raise StepError(f"the step of role '{self.role}' ran out of time", "timeout")

@@ -62,7 +62,7 @@ def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) 
         info = active_thread(repo, thread_id)
         if lease.interrupted is not None:
             _record_interrupted(repo, info, lease)
-        attempt = Attempt(repo, info)
+        attempt = Attempt(repo, info, candidate_of=options.candidate_of)
         try:
             return _step(repo, info, attempt, lease, options)
         except StepError as exc:

@@ -70,6 +70,7 @@ class RunRecord:
     durationMs: int
     error: str | None = None
     stderr: str | None = None  # the agent's stderr tail, on failure
+    candidateOf: str | None = None  # the thread this fork's step was a candidate for (agents side by side)
 
     @property
     def ok(self) -> bool:
@@ -98,6 +99,7 @@ class RunRecord:
         return cls(
             data["thread"], text("workflow"), text("role"), text("agent"), data["status"], text("head"), text("step"),
             number("startedAt"), number("completedAt"), number("durationMs"), text("error"), text("stderr"),
+            text("candidateOf"),
         )
 
 

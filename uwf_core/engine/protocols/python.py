@@ -148,7 +148,8 @@ def _timed_out(call: AgentCall, how: str) -> StepError:
 def _stopped(call: AgentCall) -> StepError:
     if call.info.thread not in call.repo.threads.heads():
         return StepError(f"thread {call.info.thread} was killed while python agent '{call.resolved.label}' ran", "killed")
-    return StepError(f"python agent '{call.resolved.label}' was cancelled", "killed")
+    why = call.options.cancel.why() if call.options.cancel is not None else ""
+    return StepError(f"python agent '{call.resolved.label}' was cancelled{why}", "killed")
 
 
 def _raised(call: AgentCall, kind: str, message: str, trace: str) -> StepError:
