@@ -62,6 +62,7 @@ _EXPORTS = {
     "STATUS_CANCELLED": "thread.details",
     "STATUS_DAMAGED": "thread.details",
     "STATUS_QUEUED": "thread.details",
+    "STATUS_MAPPING": "thread.details",
     "queue_thread": "engine.worker",
     "Worker": "engine.worker",
     "copy_root": "store.copy",
@@ -113,6 +114,8 @@ _EXPORTS = {
     "Cancel": "engine.process",
     "perform_step": "engine.step",
     "run_thread": "engine.step",
+    "MAP_AGENT": "engine.map_step",
+    "map_progress": "engine.map_step",
     "step_side_by_side": "engine.side_by_side",
     "pick_step": "engine.side_by_side",
     "SideBySide": "engine.side_by_side",
@@ -190,6 +193,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         WrittenStep as WrittenStep,
     )
     from .engine.resolve import choose_agent_spec as choose_agent_spec
+    from .engine.map_step import MAP_AGENT as MAP_AGENT, map_progress as map_progress
     from .engine.side_by_side import (
         step_side_by_side as step_side_by_side,
         pick_step as pick_step,
@@ -227,6 +231,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         STATUS_CANCELLED as STATUS_CANCELLED,
         STATUS_DAMAGED as STATUS_DAMAGED,
         STATUS_QUEUED as STATUS_QUEUED,
+        STATUS_MAPPING as STATUS_MAPPING,
     )
     from .thread.diff import (
         diff_threads as diff_threads,

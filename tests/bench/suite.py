@@ -477,7 +477,7 @@ def workspace_files(report: Report, uwf: Uwf, quick: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/benchmarks.md)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs, for a first look")
-    sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "workers"]
+    sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "workers", "map"]
     parser.add_argument("--only", choices=sections, action="append")
     args = parser.parse_args(argv)
     compile_sources()
@@ -512,6 +512,10 @@ def main(argv: list[str] | None = None) -> None:
             tui(report, uwf, 1000 if quick else 10_000)
         if "workers" in only:
             workers(report, uwf, [1, 4] if quick else [1, 4, 16], 16 if quick else 48)
+        if "map" in only:
+            from map_rows import map_rows
+
+            map_rows(report, Row, uwf)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

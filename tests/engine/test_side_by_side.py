@@ -4,11 +4,10 @@ with real `uwf` processes on a directory root and on a real PostgreSQL root."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 import pytest
-from conftest import EXAMPLES, REPO, _uwf_command
+from conftest import EXAMPLES
+from place import runner
 
 PLAN = {"plan": "p", "steps": ["s"]}
 
@@ -23,14 +22,7 @@ def place(request, root_dir):
     """A `uwf` runner bound to a root of each kind, with solve-issue and three agents: slow, fast
     and broken (exits 3)."""
     location = str(root_dir) if request.param == "dir" else request.getfixturevalue("pg_url")
-    env = dict(os.environ, UWF_STORAGE_ROOT=location, UWF_ENV_FILE=str(root_dir / "host.env"))
-
-    def run(*args: str, code: int = 0):
-        done = subprocess.run([*_uwf_command(), *args], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=120)
-        assert "Traceback" not in done.stderr, done.stderr
-        assert done.returncode == code, done.stderr
-        return json.loads(done.stdout) if done.stdout.strip() and code == 0 else done
-
+    run = runner(location, str(root_dir / "host.env"))
     run("workflow", "put", str(EXAMPLES / "solve-issue.yaml"))
     run("agent", "add", *_text_agent("slow", 30))
     run("agent", "add", *_text_agent("fast", 0, {"plan": "fast", "steps": ["a"]}))

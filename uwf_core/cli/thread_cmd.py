@@ -212,6 +212,12 @@ def cmd_show(args) -> int:
         data["running"] = {"pid": running.pid, "host": running.host, "role": running.role, "agent": running.agent, "startedAt": running.started_at}
         if running.worker:
             data["running"]["worker"] = running.worker
+        if running.waiting:
+            data["running"]["waiting"] = running.waiting  # a map step: "1 of 3 children done"
+    elif info.active:
+        last = repo.runs.read(info.thread)[-1:]
+        if last and last[0].status == "waiting" and last[0].head == info.head:
+            data["waiting"] = last[0].error  # a map step whose children workers step
     emit_json(data)
     return 0
 

@@ -66,6 +66,18 @@ def new_ulid() -> str:
     return str(ULID())
 
 
+def derived_ulid(ms: int, key: bytes) -> str:
+    """A ULID whose time is `ms` and whose 80 random bits are a hash of `key`: the same key gives
+    the same id, so a thread can be found again from what it was made for (a map's child)."""
+    bits = (xxh64_digest(key) << 16) | (xxh64_digest(key + b"\x01") & 0xFFFF)
+    value = ((ms & ((1 << 48) - 1)) << 80) | bits
+    chars = []
+    for _ in range(ULID_LEN):
+        chars.append(CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
 def is_ulid(text: object) -> bool:
     return (
         isinstance(text, str)

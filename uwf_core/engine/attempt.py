@@ -70,6 +70,9 @@ class StepOptions:
     candidate_of: str | None = None  # the thread whose next step this fork's is a candidate for (its runs record says)
 
 
+MAP_WAITING = "waiting"  # runs.jsonl: a map step whose children workers are still stepping (the head stays)
+
+
 class StepError(UwfError):
     """A step attempt that failed; `status` is how runs.jsonl records it."""
 
@@ -121,6 +124,7 @@ class Attempt:
     role: str | None = None
     agent: str | None = None
     candidate_of: str | None = None
+    worker: str | None = None
 
     def record(self, status: str, step: str | None = None, error: str | None = None, stderr: str | None = None) -> None:
         """Append the line; an agent's stderr or an error quoting it never brings a key along."""
@@ -141,6 +145,7 @@ class Attempt:
                 error=secrets.redact(error),
                 stderr=secrets.redact(stderr) or None,
                 candidateOf=self.candidate_of,
+                worker=self.worker,
             )
         )
 

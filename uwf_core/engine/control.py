@@ -13,11 +13,16 @@ KILL_GRACE_SECONDS = 5.0  # longer than an agent's own grace, so a sub-workflow 
 
 
 def kill_thread(repo: Repo, thread: str) -> ThreadInfo:
-    """Archive with reason 'killed', and terminate the agent of a step in progress."""
+    """Archive with reason 'killed', and terminate the agent of a step in progress; a map step's
+    children still active are killed with it."""
+    from .map_step import active_children
     from .process import kill_group
 
     info = active_thread(repo, thread)
+    children = active_children(repo, info)
     head = repo.threads.archive(info.thread, info.workflow, "killed")
+    for child in children:
+        kill_thread(repo, child)
     running = repo.locks.running(info.thread)
     if running is not None and running.pgid and running.here:
         kill_group(running.pgid, grace=KILL_GRACE_SECONDS)

@@ -72,7 +72,7 @@ class DryRun:
     steps: int  # steps behind the head
     decision: Decision  # the moderator's (or, with --role, the caller's) choice and why
     forced: bool  # the role was given by the caller (--role), not chosen by the moderator
-    outcome: str  # "step" (an agent would run), "reuse" (an earlier output would be reused), "end", or "stop"
+    outcome: str  # "step" (an agent would run), "reuse" (an earlier output would be reused), "map" (children would), "end", or "stop"
     end_reason: str | None  # done / max-steps / budget when the thread would end or stop
     agent: AgentChoice | None
     agent_error: str | None  # why no agent could run (none configured, a bad command line...)
@@ -138,6 +138,8 @@ def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | No
 
     if decision.is_end:
         return result("end", decision.end_reason)
+    if workflow.roles[decision.role].map is not None:
+        return result("map", note=_map_note(repo, info, context, workflow, decision.role))
     schema = repo.nodes.schema(workflow.roles[decision.role].meta)
     prompt = _prompt(workflow, decision, schema, context)
     try:
@@ -155,6 +157,22 @@ def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | No
     if budget is not None and budget.exceeded is not None:
         return result("stop", REASON_BUDGET, agent=choice, prompt=prompt, note=f"the thread would stop: {budget.exceeded}")
     return result("step", agent=choice, agent_error=_cannot_start(repo, resolved), prompt=prompt, note=_stop_note(budget))
+
+
+def _map_note(repo: Repo, info, context, workflow, role: str) -> str:
+    """What a map step would start: how many children of which workflow, and how many exist."""
+    from .map_step import child_ids, map_items
+
+    spec = workflow.roles[role].map
+    try:
+        items = map_items(context, spec, role)
+    except UwfError as exc:
+        return f"the map would fail: {exc.message}"
+    heads = repo.threads.heads()
+    started = sum(child in heads for child in child_ids(repo, info.thread, info.head, role, len(items)))
+    limit = f", {spec.max_parallel} at a time" if spec.max_parallel else ""
+    return (f"a map: {len(items)} child thread{'s' if len(items) != 1 else ''} of workflow '{spec.workflow}' (one per item of "
+            f"{spec.over}{limit}, onFailure {spec.on_failure}), no agent of its own; {started} started and still active")
 
 
 def agent_problem(repo: Repo, workflow_name: str, role: str, spec: str) -> str | None:

@@ -28,7 +28,7 @@ from ..thread.moderator import (
 )
 from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_info
 from ..workflow.ops import workflow_of
-from .attempt import Attempt, Committed, StepError, StepOptions, StepResult, redact_error
+from .attempt import MAP_WAITING, Attempt, Committed, StepError, StepOptions, StepResult, redact_error
 from .call import AgentCall
 from .protocols import run_protocol
 from .resolve import resolve_agent
@@ -62,7 +62,7 @@ def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) 
         info = active_thread(repo, thread_id)
         if lease.interrupted is not None:
             _record_interrupted(repo, info, lease)
-        attempt = Attempt(repo, info, candidate_of=options.candidate_of)
+        attempt = Attempt(repo, info, candidate_of=options.candidate_of, worker=options.worker)
         try:
             return _step(repo, info, attempt, lease, options)
         except StepError as exc:
@@ -81,15 +81,23 @@ def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) 
 
 def _record_failure(attempt: Attempt, error: BaseException, status: str, message: str, stderr: str | None = None) -> None:
     """Record the failed attempt; if even that fails (a full disk), say so on the first error
-    rather than replacing it with the second."""
+    rather than replacing it with the second. A map still waiting for the same children is
+    recorded once, not at every look a worker takes."""
     if isinstance(error, UwfError):
         redact_error(attempt.repo, error)
+    if status == MAP_WAITING and _still_waiting(attempt, message):
+        return
     try:
         attempt.record(status, error=message, stderr=stderr)
     except UwfError as exc:
         if isinstance(error, UwfError):
             error.message = f"{error.message} (and the attempt could not be recorded: {exc.message})"
             error.args = (error.message,)
+
+
+def _still_waiting(attempt: Attempt, message: str) -> bool:
+    last = attempt.repo.runs.read(attempt.info.thread)[-1:]
+    return bool(last) and last[0].status == MAP_WAITING and last[0].head == attempt.info.head and last[0].error == message
 
 
 def _record_interrupted(repo: Repo, info: ThreadInfo, lease: StepLease) -> None:
@@ -119,6 +127,15 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     if decision.is_end:
         return _finish(repo, info, decision, workflow, context, options, _time_left(deadline))
     attempt.role = decision.role
+    if workflow.roles[decision.role].map is not None:  # a fan-out: child threads do the role's work
+        from .map_step import MAP_AGENT, run_map
+
+        attempt.agent = MAP_AGENT
+        lease.update(role=decision.role, agent=MAP_AGENT)
+        if context.start.has_budget or workflow.has_budget:
+            _check_budget(repo, info, context, workflow)  # a thread out of budget starts no children
+        new_head = run_map(repo, info, workflow, context, decision, lease, options, deadline, attempt.started_ms, run_thread)
+        return _land(repo, info, attempt, workflow, context, decision, MAP_AGENT, new_head, None, options, deadline)
     resolved = resolve_agent(
         repo.config, workflow.name, decision.role, context.start.agents, _agent_name(repo, options.agent),
         config_file=repo.backend.config.location, functions=repo.agents.entries,
@@ -160,6 +177,15 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         reuse_key = reuse_key or files_key(call, before, new_head)  # indexed whether or not reuse was on
     if reuse_key is not None and (reused_from is None or before is not None):
         _remember_run(repo, reuse_key, new_head, overwrite=before is not None)  # the StepNode with its files
+    return _land(repo, info, attempt, workflow, context, decision, resolved.label, new_head, reused_from, options, deadline)
+
+
+def _land(
+    repo: Repo, info: ThreadInfo, attempt: Attempt, workflow: Workflow, context: ThreadContext, decision: Decision,
+    label: str, new_head: str, reused_from: str | None, options: StepOptions, deadline: float | None,
+) -> StepResult:
+    """Move the head to the step written (archiving when the thread is done), record the attempt,
+    then run the checks due after it."""
     left = max(0.001, deadline - time.monotonic()) if deadline is not None else None
     done, after = _next_is_end(repo, workflow, context, new_head, left)
     summarize = done and options.checks and summarizer_on(repo)  # then archived after its summary, below
@@ -181,7 +207,7 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     except UwfError as exc:  # the step is done and the head moved: say so, don't call it a failure
         warn(options, f"the step succeeded but runs.jsonl could not be written: {exc.message}")
     notes = [f"[reused {reused_from}]" if reused_from else "", "[done]" if done and not summarize else ""]
-    committed(options, Committed(decision.role, resolved.label, new_head, "  ".join(filter(None, notes)) or None))
+    committed(options, Committed(decision.role, label, new_head, "  ".join(filter(None, notes)) or None))
     head, reason, killed_by = new_head, REASON_DONE if done else None, None
     stepped = replace(info, head=new_head)
     if summarize:
@@ -191,9 +217,7 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         reason = REASON_KILLED if killed_by else None
         if head != new_head:
             repo.remember_context(after.at_head(head))  # `thread run`'s next step starts from the check
-    return StepResult(
-        info.workflow, info.thread, head, reason is not None, decision.role, resolved.label, reason, reused_from, killed_by, new_head
-    )
+    return StepResult(info.workflow, info.thread, head, reason is not None, decision.role, label, reason, reused_from, killed_by, new_head)
 
 
 def _agent_name(repo: Repo, agent: object) -> str | None:

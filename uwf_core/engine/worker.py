@@ -15,7 +15,7 @@ import time
 
 from ..encoding.records import record
 from ..errors import LockedError, StoreUnavailableError, UwfError
-from .attempt import StepOptions
+from .attempt import MAP_WAITING, StepError, StepOptions
 from .process import Cancel
 from .step import perform_step
 
@@ -30,6 +30,7 @@ IDLE_WAIT_SECONDS = 5.0  # how long an idle worker waits for a change before it 
 STOP_SECONDS = 0.5  # the longest an idle worker takes to see stop()
 UNAVAILABLE_RETRY_SECONDS = 2.0  # the root cannot be reached: look again after this
 BUSY_RETRY_SECONDS = 1.0  # a claimed thread someone steps by hand: try again after this
+PARK_SECONDS = 0.5  # a map step waiting for its children: claimed again after this
 
 
 @record(frozen=True)
@@ -68,6 +69,7 @@ class Worker:
         self.busy = 0
         self.lock = threading.Lock()
         self.held: set[str] = set()  # threads this process holds (a claim is per process)
+        self.parked: dict[str, float] = {}  # map steps waiting for their children -> when to look again
 
     def run(self) -> None:
         """Until `stop()` (or, with `once`, until nothing is left to claim and no lane is busy)."""
@@ -91,13 +93,15 @@ class Worker:
         while not self.stopping.is_set():
             try:
                 with self.lock:
-                    claim = self.repo.backend.queue.claim(self.name, skip=self.held)
+                    now = time.monotonic()
+                    self.parked = {thread: until for thread, until in self.parked.items() if until > now}
+                    claim = self.repo.backend.queue.claim(self.name, skip=self.held | set(self.parked))
                     if claim is not None:
                         self.held.add(claim.thread)
                         self.busy += 1
                 if claim is None:
                     with self.lock:
-                        idle = self.busy == 0
+                        idle = self.busy == 0 and not self.parked
                     if self.once and idle:
                         return
                     token = self._idle_wait(token)
@@ -150,14 +154,17 @@ class Worker:
                 self.on_event(WorkerEvent(thread, "waiting", seconds=time.monotonic() - started, detail=f"{exc.message}; trying again"))
                 self.stopping.wait(UNAVAILABLE_RETRY_SECONDS)
                 continue
-            except UwfError as exc:
-                if self.stopping.is_set():
-                    self.on_event(WorkerEvent(thread, "left", seconds=time.monotonic() - started, detail="stopped: the step was cancelled, the thread stays queued"))
+            except StepError as exc:
+                if exc.status != MAP_WAITING:
+                    self._ended(thread, exc, started)
                     return
-                ended = self.repo.threads.last_archived(thread) if thread not in self.repo.threads.heads() else None
-                what = f"ended ({ended.reason})" if ended is not None and ended.reason != "killed" else "failed"
-                self.on_event(WorkerEvent(thread, what, seconds=time.monotonic() - started, detail=exc.message))
-                self._dequeue(thread)
+                # a map step: its children are queued for the workers; look again in a while
+                self.on_event(WorkerEvent(thread, "waiting", seconds=time.monotonic() - started, detail=exc.message))
+                with self.lock:
+                    self.parked[thread] = time.monotonic() + PARK_SECONDS
+                return
+            except UwfError as exc:
+                self._ended(thread, exc, started)
                 return
             finally:
                 with self.lock:
@@ -171,6 +178,16 @@ class Worker:
                 return
         self.on_event(WorkerEvent(thread, "left", detail="stopped between steps; the thread stays queued"))
 
+    def _ended(self, thread: str, exc: UwfError, started: float) -> None:
+        """A step that failed, or the thread ended under it: say so and dequeue it, unless this
+        worker is stopping (then the thread stays queued for another)."""
+        if self.stopping.is_set():
+            self.on_event(WorkerEvent(thread, "left", seconds=time.monotonic() - started, detail="stopped: the step was cancelled, the thread stays queued"))
+            return
+        ended = self.repo.threads.last_archived(thread) if thread not in self.repo.threads.heads() else None
+        what = f"ended ({ended.reason})" if ended is not None and ended.reason != "killed" else "failed"
+        self.on_event(WorkerEvent(thread, what, seconds=time.monotonic() - started, detail=exc.message))
+        self._dequeue(thread)
 
     def _dequeue(self, thread: str) -> None:
         while True:

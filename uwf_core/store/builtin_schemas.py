@@ -178,6 +178,49 @@ WORKFLOW_WITH_SUPERVISOR = {
     **WORKFLOW_WITH_WORKSPACE,
     "properties": {**WORKFLOW_WITH_WORKSPACE["properties"], "supervisorInterval": {"type": "integer"}},
 }
+# A workflow with a role that fans out (`map:`): its roles may carry the map.
+MAP = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["over", "workflow", "onFailure"],
+    "properties": {
+        "over": STRING,
+        "workflow": STRING,
+        "prompt": STRING,
+        "maxParallel": {"type": "integer"},
+        "onFailure": {"type": "string", "enum": ["fail", "collect"]},
+    },
+}
+WORKFLOW_WITH_MAPS = {
+    **WORKFLOW_WITH_SUPERVISOR,
+    "properties": {
+        **WORKFLOW_WITH_SUPERVISOR["properties"],
+        "roles": {"type": "object", "additionalProperties": {**ROLE, "properties": {**ROLE["properties"], "map": MAP}}},
+    },
+}
+# A map role's output: its children in item order, each with its thread, how it ended and its last output.
+MAP_OUTPUT = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["results"],
+    "properties": {
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["index", "thread", "status"],
+                "properties": {
+                    "index": {"type": "integer"},
+                    "thread": STRING,
+                    "status": {"type": "string", "enum": ["done", "failed"]},
+                    "output": {},
+                    "error": STRING,
+                },
+            },
+        },
+    },
+}
 WORKFLOW_TYPES = frozenset(
     {
         BUILTIN_HASHES["workflow"],
@@ -185,6 +228,7 @@ WORKFLOW_TYPES = frozenset(
         schema_hash(WORKFLOW_WITH_BUDGET),
         schema_hash(WORKFLOW_WITH_WORKSPACE),
         schema_hash(WORKFLOW_WITH_SUPERVISOR),
+        schema_hash(WORKFLOW_WITH_MAPS),
     }
 )
 

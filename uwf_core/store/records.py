@@ -71,6 +71,7 @@ class RunRecord:
     error: str | None = None
     stderr: str | None = None  # the agent's stderr tail, on failure
     candidateOf: str | None = None  # the thread this fork's step was a candidate for (agents side by side)
+    worker: str | None = None  # the `uwf worker` that ran the attempt
 
     @property
     def ok(self) -> bool:
@@ -99,7 +100,7 @@ class RunRecord:
         return cls(
             data["thread"], text("workflow"), text("role"), text("agent"), data["status"], text("head"), text("step"),
             number("startedAt"), number("completedAt"), number("durationMs"), text("error"), text("stderr"),
-            text("candidateOf"),
+            text("candidateOf"), text("worker"),
         )
 
 
@@ -114,6 +115,7 @@ class RunningStep:
     started_at: int | None
     host: str | None = None  # where it runs (a PostgreSQL root is stepped from many hosts)
     worker: str | None = None  # the `uwf worker` running it, if one is
+    waiting: str | None = None  # a map step: how many of its children are done
 
     def describe(self) -> str:
         what = f"pid {self.pid}" + (f" on {self.host}" if self.host and self.host != this_host() else "")
@@ -121,6 +123,8 @@ class RunningStep:
             what = f"worker {self.worker}, {what}"
         if self.role:
             what += f" (role {self.role}, agent {self.agent})"
+        if self.waiting:
+            what += f", waiting: {self.waiting}"
         return what
 
     @property

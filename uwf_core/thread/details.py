@@ -109,6 +109,7 @@ STATUS_FAILED = "failed"
 STATUS_CANCELLED = "cancelled"  # the last attempt was stopped (cancelled, a form declined, Ctrl-C): nothing failed
 STATUS_DAMAGED = "damaged"  # the head cannot be read
 STATUS_QUEUED = "queued"  # waiting for a `uwf worker` (`uwf thread run --detach`)
+STATUS_MAPPING = "mapping"  # a map step waiting for its children, which workers step
 
 
 def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
@@ -129,11 +130,17 @@ def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
             statuses[info.thread] = info.reason or "done"
         elif repo.locks.running(info.thread) is not None:
             statuses[info.thread] = STATUS_RUNNING
+        elif _mapping(last_run.get(info.thread), info.head):
+            statuses[info.thread] = STATUS_MAPPING
         elif info.thread in queued:
             statuses[info.thread] = STATUS_QUEUED
         else:
             statuses[info.thread] = _waiting_status(last_run.get(info.thread), info.head)
     return statuses
+
+
+def _mapping(record: RunRecord | None, head: str) -> bool:
+    return record is not None and record.status == "waiting" and record.head == head
 
 
 def _waiting_status(record: RunRecord | None, head: str) -> str:

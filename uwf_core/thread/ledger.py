@@ -154,6 +154,11 @@ def detail_parts(detail: object) -> tuple[tuple[tuple[str, ...], Usage], ...]:
     if not isinstance(detail, dict) or detail.get("protocol") == REUSE_PROTOCOL:
         return ()
     parts = []
+    if detail.get("protocol") == "map":  # a map step: its children's tokens, rolled up per model
+        for group in detail.get("childUsage") or ():
+            if isinstance(group, dict) and isinstance(group.get("models"), list):
+                parts.append((_names(*group["models"]), Usage.from_json(group.get("usage"))))
+        return tuple(parts)
     agent = Usage.from_json(detail.get("usage"))
     if agent.requests or tokens_of(agent):
         parts.append((_names(detail.get("model"), detail.get("modelName")), agent))

@@ -159,7 +159,7 @@ def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes
 
     seen: list[str] = []
     data: dict[int | None, dict] = {}  # by window: a condition sees only as many steps as it can name
-    functions = _role_functions(context)
+    functions = role_functions(context)
     for transition in routes.transitions or ():
         if transition.condition is None:
             alone = len(routes.transitions) == 1
@@ -187,7 +187,7 @@ def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes
     )
 
 
-def _role_functions(context: ThreadContext) -> dict:
+def role_functions(context: ThreadContext) -> dict:
     """uwf's functions for JSONata (jsonata_expr.UWF_FUNCTIONS): $first / $last give a role's
     first / last output, as the reference's findByRole does; $firstStep / $lastStep the whole step
     ({role, output, detail, agent}). Undefined when the role has not run."""

@@ -123,10 +123,12 @@ def start_thread(
     max_cost: float | None = None,
     snapshot: bool = True,
     say: Callable[[str], None] | None = None,
+    thread: str | None = None,
 ) -> ThreadInfo:
     """A new thread (no step is run). `max_tokens` / `max_cost` give it a budget of its own,
     kept in its StartNode, over the workflow's; a workspace is snapshot as the thread's start
-    unless `snapshot` is False or config.yaml turns snapshots off (`say` gets its notes)."""
+    unless `snapshot` is False or config.yaml turns snapshots off (`say` gets its notes).
+    `thread`: its id, when the caller derives one (a map's children); else a new ULID."""
     store = repo.nodes
     workflow_hash = resolve_workflow_hash(repo, workflow)
     definition = workflow_of(repo, workflow_hash)
@@ -145,7 +147,7 @@ def start_thread(
         workflow_hash, prompt, workspace, None, dict(agents) if agents else None, max_tokens, _cost_number(max_cost), snapshot=snapshot
     )
     head = put_start(store, _with_files(repo, start, say=say))
-    thread = new_ulid()
+    thread = thread or new_ulid()
     repo.threads.add(thread, head)
     return ThreadInfo(thread, workflow_hash, head, True)
 

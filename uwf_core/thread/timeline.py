@@ -29,6 +29,7 @@ class Branch:
     own_steps: int  # steps it has beyond the shared part
     active: bool
     reason: str | None
+    agent: str | None = None  # the agent of its first own step (a candidate of `thread step --agents`: which one)
 
 
 @record
@@ -125,28 +126,31 @@ def _branches(store: CasStore, info: ThreadInfo, context: ThreadContext, others:
     result: dict[str, list[Branch]] = {}
     for other in candidates:
         try:
-            at, own = _divergence(store, other.head, ours)
+            at, own, agent = _divergence(store, other.head, ours)
         except UwfError:
             continue
         if at is not None and (own or other.head != info.head):
-            result.setdefault(at, []).append(Branch(other.thread, at, own, other.active, other.reason))
+            result.setdefault(at, []).append(Branch(other.thread, at, own, other.active, other.reason, agent))
     return result
 
 
-def _divergence(store: CasStore, head: str, ours: set[str]) -> tuple[str | None, int]:
-    """Walk back from `head` to the first node we share; count the steps on the way."""
+def _divergence(store: CasStore, head: str, ours: set[str]) -> tuple[str | None, int, str | None]:
+    """Walk back from `head` to the first node we share; count the steps on the way, and say
+    the agent of the first of them."""
     own = 0
+    agent = None
     cursor: str | None = head
     while cursor is not None:
         if cursor in ours:
-            return cursor, own
+            return cursor, own, agent
         node = thread_node(store, cursor)
         if node.type in START_TYPES:
             cursor = node.payload.get("resumes")
             continue
         own += 1
+        agent = node.payload.get("agent")
         cursor = node.payload.get("prev") or node.payload.get("start")
-    return None, own
+    return None, own, agent
 
 
 

@@ -32,6 +32,13 @@ def render_text(workflow: Workflow) -> str:
         shown = source if source != previous else ""
         lines.append(f"  {shown:<{width}}  --> {target}" + (f"  [{label}]" if label else ""))
         previous = source
+    maps = [role for role in workflow.roles.values() if role.map is not None]
+    if maps:
+        lines.append("")
+        lines.append("maps:")
+        for role in maps:
+            limit = f", {role.map.max_parallel} at a time" if role.map.max_parallel else ""
+            lines.append(f"  {role.name}: a '{role.map.workflow}' thread per item of {role.map.over}{limit}, onFailure {role.map.on_failure}")
     if workflow.conditions:
         lines.append("")
         lines.append("conditions:")
@@ -54,8 +61,9 @@ def _mermaid_label(text: str) -> str:
 
 def render_mermaid(workflow: Workflow) -> str:
     lines = ["flowchart TD", f'  START(("{START}"))', f'  END(("{END}"))']
-    for name in workflow.roles:
-        lines.append(f'  {_mermaid_id(name)}["{_mermaid_label(name)}"]')
+    for name, role in workflow.roles.items():
+        label = f"{name} ⑂ {role.map.workflow}" if role.map is not None else name
+        lines.append(f'  {_mermaid_id(name)}["{_mermaid_label(label)}"]')
     for source, target, label in edges(workflow):
         arrow = f'-->|"{_mermaid_label(label)}"|' if label else "-->"
         lines.append(f"  {_mermaid_id(source)} {arrow} {_mermaid_id(target)}")

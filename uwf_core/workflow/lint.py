@@ -202,9 +202,12 @@ class _Parser:
             if not isinstance(spec, dict):
                 self.error(path, "a role must be a mapping with description, goal, procedure, output and meta")
                 continue
+            if "map" in spec:
+                roles[name] = self.map_role(name, spec, path, workflow_name)
+                continue
             for key in spec:
                 if key not in ROLE_FIELDS:
-                    self.error(path + (key,), f"unknown role field '{key}'{_suggest(key, ROLE_FIELDS)}")
+                    self.error(path + (key,), f"unknown role field '{key}'{_suggest(key, ROLE_FIELDS | {'map'})}")
             missing = [key for key in REQUIRED_ROLE_FIELDS if spec.get(key) is None]
             for key in missing:
                 self.error(path, f"role '{name}' is missing '{key}'")
@@ -225,6 +228,19 @@ class _Parser:
                 meta="",
             )
         return roles
+
+    def map_role(self, name: str, spec: dict, path: tuple, workflow_name: str) -> Role:
+        """A role whose work is done by child threads: a description and the map, nothing an agent reads."""
+        from ..store.builtin_schemas import MAP_OUTPUT
+        from .map_role import MAP_ROLE_FIELDS, parse_map
+
+        for key in spec:
+            if key not in MAP_ROLE_FIELDS:
+                self.error(path + (key,), f"a map role has only a description and its map: '{key}' is for roles an agent answers")
+        spec_map = parse_map(self, spec["map"], path + ("map",))
+        self.draft.schemas[name] = {**MAP_OUTPUT, "title": f"{workflow_name}.{name}"}
+        description = self.text(spec, "description", path, required=True)
+        return Role(name=name, description=description, goal="", capabilities=(), procedure="", output="", meta="", map=spec_map)
 
     def role_schema(self, role: str, meta: object, path: tuple, workflow_name: str) -> None:
         try:

@@ -10,6 +10,33 @@ STATUS_FIELD = "$status"
 DEFAULT_MAX_STEPS = 100
 
 
+ON_FAILURE = ("fail", "collect")  # a map's child that fails: the step fails, or its failure is collected
+
+
+@record(frozen=True)
+class MapSpec:
+    """A role that fans out: one child thread of `workflow` per item of `over` (JSONata over the
+    last output, as a route's prompt sees it), all started at once, joined in item order."""
+
+    over: str
+    workflow: str  # the children's workflow: a registry name or hash, resolved when the map starts
+    prompt: str | None = None  # Mustache over {item, index, number, prompt}; None: the item itself
+    max_parallel: int | None = None  # children stepping at a time; None: all
+    on_failure: str = "fail"
+
+    def to_payload(self) -> dict:
+        data: dict = {"over": self.over, "workflow": self.workflow, "onFailure": self.on_failure}
+        if self.prompt is not None:
+            data["prompt"] = self.prompt
+        if self.max_parallel is not None:
+            data["maxParallel"] = self.max_parallel
+        return data
+
+    @classmethod
+    def from_payload(cls, data: dict) -> MapSpec:
+        return cls(data["over"], data["workflow"], data.get("prompt"), data.get("maxParallel"), data.get("onFailure", "fail"))
+
+
 @record(frozen=True)
 class Role:
     """One role as stored in the workflow node: the prompt's parts, and the hash of the schema
@@ -22,9 +49,10 @@ class Role:
     procedure: str
     output: str
     meta: str  # hash of the role's output schema node
+    map: MapSpec | None = None  # a fan-out role: children do its work, no agent runs
 
     def to_payload(self) -> dict:
-        return {
+        data = {
             "description": self.description,
             "goal": self.goal,
             "capabilities": list(self.capabilities),
@@ -32,6 +60,9 @@ class Role:
             "output": self.output,
             "meta": self.meta,
         }
+        if self.map is not None:
+            data["map"] = self.map.to_payload()
+        return data
 
 
 @record(frozen=True)
@@ -118,6 +149,11 @@ class Workflow:
         return self.max_tokens is not None or self.max_cost is not None
 
     @property
+    def maps(self) -> bool:
+        """True when a role fans out (stored under its own schema)."""
+        return any(role.map is not None for role in self.roles.values())
+
+    @property
     def names_locations(self) -> bool:
         """True when a status-map target names a working directory (stored under its own schema)."""
         return any(target.location for routes in self.graph.values() for target in (routes.statuses or {}).values())
@@ -150,6 +186,7 @@ class Workflow:
                 procedure=data["procedure"],
                 output=data["output"],
                 meta=data["meta"],
+                map=MapSpec.from_payload(data["map"]) if "map" in data else None,
             )
             for name, data in payload["roles"].items()
         }

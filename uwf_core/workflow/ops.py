@@ -16,6 +16,7 @@ from ..store.builtin_schemas import (
     WORKFLOW_TYPES,
     WORKFLOW_WITH_BUDGET,
     WORKFLOW_WITH_LOCATIONS,
+    WORKFLOW_WITH_MAPS,
     WORKFLOW_WITH_SUPERVISOR,
     WORKFLOW_WITH_WORKSPACE,
 )
@@ -50,6 +51,7 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
     draft = lint_file(path)
     draft.raise_first_error()
     repo.registry.entries()  # a damaged registry is refused before anything is written
+    _check_map_workflows(repo, draft.workflow, path)
     store = repo.nodes
     store.ensure_builtins()
     metas = {role: store.put_schema(schema, where=f"roles.{role}.meta") for role, schema in draft.schemas.items()}
@@ -57,7 +59,9 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
     roles = {name: replace(role, meta=metas[name]) for name, role in workflow.roles.items()}
     stored = replace(workflow, roles=roles)
     type_hash = BUILTIN_HASHES["workflow"]
-    if stored.supervisor_interval is not None:
+    if stored.maps:
+        type_hash = store.put_schema(WORKFLOW_WITH_MAPS)
+    elif stored.supervisor_interval is not None:
         type_hash = store.put_schema(WORKFLOW_WITH_SUPERVISOR)
     elif not stored.snapshot:
         type_hash = store.put_schema(WORKFLOW_WITH_WORKSPACE)
@@ -69,6 +73,20 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
     source = store.put(BUILTIN_HASHES["content"], draft.document.text, what="workflow source")
     changed = repo.registry.register(workflow.name, hash_, source)
     return PutResult(workflow.name, hash_, changed, [p.format(draft.document) for p in draft.warnings])
+
+
+def _check_map_workflows(repo: Repo, workflow: Workflow, path: str) -> None:
+    """A map's children run a registered workflow, never the one being put (it would map itself)."""
+    for role in workflow.roles.values():
+        if role.map is None:
+            continue
+        where = f"{path}: roles.{role.name}.map.workflow"
+        if role.map.workflow == workflow.name:
+            raise UwfError(f"{where}: a map cannot run its own workflow '{workflow.name}'")
+        try:
+            resolve_workflow_hash(repo, role.map.workflow)
+        except NotFoundError:
+            raise UwfError(f"{where}: no workflow '{role.map.workflow}' is registered (put it first)") from None
 
 
 def list_workflows(repo: Repo) -> list[RegistryEntry]:

@@ -25,7 +25,7 @@ def _parse(text: str) -> RunningStep | None:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
         return None
-    return RunningStep(data["pid"], data.get("pgid"), data.get("role"), data.get("agent"), data.get("startedAt"), data.get("host"), data.get("worker"))
+    return RunningStep(data["pid"], data.get("pgid"), data.get("role"), data.get("agent"), data.get("startedAt"), data.get("host"), data.get("worker"), data.get("waiting"))
 
 
 class FsStepLease:

@@ -30,7 +30,7 @@ def _held_sql() -> str:
 
 
 def _running(data: dict) -> RunningStep:
-    return RunningStep(data["pid"], data.get("pgid"), data.get("role"), data.get("agent"), data.get("startedAt"), data.get("host"), data.get("worker"))
+    return RunningStep(data["pid"], data.get("pgid"), data.get("role"), data.get("agent"), data.get("startedAt"), data.get("host"), data.get("worker"), data.get("waiting"))
 
 
 class PgStepLease:
