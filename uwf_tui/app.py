@@ -428,6 +428,10 @@ class UwfApp(App):
         view = self.threads_view
         view.timeline_table.when_ready(lambda: self.commands.edit(view.selected_output_step()))
 
+    def action_pick(self) -> None:
+        view = self.threads_view
+        view.timeline_table.when_ready(lambda: self.commands.pick(view.current_thread(), view.selected_candidate()))
+
     def action_kill(self) -> None:
         self._after_keys("kill", lambda: self.commands.kill(self.threads_view.current_thread()))
 

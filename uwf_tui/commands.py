@@ -47,6 +47,19 @@ class Commands:
             self.app.notify(f"forked thread {info.thread} at {step}")
             self.app.threads_view.show_new_thread(info.thread)
 
+    def pick(self, thread: str | None, candidate: tuple[str, str] | None) -> None:
+        """P on a candidate's fork row: the thread moves to the fork's step (`uwf thread pick`)."""
+        from uwf_core.api import pick_step
+
+        if thread is None or candidate is None:
+            return
+        fork, head = candidate
+        picked = self.core_call(pick_step, head, thread)
+        if picked is not None:
+            others = f"; {len(picked.not_picked)} other candidate{'s' if len(picked.not_picked) != 1 else ''} archived" if picked.not_picked else ""
+            self.app.notify(f"thread {thread[:10]} moved to {head}, the step of fork {fork[:10]}{others}")
+            self.app.threads_view.show_new_thread(thread)
+
     def edit(self, step: str | None) -> None:
         """Edit a step's output in YAML; saving forks a thread whose head is the edited step."""
         import yaml

@@ -7,11 +7,12 @@ import os
 import time
 
 STATUS_ICONS = {
-    "running": "▶", "queued": "⋯", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "budget": "⧗", "damaged": "!",
+    "running": "▶", "queued": "⋯", "mapping": "⑂", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "budget": "⧗", "damaged": "!",
+    "picked": "✓", "not-picked": "–",  # a candidate's fork (thread step --agents): its step taken, or not
 }
 STATUS_STYLES = {
-    "running": "bold green", "queued": "bold blue", "waiting": "white", "failed": "bold red", "cancelled": "yellow", "done": "cyan", "killed": "magenta",
-    "max-steps": "yellow", "budget": "yellow", "damaged": "bold white on red",
+    "running": "bold green", "queued": "bold blue", "mapping": "bold blue", "waiting": "white", "failed": "bold red", "cancelled": "yellow", "done": "cyan", "killed": "magenta",
+    "max-steps": "yellow", "budget": "yellow", "damaged": "bold white on red", "picked": "cyan", "not-picked": "dim",
 }
 
 
@@ -22,6 +23,8 @@ def attempt_mark(status: str) -> tuple[str, str]:
         return ("■", "yellow")
     if status == "budget":
         return STATUS_ICONS["budget"], STATUS_STYLES["budget"]
+    if status == "waiting":  # a map step whose children workers step: not a failure
+        return STATUS_ICONS["mapping"], STATUS_STYLES["mapping"]
     return ("✗", "bold red")
 
 

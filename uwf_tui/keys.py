@@ -12,7 +12,7 @@ from .screens.report import ReportScreen
 THREAD_ACTIONS = {"step", "run", "queue", "fork", "kill", "cancel", "edit", "preview"}
 # Keys that act on the selection: checked again when they act, after the keys of a burst before them
 # (a check when pressed would judge the selection those keys are about to move).
-WAIT_FOR_BURST = THREAD_ACTIONS | {"mark", "diff", "cost", "copy_hash"}
+WAIT_FOR_BURST = THREAD_ACTIONS | {"mark", "diff", "cost", "copy_hash", "pick"}
 REPORT_ACTIONS = {"cursor_down", "cursor_up", "half_page", "last_row", "help", "quit"}  # the app's keys a diff or preview view keeps
 
 
@@ -39,6 +39,8 @@ def key_applies(app, action: str, parameters: tuple[object, ...]) -> bool:
         return _thread_action_applies(app, action)
     if action in ("mark", "diff"):
         return _mark_action_applies(app, action, bool(parameters))
+    if action == "pick":
+        return app.current_view == "threads" and app.threads_view.selected_candidate() is not None
     return True
 
 
@@ -61,7 +63,7 @@ def _thread_action_applies(app, action: str) -> bool:
     if action in ("step", "run"):
         return not running and info.active
     if action == "queue":
-        return info.active and not running and view.statuses.get(thread) not in ("queued", "running")
+        return info.active and not running and view.statuses.get(thread) not in ("queued", "mapping", "running")
     if action == "cancel":
         return running or app.repo.locks.running(thread) is not None
     if action in ("kill", "preview"):
@@ -94,7 +96,7 @@ def why_not(app, action: str) -> str | None:
     if not info.active:
         ended = {"done": "is done", "killed": "was killed", "max-steps": "stopped at its maxSteps"}.get(info.reason or "done", f"ended ({info.reason})")
         return f"{thread[:10]} {ended}: nothing to {action}; f forks from a step"
-    if action == "queue" and view.statuses.get(thread) in ("queued", "running"):
+    if action == "queue" and view.statuses.get(thread) in ("queued", "mapping", "running"):
         return f"thread {thread[:10]} is already {view.statuses[thread]}"
     return None
 
@@ -103,7 +105,8 @@ HELP = [
     ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS")]),
     ("Threads", [("s", "step"), ("r", "run to the end"), ("p", "preview the next step"), ("d", "queue for workers"), ("x", "cancel its agent"),
                  ("K", "kill (asks)"), ("n", "new thread"), ("f", "fork the step"), ("e", "edit its output and fork"),
-                 ("m", "mark the step"), ("D", "diff it with the mark"), ("$", "its cost, and its forks'")]),
+                 ("m", "mark the step"), ("D", "diff it with the mark"), ("$", "its cost, and its forks'"),
+                 ("P", "on a fork row: move the thread to its step")]),
     ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
     ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
     ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
@@ -142,6 +145,7 @@ BINDINGS = [
     Binding("m", "mark", "Mark", id="mark", tooltip="mark the selected step (or thread) to diff another with it (D)"),
     Binding("D", "diff", "Diff", id="diff", tooltip="diff the marked step with the selected one, side by side from their common ancestor"),
     Binding("K", "kill", "Kill", id="kill", tooltip="kill the selected thread (asks first)"),
+    Binding("P", "pick", "Pick", id="pick", tooltip="move the thread to the selected fork's step (a candidate of `uwf thread step --agents`)"),
     Binding("dollar_sign", "cost", "Cost", show=False, id="cost", key_display="$",
             tooltip="the selected thread's ledger (tokens, cost and time of each step, totals, budget) and its fork subtree's"),
     Binding("n", "new_thread", "New", id="new-thread", tooltip="start a thread: pick a workflow, type a prompt"),

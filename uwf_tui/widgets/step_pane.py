@@ -55,6 +55,18 @@ class StepPane(TabbedContent):
         self.show(attempt_view(attempt), attempt.stderr or "(no stderr recorded)", detail=attempt_detail(attempt))
 
 
+def child_text(thread: str, result: dict) -> Text:
+    """A map step's child: which item, how it ended, its last output or why it failed."""
+    text = Text()
+    text.append(f"Child {int(result.get('index', 0)) + 1} of the map step: thread {thread}. Enter opens it.\n\n", style="bold")
+    if result.get("status") == "done":
+        text.append("done; its last output:\n", style="cyan")
+        text.append(yaml_text(result.get("output")))
+    else:
+        text.append(f"failed: {result.get('error', '')}\n", style="red")
+    return text
+
+
 def _no_prompt(details) -> str:
     if isinstance(details.detail, dict) and details.detail.get("protocol") == "python":
         return "(a python agent: it did not read ctx.prompt, so no prompt was built or stored)"

@@ -20,6 +20,7 @@ from uwf_core.api import (
     damaged_entries,
     find_branches,
     list_threads,
+    map_progress,
     step_body,
     step_cost,
     step_details,
@@ -34,7 +35,7 @@ from uwf_core.api import (
 from ..formatting import STATUS_STYLES, budget_text, short, spend_text
 from . import timeline as timeline_rows
 from .panes import PANE_KEYS, focus_now
-from .step_pane import StepPane
+from .step_pane import StepPane, child_text
 from .thread_list import ThreadList
 from .timeline import TimelineTable, row_at_cursor
 from .welcome import Welcome
@@ -197,7 +198,7 @@ class ThreadsView(Horizontal):
         if table is not self.timeline_table:
             return
         kind, _, rest = (row_at_cursor(table) or "").partition(":")
-        if kind == "branch":
+        if kind in ("branch", "child"):
             self.open_thread(rest)
         elif kind == "more" and self.timeline is not None:
             steps = self.timeline.context.steps
@@ -353,6 +354,9 @@ class ThreadsView(Horizontal):
         info = timeline.info
         status = self.statuses.get(info.thread, "")
         shown = f"{status} on worker {self.running_worker}" if status == "running" and self.running_worker else status
+        progress = map_progress(self.repo, info) if status == "mapping" else None
+        if progress is not None:
+            shown = f"{status}: {progress[0]} of {progress[1]} children ended"
         parts: list = [(self._workflow_name(info.workflow), "bold"), " · ", (shown, STATUS_STYLES.get(status, ""))]
         ledger = self.ledger if self.ledger is not None and self.ledger.head == info.head and self.ledger.thread == info.thread else None
         if ledger is not None and ledger.total.steps:
@@ -448,6 +452,8 @@ class ThreadsView(Horizontal):
             subtree = self.subtrees.get(rest)
             spent = f"\nIts subtree (the fork and the threads forked from it, each step once): {spend_text(subtree)}." if subtree else ""
             pane.show(f"Fork: thread {rest}. Enter opens it.{spent}")
+        elif kind == "child":
+            pane.show(child_text(rest, self.timeline_table.map_children.get(rest, {})))
         elif kind == "more":
             pane.show("Earlier steps are not listed yet: enter shows more of them.")
         else:
@@ -474,6 +480,19 @@ class ThreadsView(Horizontal):
         kind, _, rest = (self.current_entry() or "").partition(":")
         return rest if kind in ("step", "start") else None
 
+    def selected_candidate(self) -> tuple[str, str] | None:
+        """(fork, its head) when the cursor is on the row of an active fork that branches off the
+        thread's head (a candidate of `thread step --agents`): what P picks."""
+        kind, _, fork = (self.current_entry() or "").partition(":")
+        timeline = self.timeline
+        if kind != "branch" or timeline is None:
+            return None
+        for branch in timeline.branches.get(timeline.info.head, []):
+            info = self.infos.get(fork)
+            if branch.thread == fork and branch.active and branch.own_steps and info is not None:
+                return fork, info.head
+        return None
+
     def selected_node(self) -> str | None:
         """What `m` marks and `D` compares with the mark: the step (or start) under the timeline's
         cursor, a fork row's thread, or, when the timeline is not yet the current thread's (a key
@@ -482,7 +501,7 @@ class ThreadsView(Horizontal):
         if entry is None:
             return self.current_thread()
         kind, _, rest = entry.partition(":")
-        return rest if kind in ("step", "start", "branch") else None
+        return rest if kind in ("step", "start", "branch", "child") else None
 
     def node_label(self, node: str) -> str:
         """The node as a person reads it: `step 3 (reviewer) of solve-issue`, or a thread."""

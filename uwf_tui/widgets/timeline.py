@@ -7,7 +7,7 @@ terminal is wide (WIDE); below that a step's cost is in its Detail tab. The node
 (to diff against) shows a ◆ before its role.
 
 Row keys say what a row is: `start:HASH`, `step:HASH`, `attempt:HEAD:N`, `branch:THREAD`,
-`more:` (earlier steps not shown yet) and `running:`."""
+`child:THREAD` (a map step's child), `more:` (earlier steps not shown yet) and `running:`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import time
 from rich.text import Text
 from textual.widgets import DataTable
 
-from uwf_core.api import RunningStep, StepContext, Timeline, check_line, is_check_role
+from uwf_core.api import MAP_AGENT, RunningStep, StepContext, Timeline, check_line, is_check_role
 
 from ..formatting import (
     attempt_mark,
@@ -63,6 +63,7 @@ class TimelineTable(RowTable):
         self.digits = 3  # the width of the `#` column
         self.roles: dict[str, Text] = {}  # row key -> its role cell unmarked (m redraws it)
         self.nodes: dict[str, str] = {}  # row key -> the node (or thread, for a fork) a mark names
+        self.map_children: dict[str, dict] = {}  # a map step's child thread -> its result (index, status, output | error)
         self.mark: str | None = None
         self.drawn: Timeline | None = None  # the timeline whose rows are all on screen (None while they are drawn)
 
@@ -163,7 +164,7 @@ class TimelineTable(RowTable):
         self.clear()
         self.drawn = None
         self._columns(self.wants_cost(), max(3, len(str(timeline.step_count))))
-        self.roles, self.nodes = {}, {}
+        self.roles, self.nodes, self.map_children = {}, {}, {}
         costs = costs or {}
         context = timeline.context
         prompt_line = " ".join(context.start.prompt.split())
@@ -181,7 +182,7 @@ class TimelineTable(RowTable):
                 if not still_wanted():
                     return None
             self._step_row(timeline, number, step, costs)
-            self._add_extras(timeline, step.hash)
+            self._add_extras(timeline, step.hash, step)
         self._add_running(running, running_here)
         self.drawn = timeline
         return f"step:{context.steps[-1].hash}" if context.steps else f"start:{context.start_hash}"
@@ -217,7 +218,7 @@ class TimelineTable(RowTable):
         self._add_attempts(timeline, head, shown_attempts)
         for number, step in added:
             self._step_row(timeline, number, step, costs)
-            self._add_extras(timeline, step.hash)
+            self._add_extras(timeline, step.hash, step)
         self._add_running(running, running_here)
         if "more:" in self.rows:
             self.update_cell("more:", self.columns_by_label["output"], more_text(timeline.first_shown))
@@ -239,12 +240,27 @@ class TimelineTable(RowTable):
             node=step.hash,
         )
 
-    def _add_extras(self, timeline: Timeline, after: str) -> None:
+    def _add_extras(self, timeline: Timeline, after: str, step: StepContext | None = None) -> None:
         self._add_attempts(timeline, after)
+        if step is not None and step.agent == MAP_AGENT and isinstance(step.output, dict):
+            self._add_children(step.output.get("results"))
         for branch in timeline.branches.get(after, []):
             self._row(
-                f"branch:{branch.thread}", "", Text("↳ fork", style="bold yellow"), short(branch.thread, 10), "", "", "",
+                f"branch:{branch.thread}", "", Text("↳ fork", style="bold yellow"), name(branch.agent) or short(branch.thread, 10), "", "", "",
                 branch_text(branch), node=branch.thread,
+            )
+
+    def _add_children(self, results: object) -> None:
+        """A map step's children, one row each (Enter opens the child's thread, as a fork's row does)."""
+        for result in results if isinstance(results, list) else ():
+            if not isinstance(result, dict) or not isinstance(result.get("thread"), str):
+                continue
+            done = result.get("status") == "done"
+            line = summary(result.get("output"), LINE) if done else f"failed: {result.get('error', '')}"
+            self.map_children[result["thread"]] = result
+            self._row(
+                f"child:{result['thread']}", "", Text(f"↳ child {int(result.get('index', 0)) + 1}", style="bold blue"),
+                short(result["thread"], 10), "", "", "", Text(line[:LINE], style="" if done else "red"), node=result["thread"],
             )
 
     def _add_attempts(self, timeline: Timeline, after: str, first: int = 0) -> None:
@@ -286,7 +302,10 @@ class TimelineTable(RowTable):
             clock(running.started_at),
             elapsed(time.time() - running.started_at / 1000) if running.started_at else "",
             "",
-            Text("running… (x cancels)" if here else f"running in another process: {running.describe()}", style="green"),
+            Text(
+                (f"running… {running.waiting} (x cancels)" if running.waiting else "running… (x cancels)") if here
+                else f"running in another process: {running.describe()}", style="green",
+            ),
         )
 
     def tick(self, tick: int) -> None:
