@@ -75,7 +75,8 @@ def test_p_on_a_candidate_s_fork_row_picks_its_step(root_dir, size):
         timeline = app.query_one("#timeline")
         assert await until(pilot, lambda: f"branch:{beta.thread}" in timeline.rows)
         row = timeline.get_row_index(f"branch:{beta.thread}")
-        assert "beta" in str(timeline.get_row_at(row)[2])  # the fork row names its agent
+        cells = [str(cell) for cell in timeline.get_row_at(row)]
+        assert "beta" in cells[2] and cells[-1].startswith("plan: beta")  # its agent, and its answer first
         timeline.focus()
         timeline.move_cursor(row=row)
         await pilot.pause(0.2)

@@ -30,6 +30,8 @@ class Branch:
     active: bool
     reason: str | None
     agent: str | None = None  # the agent of its first own step (a candidate of `thread step --agents`: which one)
+    output: object = None  # that step's output, and how long it took (its StepNode's times), to compare candidates by
+    took_ms: int | None = None
 
 
 @record
@@ -126,31 +128,42 @@ def _branches(store: CasStore, info: ThreadInfo, context: ThreadContext, others:
     result: dict[str, list[Branch]] = {}
     for other in candidates:
         try:
-            at, own, agent = _divergence(store, other.head, ours)
+            at, own, first = _divergence(store, other.head, ours)
         except UwfError:
             continue
         if at is not None and (own or other.head != info.head):
-            result.setdefault(at, []).append(Branch(other.thread, at, own, other.active, other.reason, agent))
+            agent, output, took = _first_step(store, first)
+            result.setdefault(at, []).append(Branch(other.thread, at, own, other.active, other.reason, agent, output, took))
     return result
 
 
 def _divergence(store: CasStore, head: str, ours: set[str]) -> tuple[str | None, int, str | None]:
     """Walk back from `head` to the first node we share; count the steps on the way, and say
-    the agent of the first of them."""
+    the first of them."""
     own = 0
-    agent = None
+    first = None
     cursor: str | None = head
     while cursor is not None:
         if cursor in ours:
-            return cursor, own, agent
+            return cursor, own, first
         node = thread_node(store, cursor)
         if node.type in START_TYPES:
             cursor = node.payload.get("resumes")
             continue
         own += 1
-        agent = node.payload.get("agent")
+        first = cursor
         cursor = node.payload.get("prev") or node.payload.get("start")
-    return None, own, agent
+    return None, own, first
+
+
+def _first_step(store: CasStore, step: str | None) -> tuple[str | None, object, int | None]:
+    """(agent, output, took in ms) of a fork's first own step."""
+    if step is None:
+        return None, None, None
+    payload = thread_node(store, step).payload
+    started, completed = payload.get("startedAt"), payload.get("completedAt")
+    took = completed - started if isinstance(started, int) and isinstance(completed, int) else None
+    return payload.get("agent"), store.get(payload["output"]).payload, took
 
 
 

@@ -246,8 +246,8 @@ class TimelineTable(RowTable):
             self._add_children(step.output.get("results"))
         for branch in timeline.branches.get(after, []):
             self._row(
-                f"branch:{branch.thread}", "", Text("↳ fork", style="bold yellow"), name(branch.agent) or short(branch.thread, 10), "", "", "",
-                branch_text(branch), node=branch.thread,
+                f"branch:{branch.thread}", "", Text("↳ fork", style="bold yellow"), name(branch.agent) or short(branch.thread, 10), "",
+                duration(branch.took_ms) if branch.took_ms is not None else "", "", branch_text(branch), node=branch.thread,
             )
 
     def _add_children(self, results: object) -> None:
@@ -336,7 +336,8 @@ def branch_text(branch, total=None) -> Text:
     state = "active" if branch.active else (branch.reason or "done")
     steps = f"{branch.own_steps} own step{'s' if branch.own_steps != 1 else ''}"
     subtree = f"subtree {spend_text(total)} · " if total is not None else ""
-    return Text(f"{subtree}{state}, {steps} · thread {branch.thread}", style="yellow")
+    said = f"{summary(branch.output, LINE)} · " if branch.output is not None else ""  # its first step's output: candidates compare at a glance
+    return Text(f"{said}{subtree}{state}, {steps} · thread {branch.thread}", style="yellow")
 
 
 def step_times(timeline: Timeline, step: StepContext) -> tuple[int | None, str]:
