@@ -54,11 +54,17 @@ class Commands:
         if thread is None or candidate is None:
             return
         fork, head = candidate
-        picked = self.core_call(pick_step, head, thread)
-        if picked is not None:
-            others = f"; {len(picked.not_picked)} other candidate{'s' if len(picked.not_picked) != 1 else ''} archived" if picked.not_picked else ""
-            self.app.notify(f"thread {thread[:10]} moved to {head}, the step of fork {fork[:10]}{others}")
-            self.app.threads_view.show_new_thread(thread)
+
+        def confirmed(yes: bool | None) -> None:
+            picked = self.core_call(pick_step, head, thread) if yes else None
+            if picked is not None:
+                others = f"; {len(picked.not_picked)} other candidate{'s' if len(picked.not_picked) != 1 else ''} archived" if picked.not_picked else ""
+                self.app.notify(f"thread {thread[:10]} moved to {head}, the step of fork {fork[:10]}{others}")
+                self.app.threads_view.show_new_thread(thread)
+
+        question = (f"Move thread {thread[:10]} to {head}, the step of fork {fork[:10]}? The fork is archived as picked, "
+                    "and the thread's other candidates still at their step as not picked.")
+        self.app.push_screen(ConfirmScreen(question, yes="Pick"), confirmed)
 
     def edit(self, step: str | None) -> None:
         """Edit a step's output in YAML; saving forks a thread whose head is the edited step."""

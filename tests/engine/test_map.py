@@ -197,8 +197,9 @@ def test_the_map_form_is_linted(root_dir, uwf, tmp_path):
     (tmp_path / "one.yaml").write_text(CHILD)
     parent = PARENT.replace("PARALLEL", "2").replace("FAILURE", "fail")
     cases = {
-        "unknown": (parent.replace("workflow: one", "workflow: nope"), "no workflow 'nope' is registered (put it first)"),
-        "self": (parent.replace("workflow: one", "workflow: plan-map"), "a map cannot run its own workflow 'plan-map'"),
+        "unknown": (parent.replace("workflow: one", "workflow: nope"), "roles.each.map.workflow: no workflow named 'nope'"),
+        "self": (parent.replace("workflow: one", "workflow: plan-map"), "roles.each.map.workflow: maps would never end: plan-map → plan-map"),
+        "function": (parent.replace("over: items", "over: '$nosuch(items)'"), "over calls $nosuch, which is neither a JSONata function"),
         "over": (parent.replace("over: items", "over: 'items[['"), "roles.each.map.over: JSONata does not compile"),
         "parallel": (parent.replace("maxParallel: 2", "maxParallel: 0"), "roles.each.map.maxParallel: must be a positive integer"),
         "failure": (parent.replace("onFailure: fail", "onFailure: retry"), "roles.each.map.onFailure: must be one of fail, collect"),
@@ -212,6 +213,16 @@ def test_the_map_form_is_linted(root_dir, uwf, tmp_path):
         done = uwf("workflow", "put", str(path))
         assert done.code == 1 and message in done.err, (name, done.err)
     assert [w["name"] for w in uwf("workflow", "list").json()] == ["one"]
+    # A cycle through the registry: `one` mapping plan-map, which maps `one`, is refused where it forms.
+    assert uwf("workflow", "put", str(tmp_path / "one.yaml")).code == 0
+    (tmp_path / "plan-map.yaml").write_text(parent)
+    assert uwf("workflow", "put", str(tmp_path / "plan-map.yaml")).code == 0
+    looping = CHILD.replace("    goal: g\n    procedure: p\n    output: o\n    meta: {type: object, required: [text], properties: {text: {type: string}}}",
+                            "    map: {over: x, workflow: plan-map}")
+    assert "map: {over: x, workflow: plan-map}" in looping
+    (tmp_path / "one-again.yaml").write_text(looping)
+    done = uwf("workflow", "put", str(tmp_path / "one-again.yaml"))
+    assert done.code == 1 and "maps would never end: one → plan-map → one" in done.err
 
 
 def test_the_children_s_tokens_roll_up_into_the_parent_s_cost(root_dir, tmp_path):
@@ -271,8 +282,8 @@ def test_workers_step_the_children_on_more_than_one_worker(place):
     by = {a["worker"] for r in results for a in run("thread", "runs", r["thread"])}
     assert len(by) > 1, by  # the runs log names the worker of each attempt
     waited = [a for a in run("thread", "runs", parent) if a["status"] == "waiting"]
-    assert [a["error"] for a in waited] == ["its 3 children are queued for workers"]  # one record, not one per look
-    assert "mapping" in seen and "its 3 children are queued for workers" in seen
+    assert [a["error"] for a in waited] == ["waiting for its 3 children, which workers step, 3 at a time"]  # one record, not one per look
+    assert "mapping" in seen and "waiting for its 3 children, which workers step, 3 at a time" in seen
     assert {item for item in seen if isinstance(item, tuple)} <= {(0, 3), (1, 3), (2, 3), (3, 3)}  # (ended, total)
     assert any(isinstance(item, tuple) for item in seen)
 

@@ -113,7 +113,7 @@ def test_every_agent_failing_is_one_error_and_the_thread_stays(place):
         (["--agents", "fast,slow", "--agent", "fast"], "--agent and --agents exclude each other"),
         (["--agents", "fast,,slow"], "expected agent names separated by commas"),
         (["--agents", "fast,slow", "--pick", "last"], "invalid choice: 'last'"),
-        (["--agents", "fast,human"], "agent 'human' is a person"),
+        (["--agents", "sh,human"], "agent 'human' is a person"),
     ],
 )
 def test_bad_requests_are_one_line_and_start_nothing(root_dir, uwf, args, message):
@@ -194,3 +194,36 @@ def test_python_functions_side_by_side_from_the_api(root_dir, monkeypatch):
     slow_try = result.candidates[0]
     assert slow_try.status == "killed" and "was cancelled (agent 'quick' answered first)" in slow_try.error
     assert checks  # it ran until told to stop
+
+
+def test_a_pick_into_another_thread_at_the_same_start_makes_it_no_candidate(root_dir, uwf):
+    """Two threads with the same prompt share their StartNode: a candidate of one picked into the
+    other (--thread) is that other's step now, and a later pick for the first leaves it alone."""
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    for name, plan in (("fast", PLAN), ("other", {"plan": "other", "steps": ["b"]})):
+        assert uwf("agent", "add", *_text_agent(name, 0, plan)).code == 0
+    first = uwf("thread", "start", "solve-issue", "-p", "Same").json()["thread"]
+    second = uwf("thread", "start", "solve-issue", "-p", "Same").json()["thread"]
+    fast, other = uwf("thread", "step", first, "--agents", "fast,other").json()["candidates"]
+    assert uwf("thread", "pick", fast["step"], "--thread", second).json()["thread"] == second
+    picked = uwf("thread", "pick", other["step"], "--thread", first).json()
+    assert picked["notPicked"] == []  # `second` is nobody's candidate
+    assert {t["thread"] for t in uwf("thread", "list").json()} == {first, second}
+
+
+def test_pick_needs_agents_and_a_map_step_takes_none(root_dir, uwf, tmp_path):
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    thread = uwf("thread", "start", "solve-issue", "-p", "x").json()["thread"]
+    done = uwf("thread", "step", thread, "--pick", "first")
+    assert done.code == 2 and "--pick chooses among the agents of --agents" in done.err
+    missing = uwf("thread", "step", thread, "--agents", "sh,no-such-agent-command")
+    assert missing.code == 1 and "agent 'no-such-agent-command' cannot run here: agent command 'no-such-agent-command' not found" in missing.err
+    assert uwf("workflow", "put", str(EXAMPLES / "develop.yaml")).code == 0
+    assert uwf("workflow", "put", str(EXAMPLES / "fan-out.yaml")).code == 0
+    assert uwf("setup", "--agent", f"script=uwf-script --script-dir {EXAMPLES}", "--default-agent", "script").code == 0
+    parent = uwf("thread", "start", "fan-out", "-p", "x").json()["thread"]
+    assert uwf("thread", "step", parent).code == 0
+    mapped = uwf("thread", "step", parent, "--agents", "script,sh")
+    assert mapped.code == 1 and "'implement', is a map: its child threads run their own agents" in mapped.err
+    prompt = uwf("thread", "dry-run", parent, "--prompt-only")
+    assert prompt.code == 1 and "is a map: it starts child threads, no agent gets a prompt" in prompt.err

@@ -59,7 +59,7 @@ def test_a_map_step_lists_its_children_and_enter_opens_one(mapped, size):
 @pytest.mark.parametrize("size", SIZES)
 def test_p_on_a_candidate_s_fork_row_picks_its_step(root_dir, size):
     """`thread step --agents` without a pick leaves the candidates' forks under the thread's head:
-    their rows name the agent, and P on one moves the thread to its step."""
+    their rows name the agent and show its answer, and P on one (then y) moves the thread to its step."""
     from uwf_core.api import step_side_by_side
 
     repo = Repo.open(str(root_dir))
@@ -80,7 +80,8 @@ def test_p_on_a_candidate_s_fork_row_picks_its_step(root_dir, size):
         timeline.focus()
         timeline.move_cursor(row=row)
         await pilot.pause(0.2)
-        app.post_message(events.Key("P", "P"))
+        for key in ("P", "y"):  # P asks first; y picks (in one burst)
+            app.post_message(events.Key(key, key))
         moved = await until(pilot, lambda: repo.threads.heads().get(thread) == beta.step)
         await settle(app, pilot)
         return moved

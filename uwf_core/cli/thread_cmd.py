@@ -135,6 +135,10 @@ def cmd_step(args) -> int:
     from ..engine.step import perform_step
 
     repo = repo_of(args)
+    if args.pick and not args.agents:
+        from ..errors import UsageError
+
+        raise UsageError("--pick chooses among the agents of --agents: give them (e.g. --agents claude,codex --pick first)")
     if args.agents:
         from .pick_cmd import cmd_step_agents
 
@@ -373,6 +377,8 @@ def cmd_dry_run(args) -> int:
     if args.prompt_only:
         from ..errors import UwfError
 
+        if preview.outcome == "map":
+            raise UwfError(f"thread {preview.thread}'s next step, '{preview.role}', is a map: it starts child threads, no agent gets a prompt")
         if preview.prompt is None:
             raise UwfError(f"thread {preview.thread} would take no step ({preview.end_reason}): there is no prompt")
         sys.stdout.write(preview.prompt)

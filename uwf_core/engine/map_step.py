@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 MAP_AGENT = "uwf-map"
 MAP_PROTOCOL = "map"
 MAX_CHILDREN = 1000
+MAX_DEPTH = 8  # maps within maps, in one process
 BUSY_POLL_SECONDS = 0.5  # a child someone else is stepping: look again after this
 
 
@@ -70,6 +71,8 @@ def run_map(
 
     role = workflow.roles[decision.role]
     spec = role.map
+    if options.map_depth >= MAX_DEPTH:  # put refuses cycles of maps; a rollback could make one
+        raise StepError(f"maps nested {MAX_DEPTH} deep: role '{decision.role}' would start children deeper still")
     items = map_items(context, spec, decision.role)
     child_workflow = resolve_workflow_hash(repo, spec.workflow)
     children = _ensure_children(repo, info, context, decision.role, spec, items, child_workflow)
@@ -263,7 +266,8 @@ def _queue_children(repo: Repo, children: list[Child], spec: MapSpec) -> None:
     room = (spec.max_parallel or len(unfinished)) - sum(child.thread in queued for child in unfinished)
     for child in [child for child in unfinished if child.thread not in queued][: max(room, 0)]:
         repo.backend.queue.enqueue(child.thread)
-    raise StepError(f"its {len(children)} children are queued for workers", MAP_WAITING)  # one record per map step
+    at_a_time = f", {spec.max_parallel} at a time" if spec.max_parallel else ""
+    raise StepError(f"waiting for its {len(children)} children, which workers step{at_a_time}", MAP_WAITING)  # one record per map step
 
 
 def _failed_at(repo: Repo, thread: str, head: str) -> bool:
@@ -282,7 +286,8 @@ def _run_child(repo: Repo, child: Child, options: StepOptions, deadline: float |
         outer(f"{prefix}{node.role} ({node.agent}) -> {node.head}" + (f"  {node.note}" if node.note else ""))
 
     mine = replace(
-        options, on_output=(lambda line: outer(prefix + line)) if outer else None, on_commit=landed if outer else None, candidate_of=None
+        options, on_output=(lambda line: outer(prefix + line)) if outer else None, on_commit=landed if outer else None, candidate_of=None,
+        map_depth=options.map_depth + 1,
     )
     while child.thread in repo.threads.heads():
         if _cancelled(options):

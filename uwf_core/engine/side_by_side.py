@@ -128,6 +128,7 @@ def _next_role(repo: Repo, info: ThreadInfo, agents: list[str]) -> str:
     """The role the agents will answer; refused before any fork when there is none, when an
     agent is unknown or a person, or when the forks would share a directory."""
     from ..thread.files import snapshots_on
+    from .dry_run import agent_problem
     from .resolve import resolve_agent
 
     context = context_of(repo, info.head)
@@ -135,6 +136,8 @@ def _next_role(repo: Repo, info: ThreadInfo, agents: list[str]) -> str:
     decision = evaluate(workflow, context)
     if decision.is_end:
         raise UwfError(f"thread {info.thread} has no next step ({decision.reason}): step it without --agents to end it")
+    if workflow.roles[decision.role].map is not None:
+        raise UwfError(f"the next role of thread {info.thread}, '{decision.role}', is a map: its child threads run their own agents")
     for agent in agents:
         resolved = resolve_agent(
             repo.config, workflow.name, decision.role, context.start.agents, agent,
@@ -142,6 +145,9 @@ def _next_role(repo: Repo, info: ThreadInfo, agents: list[str]) -> str:
         )
         if resolved.protocol == "human":
             raise UwfError(f"agent {agent!r} is a person: side by side is for agents that answer on their own")
+        problem = agent_problem(repo, workflow.name, decision.role, agent)
+        if problem is not None:
+            raise UwfError(f"agent {agent!r} cannot run here: {problem}")
     if context.start.workspace is not None and not snapshots_on(repo, context.start):
         raise UwfError(
             f"thread {info.thread} keeps no snapshots of its files, so its forks would share one directory: "
@@ -226,7 +232,7 @@ def _move(repo: Repo, info: ThreadInfo, winner: Candidate) -> tuple[str, str | N
 def _adopt_runs(repo: Repo, fork: str, thread: str) -> None:
     """The fork's attempts copied into the thread's runs log: they made the steps it now holds."""
     for attempt in repo.runs.read(fork):
-        repo.runs.append(replace(attempt, thread=thread))
+        repo.runs.append(replace(attempt, thread=thread, candidateOf=thread))
 
 
 def _archive(repo: Repo, forks: list[str], workflow: str, reason: str) -> None:

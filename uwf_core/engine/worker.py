@@ -70,6 +70,7 @@ class Worker:
         self.lock = threading.Lock()
         self.held: set[str] = set()  # threads this process holds (a claim is per process)
         self.parked: dict[str, float] = {}  # map steps waiting for their children -> when to look again
+        self.mapping: set[str] = set()  # the map steps whose waiting this worker has said
 
     def run(self) -> None:
         """Until `stop()` (or, with `once`, until nothing is left to claim and no lane is busy)."""
@@ -158,10 +159,13 @@ class Worker:
                 if exc.status != MAP_WAITING:
                     self._ended(thread, exc, started)
                     return
-                # a map step: its children are queued for the workers; look again in a while
-                self.on_event(WorkerEvent(thread, "waiting", seconds=time.monotonic() - started, detail=exc.message))
+                # a map step: its children are queued for the workers; look again in a while (said once)
                 with self.lock:
                     self.parked[thread] = time.monotonic() + PARK_SECONDS
+                    first = thread not in self.mapping
+                    self.mapping.add(thread)
+                if first:
+                    self.on_event(WorkerEvent(thread, "waiting", seconds=time.monotonic() - started, detail=exc.message))
                 return
             except UwfError as exc:
                 self._ended(thread, exc, started)

@@ -78,7 +78,8 @@ def thread_timeline(
     for attempt in repo.runs.read(info.thread):
         if attempt.ok and attempt.step:
             timeline.step_runs[attempt.step] = attempt
-        elif not attempt.ok and attempt.head:
+        elif not attempt.ok and attempt.head and (attempt.status != "waiting" or attempt.head == info.head):
+            # a map's wait for its children is news only while it lasts: its step says the rest
             timeline.attempts.setdefault(attempt.head, []).append(attempt)
     _inherited_runs(repo, timeline)
     if with_branches:

@@ -11,7 +11,7 @@ MAP_ROLE_FIELDS = {"description", "map"}  # no agent answers a map role: no goal
 
 def parse_map(parser, data: object, path: tuple) -> MapSpec | None:
     """`parser` is lint's _Parser: its error() records a problem at a YAML path."""
-    from .jsonata_expr import compile_error
+    from .jsonata_expr import compile_error, unknown_functions
     from .templates import template_error
 
     if not isinstance(data, dict):
@@ -28,6 +28,10 @@ def parse_map(parser, data: object, path: tuple) -> MapSpec | None:
         prompt = None
     if over and (problem := compile_error(over)):
         parser.error(path + ("over",), f"JSONata does not compile: {problem}")
+    elif over:
+        for function, close in unknown_functions(over):
+            hint = f" (did you mean ${close}?)" if close else ""
+            parser.error(path + ("over",), f"over calls ${function}, which is neither a JSONata function nor uwf's{hint}")
     if prompt and (problem := template_error(prompt)):
         parser.error(path + ("prompt",), f"Mustache template does not parse: {problem}")
     limit = data.get("maxParallel")

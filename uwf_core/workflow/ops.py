@@ -51,7 +51,7 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
     draft = lint_file(path)
     draft.raise_first_error()
     repo.registry.entries()  # a damaged registry is refused before anything is written
-    _check_map_workflows(repo, draft.workflow, path)
+    _check_map_workflows(repo, draft)
     store = repo.nodes
     store.ensure_builtins()
     metas = {role: store.put_schema(schema, where=f"roles.{role}.meta") for role, schema in draft.schemas.items()}
@@ -75,18 +75,37 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
     return PutResult(workflow.name, hash_, changed, [p.format(draft.document) for p in draft.warnings])
 
 
-def _check_map_workflows(repo: Repo, workflow: Workflow, path: str) -> None:
-    """A map's children run a registered workflow, never the one being put (it would map itself)."""
+def _check_map_workflows(repo: Repo, draft: Draft) -> None:
+    """A map's children run a registered workflow, and no chain of maps leads back to the one
+    being put (names are resolved when a map runs, so a cycle is refused here, where it forms)."""
+    from .lint import Problem
+
+    workflow = draft.workflow
     for role in workflow.roles.values():
         if role.map is None:
             continue
-        where = f"{path}: roles.{role.name}.map.workflow"
-        if role.map.workflow == workflow.name:
-            raise UwfError(f"{where}: a map cannot run its own workflow '{workflow.name}'")
+        where = ("roles", role.name, "map", "workflow")
         try:
-            resolve_workflow_hash(repo, role.map.workflow)
-        except NotFoundError:
-            raise UwfError(f"{where}: no workflow '{role.map.workflow}' is registered (put it first)") from None
+            path = _maps_back_to(repo, workflow.name, role.map.workflow, [workflow.name])
+        except NotFoundError as exc:
+            draft.problems.append(Problem(where, f"{exc.message} (put it first)"))
+            continue
+        if path:
+            draft.problems.append(Problem(where, f"maps would never end: {' → '.join(path)}"))
+    draft.raise_first_error()
+
+
+def _maps_back_to(repo: Repo, name: str, child: str, path: list[str]) -> list[str] | None:
+    """The chain of map workflows from `child` back to `name`, if there is one."""
+    if child == name:
+        return [*path, child]
+    definition = load_workflow(repo, child)
+    for role in definition.roles.values():
+        if role.map is not None and role.map.workflow not in path[1:] + [child]:
+            found = _maps_back_to(repo, name, role.map.workflow, [*path, child])
+            if found:
+                return found
+    return None
 
 
 def list_workflows(repo: Repo) -> list[RegistryEntry]:
