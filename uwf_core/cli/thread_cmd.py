@@ -218,8 +218,8 @@ def cmd_show(args) -> int:
             data["running"]["worker"] = running.worker
         if running.waiting:
             data["running"]["waiting"] = running.waiting  # a map step: "1 of 3 children done"
-    elif info.active:
-        last = repo.runs.read(info.thread)[-1:]
+    elif info.active and any(entry.thread == info.thread for entry in repo.backend.queue.entries()):
+        last = repo.runs.read(info.thread)[-1:]  # only a queued thread can be a map waiting for workers
         if last and last[0].status == "waiting" and last[0].head == info.head:
             data["waiting"] = last[0].error  # a map step whose children workers step
     emit_json(data)

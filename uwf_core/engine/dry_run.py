@@ -156,7 +156,7 @@ def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | No
         return result("reuse", agent=choice, prompt=prompt, reuse_from=found)
     if budget is not None and budget.exceeded is not None:
         return result("stop", REASON_BUDGET, agent=choice, prompt=prompt, note=f"the thread would stop: {budget.exceeded}")
-    return result("step", agent=choice, agent_error=_cannot_start(repo, resolved), prompt=prompt, note=_stop_note(budget))
+    return result("step", agent=choice, agent_error=cannot_start(repo, resolved), prompt=prompt, note=_stop_note(budget))
 
 
 def _map_note(repo: Repo, info, context, workflow, role: str) -> str:
@@ -177,14 +177,14 @@ def _map_note(repo: Repo, info, context, workflow, role: str) -> str:
 
 def agent_problem(repo: Repo, workflow_name: str, role: str, spec: str) -> str | None:
     """What would stop `spec` (an agent's name or a command line) from running `role` on this host:
-    `_cannot_start`'s answer, or why it cannot be resolved (None: nothing seen)."""
+    `cannot_start`'s answer, or why it cannot be resolved (None: nothing seen)."""
     try:
-        return _cannot_start(repo, resolve_agent(repo.config, workflow_name, role, override=spec, functions=repo.agents.entries))
+        return cannot_start(repo, resolve_agent(repo.config, workflow_name, role, override=spec, functions=repo.agents.entries))
     except UwfError as exc:
         return exc.message
 
 
-def _cannot_start(repo: Repo, resolved: ResolvedAgent) -> str | None:
+def cannot_start(repo: Repo, resolved: ResolvedAgent) -> str | None:
     """What would stop the agent before it runs: a secret it names that is nowhere, or a command
     that is not on the agent's PATH (a relative path is the workspace's business: not checked)."""
     import os

@@ -80,12 +80,14 @@ def run_map(
         _queue_children(repo, children, spec)  # workers on any host step them; raises until all have ended
     else:
         _step_children(repo, children, spec, lease, options, deadline, run_thread)
-    results = [_result(repo, child) for child in children]
+    ends = _ends(repo, children)
+    results = [_result(repo, child, ends) for child in children]
     failed = [result for result in results if result.status != "done"]
     if failed and spec.on_failure == "fail":
         first = failed[0]
         raise StepError(f"child {first.index + 1} of {len(children)} (thread {first.thread}) failed: {first.error}")
-    detail = {"workflow": child_workflow, "children": [child.thread for child in children], **children_usage(repo, children)}
+    usage = children_usage(repo, [head for head, _ in ends.values()])
+    detail = {"workflow": child_workflow, "children": [child.thread for child in children], **usage}
     return write_answer(
         repo.nodes, context=context, role=role, agent=MAP_AGENT, protocol=MAP_PROTOCOL, prompt=None, answer=None,
         output={"results": [result.to_json() for result in results]}, detail=detail, secrets=repo.secrets,
@@ -307,36 +309,47 @@ def _cancelled(options: StepOptions) -> bool:
     return options.cancel is not None and options.cancel.is_set()
 
 
-def _result(repo: Repo, child: Child) -> ChildResult:
+def _ends(repo: Repo, children: list[Child]) -> dict[str, tuple[str, str | None]]:
+    """Each child's head and, when it was archived, why (None: still active): one read of the heads
+    and, when a child ended, one of the archive, for all of them."""
+    heads = repo.threads.heads()
+    ends: dict[str, tuple[str, str | None]] = {c.thread: (heads[c.thread], None) for c in children if c.thread in heads}
+    if len(ends) < len(children):
+        wanted = {child.thread for child in children} - set(ends)
+        for record in repo.threads.history():  # oldest first: a thread's last record wins
+            if record.thread in wanted:
+                ends[record.thread] = (record.head, record.reason)
+    return ends
+
+
+def _result(repo: Repo, child: Child, ends: dict[str, tuple[str, str | None]]) -> ChildResult:
     """How a child ended: done (its last output), archived for another reason, or still active
     after a failed step (the last attempt's error)."""
     from ..thread.context import context_of
-    from ..thread.ops import thread_info
 
-    info = thread_info(repo, child.thread)
-    if info.done and info.reason == "done":
-        last = context_of(repo, info.head).last_step
+    head, reason = ends[child.thread]
+    if reason == "done":
+        last = context_of(repo, head).last_step
         return ChildResult(child.index, child.thread, "done", last.output if last is not None else None)
-    if info.done:
-        return ChildResult(child.index, child.thread, "failed", error=f"ended: {info.reason}")
+    if reason is not None:
+        return ChildResult(child.index, child.thread, "failed", error=f"ended: {reason}")
     attempts = repo.runs.read(child.thread)
     error = attempts[-1].error if attempts and not attempts[-1].ok else None
     return ChildResult(child.index, child.thread, "failed", error=error or "it did not finish")
 
 
-def children_usage(repo: Repo, children: list[Child]) -> dict:
-    """The children's tokens, for the ledger to roll up under the map step: per model
+def children_usage(repo: Repo, heads: list[str]) -> dict:
+    """The children's tokens (their chains behind `heads`), for the ledger to roll up under the map step: per model
     (`childUsage`), and in all (`usage`, only when every child step recorded what it spent, so
     the ledger's count of steps that recorded nothing stays true)."""
     from ..llm.usage import Usage
     from ..thread.context import context_of
     from ..thread.ledger import detail_parts, usage_recorded
-    from ..thread.ops import thread_info
 
     by_model: dict[tuple[str, ...], Usage] = {}
     recorded = True
-    for child in children:
-        for step in context_of(repo, thread_info(repo, child.thread).head, with_checks=True).steps:
+    for head in heads:
+        for step in context_of(repo, head, with_checks=True).steps:
             detail = repo.nodes.get(step.detail).payload
             recorded = recorded and usage_recorded(detail)
             for names, usage in detail_parts(detail):

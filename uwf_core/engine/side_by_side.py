@@ -128,7 +128,7 @@ def _next_role(repo: Repo, info: ThreadInfo, agents: list[str]) -> str:
     """The role the agents will answer; refused before any fork when there is none, when an
     agent is unknown or a person, or when the forks would share a directory."""
     from ..thread.files import snapshots_on
-    from .dry_run import agent_problem
+    from .dry_run import cannot_start
     from .resolve import resolve_agent
 
     context = context_of(repo, info.head)
@@ -145,7 +145,7 @@ def _next_role(repo: Repo, info: ThreadInfo, agents: list[str]) -> str:
         )
         if resolved.protocol == "human":
             raise UwfError(f"agent {agent!r} is a person: side by side is for agents that answer on their own")
-        problem = agent_problem(repo, workflow.name, decision.role, agent)
+        problem = cannot_start(repo, resolved)
         if problem is not None:
             raise UwfError(f"agent {agent!r} cannot run here: {problem}")
     if context.start.workspace is not None and not snapshots_on(repo, context.start):

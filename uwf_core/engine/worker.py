@@ -173,6 +173,8 @@ class Worker:
             finally:
                 with self.lock:
                     self.cancels.pop(thread, None)
+            with self.lock:
+                self.mapping.discard(thread)  # its map joined: a later map of it is said again
             seconds = time.monotonic() - started
             if result.role:
                 self.on_event(WorkerEvent(thread, "step", result.role, result.agent, seconds))
@@ -185,6 +187,8 @@ class Worker:
     def _ended(self, thread: str, exc: UwfError, started: float) -> None:
         """A step that failed, or the thread ended under it: say so and dequeue it, unless this
         worker is stopping (then the thread stays queued for another)."""
+        with self.lock:
+            self.mapping.discard(thread)
         if self.stopping.is_set():
             self.on_event(WorkerEvent(thread, "left", seconds=time.monotonic() - started, detail="stopped: the step was cancelled, the thread stays queued"))
             return

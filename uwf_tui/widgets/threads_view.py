@@ -60,6 +60,7 @@ class ThreadsView(Horizontal):
         self.welcomed = False
         self.refit_pending = False  # a redraw for a new width is scheduled
         self.ledger_reading = False  # a worker reads a ledger now
+        self.map_progress: dict[tuple[str, str], tuple[int, int] | None] = {}  # (thread, head) -> a map's (ended, total)
         self.ledger_next: Timeline | None = None  # the timeline whose ledger is to be read after it
         self.window = timeline_rows.WINDOW  # how many of the selected thread's newest steps are rows
         self.step_costs: dict = {}  # step hash -> StepCost, for the timeline's rows
@@ -268,6 +269,8 @@ class ThreadsView(Horizontal):
             if shown is not None and shown.info.thread == thread:
                 timeline.branches = shown.branches
             costs = {step.hash: step_cost(self.repo, step, number) for number, step in timeline.numbered()}
+            if self.statuses.get(thread) == "mapping":  # read here, off the UI thread: the title says it
+                self.map_progress[(thread, timeline.info.head)] = map_progress(self.repo, timeline.info)
         except UwfError as exc:
             self.app.call_from_thread(self.app.notify, exc.message, severity="error")
             self.app.call_from_thread(self.timeline_table.ready, False)  # nothing to wait for: drop the keys
@@ -354,7 +357,7 @@ class ThreadsView(Horizontal):
         info = timeline.info
         status = self.statuses.get(info.thread, "")
         shown = f"{status} on worker {self.running_worker}" if status == "running" and self.running_worker else status
-        progress = map_progress(self.repo, info) if status == "mapping" else None
+        progress = self.map_progress.get((info.thread, info.head)) if status == "mapping" else None
         if progress is not None:
             shown = f"{status}: {progress[0]} of {progress[1]} children ended"
         parts: list = [(self._workflow_name(info.workflow), "bold"), " · ", (shown, STATUS_STYLES.get(status, ""))]
