@@ -19,7 +19,7 @@ LAYERS = [
     ("errors", "version", "encoding"),
     ("store",),
     ("config",),
-    ("repo", "llm", "workspace"),
+    ("repo", "llm", "workspace", "telemetry"),
     ("workflow",),
     ("thread",),
     ("engine",),

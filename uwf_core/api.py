@@ -133,6 +133,9 @@ _EXPORTS = {
     "fsck": "store.fsck:fsck_root",
     "FsckReport": "store.fsck",
     "field_order": "store.schemas",
+    # traces (OpenTelemetry, the otel extra)
+    "set_trace_warning_handler": "telemetry.export:set_warning_handler",
+    "flush_traces": "telemetry.export:flush_all",
     # config
     "Config": "config.model",
     "SetupRequest": "config.setup",
@@ -187,6 +190,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     )
     from .engine.extract import extract_fast as extract_fast, ExtractError as ExtractError
     from .engine.process import Cancel as Cancel
+    from .telemetry.export import flush_all as flush_traces, set_warning_handler as set_trace_warning_handler
     from .engine.python_context import (
         PythonContext as PythonContext,
         PythonAnswer as PythonAnswer,

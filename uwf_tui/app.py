@@ -29,7 +29,7 @@ from textual.widgets import (
     TabPane,
 )
 
-from uwf_core.api import Cancel, Repo, UwfError, display_location, not_a_directory, thread_info
+from uwf_core.api import Cancel, Repo, UwfError, display_location, not_a_directory, set_trace_warning_handler, thread_info
 
 from . import keys, moves, workers
 from .commands import Commands
@@ -162,6 +162,17 @@ class UwfApp(App):
         if getattr(self.repo.backend, "notifies", False):  # another host's change reloads at once
             self.run_worker(partial(workers.listen, self.repo, self.post_message), thread=True, exit_on_error=False, group="listen")
         self.query_one("#threads", DataTable).focus()
+        set_trace_warning_handler(self._trace_warning)
+
+    def _trace_warning(self, message: str) -> None:
+        """Trace export's one-line warnings (a collector that is down) as a notice, from any thread."""
+        try:
+            self.call_from_thread(self.notify, message, title="traces", severity="warning")
+        except RuntimeError:  # on the app's own thread, or once it has ended
+            if self.is_running:
+                self.notify(message, title="traces", severity="warning")
+            else:
+                sys.stderr.write(f"uwf-tui: warning: {message}\n")
 
     def on_root_changed(self, message: RootChanged) -> None:
         self.poll_state()
@@ -588,6 +599,7 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(repo.location, args)
     app = UwfApp(repo)
     app.run()
+    set_trace_warning_handler(None)  # spans still queued go at exit; a warning then is the terminal's again
     if len(app.runner) and app.worker_threads.alive():  # a python agent's function that neither returned nor checked its context
         sys.stderr.write(
             f"uwf-tui: a step running in this process did not stop within {WorkerThreads.GRACE_SECONDS:g}s (a python agent's "

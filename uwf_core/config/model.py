@@ -123,6 +123,23 @@ class WorkspaceConfig:
 
 
 @record(frozen=True)
+class OtelConfig:
+    """`otel:` in config.yaml: where this root's traces go (telemetry/), and whether prompts and
+    answers go with them. The standard OTEL_* variables win over it."""
+
+    endpoint: str | None = None  # an OTLP/HTTP base URL, as OTEL_EXPORTER_OTLP_ENDPOINT
+    content: bool = False
+
+    def to_dict(self) -> dict:
+        data: dict = {}
+        if self.endpoint:
+            data["endpoint"] = self.endpoint
+        if self.content:
+            data["content"] = "true"
+        return data
+
+
+@record(frozen=True)
 class Config:
     """config.yaml: providers, models, agents, who runs which role, prices, checks; never a key."""
 
@@ -138,6 +155,7 @@ class Config:
     # Every N steps a supervisor model judges whether a thread should go on (the seeds' name); a
     # workflow's own supervisorInterval wins. 0: no supervisor.
     supervisor_interval: int = 0
+    otel: OtelConfig = field(default_factory=OtelConfig)
     settings: dict[str, str] = field(default_factory=dict)  # other top-level scalars, kept as written
 
     def price_of(self, *models: str | None) -> Price | None:
@@ -173,6 +191,8 @@ class Config:
             data["workspace"] = self.workspace.to_dict()
         if self.supervisor_interval:
             data["supervisorInterval"] = self.supervisor_interval
+        if self.otel.to_dict():
+            data["otel"] = self.otel.to_dict()
         data.update(self.settings)
         return data
 
@@ -212,7 +232,7 @@ def _text(value: object, where: str) -> str:
 
 
 def _parse(raw: dict, file: str) -> Config:
-    known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides", "prices", "workspace", "supervisorInterval"}
+    known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides", "prices", "workspace", "supervisorInterval", "otel"}
     providers = {}
     for name, spec in _mapping(raw, "providers", file).items():
         where = f"{file}: providers.{name}"
@@ -248,6 +268,7 @@ def _parse(raw: dict, file: str) -> Config:
         prices=prices,
         workspace=_workspace(_mapping(raw, "workspace", file), f"{file}: workspace"),
         supervisor_interval=_interval(raw.get("supervisorInterval"), f"{file}: supervisorInterval"),
+        otel=_otel(_mapping(raw, "otel", file), f"{file}: otel"),
         settings=settings,
     )
 
@@ -260,6 +281,18 @@ def _interval(value: object, where: str) -> int:
     if isinstance(value, bool) or not text.isdigit():
         raise ConfigError(f"{where} must be a whole number of steps (0: no supervisor), got {value!r}")
     return int(text)
+
+
+def _otel(raw: dict, where: str) -> OtelConfig:
+    unknown = set(raw) - {"endpoint", "content"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key '{sorted(unknown)[0]}' (endpoint, content)")
+    endpoint = raw.get("endpoint")
+    if not _none(endpoint):
+        endpoint = _text(endpoint, f"{where}.endpoint").strip()
+        if not endpoint.startswith(("http://", "https://")):
+            raise ConfigError(f"{where}.endpoint must be an http:// or https:// URL (OTLP over HTTP), not {endpoint!r}")
+    return OtelConfig(None if _none(endpoint) else endpoint, _flag(raw.get("content"), f"{where}.content"))
 
 
 def _workspace(raw: dict, where: str) -> WorkspaceConfig:

@@ -126,11 +126,14 @@ class Attempt:
     agent: str | None = None
     candidate_of: str | None = None
     worker: str | None = None
+    trace: object = None  # the attempt's StepTrace (engine/tracing.py), when the step is traced
 
     def record(self, status: str, step: str | None = None, error: str | None = None, stderr: str | None = None) -> None:
         """Append the line; an agent's stderr or an error quoting it never brings a key along."""
         now = int(time.time() * 1000)
         secrets = secrets_or_none(self.repo)
+        if self.trace is not None:
+            self.trace.note(status, step, error, role=self.role, agent=self.agent)
         self.repo.runs.append(
             RunRecord(
                 thread=self.info.thread,

@@ -14,6 +14,7 @@ from ..encoding.records import field, record
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..errors import UwfError
+from ..telemetry.spans import Span
 from .attempt import StepError, StepOptions
 from .process import MAX_STDOUT_BYTES, ProcessOutcome, run_process
 from .resolve import ResolvedAgent
@@ -281,24 +282,37 @@ class AgentCall:
             env = {**env, SECRETS_FD_ENV: str(fds[0])}
         if self.stage:
             env = {**env, "UWF_STAGING": self.stage}
-        try:
-            outcome = run_process(
-                argv,
-                cwd=self.cwd,
-                env=env,
-                stdin_text=stdin_text,
-                timeout=self.time_left(),
-                on_output=on_output,
-                on_start=lambda pid: self.lease.update(pgid=pid),
-                cancel=KillWatch(self.repo, self.info.thread, self.options.cancel),
-                policy=self.policy,
-                prompt_data=prompt_data,
-                pass_fds=fds,
-            )
-        finally:
-            for fd in fds:
-                os.close(fd)
-        self._check(outcome)
+        from .tracing import agent_span
+
+        with agent_span(self, self.resolved.argv) as span:
+            pipe = _trace_pipe(span, stdin_text if stdin_text is not None else prompt_data)
+            if pipe is not None:
+                env, fds = {**env, **pipe.env}, (*fds, pipe.fd)
+            try:
+                outcome = run_process(
+                    argv,
+                    cwd=self.cwd,
+                    env=env,
+                    stdin_text=stdin_text,
+                    timeout=self.time_left(),
+                    on_output=on_output,
+                    on_start=lambda pid: self.lease.update(pgid=pid),
+                    cancel=KillWatch(self.repo, self.info.thread, self.options.cancel),
+                    policy=self.policy,
+                    prompt_data=prompt_data,
+                    pass_fds=fds,
+                )
+            finally:
+                for fd in fds:
+                    if pipe is None or fd != pipe.fd:
+                        os.close(fd)
+                if pipe is not None:
+                    pipe.collect()
+            span.put({"process.pid": outcome.pid, "process.exit_code": outcome.exit_code, "uwf.timed_out": outcome.timed_out or None,
+                      "uwf.cancelled": outcome.cancelled or None})
+            if pipe is not None and pipe.content:
+                span.put({"output.value": outcome.stdout})
+            self._check(outcome)
         return outcome
 
     def step_agent_keys(self) -> dict[str, str]:
@@ -348,6 +362,22 @@ class AgentCall:
 
 
 _WARNED: set[str] = set()
+
+
+def _trace_pipe(span, prompt: str | bytes | None):
+    """The pipe an agent reports its own spans on, when this step is traced; with content on, the
+    span shows the prompt."""
+    from .tracing import active_trace
+
+    trace = active_trace()
+    if trace is None or not isinstance(span, Span):
+        return None
+    from ..telemetry.pipe import TracePipe
+
+    pipe = TracePipe(span, trace.trace_id, trace.content)
+    if trace.content and prompt is not None:
+        span.put({"input.value": prompt if isinstance(prompt, str) else prompt.decode("utf-8", "replace")})
+    return pipe
 
 
 def _warn_uncontained(resolved: ResolvedAgent, on_output) -> None:

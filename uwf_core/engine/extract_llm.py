@@ -58,7 +58,7 @@ class LlmExtractor:
     def __call__(self, text: str, schema: dict) -> tuple[Extracted, Usage]:
         model = resolve_model(self.config, self.alias, self.env, purpose="extract")
         sent = text if self.secrets is None else self.secrets.text(text)
-        response = ChatClient(model, time_left=self.time_left).complete(
+        response = ChatClient(model, time_left=self.time_left, purpose="extractor").complete(
             [
                 {"role": "system", "content": SYSTEM_PROMPT.format(schema=json.dumps(schema, indent=2))},
                 {"role": "user", "content": sent},

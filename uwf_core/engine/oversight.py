@@ -145,7 +145,7 @@ def _complete(repo: Repo, purpose: str, alias: str | None, system: str, text: st
     try:
         model = resolve_model(repo.config, alias, env_with_secrets(repo.env_values), purpose=f"the {purpose}")
         messages = [{"role": "system", "content": system}, {"role": "user", "content": repo.secrets.text(text)}]
-        response = ChatClient(model, time_left=time_left).complete(messages, json_mode=json_mode)
+        response = ChatClient(model, time_left=time_left, purpose=purpose).complete(messages, json_mode=json_mode)
     except UwfError as exc:
         raise CheckError(f"the {purpose} could not be asked: {exc.message}") from None
     return response.content, response.usage, model

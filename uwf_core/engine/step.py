@@ -32,6 +32,7 @@ from .attempt import MAP_WAITING, Attempt, Committed, StepError, StepOptions, St
 from .call import AgentCall
 from .protocols import run_protocol
 from .resolve import resolve_agent
+from .tracing import step_trace
 from .step_checks import (
     committed,
     due,
@@ -60,23 +61,27 @@ def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) 
         if options.worker:
             lease.update(worker=options.worker)
         info = active_thread(repo, thread_id)
+        trace = step_trace(repo, info, options, lease.interrupted)
         if lease.interrupted is not None:
             _record_interrupted(repo, info, lease)
-        attempt = Attempt(repo, info, candidate_of=options.candidate_of, worker=options.worker)
-        try:
-            return _step(repo, info, attempt, lease, options)
-        except StepError as exc:
-            _record_failure(attempt, exc, exc.status, exc.message, exc.stderr)
-            raise
-        except UwfError as exc:
-            _record_failure(attempt, exc, "failed", exc.message)
-            raise
-        except KeyboardInterrupt as exc:
-            _record_failure(attempt, exc, "killed", "interrupted (Ctrl-C)")
-            raise
-        except Exception as exc:  # a bug, but still an attempt: on record before the traceback
-            _record_failure(attempt, exc, "failed", f"internal error: {type(exc).__name__}: {exc}")
-            raise
+        attempt = Attempt(repo, info, candidate_of=options.candidate_of, worker=options.worker, trace=trace.root and trace)
+        with trace:
+            try:
+                result = _step(repo, info, attempt, lease, options)
+            except StepError as exc:
+                _record_failure(attempt, exc, exc.status, exc.message, exc.stderr)
+                raise
+            except UwfError as exc:
+                _record_failure(attempt, exc, "failed", exc.message)
+                raise
+            except KeyboardInterrupt as exc:
+                _record_failure(attempt, exc, "killed", "interrupted (Ctrl-C)")
+                raise
+            except Exception as exc:  # a bug, but still an attempt: on record before the traceback
+                _record_failure(attempt, exc, "failed", f"internal error: {type(exc).__name__}: {exc}")
+                raise
+            trace.put({"uwf.done": result.done, "uwf.reason": result.reason, "uwf.reused_from": result.reused_from, "uwf.head.after": result.head})
+            return result
 
 
 def _record_failure(attempt: Attempt, error: BaseException, status: str, message: str, stderr: str | None = None) -> None:
@@ -112,6 +117,8 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     deadline = time.monotonic() + options.timeout if options.timeout is not None else None
     context = context_of(repo, info.head)
     workflow = workflow_of(repo, context.start.workflow)
+    if attempt.trace is not None:
+        attempt.trace.put({"uwf.workflow": workflow.name, "uwf.step.number": len(context.steps) + 1})
     decision = evaluate(workflow, context, options.timeout)
     _warn_old_reads(repo, workflow, options)
     if options.checks and not decision.is_end and due(repo, context, workflow):

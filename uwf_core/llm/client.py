@@ -15,6 +15,7 @@ import time
 from ..config.model import Config
 from ..encoding.records import field, record
 from ..errors import UwfError
+from ..telemetry.spans import LLM, content_on, span
 from .usage import Usage
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
@@ -102,8 +103,10 @@ class ChatClient:
         retries: int = RETRIES,
         backoff: float = BACKOFF_SECONDS,
         time_left=None,
+        purpose: str = "chat",
     ) -> None:
         self.model = model
+        self.purpose = purpose  # who asks (extractor, supervisor, summarizer, builtin): its span says
         self.timeout = timeout
         self.time_left = time_left  # a caller's budget: () -> seconds left (raising when none), or None
         self.retries = retries
@@ -120,8 +123,34 @@ class ChatClient:
             body["tool_choice"] = "auto"
         if json_mode:
             body["response_format"] = {"type": "json_object"}
-        data = self._post(body)
-        return _parse_response(data, self.model)
+        with span(f"chat {self.model.name}", LLM, self._span_attributes(tools)) as call:
+            if content_on():
+                call.put({"input.value": json.dumps(messages, ensure_ascii=False), "input.mime_type": "application/json"})
+            response = _parse_response(self._post(body), self.model)
+            call.put(_usage_attributes(response))
+            if content_on():
+                call.put({"output.value": response.content or json.dumps(response.message, ensure_ascii=False)})
+        return response
+
+    def _span_attributes(self, tools: list[dict] | None) -> dict:
+        """The call as OpenTelemetry's GenAI conventions and OpenInference (Phoenix) name it."""
+        from urllib.parse import urlsplit
+
+        url = urlsplit(self.model.base_url)
+        return {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.system": self.model.provider,
+            "gen_ai.provider.name": self.model.provider,
+            "gen_ai.request.model": self.model.name,
+            "server.address": url.hostname,
+            "server.port": url.port,
+            "llm.model_name": self.model.name,
+            "llm.provider": self.model.provider,
+            "llm.system": self.model.provider,
+            "uwf.purpose": self.purpose,
+            "uwf.model.alias": self.model.alias,
+            "uwf.tools": len(tools) if tools else None,
+        }
 
     def _post(self, body: dict) -> object:
         import httpx
@@ -159,6 +188,18 @@ class ChatClient:
     def _timeout(self) -> float:
         left = None if self.time_left is None else self.time_left()
         return self.timeout if left is None else min(self.timeout, left)
+
+
+def _usage_attributes(response: ChatResponse) -> dict:
+    usage = response.usage
+    return {
+        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+        "gen_ai.usage.output_tokens": usage.completion_tokens,
+        "gen_ai.response.finish_reasons": [response.finish_reason] if response.finish_reason else None,
+        "llm.token_count.prompt": usage.prompt_tokens,
+        "llm.token_count.completion": usage.completion_tokens,
+        "llm.token_count.total": usage.total_tokens or usage.prompt_tokens + usage.completion_tokens,
+    }
 
 
 def _reason(exc: Exception) -> str:

@@ -17,6 +17,7 @@ from ...encoding.records import field, record
 from ...errors import UwfError
 from ...llm.client import ChatClient, model_alias_for, resolve_model
 from ...llm.usage import Usage
+from ...telemetry.spans import TOOL, content_on, span
 from ..kit import AgentAnswer, AgentContext, make_undumpable, run_agent
 from .tools import ToolSettings, call_tool, tool_definitions, truncate
 
@@ -97,8 +98,13 @@ def _loop(session: Session) -> str:
         for call in calls:
             function = call.get("function") or {}
             name = function.get("name") or ""
-            result, ok = call_tool(session.settings, name, function.get("arguments") or "{}")
-            result = session.secrets.text(result)  # a key a tool turned up goes neither to the model nor to the record
+            with span(f"tool {name}", TOOL, {"tool.name": name, "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}) as traced:
+                result, ok = call_tool(session.settings, name, function.get("arguments") or "{}")
+                result = session.secrets.text(result)  # a key a tool turned up goes neither to the model nor to the record
+                if content_on():
+                    traced.put({"input.value": session.secrets.text(function.get("arguments") or "{}"), "output.value": result})
+                if not ok:
+                    traced.fail(result)
             session.messages.append({"role": "tool", "tool_call_id": call.get("id"), "content": result})
             session.turns.append({"role": "tool", "name": name, "ok": ok, "result": session.record(result)})
             sys.stderr.write(f"{NAME}: {name} -> {'ok' if ok else result[:120]}\n")
@@ -129,7 +135,7 @@ def run(ctx: AgentContext) -> AgentAnswer:
     )
     if settings.allow_run_command:
         make_undumpable()  # the keys it holds for its model calls stay out of its shell's reach
-    session = Session(ChatClient(model), settings, int(options.get("max_turns") or DEFAULT_MAX_TURNS), secrets)
+    session = Session(ChatClient(model, purpose="builtin"), settings, int(options.get("max_turns") or DEFAULT_MAX_TURNS), secrets)
     session.messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": ctx.prompt}]
     text = _loop(session)
     return AgentAnswer(text, session.detail(), session)

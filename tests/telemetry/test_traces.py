@@ -1,0 +1,195 @@
+"""Traces end to end: the real `uwf` CLI and uwf-builtin against the tests' OpenAI-compatible
+server, exporting to a real OTLP/HTTP receiver on 127.0.0.1 (tests/support/otlp_receiver.py).
+Arize Phoenix reads the same spans in test_phoenix.py."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
+
+from fake_openai import FakeOpenAI, reply  # noqa: E402
+from otlp_receiver import OtlpReceiver  # noqa: E402
+from traced_root import KEY, queue_step, setup_traced_root, start_thread  # noqa: E402
+
+from uwf_core.telemetry.export import span_id_of, trace_id_of  # noqa: E402
+
+
+@pytest.fixture
+def srv():
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def receiver():
+    with OtlpReceiver() as running:
+        yield running
+
+
+@pytest.fixture
+def traced(uwf, tmp_path, srv, receiver):
+    """`uwf` with OTEL_EXPORTER_OTLP_ENDPOINT at the receiver, on a root set up for uwf-builtin."""
+    setup_traced_root(uwf, tmp_path, srv.base_url)
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+    return lambda *args, **kwargs: uwf(*args, env={**env, **(kwargs.pop("env", None) or {})}, **kwargs)
+
+
+def step(run, thread: str) -> dict:
+    result = run("thread", "step", thread)
+    assert result.code == 0, result
+    assert "warning" not in result.err, result.err
+    return result.json()
+
+
+def children(spans, parent) -> list:
+    return [span for span in spans if span.parent_id == parent.span_id]
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_thread_of_three_steps_is_one_trace_with_its_agents_llm_calls_and_tools(traced, srv, receiver):
+    thread = start_thread(traced)
+    heads = []
+    for number in range(3):
+        queue_step(srv, number)
+        heads.append(step(traced, thread)["head"])
+    spans = receiver.wait_for(3 * 6)
+    assert {span.trace_id for span in spans} == {f"{trace_id_of(thread):032x}"}  # the thread's ULID, in every process
+    steps = [span for span in spans if span.parent_id is None]
+    assert [span.name for span in sorted(steps, key=lambda s: s.start_ns)] == ["step plan", "step build", "step check"]
+    for number, (head, span) in enumerate(zip(heads, sorted(steps, key=lambda s: s.start_ns))):
+        assert span.span_id == f"{span_id_of(head):016x}"  # a step's span is named by the StepNode it wrote
+        assert span.kind == "CHAIN" and not span.failed
+        attributes = span.attributes
+        assert attributes["uwf.thread"] == thread == attributes["session.id"]
+        assert attributes["uwf.workflow"] == "three-steps"
+        assert attributes["uwf.role"] == ["plan", "build", "check"][number]
+        assert attributes["uwf.agent"] == "builtin"
+        assert attributes["uwf.step"] == head and attributes["uwf.status"] == "ok" and attributes["uwf.attempt"] == 1
+        assert attributes["uwf.step.number"] == number + 1
+        assert span.resource["service.name"] == "uwf"
+        (agent,) = children(spans, span)
+        assert agent.kind == "AGENT" and agent.name == "agent builtin"
+        assert agent.attributes["uwf.agent.protocol"] == "step"
+        assert agent.attributes["process.exit_code"] == 0
+        assert agent.attributes["uwf.containment"] in ("bubblewrap", "subreaper", "none")
+        inside = sorted(children(spans, agent), key=lambda s: s.start_ns)
+        assert [each.kind for each in inside] == ["LLM", "TOOL", "LLM"]
+        first, tool, last = inside
+        assert tool.name == "tool list_files" and tool.attributes["gen_ai.tool.name"] == "list_files"
+        assert first.name == "chat fake-model"
+        assert first.attributes["gen_ai.operation.name"] == "chat"
+        assert first.attributes["gen_ai.request.model"] == "fake-model"
+        assert first.attributes["gen_ai.system"] == "fake"
+        assert (first.attributes["gen_ai.usage.input_tokens"], first.attributes["gen_ai.usage.output_tokens"]) == (100 + number, 10 + number)
+        assert (last.attributes["llm.token_count.prompt"], last.attributes["llm.token_count.completion"]) == (200 + number, 20 + number)
+        assert last.attributes["uwf.purpose"] == "builtin"
+        assert span.start_ns <= agent.start_ns <= first.start_ns <= last.end_ns <= agent.end_ns <= span.end_ns
+    everything = json.dumps([span.attributes for span in spans])
+    assert KEY not in everything
+    assert "input.value" not in everything and "output.value" not in everything  # content only when asked for
+
+
+def test_content_is_attached_when_asked_for_and_never_a_key(traced, srv, receiver, root_dir):
+    with open(root_dir / "config.yaml", "a") as config:
+        config.write("otel:\n  content: true\n")
+    thread = start_thread(traced)
+    srv.add(reply(f"---\nnote: the key is {KEY}\n---\nI used {KEY}."))
+    step(traced, thread)
+    spans = receiver.wait_for(3)
+    (root,) = [span for span in spans if span.parent_id is None]
+    llm = next(span for span in spans if span.kind == "LLM")
+    assert "Do the plan part." in llm.attributes["input.value"]
+    assert "[redacted:FAKE_API_KEY]" in llm.attributes["output.value"]
+    assert "[redacted:FAKE_API_KEY]" in json.loads(root.attributes["output.value"])["note"]
+    assert KEY not in json.dumps([span.attributes for span in spans])
+
+
+def test_a_failed_attempt_is_an_error_span_and_the_next_one_is_attempt_two(traced, srv, receiver):
+    thread = start_thread(traced)
+    srv.add({"status": 401, "body": {"error": {"message": "bad key"}}})
+    failed = traced("thread", "step", thread)
+    assert failed.code == 1
+    queue_step(srv, 0)
+    step(traced, thread)
+    spans = receiver.wait_for(1 + 5)
+    roots = sorted((span for span in spans if span.parent_id is None), key=lambda s: s.start_ns)
+    assert [(span.attributes["uwf.status"], span.attributes["uwf.attempt"]) for span in roots] == [("failed", 1), ("ok", 2)]
+    assert roots[0].failed and "refused the request (401" in roots[0].status_message
+    (agent,) = children(spans, roots[0])
+    assert agent.failed and "exited with code" in agent.status_message
+    (llm,) = children(spans, agent)
+    assert llm.failed and "401" in llm.status_message
+
+
+def test_a_fork_is_a_trace_of_its_own_linked_to_the_step_it_came_from(traced, srv, receiver):
+    thread = start_thread(traced)
+    queue_step(srv, 0)
+    first = step(traced, thread)["head"]
+    fork = traced("thread", "fork", first)
+    assert fork.code == 0, fork
+    forked = fork.json()["thread"]
+    queue_step(srv, 1)
+    step(traced, forked)
+    spans = receiver.wait_for(2, **{"uwf__role": "build"}) + receiver.wait_for(1, **{"uwf__role": "plan"})
+    (own,) = [span for span in spans if span.parent_id is None and span.attributes["uwf.thread"] == forked]
+    assert own.trace_id == f"{trace_id_of(forked):032x}" != f"{trace_id_of(thread):032x}"
+    assert own.links == [(f"{trace_id_of(thread):032x}", f"{span_id_of(first):016x}")]
+    assert own.attributes["uwf.follows.thread"] == thread
+
+
+def test_a_collector_that_is_down_costs_the_step_one_warning(uwf, tmp_path, srv, root_dir):
+    setup_traced_root(uwf, tmp_path, srv.base_url)
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{closed_port()}"}
+    thread = start_thread(uwf)
+    queue_step(srv, 0)
+    result = uwf("thread", "step", thread, env=env, timeout=30)
+    assert result.code == 0, result
+    assert result.json()["role"] == "plan"
+    warnings = [line for line in result.err.splitlines() if "traces cannot be sent" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("uwf: warning: ") and "connection refused" in warnings[0]
+    assert "Traceback" not in result.err
+    shown = uwf("thread", "show", thread)
+    assert shown.json()["head"] == result.json()["head"]
+
+
+def test_an_sdk_that_cannot_be_imported_is_one_warning_and_the_step_goes_on(uwf, tmp_path, srv, root_dir, receiver):
+    setup_traced_root(uwf, tmp_path, srv.base_url)
+    thread = start_thread(uwf)
+    queue_step(srv, 0)
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None  # as if the otel extra were not installed\n"
+        "from uwf_core.cli.main import main\n"
+        f"sys.exit(main(['thread', 'step', {thread!r}]))\n"
+    )
+    env = {"UWF_STORAGE_ROOT": str(root_dir), "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "PATH": _path()}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "OpenTelemetry SDK cannot be imported" in line]
+    assert len(lines) == 1 and "pip install 'uwf[otel]'" in lines[0]
+    assert receiver.requests == 0
+
+
+def test_otel_sdk_disabled_turns_export_off(traced, srv, receiver):
+    thread = start_thread(traced)
+    queue_step(srv, 0)
+    result = traced("thread", "step", thread, env={"OTEL_SDK_DISABLED": "true"})
+    assert result.code == 0, result
+    assert receiver.wait_for(1, timeout=1.0) == []
+
+
+def _path() -> str:
+    import os
+
+    return os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])

@@ -1,0 +1,203 @@
+"""A step attempt as an OpenTelemetry trace: one span for the attempt, the agent run, the
+extraction and every LLM call under it, exported when the attempt ends (telemetry/).
+
+A thread is one trace whichever process steps it: the trace id is the thread's ULID, and a
+step's span id is the hash of the StepNode it wrote. A step that starts from another thread's
+step (a fork's first, a picked candidate's successor) links to that step's span; who wrote a step
+is kept in derived data beside it. With tracing off, `step_trace` is one settings lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextvars import ContextVar
+
+from ..errors import UwfError
+from ..telemetry.spans import AGENT, CHAIN, Span, close_root, content_on, open_root, span
+from ..telemetry.settings import trace_settings
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from ..repo import Repo
+    from ..store.records import RunningStep
+    from ..telemetry.export import Exporter
+    from ..thread.ops import ThreadInfo
+    from .attempt import StepOptions
+    from .call import AgentCall
+
+WROTE_KEY = "otel1:wrote:"  # derived data: step hash -> the thread whose traced step wrote it
+TRIES_KEY = "otel1:tries:"  # derived data: thread -> "HEAD N", the attempts made at its head
+
+_ACTIVE: ContextVar[StepTrace | None] = ContextVar("uwf_step_trace", default=None)
+
+
+class _NoTrace:
+    """The step trace when tracing is off."""
+
+    root = None
+
+    def __enter__(self) -> _NoTrace:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def note(self, status: str, step: str | None, error: str | None, **attributes: object) -> None:
+        pass
+
+    def put(self, attributes: dict) -> None:
+        pass
+
+
+NO_TRACE = _NoTrace()
+
+
+def step_trace(repo: Repo, info: ThreadInfo, options: StepOptions, lease_interrupted: RunningStep | None = None) -> StepTrace | _NoTrace:
+    """The trace of one attempt at `info`'s next step (NO_TRACE when nothing asks for traces)."""
+    try:
+        settings = trace_settings(repo.config, os.environ, repo.env_values)
+    except UwfError:
+        return NO_TRACE  # config.yaml or .env cannot be read: the step says so itself
+    if settings is None:
+        return NO_TRACE
+    from ..telemetry.export import exporter_for
+
+    trace = StepTrace(repo, info, options, settings.content, exporter_for(settings))
+    if lease_interrupted is not None:
+        trace.interrupted(lease_interrupted)
+    return trace
+
+
+class StepTrace:
+    def __init__(self, repo: Repo, info: ThreadInfo, options: StepOptions, content: bool, exporter: Exporter) -> None:
+        from ..telemetry.export import trace_id_of
+
+        self.repo, self.info, self.content, self.exporter = repo, info, content, exporter
+        self.trace_id = trace_id_of(info.thread)
+        self.root = Span("step", CHAIN, {
+            "uwf.thread": info.thread, "session.id": info.thread, "uwf.workflow.hash": info.workflow,
+            "uwf.head": info.head, "uwf.worker": options.worker, "uwf.candidate_of": options.candidate_of,
+        })
+        self._tokens = None
+        self._step: str | None = None
+
+    def __enter__(self) -> StepTrace:
+        self._tokens = open_root(self.root, self.content)
+        self._active = _ACTIVE.set(self)
+        self._link_and_count()
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        close_root(self._tokens)
+        _ACTIVE.reset(self._active)
+        if error is not None and self.root.error is None and "uwf.status" not in self.root.attributes:
+            self.root.fail(f"{type(error).__name__}: {getattr(error, 'message', None) or error}")
+        self.root.end()
+        try:
+            self._finish()
+        except Exception as exc:  # tracing never fails a step
+            from ..telemetry.export import warn_once
+
+            warn_once(f"a step's trace could not be sent: {type(exc).__name__}: {exc}")
+
+    def put(self, attributes: dict) -> None:
+        self.root.put(attributes)
+
+    def note(self, status: str, step: str | None, error: str | None, **attributes: object) -> None:
+        """The attempt as runs.jsonl records it (engine/attempt.Attempt.record)."""
+        self.root.put({"uwf.status": status, "uwf.step": step, **{f"uwf.{key}": value for key, value in attributes.items()}})
+        if step is not None:
+            self._step = step
+        if error is not None and status != "ok":
+            self.root.fail(error)
+
+    def interrupted(self, lost: RunningStep) -> None:
+        """The attempt a process that died left behind, as a span of its own (its own spans died with it)."""
+        started = (lost.started_at or int(time.time() * 1000)) * 1_000_000
+        dead = Span(f"step {lost.role or ''}".strip(), CHAIN, {
+            "uwf.thread": self.info.thread, "session.id": self.info.thread, "uwf.role": lost.role, "uwf.agent": lost.agent,
+            "uwf.head": self.info.head, "uwf.status": "killed", "uwf.worker": lost.worker,
+        }, start_ns=started)
+        dead.fail(f"uwf (pid {lost.pid}) died during this step; the head did not move")
+        dead.end()
+        self.exporter.emit(dead, self.trace_id, self._redact)
+
+    def _link_and_count(self) -> None:
+        """Link to the step this one starts from when another thread wrote it; number the attempt."""
+        nodes = self.repo.nodes.nodes
+        writer = nodes.derived(WROTE_KEY + self.info.head)
+        if writer is not None and writer.decode("ascii", "replace") != self.info.thread:
+            from ..telemetry.export import span_id_of, trace_id_of
+
+            self.root.links.append((trace_id_of(writer.decode("ascii")), span_id_of(self.info.head)))
+            self.root.put({"uwf.follows.thread": writer.decode("ascii")})
+        raw = nodes.derived(TRIES_KEY + self.info.thread)
+        head, _, count = (raw or b"").decode("ascii", "replace").partition(" ")
+        tries = int(count) + 1 if head == self.info.head and count.isdigit() else 1
+        nodes.put_derived(TRIES_KEY + self.info.thread, f"{self.info.head} {tries}".encode("ascii"))
+        self.root.put({"uwf.attempt": tries})
+
+    def _finish(self) -> None:
+        attributes = self.root.attributes
+        role = attributes.get("uwf.role")
+        self.root.name = f"step {role}" if role else "end" if attributes.get("uwf.done") else "step"
+        if self._step is not None:
+            from ..telemetry.export import span_id_of
+
+            self.root.span_id = span_id_of(self._step)
+            if self.content:
+                self._attach_output(self._step)
+            self.repo.nodes.nodes.put_derived(WROTE_KEY + self._step, self.info.thread.encode("ascii"))
+        self.exporter.emit(self.root, self.trace_id, self._redact)
+
+    def _attach_output(self, step: str) -> None:
+        import json
+
+        try:
+            payload = self.repo.nodes.get(step).payload
+            output = self.repo.nodes.get(payload["output"]).payload
+        except (UwfError, KeyError, TypeError):
+            return
+        self.root.put({"output.value": json.dumps(output, ensure_ascii=False), "output.mime_type": "application/json"})
+
+    def _redact(self, value: object) -> object:
+        from .attempt import secrets_or_none
+
+        return secrets_or_none(self.repo).redact(value)
+
+
+def agent_span(call: AgentCall, argv_template: tuple[str, ...] | list[str]):
+    """The span of one agent run (under the step's), with the SDK's import started beside it."""
+    trace = _ACTIVE.get()
+    if trace is not None:
+        trace.exporter.warm()
+    resolved = call.resolved
+    return span(f"agent {resolved.label}", AGENT, {
+        "uwf.agent": resolved.label,
+        "uwf.agent.protocol": resolved.protocol,
+        "uwf.agent.command": " ".join(argv_template) if argv_template else None,
+        "uwf.containment": _containment(call),
+    })
+
+
+def active_trace() -> StepTrace | None:
+    return _ACTIVE.get()
+
+
+def warm() -> None:
+    """Start the SDK's import now (an agent that is not a process: a python function, a person)."""
+    trace = _ACTIVE.get()
+    if trace is not None:
+        trace.exporter.warm()
+
+
+def content() -> bool:
+    return content_on()
+
+
+def _containment(call: AgentCall) -> str:
+    if not call.resolved.sandbox:
+        return "none"
+    return "bubblewrap" if call.contained else "subreaper"

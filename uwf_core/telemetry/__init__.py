@@ -1,0 +1,1 @@
+"""OpenTelemetry traces of threads: spans recorded by a step, exported when it ends (`.[otel]`)."""

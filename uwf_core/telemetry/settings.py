@@ -1,0 +1,83 @@
+"""Whether a root's steps export traces, and where: the standard OTEL_* variables, else `otel:`.
+
+Read at every step from what is already in memory (the environment, config.yaml, .env); with
+nothing configured it is a handful of dict lookups and nothing is imported.
+"""
+
+from __future__ import annotations
+
+from ..encoding.records import record
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from ..config.model import Config
+
+TRACES_PATH = "/v1/traces"
+# The variables uwf reads itself; the SDK reads the rest (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
+# certificates, compression) from the environment as it always does.
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+
+
+@record(frozen=True)
+class TraceSettings:
+    """Where spans go. `headers` may hold a collector's key: it is sent, never shown or stored."""
+
+    url: str  # the OTLP/HTTP traces URL
+    source: str  # what set it, for messages: a variable's name or "config.yaml otel.endpoint"
+    content: bool = False  # prompts and answers attached (redacted)
+    headers: tuple[tuple[str, str], ...] = ()
+    protocol: str | None = None  # a protocol asked for other than http/protobuf (warned about, not used)
+
+
+def trace_settings(config: Config, environ, env_values: dict[str, str] | None = None) -> TraceSettings | None:
+    """None when nothing asks for traces (or OTEL_SDK_DISABLED / OTEL_TRACES_EXPORTER=none say
+    no). A variable may be in the environment or in the root's .env (a collector's key belongs
+    there); the environment wins, then .env, then config.yaml."""
+    values = environ if not env_values else {**env_values, **environ}
+    if values.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
+    if values.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
+        return None
+    url, source = _url(values, config)
+    if url is None:
+        return None
+    protocol = next((values[name].strip() for name in PROTOCOL_VARIABLES if values.get(name, "").strip()), None)
+    return TraceSettings(
+        url=url,
+        source=source,
+        content=config.otel.content,
+        headers=_headers(next((values[name] for name in HEADER_VARIABLES if values.get(name)), "")),
+        protocol=None if protocol in (None, "http/protobuf") else protocol,
+    )
+
+
+def _url(values, config: Config) -> tuple[str | None, str]:
+    signal = values.get(ENDPOINT_VARIABLES[0], "").strip()
+    if signal:
+        return signal, ENDPOINT_VARIABLES[0]  # the traces URL itself, as the specification says
+    base = values.get(ENDPOINT_VARIABLES[1], "").strip()
+    if base:
+        return _traces_url(base), ENDPOINT_VARIABLES[1]
+    if config.otel.endpoint:
+        return _traces_url(config.otel.endpoint), "config.yaml otel.endpoint"
+    return None, ""
+
+
+def _traces_url(base: str) -> str:
+    base = base.rstrip("/")
+    return base if base.endswith(TRACES_PATH) else base + TRACES_PATH
+
+
+def _headers(text: str) -> tuple[tuple[str, str], ...]:
+    """`key=value,key2=value2`, values percent-decoded (the OTLP exporter's format)."""
+    from urllib.parse import unquote
+
+    pairs = []
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip():
+            pairs.append((key.strip().lower(), unquote(value.strip())))
+    return tuple(pairs)
