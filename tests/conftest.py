@@ -29,6 +29,7 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("UWF_STORAGE_ROOT", str(home / "default-root-must-not-be-used"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))  # what a test learns of a collector stays its own
     for name in list(os.environ):  # a collector the machine exports to is not the tests' (tests/telemetry start their own)
         if name.startswith("OTEL_") or name in ("TRACEPARENT", "UWF_TRACE_FD", "UWF_TRACE_CONTENT"):
             monkeypatch.delenv(name)

@@ -53,3 +53,17 @@ def test_workflow_list_imports_nothing_heavy(tmp_path, uwf, root_dir):
     loaded = _cli_modules(["workflow", "list"], str(root_dir))
     assert not [name for name in HEAVY if name in loaded]
     assert "dataclasses" not in loaded
+
+
+def test_a_step_with_tracing_off_imports_no_opentelemetry(tmp_path, uwf, root_dir):
+    """With no OTEL_* variable and no `otel:` in config.yaml, neither the SDK nor uwf's exporter loads."""
+    from traced_root import setup_traced_root, start_thread
+
+    setup_traced_root(uwf, tmp_path, "http://127.0.0.1:9/v1")
+    thread = start_thread(uwf)
+    assert uwf("agent", "add", "echo", "--protocol", "text", "--", "sh", "-c", "echo '{\"note\": \"done\"}'").code == 0
+    loaded = _cli_modules(["thread", "step", thread, "--agent", "echo"], str(root_dir))
+    assert "uwf_core.engine.step" in loaded  # it did step
+    assert not [name for name in loaded if name.startswith("opentelemetry")]
+    assert "uwf_core.telemetry.export" not in loaded and "uwf_core.telemetry.pipe" not in loaded
+    assert uwf("thread", "show", thread).json()["steps"] == 1

@@ -54,7 +54,13 @@ def setup_traced_root(uwf, tmp_path, base_url: str) -> None:
 
 
 def start_thread(uwf, env: dict | None = None) -> str:
-    result = uwf("thread", "start", "three-steps", "-p", "Make a small thing.", env=env)
+    """A thread with a workspace of its own (uwf-builtin's list_dir lists it)."""
+    import tempfile
+
+    workspace = tempfile.mkdtemp(prefix="traced-")
+    with open(f"{workspace}/notes.txt", "w") as notes:
+        notes.write("a note\n")
+    result = uwf("thread", "start", "three-steps", "-p", "Make a small thing.", "-w", workspace, env=env)
     assert result.code == 0, result
     return result.json()["thread"]
 
@@ -62,6 +68,6 @@ def start_thread(uwf, env: dict | None = None) -> str:
 def queue_step(srv, step: int) -> None:
     """One step's LLM calls: a tool turn, then the answer (tokens differ per step to tell them apart)."""
     srv.add(
-        reply(None, [("list_files", {})], prompt_tokens=100 + step, completion_tokens=10 + step),
+        reply(None, [("list_dir", {})], prompt_tokens=100 + step, completion_tokens=10 + step),
         reply(f"---\nnote: step {step} done\n---\nDone.", prompt_tokens=200 + step, completion_tokens=20 + step),
     )

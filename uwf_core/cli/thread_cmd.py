@@ -133,7 +133,9 @@ def _step_options(args, repo):
 
 def cmd_step(args) -> int:
     from ..engine.step import perform_step
+    from ..telemetry.settings import hand_off_at_exit
 
+    hand_off_at_exit()  # one step and the process ends: traced spans go to a shipper at exit
     repo = repo_of(args)
     if args.pick and not args.agents:
         from ..errors import UsageError

@@ -82,6 +82,7 @@ class StepTrace:
         })
         self._tokens = None
         self._step: str | None = None
+        self.tries = 1
 
     def __enter__(self) -> StepTrace:
         self._tokens = open_root(self.root, self.content)
@@ -135,21 +136,24 @@ class StepTrace:
             self.root.put({"uwf.follows.thread": writer.decode("ascii")})
         raw = nodes.derived(TRIES_KEY + self.info.thread)
         head, _, count = (raw or b"").decode("ascii", "replace").partition(" ")
-        tries = int(count) + 1 if head == self.info.head and count.isdigit() else 1
-        nodes.put_derived(TRIES_KEY + self.info.thread, f"{self.info.head} {tries}".encode("ascii"))
-        self.root.put({"uwf.attempt": tries})
+        self.tries = int(count) + 1 if head == self.info.head and count.isdigit() else 1
+        self.root.put({"uwf.attempt": self.tries})
 
     def _finish(self) -> None:
         attributes = self.root.attributes
         role = attributes.get("uwf.role")
         self.root.name = f"step {role}" if role else "end" if attributes.get("uwf.done") else "step"
+        nodes = self.repo.nodes.nodes
+        with nodes.batch(durable=False):  # rebuildable, and only for traces: no fsync of their own
+            nodes.put_derived(TRIES_KEY + self.info.thread, f"{self.info.head} {self.tries}".encode("ascii"))
+            if self._step is not None:
+                nodes.put_derived(WROTE_KEY + self._step, self.info.thread.encode("ascii"))
         if self._step is not None:
             from ..telemetry.export import span_id_of
 
             self.root.span_id = span_id_of(self._step)
             if self.content:
                 self._attach_output(self._step)
-            self.repo.nodes.nodes.put_derived(WROTE_KEY + self._step, self.info.thread.encode("ascii"))
         self.exporter.emit(self.root, self.trace_id, self._redact)
 
     def _attach_output(self, step: str) -> None:

@@ -21,6 +21,19 @@ HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEA
 PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
 
 
+_HAND_OFF = [False]
+
+
+def hand_off_at_exit() -> None:
+    """This process steps once and ends (`uwf thread step`): its spans go to a shipper process at
+    exit instead of through an SDK imported here (telemetry/export.py)."""
+    _HAND_OFF[0] = True
+
+
+def hands_off() -> bool:
+    return _HAND_OFF[0]
+
+
 @record(frozen=True)
 class TraceSettings:
     """Where spans go. `headers` may hold a collector's key: it is sent, never shown or stored."""

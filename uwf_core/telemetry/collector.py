@@ -1,0 +1,66 @@
+"""What this host knows of a collector: whether it takes connections, and how its last export
+went. A short file per collector URL in the user's cache (`$XDG_CACHE_HOME/uwf/otel`), so a
+`uwf thread step` in a new process need not ask again for half a minute, and a shipper that ran
+after an earlier step can tell a later one that its export failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+FRESH_SECONDS = 30.0  # a status this recent is believed; an older one is found out again
+PROBE_SECONDS = 1.0  # a collector that does not accept a connection in this long is down
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+OK, DOWN, FAILED = "ok", "down", "failed"  # reachable and took the last batch; no connection; it answered an error
+
+
+def status_path(url: str) -> str:
+    from ..encoding.ids import xxh64_hash
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "uwf", "otel", f"{xxh64_hash(url.encode('utf-8'))}.json")
+
+
+def read_status(url: str) -> tuple[str, str] | None:
+    """(state, reason) when a fresh status is on file, else None."""
+    try:
+        with open(status_path(url), "rb") as file:
+            data = json.loads(file.read())
+        if time.time() - float(data["at"]) < FRESH_SECONDS and data["state"] in (OK, DOWN, FAILED):
+            return data["state"], str(data.get("reason") or "")
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def write_status(url: str, state: str, reason: str = "") -> None:
+    """Best effort: a status that cannot be written is found out again next time."""
+    from ..errors import UwfError
+    from ..store.files import atomic_write
+
+    data = json.dumps({"state": state, "reason": reason, "at": time.time(), "url": url}).encode("utf-8")
+    try:
+        atomic_write(status_path(url), data, mode=0o600, sync=False)
+    except UwfError:
+        pass
+
+
+def unreachable(url: str) -> str | None:
+    """Why nothing at `url` takes a connection, or None (also when a proxy is in the way)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return None
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "", port), timeout=PROBE_SECONDS):
+            return None
+    except ValueError as exc:
+        return f"not a URL ({exc})"
+    except TimeoutError:
+        return f"no answer within {PROBE_SECONDS:g}s"
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()

@@ -1,0 +1,139 @@
+"""The OpenTelemetry SDK's side (`.[otel]`): uwf's spans as the SDK's ReadableSpans, with uwf's own
+ids and times, sent by the OTLP/HTTP exporter. Imported only where spans are sent: a long-lived
+process's export thread, or the shipper a `uwf thread step` hands its spans to."""
+
+from __future__ import annotations
+
+import os
+
+from ..version import __version__
+from .collector import DOWN, FAILED, OK, unreachable, write_status
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from .settings import TraceSettings
+
+EXPORT_TIMEOUT_SECONDS = 10.0  # one export request (OTEL_EXPORTER_OTLP_TIMEOUT over it)
+RETRY_DOWN_SECONDS = 30.0  # a down collector is tried again after this long (a worker lives on)
+
+
+class Sdk:
+    """The SDK's pieces, imported together; `exporter` sends a list of spans at once."""
+
+    def __init__(self, settings: TraceSettings, warn: Callable[[str], None]) -> None:
+        import logging
+
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import ReadableSpan
+        from opentelemetry.sdk.trace.export import SpanExportResult
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+        from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
+        from opentelemetry.trace.status import Status, StatusCode
+
+        self.ReadableSpan, self.Link, self.SpanContext, self.SpanKind = ReadableSpan, Link, SpanContext, SpanKind
+        self.sampled = TraceFlags(TraceFlags.SAMPLED)
+        self.ok, self.Status, self.ERROR = Status(StatusCode.OK), Status, StatusCode.ERROR
+        self.resource = Resource.create({"service.name": "uwf", "service.version": __version__})  # OTEL_SERVICE_NAME wins
+        self.scope = InstrumentationScope("uwf", __version__)
+        variables = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+        timeout = None if any(os.environ.get(name) for name in variables) else EXPORT_TIMEOUT_SECONDS
+        inner = OTLPSpanExporter(endpoint=settings.url, headers=dict(settings.headers) or None, timeout=timeout)
+        self.last_problem = ["the collector did not take the spans"]
+
+        def said(message: str) -> None:  # the SDK's log line: the reason a failed export's status keeps
+            self.last_problem[0] = message
+            warn(message)
+
+        self.exporter = Guarded(inner, settings, SpanExportResult, warn, self.last_problem)
+        handler = _one_line_handler(said)
+        for name in ("opentelemetry.exporter", "opentelemetry.sdk"):
+            logger = logging.getLogger(name)
+            logger.addHandler(handler)
+            logger.propagate = False  # the SDK's own log lines, tracebacks included, become one warning
+
+    def batch_processor(self):
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        return BatchSpanProcessor(self.exporter)
+
+    def readables(self, span_json: dict, trace_id: int, parent=None) -> list:
+        """A span (Span.to_json with ids) and everything under it as ReadableSpans."""
+        context = self.SpanContext(trace_id, span_json["id"], is_remote=False, trace_flags=self.sampled)
+        attributes = {"openinference.span.kind": span_json["kind"], **span_json["attributes"]}
+        error = span_json.get("error")
+        status = self.ok if error is None else self.Status(self.ERROR, error)
+        links = [self.Link(self.SpanContext(t, s, is_remote=True, trace_flags=self.sampled)) for t, s in span_json.get("links", ())]
+        readable = self.ReadableSpan(
+            span_json["name"],
+            context=context,
+            parent=parent,
+            resource=self.resource,
+            attributes=attributes,
+            links=links,
+            kind=self.SpanKind.CLIENT if span_json["kind"] == "LLM" else self.SpanKind.INTERNAL,
+            status=status,
+            start_time=span_json["start"],
+            end_time=span_json["end"] or span_json["start"],
+            instrumentation_scope=self.scope,
+        )
+        found = [readable]
+        for child in span_json.get("children", ()):
+            found += self.readables(child, trace_id, context)
+        return found
+
+
+class Guarded:
+    """The OTLP exporter behind a check that the collector takes connections: a dead one costs
+    one connection attempt, not the SDK's retries with backoff, and is tried again later. What
+    it finds is kept for this host's next processes (telemetry/collector.py)."""
+
+    def __init__(self, inner, settings: TraceSettings, results, warn: Callable[[str], None], last_problem: list[str]) -> None:
+        self.inner, self.settings, self.results, self.warn, self.last_problem = inner, settings, results, warn, last_problem
+        self.down_until: float | None = None
+        self.checked = False
+
+    def export(self, spans):
+        import time
+
+        now = time.monotonic()
+        if self.down_until is not None and now < self.down_until:
+            return self.results.FAILURE
+        if not self.checked or self.down_until is not None:
+            problem = unreachable(self.settings.url)
+            if problem is not None:
+                self.down_until = now + RETRY_DOWN_SECONDS
+                write_status(self.settings.url, DOWN, problem)
+                self.warn(down_message(self.settings, problem))
+                return self.results.FAILURE
+            self.checked, self.down_until = True, None
+        result = self.inner.export(spans)
+        if result == self.results.SUCCESS:
+            write_status(self.settings.url, OK)
+        else:
+            write_status(self.settings.url, FAILED, self.last_problem[0])
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def down_message(settings: TraceSettings, problem: str) -> str:
+    return f"traces cannot be sent to {settings.url} ({settings.source}): {problem}; steps go on without them"
+
+
+def _one_line_handler(warn: Callable[[str], None]):
+    """A logging handler that turns the SDK's records into uwf's one-line warnings."""
+    import logging
+
+    class OneLine(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warn(f"trace export: {record.getMessage().splitlines()[0]}")
+
+    return OneLine(logging.WARNING)
