@@ -8,6 +8,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -194,3 +195,31 @@ def _path() -> str:
     import os
 
     return os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+
+
+def test_a_collector_that_refuses_the_spans_is_said_at_the_next_step(uwf, tmp_path, srv):
+    from uwf_core.telemetry.collector import read_status
+
+    setup_traced_root(uwf, tmp_path, srv.base_url)
+    thread = start_thread(uwf)
+    with OtlpReceiver(status=401) as refusing:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": refusing.endpoint}
+        queue_step(srv, 0)
+        first = uwf("thread", "step", thread, env=env)
+        assert first.code == 0 and "warning" not in first.err, first  # its shipper finds out after it ended
+        url = refusing.endpoint + "/v1/traces"
+        deadline = time.monotonic() + 30
+        while (read_status(url) or ("",))[0] != "failed" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        queue_step(srv, 1)
+        second = uwf("thread", "step", thread, env=env)
+    assert second.code == 0, second
+    (warning,) = [line for line in second.err.splitlines() if "warning" in line]
+    assert f"the last export of traces to {url} failed" in warning and "401" in warning
+
+
+def test_agent_test_leaves_no_trace(traced, receiver):
+    assert traced("agent", "add", "echo", "--protocol", "text", "--", "sh", "-c", "cat >/dev/null; echo '{\"answer\": \"pong\"}'").code == 0
+    checked = traced("agent", "test", "echo")
+    assert checked.code == 0 and checked.json()["ok"] is True, checked
+    assert receiver.wait_for(1, timeout=2.0) == []

@@ -69,6 +69,7 @@ class StepOptions:
     on_commit: Callable[[Committed], None] | None = None  # each node the head moved to, as it moves
     candidate_of: str | None = None  # the thread whose next step this fork's is a candidate for (its runs record says)
     map_depth: int = 0  # how many map steps this step runs inside (a map's children are one deeper)
+    traced: bool = True  # False: no spans even with a collector named (`uwf agent test`'s scratch step)
 
 
 MAP_WAITING = "waiting"  # runs.jsonl: a map step whose children workers are still stepping (the head stays)

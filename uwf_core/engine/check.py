@@ -119,7 +119,7 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
         put_workflow(check, definition)
         info = start_thread(check, "uwf-agent-check", CHECK_PROMPT, workspace=workspace)
         try:
-            result = perform_step(check, info.thread, StepOptions(agent=agent, timeout=timeout, on_output=on_output, checks=False))
+            result = perform_step(check, info.thread, StepOptions(agent=agent, timeout=timeout, on_output=on_output, checks=False, traced=False))
         except StepError as exc:
             error = exc.message.replace(check.env_path, repo.env_path)  # the user's .env, not the scratch copy
             return AgentCheck(

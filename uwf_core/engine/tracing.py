@@ -56,6 +56,8 @@ NO_TRACE = _NoTrace()
 
 def step_trace(repo: Repo, info: ThreadInfo, options: StepOptions, lease_interrupted: RunningStep | None = None) -> StepTrace | _NoTrace:
     """The trace of one attempt at `info`'s next step (NO_TRACE when nothing asks for traces)."""
+    if not options.traced:
+        return NO_TRACE
     try:
         settings = trace_settings(repo.config, os.environ, repo.env_values)
     except UwfError:

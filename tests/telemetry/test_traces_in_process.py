@@ -1,0 +1,114 @@
+"""Traces from processes that go on: the API (a python agent, the LLM extractor), and `uwf worker`
+on a directory root and on a real PostgreSQL root. Here the SDK is imported in the process and
+spans go through its batch processor, not a shipper."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
+
+from fake_openai import FakeOpenAI, grounded  # noqa: E402
+from otlp_receiver import OtlpReceiver  # noqa: E402
+from place import runner  # noqa: E402
+from traced_root import queue_step, setup_traced_root  # noqa: E402
+
+from uwf_core.api import Repo, StepOptions, flush_traces, perform_step, start_thread  # noqa: E402
+from uwf_core.telemetry.export import span_id_of, trace_id_of  # noqa: E402
+
+
+@pytest.fixture
+def receiver():
+    with OtlpReceiver() as running:
+        yield running
+        flush_traces()  # nothing of this test's left for the exit to send to a receiver that is gone
+
+
+def test_a_python_agent_step_through_the_api(uwf, tmp_path, root_dir, receiver, monkeypatch):
+    with FakeOpenAI() as srv:
+        setup_traced_root(uwf, tmp_path, srv.base_url)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+    repo = Repo.open(str(root_dir))
+
+    def planner(ctx):
+        return {"note": f"planned {ctx.role}"}
+
+    info = start_thread(repo, "three-steps", "go")
+    result = perform_step(repo, info.thread, StepOptions(agent=planner))
+    flush_traces()
+    spans = receiver.wait_for(2)
+    (root,) = [span for span in spans if span.parent_id is None]
+    assert root.trace_id == f"{trace_id_of(info.thread):032x}" and root.span_id == f"{span_id_of(result.head):016x}"
+    assert root.attributes["uwf.agent"].endswith(":planner") or "planner" in root.attributes["uwf.agent"]
+    (agent,) = [span for span in spans if span.parent_id == root.span_id]
+    assert agent.kind == "AGENT" and agent.attributes["uwf.agent.protocol"] == "python"
+    assert "planner" in agent.attributes["uwf.agent.command"]
+
+
+def test_the_llm_extractor_is_an_llm_span_under_the_extraction(uwf, tmp_path, root_dir, receiver, monkeypatch):
+    with FakeOpenAI() as srv:
+        setup_traced_root(uwf, tmp_path, srv.base_url)
+        assert uwf("agent", "add", "prose", "--protocol", "text", "--", "sh", "-c", "cat >/dev/null; echo 'The note is: all done.'").code == 0
+        srv.add(grounded({"note": "all done."}))
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        repo = Repo.open(str(root_dir))
+        info = start_thread(repo, "three-steps", "go")
+        perform_step(repo, info.thread, StepOptions(agent="prose"))
+        flush_traces()
+    spans = receiver.wait_for(4)
+    (root,) = [span for span in spans if span.parent_id is None]
+    kinds = {span.name: span for span in spans if span.parent_id == root.span_id}
+    assert set(kinds) == {"agent prose", "extract"}
+    assert kinds["agent prose"].attributes["uwf.agent.protocol"] == "text"
+    assert kinds["extract"].attributes["uwf.extract.method"] == "llm"
+    (llm,) = [span for span in spans if span.parent_id == kinds["extract"].span_id]
+    assert llm.kind == "LLM" and llm.attributes["uwf.purpose"] == "extractor"
+    assert llm.attributes["gen_ai.usage.input_tokens"] == 10
+
+
+@pytest.mark.parametrize("backend", ["dir", "postgresql"])
+def test_a_thread_stepped_by_a_cli_step_and_two_workers_is_one_trace(backend, request, tmp_path, root_dir, receiver, monkeypatch):
+    location = str(root_dir) if backend == "dir" else request.getfixturevalue("pg_url")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "200")  # the SDK's own variable: a worker sends every 0.2 s
+    run = runner(location, str(tmp_path / "host.env"))
+    with FakeOpenAI() as srv:
+        setup_traced_root(lambda *args, **kw: _Result(run(*args)), tmp_path, srv.base_url)
+        thread = run("thread", "start", "three-steps", "-p", "go", "-w", str(_workspace(tmp_path)))["thread"]
+        for number in range(3):
+            queue_step(srv, number)
+        first = run("thread", "step", thread)  # a process of its own
+        workers = [run.spawn("worker", "--name", f"w{index}") for index in range(2)]
+        try:
+            run("thread", "run", thread, "--detach")
+            deadline = time.monotonic() + 90
+            while run("thread", "show", thread).get("active", True) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            spans = receiver.wait_for(3, **{"uwf__status": "ok"})
+        finally:
+            for worker in workers:
+                worker.send_signal(signal.SIGTERM)
+            for worker in workers:
+                worker.wait(30)
+    steps = sorted((span for span in spans if span.parent_id is None), key=lambda span: span.start_ns)
+    assert [span.name for span in steps] == ["step plan", "step build", "step check"]
+    assert {span.trace_id for span in receiver.spans} == {f"{trace_id_of(thread):032x}"}
+    assert steps[0].span_id == f"{span_id_of(first['head']):016x}" and "uwf.worker" not in steps[0].attributes
+    assert {span.attributes["uwf.worker"] for span in steps[1:]} <= {"w0", "w1"}
+
+
+class _Result:
+    """What setup_traced_root expects of a `uwf` call, from place.runner's parsed JSON."""
+
+    def __init__(self, data) -> None:
+        self.code, self.data = 0, data
+
+
+def _workspace(tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "notes.txt").write_text("a note\n")
+    return workspace
