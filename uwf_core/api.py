@@ -190,7 +190,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     )
     from .engine.extract import extract_fast as extract_fast, ExtractError as ExtractError
     from .engine.process import Cancel as Cancel
-    from .telemetry.export import flush_all as flush_traces, set_warning_handler as set_trace_warning_handler
+    from .telemetry.export import flush_all as _flush_all, set_warning_handler as _set_warning_handler
     from .engine.python_context import (
         PythonContext as PythonContext,
         PythonAnswer as PythonAnswer,
@@ -294,6 +294,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
 
     fsck = _fsck_root  # under another name than its module's: an assignment, which strict checkers take as exported
     workflow_edges = _workflow_edges
+    flush_traces = _flush_all
+    set_trace_warning_handler = _set_warning_handler
     from .workflow.model import Workflow as Workflow, Role as Role, START as START, END as END
     from .workflow.ops import (
         put_workflow as put_workflow,

@@ -112,3 +112,33 @@ def _workspace(tmp_path):
     workspace.mkdir(exist_ok=True)
     (workspace / "notes.txt").write_text("a note\n")
     return workspace
+
+
+def test_the_supervisor_and_the_summarizer_are_llm_spans_of_their_steps(uwf, tmp_path, root_dir, receiver):
+    """`thread run` (a process that goes on: the SDK in it) with a supervisor after every step and
+    a summary at the end: each check's call is an LLM span under the step it followed."""
+    import json
+
+    from conftest import EXAMPLES
+    from fake_openai import reply
+
+    with FakeOpenAI() as srv:
+        setup = uwf("setup", "--provider", "fake", "--base-url", srv.base_url, "--api-key", "sk-test-SUPERVISE-0123456789",
+                    "--model", "fake-model", "--summarizer-model", "fake-model")
+        assert setup.code == 0, setup
+        text = (EXAMPLES / "solve-issue.yaml").read_text(encoding="utf-8").replace("maxSteps:", "supervisorInterval: 1\nmaxSteps:", 1)
+        (tmp_path / "solve-issue.yaml").write_text(text, encoding="utf-8")
+        assert uwf("workflow", "put", str(tmp_path / "solve-issue.yaml")).code == 0
+        thread = uwf("thread", "start", "solve-issue", "-p", "Fix the login form").json()["thread"]
+        srv.add(*[reply(json.dumps({"decision": "continue", "reason": f"progress {i}"})) for i in range(4)], reply("It was fixed."))
+        run = uwf("thread", "run", thread, "--agent", "uwf-script --script examples/solve-issue.script.yaml",
+                  env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint})
+        assert run.code == 0, run
+    spans = receiver.wait_for(15)
+    steps = {span.span_id: span for span in spans if span.parent_id is None}
+    assert len(steps) == 5
+    checks = [span for span in spans if span.kind == "LLM"]
+    assert sorted(span.attributes["uwf.purpose"] for span in checks) == ["summarizer"] + ["supervisor"] * 4
+    assert all(span.parent_id in steps for span in checks)
+    (summarized,) = [steps[span.parent_id] for span in checks if span.attributes["uwf.purpose"] == "summarizer"]
+    assert summarized.attributes["uwf.role"] == "reviewer" and summarized.attributes["uwf.done"] is True

@@ -14,7 +14,7 @@ import time
 from contextvars import ContextVar
 
 from ..errors import UwfError
-from ..telemetry.spans import AGENT, CHAIN, Span, close_root, content_on, open_root, span
+from ..telemetry.spans import AGENT, CHAIN, Span, close_root, open_root, span
 from ..telemetry.settings import trace_settings
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
@@ -89,7 +89,10 @@ class StepTrace:
     def __enter__(self) -> StepTrace:
         self._tokens = open_root(self.root, self.content)
         self._active = _ACTIVE.set(self)
-        self._link_and_count()
+        try:
+            self._link_and_count()
+        except UwfError:
+            pass  # derived data that cannot be read: no link and the first attempt's number, the step goes on
         return self
 
     def __exit__(self, kind, error, traceback) -> None:
@@ -190,17 +193,6 @@ def agent_span(call: AgentCall, argv_template: tuple[str, ...] | list[str]):
 
 def active_trace() -> StepTrace | None:
     return _ACTIVE.get()
-
-
-def warm() -> None:
-    """Start the SDK's import now (an agent that is not a process: a python function, a person)."""
-    trace = _ACTIVE.get()
-    if trace is not None:
-        trace.exporter.warm()
-
-
-def content() -> bool:
-    return content_on()
 
 
 def _containment(call: AgentCall) -> str:
