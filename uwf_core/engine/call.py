@@ -282,9 +282,7 @@ class AgentCall:
             env = {**env, SECRETS_FD_ENV: str(fds[0])}
         if self.stage:
             env = {**env, "UWF_STAGING": self.stage}
-        from .tracing import agent_span
-
-        with agent_span(self, self.resolved.argv) as span:
+        with self.agent_span(self.resolved.argv) as span:
             pipe = _trace_pipe(span, stdin_text if stdin_text is not None else prompt_data)
             if pipe is not None:
                 env, fds = {**env, **pipe.env}, (*fds, pipe.fd)
@@ -314,6 +312,13 @@ class AgentCall:
                 span.put({"output.value": outcome.stdout})
             self._check(outcome)
         return outcome
+
+    def agent_span(self, command: tuple[str, ...] | list[str]):
+        """The span of one run of this agent, under the step's (engine/tracing.py)."""
+        from .tracing import agent_span
+
+        containment = "none" if not self.resolved.sandbox else "bubblewrap" if self.contained else "subreaper"
+        return agent_span(self.resolved.label, self.resolved.protocol, command, containment)
 
     def step_agent_keys(self) -> dict[str, str]:
         """What a step agent may use of .env: the keys its entry names; for uwf's own agents, each

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from ..telemetry.export import Exporter
     from ..thread.ops import ThreadInfo
     from .attempt import StepOptions
-    from .call import AgentCall
 
 WROTE_KEY = "otel1:wrote:"  # derived data: step hash -> the thread whose traced step wrote it
 TRIES_KEY = "otel1:tries:"  # derived data: thread -> "HEAD N", the attempts made at its head
@@ -177,25 +176,18 @@ class StepTrace:
         return secrets_or_none(self.repo).redact(value)
 
 
-def agent_span(call: AgentCall, argv_template: tuple[str, ...] | list[str]):
+def agent_span(label: str, protocol: str, command: tuple[str, ...] | list[str], containment: str):
     """The span of one agent run (under the step's), with the SDK's import started beside it."""
     trace = _ACTIVE.get()
     if trace is not None:
         trace.exporter.warm()
-    resolved = call.resolved
-    return span(f"agent {resolved.label}", AGENT, {
-        "uwf.agent": resolved.label,
-        "uwf.agent.protocol": resolved.protocol,
-        "uwf.agent.command": " ".join(argv_template) if argv_template else None,
-        "uwf.containment": _containment(call),
+    return span(f"agent {label}", AGENT, {
+        "uwf.agent": label,
+        "uwf.agent.protocol": protocol,
+        "uwf.agent.command": " ".join(command) if command else None,
+        "uwf.containment": containment,
     })
 
 
 def active_trace() -> StepTrace | None:
     return _ACTIVE.get()
-
-
-def _containment(call: AgentCall) -> str:
-    if not call.resolved.sandbox:
-        return "none"
-    return "bubblewrap" if call.contained else "subreaper"

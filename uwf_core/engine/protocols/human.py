@@ -23,9 +23,7 @@ def run(call: AgentCall) -> str:
     request = HumanRequest(
         call.info.thread, call.workflow.name, role.name, call.prompt, call.schema, frontmatter_template(call.schema), call.decision.instruction
     )
-    from ..tracing import agent_span
-
-    with agent_span(call, ()):
+    with call.agent_span(()):
         answer = call.options.human(request)
     if answer is None:
         raise StepError(f"the human answer for role '{role.name}' was cancelled", "killed")

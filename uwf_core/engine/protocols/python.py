@@ -122,10 +122,8 @@ def _ask(call: AgentCall, ctx: PythonContext) -> object:
         return _ask_isolated(call, ctx)
     from ..python_call import FunctionFailed, Overran, Stopped, call_function
 
-    from ..tracing import agent_span
-
     try:
-        with agent_span(call, (call.python.target,)):
+        with call.agent_span((call.python.target,)):
             result = call_function(call.python.func, ctx, deadline=call.deadline, cancel=ctx.cancel_flag, on_output=_log(call))
     except StepError as exc:  # ctx.check(): out of time, or cancelled
         raise _stopped(call) if exc.status == "killed" else _timed_out(call, "it stopped at ctx.check()") from None
