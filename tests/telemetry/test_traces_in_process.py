@@ -142,3 +142,23 @@ def test_the_supervisor_and_the_summarizer_are_llm_spans_of_their_steps(uwf, tmp
     assert all(span.parent_id in steps for span in checks)
     (summarized,) = [steps[span.parent_id] for span in checks if span.attributes["uwf.purpose"] == "summarizer"]
     assert summarized.attributes["uwf.role"] == "reviewer" and summarized.attributes["uwf.done"] is True
+
+
+def test_a_map_step_names_its_children_each_a_trace_of_its_own(uwf, root_dir, receiver):
+    from conftest import EXAMPLES
+
+    assert uwf("workflow", "put", str(EXAMPLES / "develop.yaml")).code == 0
+    assert uwf("workflow", "put", str(EXAMPLES / "fan-out.yaml")).code == 0
+    assert uwf("setup", "--agent", f"script=uwf-script --script-dir {EXAMPLES}", "--default-agent", "script").code == 0
+    thread = uwf("thread", "start", "fan-out", "-p", "Fix the login bug").json()["thread"]
+    run = uwf("thread", "run", thread, env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint})
+    assert run.code == 0, run
+    deadline = time.monotonic() + 30
+    while len({span.trace_id for span in receiver.spans}) < 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (mapped,) = [span for span in receiver.spans if span.attributes.get("uwf.map.children")]
+    children = mapped.attributes["uwf.map.children"]
+    assert len(children) == 3 and mapped.trace_id == f"{trace_id_of(thread):032x}"
+    assert {span.trace_id for span in receiver.spans} == {f"{trace_id_of(each):032x}" for each in [thread, *children]}
+    for child in children:  # each child's own steps, in its own trace
+        assert [span for span in receiver.spans if span.parent_id is None and span.attributes["uwf.thread"] == child]

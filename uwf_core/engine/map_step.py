@@ -16,6 +16,7 @@ import time
 
 from ..encoding.records import record, replace
 from ..errors import LockedError, UwfError
+from ..telemetry.spans import current as current_span
 from .attempt import MAP_WAITING, StepError, StepOptions
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
@@ -76,6 +77,9 @@ def run_map(
     items = map_items(context, spec, decision.role)
     child_workflow = resolve_workflow_hash(repo, spec.workflow)
     children = _ensure_children(repo, info, context, decision.role, spec, items, child_workflow)
+    traced = current_span()
+    if traced is not None:  # each child is a trace of its own (its thread's): the map's span names them
+        traced.put({"uwf.map.children": [child.thread for child in children], "uwf.map.workflow": child_workflow})
     if options.worker is not None:
         _queue_children(repo, children, spec)  # workers on any host step them; raises until all have ended
     else:
