@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from uwf_core.config.model import ConfigError, parse_config
+from uwf_core.config.model import dump_config, parse_config
 from uwf_core.encoding.ids import encode_u64
 from uwf_core.telemetry import spans
 from uwf_core.telemetry.export import span_id_of, trace_id_of
@@ -135,13 +135,27 @@ def test_settings_the_environment_then_dotenv_then_config_yaml():
         ("otel:\n  endpont: http://x\n", "unknown key 'endpont'"),
         ("otel:\n  endpoint: collector:4318\n", "must be an http:// or https:// URL"),
         ("otel:\n  content: maybe\n", "must be true or false"),
-        ("otel: yes\n", "'otel' must be a mapping"),
+        ("otel: yes\n", "otel must be a mapping"),
     ],
 )
-def test_a_bad_otel_section_is_one_clear_error(text, fragment):
-    with pytest.raises(ConfigError) as caught:
-        parse_config(text, "config.yaml")
-    assert fragment in caught.value.message and "\n" not in caught.value.message
+def test_a_bad_otel_section_turns_traces_off_with_one_line_and_is_kept_as_written(text, fragment):
+    config = parse_config(text, "config.yaml")  # never an error: traces never stop a step
+    assert fragment in config.otel.problem and "\n" not in config.otel.problem
+    off = trace_settings(config, {})
+    assert off.off == f"{config.otel.problem}; traces are off"
+    assert trace_settings(config, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c"}).off is None  # the variable wins
+    assert parse_config(dump_config(config), "config.yaml").otel.problem == config.otel.problem
+
+
+def test_an_exporter_other_than_otlp_is_said_and_nothing_is_sent():
+    settings = _settings(environ={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_TRACES_EXPORTER": "console"})
+    assert settings.off == "OTEL_TRACES_EXPORTER=console: uwf exports traces over OTLP only (otlp, or none); traces are off"
+
+
+def test_every_otel_variable_is_read_from_dotenv_too():
+    settings = _settings(environ={"OTEL_SERVICE_NAME": "from-env"},
+                         env_values={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_SERVICE_NAME": "from-file", "OTEL_BSP_SCHEDULE_DELAY": "200"})
+    assert settings.variable("OTEL_SERVICE_NAME") == "from-env" and settings.variable("OTEL_BSP_SCHEDULE_DELAY") == "200"
 
 
 def test_the_otel_section_round_trips():

@@ -223,3 +223,66 @@ def test_agent_test_leaves_no_trace(traced, receiver):
     checked = traced("agent", "test", "echo")
     assert checked.code == 0 and checked.json()["ok"] is True, checked
     assert receiver.wait_for(1, timeout=2.0) == []
+
+
+def test_a_bad_otel_section_is_one_warning_and_never_a_failed_step(uwf, tmp_path, srv, root_dir):
+    setup_traced_root(uwf, tmp_path, srv.base_url)
+    with open(root_dir / "config.yaml", "a") as config:
+        config.write("otel:\n  endpont: http://127.0.0.1:6006\n")
+    thread = start_thread(uwf)
+    queue_step(srv, 0)
+    result = uwf("thread", "step", thread)
+    assert result.code == 0, result
+    assert result.err.count("uwf: warning:") == 1
+    assert "config.yaml: otel: unknown key 'endpont' (endpoint, content); traces are off" in result.err
+    assert uwf("agent", "list").code == 0
+
+
+def test_the_service_name_and_resource_attributes_may_stand_in_dotenv(traced, srv, receiver, root_dir):
+    with open(root_dir / ".env", "a") as env_file:
+        env_file.write("OTEL_SERVICE_NAME=team-agents\nOTEL_RESOURCE_ATTRIBUTES=openinference.project.name=triage,deployment.environment=test\n")
+    thread = start_thread(traced)
+    queue_step(srv, 0)
+    step(traced, thread)
+    (span, *_) = receiver.wait_for(5)
+    assert span.resource["service.name"] == "team-agents"
+    assert span.resource["openinference.project.name"] == "triage" and span.resource["deployment.environment"] == "test"
+
+
+def test_a_collector_that_never_answers_holds_no_exit_past_a_few_seconds(uwf, tmp_path, srv):
+    setup_traced_root(uwf, tmp_path, srv.base_url)
+    thread = start_thread(uwf)
+    queue_step(srv, 0)
+    with socket.socket() as silent:  # takes connections (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        result = uwf("thread", "run", thread, "--max", "1", env={"OTEL_EXPORTER_OTLP_ENDPOINT": url}, timeout=60)
+    assert result.code == 0, result
+    (warning,) = [line for line in result.err.splitlines() if "warning" in line]
+    assert warning == f"uwf: warning: traces not sent: the collector at {url}/v1/traces did not answer within 3s"
+
+
+def test_a_step_whose_process_died_is_a_killed_span_and_counts_as_an_attempt(traced, srv, receiver, root_dir):
+    import os
+    import signal
+
+    from conftest import _uwf_command
+
+    assert traced("agent", "add", "slow", "--protocol", "text", "--", "sh", "-c", "cat >/dev/null; sleep 30").code == 0
+    thread = start_thread(traced)
+    env = {**os.environ, "UWF_STORAGE_ROOT": str(root_dir), "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+    dying = subprocess.Popen([*_uwf_command(), "thread", "step", thread, "--agent", "slow"], env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while "running" not in traced("thread", "show", thread).json() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    dying.send_signal(signal.SIGKILL)
+    dying.wait()
+    queue_step(srv, 0)
+    step(traced, thread)
+    roots = sorted(receiver.wait_for(2, uwf__thread=thread), key=lambda span: span.start_ns)
+    dead, ok = [span for span in roots if span.parent_id is None]
+    assert (dead.attributes["uwf.status"], dead.attributes["uwf.attempt"], dead.attributes["uwf.agent"]) == ("killed", 1, "slow")
+    assert dead.failed and "died during this step" in dead.status_message
+    assert dead.attributes["uwf.workflow.hash"] == ok.attributes["uwf.workflow.hash"]
+    assert (ok.attributes["uwf.status"], ok.attributes["uwf.attempt"]) == ("ok", 2)

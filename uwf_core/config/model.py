@@ -125,12 +125,17 @@ class WorkspaceConfig:
 @record(frozen=True)
 class OtelConfig:
     """`otel:` in config.yaml: where this root's traces go (telemetry/), and whether prompts and
-    answers go with them. The standard OTEL_* variables win over it."""
+    answers go with them. The standard OTEL_* variables win over it. A section that cannot be
+    read turns traces off with a warning (`problem`), never a step: it is kept as written."""
 
     endpoint: str | None = None  # an OTLP/HTTP base URL, as OTEL_EXPORTER_OTLP_ENDPOINT
     content: bool = False
+    problem: str | None = None  # why the section as written cannot be used
+    written: object = None  # the section as written, when it has a problem (rewritten as it was)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> object:
+        if self.problem is not None:
+            return self.written
         data: dict = {}
         if self.endpoint:
             data["endpoint"] = self.endpoint
@@ -191,7 +196,7 @@ class Config:
             data["workspace"] = self.workspace.to_dict()
         if self.supervisor_interval:
             data["supervisorInterval"] = self.supervisor_interval
-        if self.otel.to_dict():
+        if self.otel.to_dict() not in (None, {}):
             data["otel"] = self.otel.to_dict()
         data.update(self.settings)
         return data
@@ -268,7 +273,7 @@ def _parse(raw: dict, file: str) -> Config:
         prices=prices,
         workspace=_workspace(_mapping(raw, "workspace", file), f"{file}: workspace"),
         supervisor_interval=_interval(raw.get("supervisorInterval"), f"{file}: supervisorInterval"),
-        otel=_otel(_mapping(raw, "otel", file), f"{file}: otel"),
+        otel=_otel(raw.get("otel"), f"{file}: otel"),
         settings=settings,
     )
 
@@ -283,7 +288,18 @@ def _interval(value: object, where: str) -> int:
     return int(text)
 
 
-def _otel(raw: dict, where: str) -> OtelConfig:
+def _otel(raw: object, where: str) -> OtelConfig:
+    try:
+        return _otel_section(raw, where)
+    except ConfigError as exc:
+        return OtelConfig(problem=exc.message, written=raw)
+
+
+def _otel_section(raw: object, where: str) -> OtelConfig:
+    if _none(raw) or raw == {}:
+        return OtelConfig()
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where} must be a mapping (endpoint, content)")
     unknown = set(raw) - {"endpoint", "content"}
     if unknown:
         raise ConfigError(f"{where}: unknown key '{sorted(unknown)[0]}' (endpoint, content)")

@@ -14,7 +14,7 @@ import time
 from contextvars import ContextVar
 
 from ..errors import UwfError
-from ..telemetry.spans import AGENT, CHAIN, Span, close_root, open_root, span
+from ..telemetry.spans import AGENT, CHAIN, Span, close_root, error_text, open_root, span
 from ..telemetry.settings import trace_settings
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
@@ -63,19 +63,20 @@ def step_trace(repo: Repo, info: ThreadInfo, options: StepOptions, lease_interru
         return NO_TRACE  # config.yaml or .env cannot be read: the step says so itself
     if settings is None:
         return NO_TRACE
-    from ..telemetry.export import exporter_for
+    from ..telemetry.export import exporter_for, warn_once
 
-    trace = StepTrace(repo, info, options, settings.content, exporter_for(settings))
-    if lease_interrupted is not None:
-        trace.interrupted(lease_interrupted)
-    return trace
+    if settings.off is not None:
+        warn_once(settings.off)
+        return NO_TRACE
+    return StepTrace(repo, info, options, settings.content, exporter_for(settings), lease_interrupted)
 
 
 class StepTrace:
-    def __init__(self, repo: Repo, info: ThreadInfo, options: StepOptions, content: bool, exporter: Exporter) -> None:
+    def __init__(self, repo: Repo, info: ThreadInfo, options: StepOptions, content: bool, exporter: Exporter,
+                 lost: RunningStep | None = None) -> None:
         from ..telemetry.export import trace_id_of
 
-        self.repo, self.info, self.content, self.exporter = repo, info, content, exporter
+        self.repo, self.info, self.content, self.exporter, self.lost = repo, info, content, exporter, lost
         self.trace_id = trace_id_of(info.thread)
         self.root = Span("step", CHAIN, {
             "uwf.thread": info.thread, "session.id": info.thread, "uwf.workflow.hash": info.workflow,
@@ -92,13 +93,15 @@ class StepTrace:
             self._link_and_count()
         except UwfError:
             pass  # derived data that cannot be read: no link and the first attempt's number, the step goes on
+        if self.lost is not None:
+            self._interrupted(self.lost)
         return self
 
     def __exit__(self, kind, error, traceback) -> None:
         close_root(self._tokens)
         _ACTIVE.reset(self._active)
         if error is not None and self.root.error is None and "uwf.status" not in self.root.attributes:
-            self.root.fail(f"{type(error).__name__}: {getattr(error, 'message', None) or error}")
+            self.root.fail(error_text(error))
         self.root.end()
         try:
             self._finish()
@@ -118,16 +121,20 @@ class StepTrace:
         if error is not None and status != "ok":
             self.root.fail(error)
 
-    def interrupted(self, lost: RunningStep) -> None:
-        """The attempt a process that died left behind, as a span of its own (its own spans died with it)."""
+    def _interrupted(self, lost: RunningStep) -> None:
+        """The attempt a process that died left behind, as a span of its own (its own spans died
+        with it), counted among the attempts at this head."""
         started = (lost.started_at or int(time.time() * 1000)) * 1_000_000
-        dead = Span(f"step {lost.role or ''}".strip(), CHAIN, {
-            "uwf.thread": self.info.thread, "session.id": self.info.thread, "uwf.role": lost.role, "uwf.agent": lost.agent,
-            "uwf.head": self.info.head, "uwf.status": "killed", "uwf.worker": lost.worker,
+        dead = Span(f"step {lost.role}" if lost.role else "step", CHAIN, {
+            "uwf.thread": self.info.thread, "session.id": self.info.thread, "uwf.workflow.hash": self.info.workflow,
+            "uwf.role": lost.role, "uwf.agent": lost.agent, "uwf.head": self.info.head, "uwf.status": "killed",
+            "uwf.worker": lost.worker, "uwf.attempt": self.tries,
         }, start_ns=started)
         dead.fail(f"uwf (pid {lost.pid}) died during this step; the head did not move")
         dead.end()
         self.exporter.emit(dead, self.trace_id, self._redact)
+        self.tries += 1
+        self.root.put({"uwf.attempt": self.tries})
 
     def _link_and_count(self) -> None:
         """Link to the step this one starts from when another thread wrote it; number the attempt."""

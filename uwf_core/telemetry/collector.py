@@ -46,8 +46,9 @@ def write_status(url: str, state: str, reason: str = "") -> None:
         pass
 
 
-def unreachable(url: str) -> str | None:
-    """Why nothing at `url` takes a connection, or None (also when a proxy is in the way)."""
+def unreachable(url: str, timeout: float = PROBE_SECONDS, *, no_answer_is_down: bool = True) -> str | None:
+    """Why nothing at `url` takes a connection, or None (also when a proxy is in the way, and,
+    unless `no_answer_is_down`, when nothing answered within `timeout`: not known yet)."""
     import socket
     from urllib.parse import urlsplit
 
@@ -56,11 +57,11 @@ def unreachable(url: str) -> str | None:
     parts = urlsplit(url)
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        with socket.create_connection((parts.hostname or "", port), timeout=PROBE_SECONDS):
+        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
             return None
     except ValueError as exc:
         return f"not a URL ({exc})"
     except TimeoutError:
-        return f"no answer within {PROBE_SECONDS:g}s"
+        return f"no answer within {timeout:g}s" if no_answer_is_down else None
     except OSError as exc:
         return (exc.strerror or str(exc)).lower()

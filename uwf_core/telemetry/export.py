@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .settings import TraceSettings
 
 EXIT_FLUSH_SECONDS = 3.0  # at most this long at a process's exit for the last spans to go
+QUICK_PROBE_SECONDS = 0.05  # a step asks a collector not known lately this long; no answer: the shipper finds out
 
 _EXPORTERS: dict[tuple, Exporter] = {}
 _LOCK = threading.Lock()
@@ -128,8 +129,14 @@ class Exporter:
                 self._processor.on_end(readable)
 
     def flush(self, timeout: float) -> None:
+        """Wait at most `timeout` for what is queued to go: a collector that takes the connection and
+        never answers keeps the SDK's export in its own timeout, which no exit waits out."""
         if self._processor is not None:
-            self._processor.force_flush(int(timeout * 1000))
+            sending = threading.Thread(target=self._processor.force_flush, args=(int(timeout * 1000),), daemon=True)
+            sending.start()
+            sending.join(timeout)
+            if sending.is_alive():
+                warn_once(f"traces not sent: the collector at {self.settings.url} did not answer within {timeout:g}s")
         elif self._pending:
             self._hand_off()
 
@@ -157,7 +164,7 @@ class Exporter:
         import subprocess
 
         payload = json.dumps({"url": self.settings.url, "source": self.settings.source, "headers": self.settings.headers,
-                              "spans": pending}, separators=(",", ":")).encode("utf-8")
+                              "variables": self.settings.variables, "spans": pending}, separators=(",", ":")).encode("utf-8")
         try:
             shipper = subprocess.Popen(
                 # -P: not the cwd's modules (a workspace's json.py) but uwf's; it outlives this process
@@ -170,8 +177,11 @@ class Exporter:
             warn_once(f"traces could not be handed to their shipper: {exc.strerror or exc}")
 
     def _can_send(self) -> bool:
-        """Known down: one warning, the spans dropped. Not known lately: the SDK looked for and the
-        collector asked once (both found out again after half a minute)."""
+        """Known down: one warning, the spans dropped. Not known lately: the SDK looked for, and the
+        collector asked once, briefly: a refused or unreachable one is down at once; one that does
+        not answer in 50 ms is left to the shipper, whose finding the next step reads."""
+        if self.settings.protocol:
+            warn_once(_not_http(self.settings))
         status = read_status(self.settings.url)
         if status is not None:
             state, reason = status
@@ -194,9 +204,7 @@ class Exporter:
         if not found:
             warn_once(_no_sdk(self.settings, problem))
             return False
-        if self.settings.protocol:
-            warn_once(_not_http(self.settings))
-        problem = unreachable(self.settings.url)
+        problem = unreachable(self.settings.url, QUICK_PROBE_SECONDS, no_answer_is_down=False)
         if problem is not None:
             from .sdk import down_message
 

@@ -4,8 +4,6 @@ process's export thread, or the shipper a `uwf thread step` hands its spans to."
 
 from __future__ import annotations
 
-import os
-
 from ..version import __version__
 from .collector import DOWN, FAILED, OK, unreachable, write_status
 
@@ -37,11 +35,10 @@ class Sdk:
         self.ReadableSpan, self.Link, self.SpanContext, self.SpanKind = ReadableSpan, Link, SpanContext, SpanKind
         self.sampled = TraceFlags(TraceFlags.SAMPLED)
         self.ok, self.Status, self.ERROR = Status(StatusCode.OK), Status, StatusCode.ERROR
-        self.resource = Resource.create({"service.name": "uwf", "service.version": __version__})  # OTEL_SERVICE_NAME wins
+        self.settings = settings
+        self.resource = Resource.create(_resource_attributes(settings))
         self.scope = InstrumentationScope("uwf", __version__)
-        variables = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
-        timeout = None if any(os.environ.get(name) for name in variables) else EXPORT_TIMEOUT_SECONDS
-        inner = OTLPSpanExporter(endpoint=settings.url, headers=dict(settings.headers) or None, timeout=timeout)
+        inner = OTLPSpanExporter(endpoint=settings.url, headers=dict(settings.headers) or None, **_exporter_options(settings))
         self.last_problem = ["the collector did not take the spans"]
 
         def said(message: str) -> None:  # the SDK's log line: the reason a failed export's status keeps
@@ -56,9 +53,16 @@ class Sdk:
             logger.propagate = False  # the SDK's own log lines, tracebacks included, become one warning
 
     def batch_processor(self):
+        """The SDK's batch processor, sized by the OTEL_BSP_* variables wherever they stand."""
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-        return BatchSpanProcessor(self.exporter)
+        options = {}
+        for name, option in (("OTEL_BSP_MAX_QUEUE_SIZE", "max_queue_size"), ("OTEL_BSP_SCHEDULE_DELAY", "schedule_delay_millis"),
+                             ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "max_export_batch_size"), ("OTEL_BSP_EXPORT_TIMEOUT", "export_timeout_millis")):
+            value = _number(self.settings, name)
+            if value is not None:
+                options[option] = int(value)
+        return BatchSpanProcessor(self.exporter, **options)
 
     def readables(self, span_json: dict, trace_id: int, parent=None) -> list:
         """A span (Span.to_json with ids) and everything under it as ReadableSpans."""
@@ -122,6 +126,47 @@ class Guarded:
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
+
+
+def _resource_attributes(settings: TraceSettings) -> dict:
+    """OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME as they stand in the environment or in .env
+    (the SDK would read only the first); `uwf` and its version where they say nothing."""
+    from .settings import pairs
+
+    attributes = dict(pairs(settings.variable("OTEL_RESOURCE_ATTRIBUTES") or ""))
+    name = settings.variable("OTEL_SERVICE_NAME")
+    if name:
+        attributes["service.name"] = name.strip()
+    attributes.setdefault("service.name", "uwf")
+    attributes.setdefault("service.version", __version__)
+    return attributes
+
+
+def _exporter_options(settings: TraceSettings) -> dict:
+    """The exporter's timeout, compression and TLS files, as the OTLP variables name them."""
+    options: dict = {"timeout": _number(settings, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT") or EXPORT_TIMEOUT_SECONDS}
+    compression = settings.variable("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")
+    if compression and compression.strip().lower() in ("gzip", "deflate"):
+        from opentelemetry.exporter.otlp.proto.http import Compression
+
+        options["compression"] = Compression(compression.strip().lower())
+    for option, names in (
+        ("certificate_file", ("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE")),
+        ("client_key_file", ("OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY", "OTEL_EXPORTER_OTLP_CLIENT_KEY")),
+        ("client_certificate_file", ("OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")),
+    ):
+        value = settings.variable(*names)
+        if value:
+            options[option] = value.strip()
+    return options
+
+
+def _number(settings: TraceSettings, *names: str) -> float | None:
+    try:
+        value = float(settings.variable(*names) or "")
+    except ValueError:
+        return None
+    return value if value > 0 else None
 
 
 def down_message(settings: TraceSettings, problem: str) -> str:

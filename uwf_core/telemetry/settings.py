@@ -36,13 +36,21 @@ def hands_off() -> bool:
 
 @record(frozen=True)
 class TraceSettings:
-    """Where spans go. `headers` may hold a collector's key: it is sent, never shown or stored."""
+    """Where spans go. `headers` may hold a collector's key: it is sent, never shown or stored.
+    `off` says why traces asked for are not sent (warned once; the steps go on)."""
 
     url: str  # the OTLP/HTTP traces URL
     source: str  # what set it, for messages: a variable's name or "config.yaml otel.endpoint"
     content: bool = False  # prompts and answers attached (redacted)
     headers: tuple[tuple[str, str], ...] = ()
     protocol: str | None = None  # a protocol asked for other than http/protobuf (warned about, not used)
+    variables: tuple[tuple[str, str], ...] = ()  # every OTEL_* variable, from .env and the environment
+    off: str | None = None
+
+    def variable(self, *names: str) -> str | None:
+        """The first of `names` that is set (the traces-only variable before the general one)."""
+        found = dict(self.variables)
+        return next((found[name] for name in names if found.get(name, "").strip()), None)
 
 
 def trace_settings(config: Config, environ, env_values: dict[str, str] | None = None) -> TraceSettings | None:
@@ -52,18 +60,27 @@ def trace_settings(config: Config, environ, env_values: dict[str, str] | None = 
     values = environ if not env_values else {**env_values, **environ}
     if values.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return None
-    if values.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
+    exporter = values.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporter == "none":
         return None
     url, source = _url(values, config)
     if url is None:
-        return None
+        if config.otel.problem is None:
+            return None
+        return TraceSettings(url="", source="config.yaml otel", off=f"{config.otel.problem}; traces are off")
     protocol = next((values[name].strip() for name in PROTOCOL_VARIABLES if values.get(name, "").strip()), None)
+    variables = tuple(sorted((name, value) for name, value in values.items() if name.startswith("OTEL_")))
+    off = None
+    if exporter not in ("", "otlp"):
+        off = f"OTEL_TRACES_EXPORTER={exporter}: uwf exports traces over OTLP only (otlp, or none); traces are off"
     return TraceSettings(
         url=url,
         source=source,
         content=config.otel.content,
         headers=_headers(next((values[name] for name in HEADER_VARIABLES if values.get(name)), "")),
         protocol=None if protocol in (None, "http/protobuf") else protocol,
+        variables=variables,
+        off=off,
     )
 
 
@@ -85,12 +102,17 @@ def _traces_url(base: str) -> str:
 
 
 def _headers(text: str) -> tuple[tuple[str, str], ...]:
-    """`key=value,key2=value2`, values percent-decoded (the OTLP exporter's format)."""
+    return tuple((key.lower(), value) for key, value in pairs(text))
+
+
+def pairs(text: str) -> list[tuple[str, str]]:
+    """`key=value,key2=value2`, values percent-decoded (the format of the OTLP headers and of
+    OTEL_RESOURCE_ATTRIBUTES)."""
     from urllib.parse import unquote
 
-    pairs = []
+    found = []
     for item in text.split(","):
         key, sep, value = item.partition("=")
         if sep and key.strip():
-            pairs.append((key.strip().lower(), unquote(value.strip())))
-    return tuple(pairs)
+            found.append((key.strip(), unquote(value.strip())))
+    return found

@@ -16,7 +16,8 @@ def main() -> int:
     from .settings import TraceSettings
 
     data = json.loads(sys.stdin.buffer.read())
-    settings = TraceSettings(url=data["url"], source=data["source"], headers=tuple(tuple(pair) for pair in data["headers"]))
+    settings = TraceSettings(url=data["url"], source=data["source"], headers=tuple(tuple(pair) for pair in data["headers"]),
+                             variables=tuple(tuple(pair) for pair in data.get("variables", ())))
     try:
         from .sdk import Sdk
 

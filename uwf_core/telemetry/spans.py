@@ -113,10 +113,18 @@ class span:
             return
         _CURRENT.reset(self._token)
         if error is not None and child.error is None:
-            child.fail(f"{type(error).__name__}: {getattr(error, 'message', None) or error}")
+            child.fail(error_text(error))
         child.end()
         if self._top:
             _send(child)
+
+
+def error_text(error: BaseException) -> str:
+    """How a span says what ended it: uwf's own one-line message as it is, else the exception's type too."""
+    message = getattr(error, "message", None)
+    if isinstance(message, str) and message:
+        return message
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 def open_root(root: Span, content: bool) -> tuple:
