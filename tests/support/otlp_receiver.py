@@ -57,6 +57,7 @@ class OtlpReceiver:
     def __init__(self, status: int = 200) -> None:
         self.spans: list[Received] = []
         self.requests = 0
+        self.headers: list[dict[str, str]] = []  # each request's, names lower-cased
         self.status = status
         self._changed = threading.Condition()
         receiver = self
@@ -80,6 +81,7 @@ class OtlpReceiver:
                         found += [Received(span, resource) for span in scope_spans.spans]
                 with receiver._changed:
                     receiver.requests += 1
+                    receiver.headers.append({name.lower(): value for name, value in self.headers.items()})
                     if receiver.status == 200:
                         receiver.spans += found
                     receiver._changed.notify_all()

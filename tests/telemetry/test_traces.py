@@ -286,3 +286,16 @@ def test_a_step_whose_process_died_is_a_killed_span_and_counts_as_an_attempt(tra
     assert dead.failed and "died during this step" in dead.status_message
     assert dead.attributes["uwf.workflow.hash"] == ok.attributes["uwf.workflow.hash"]
     assert (ok.attributes["uwf.status"], ok.attributes["uwf.attempt"]) == ("ok", 2)
+
+
+def test_a_collectors_key_in_dotenv_is_sent_as_a_header_and_never_shown(traced, srv, receiver, root_dir):
+    team_key = "hc-TEAM-KEY-0123456789abcdef"
+    with open(root_dir / ".env", "a") as env_file:
+        env_file.write(f"OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team={team_key},x-dataset=uwf%20runs\n")
+    thread = start_thread(traced)
+    queue_step(srv, 0)
+    result = step(traced, thread)
+    spans = receiver.wait_for(5)
+    assert receiver.headers[0]["x-honeycomb-team"] == team_key and receiver.headers[0]["x-dataset"] == "uwf runs"
+    assert team_key not in json.dumps([span.attributes for span in spans]) + json.dumps(spans[0].resource)
+    assert team_key not in json.dumps(result) + traced("thread", "runs", thread).out
