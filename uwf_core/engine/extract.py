@@ -191,7 +191,17 @@ def extract_with_corrections(
     max_corrections: int = MAX_CORRECTIONS,
 ) -> ExtractOutcome:
     """Fast path, then the LLM `fallback(text, schema)` if given, then up to
-    `max_corrections` calls of `retry(message) -> new answer text`."""
+    `max_corrections` calls of `retry(message) -> new answer text`. One `extract` span when the
+    step is traced (the fallback's LLM calls and the corrections' agent runs under it)."""
+    from ..telemetry.spans import CHAIN, span
+
+    with span("extract", CHAIN) as traced:
+        outcome = _extract_with_corrections(text, schema, cache_key, fallback, retry, max_corrections)
+        traced.put({"uwf.extract.method": outcome.extracted.method, "uwf.extract.corrections": outcome.corrections})
+    return outcome
+
+
+def _extract_with_corrections(text: str, schema: dict, cache_key, fallback, retry, max_corrections: int) -> ExtractOutcome:
     usage = None
     notes: list[str] = []
     corrections = 0

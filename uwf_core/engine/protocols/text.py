@@ -10,7 +10,6 @@ import time
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
-from ...telemetry.spans import CHAIN, span
 from ..attempt import StepError
 from ..record import write_answer
 
@@ -38,9 +37,7 @@ def run(call: AgentCall) -> str:
     # would change its structure) and write_answer redacts what is stored.
     fallback = lazy_fallback(lambda: llm_fallback(call))
     try:
-        with span("extract", CHAIN) as extracting:
-            result = extract_with_corrections(last[0].stdout, call.schema, cache_key=call.role.meta, fallback=fallback, retry=retry)
-            extracting.put({"uwf.extract.method": result.extracted.method, "uwf.extract.corrections": result.corrections})
+        result = extract_with_corrections(last[0].stdout, call.schema, cache_key=call.role.meta, fallback=fallback, retry=retry)
     except ExtractError as exc:
         call.time_left()  # out of time: that is the failure, not the unread output
         looked = _looked_like(secrets.text(last[0].stdout))
