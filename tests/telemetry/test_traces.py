@@ -64,8 +64,8 @@ def test_a_thread_of_three_steps_is_one_trace_with_its_agents_llm_calls_and_tool
     for number in range(3):
         queue_step(srv, number)
         heads.append(step(traced, thread)["head"])
-    spans = receiver.wait_for(3 * 5)
-    assert len(spans) == 15  # per step: the step, the agent, two LLM calls, a tool call
+    spans = receiver.wait_for(3 * 6)
+    assert len(spans) == 18  # per step: the step, the agent, two LLM calls, a tool call, the kit's extraction
     assert {span.trace_id for span in spans} == {f"{trace_id_of(thread):032x}"}  # the thread's ULID, in every process
     steps = [span for span in spans if span.parent_id is None]
     assert [span.name for span in sorted(steps, key=lambda s: s.start_ns)] == ["step plan", "step build", "step check"]
@@ -86,8 +86,9 @@ def test_a_thread_of_three_steps_is_one_trace_with_its_agents_llm_calls_and_tool
         assert agent.attributes["process.exit_code"] == 0
         assert agent.attributes["uwf.containment"] in ("bubblewrap", "subreaper", "none")
         inside = sorted(children(spans, agent), key=lambda s: s.start_ns)
-        assert [each.kind for each in inside] == ["LLM", "TOOL", "LLM"]
-        first, tool, last = inside
+        assert [each.kind for each in inside] == ["LLM", "TOOL", "LLM", "CHAIN"]
+        first, tool, last, extracted = inside
+        assert extracted.name == "extract" and extracted.attributes["uwf.extract.method"] == "frontmatter"
         assert tool.name == "tool list_dir" and tool.attributes["gen_ai.tool.name"] == "list_dir"
         assert first.name == "chat fake-model"
         assert first.attributes["gen_ai.operation.name"] == "chat"

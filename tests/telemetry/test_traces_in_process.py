@@ -134,7 +134,9 @@ def test_the_supervisor_and_the_summarizer_are_llm_spans_of_their_steps(uwf, tmp
         run = uwf("thread", "run", thread, "--agent", "uwf-script --script examples/solve-issue.script.yaml",
                   env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint})
         assert run.code == 0, run
-    spans = receiver.wait_for(15)
+    receiver.wait_for(5, openinference__span__kind="LLM")
+    receiver.wait_for(5, uwf__workflow="solve-issue")  # the step spans (each batch holds whole steps)
+    spans = list(receiver.spans)
     steps = {span.span_id: span for span in spans if span.parent_id is None}
     assert len(steps) == 5
     checks = [span for span in spans if span.kind == "LLM"]
