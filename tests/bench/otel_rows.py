@@ -91,7 +91,7 @@ def _ship_once(receiver) -> float:
 
     span = {"id": 1, "name": "step developer", "kind": "CHAIN", "start": time.time_ns(), "end": time.time_ns(), "attributes": {"uwf.role": "developer"},
             "children": [{"id": 2, "name": "agent text", "kind": "AGENT", "start": time.time_ns(), "end": time.time_ns(), "attributes": {}}]}
-    payload = json.dumps({"url": receiver.endpoint + "/v1/traces", "source": "bench", "headers": [], "spans": [{"trace": 7, "span": span}]})
+    payload = json.dumps({"url": receiver.endpoint + "/v1/traces", "source": "bench", "variables": [], "spans": [{"trace": 7, "span": span}]})
     started = time.perf_counter()
     subprocess.run([sys.executable, "-P", "-m", "uwf_core.telemetry.ship"], input=payload.encode(), check=True, cwd="/")
     return time.perf_counter() - started

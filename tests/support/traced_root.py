@@ -53,14 +53,19 @@ def setup_traced_root(uwf, tmp_path, base_url: str) -> None:
     assert put.code == 0, put
 
 
-def start_thread(uwf, env: dict | None = None) -> str:
-    """A thread with a workspace of its own (uwf-builtin's list_dir lists it)."""
+def traced_workspace() -> str:
+    """A directory with a note in it, for uwf-builtin's list_dir to list."""
     import tempfile
 
     workspace = tempfile.mkdtemp(prefix="traced-")
     with open(f"{workspace}/notes.txt", "w") as notes:
         notes.write("a note\n")
-    result = uwf("thread", "start", "three-steps", "-p", "Make a small thing.", "-w", workspace, env=env)
+    return workspace
+
+
+def start_thread(uwf, env: dict | None = None) -> str:
+    """A thread with a workspace of its own."""
+    result = uwf("thread", "start", "three-steps", "-p", "Make a small thing.", "-w", traced_workspace(), env=env)
     assert result.code == 0, result
     return result.json()["thread"]
 

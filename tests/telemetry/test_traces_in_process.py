@@ -14,7 +14,7 @@ pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed
 from fake_openai import FakeOpenAI, grounded  # noqa: E402
 from otlp_receiver import OtlpReceiver  # noqa: E402
 from place import runner  # noqa: E402
-from traced_root import queue_step, setup_traced_root  # noqa: E402
+from traced_root import queue_step, setup_traced_root, traced_workspace  # noqa: E402
 
 from uwf_core.api import Repo, StepOptions, flush_traces, perform_step, start_thread  # noqa: E402
 from uwf_core.telemetry.export import span_id_of, trace_id_of  # noqa: E402
@@ -77,7 +77,7 @@ def test_a_thread_stepped_by_a_cli_step_and_two_workers_is_one_trace(backend, re
     run = runner(location, str(tmp_path / "host.env"))
     with FakeOpenAI() as srv:
         setup_traced_root(lambda *args, **kw: _Result(run(*args)), tmp_path, srv.base_url)
-        thread = run("thread", "start", "three-steps", "-p", "go", "-w", str(_workspace(tmp_path)))["thread"]
+        thread = run("thread", "start", "three-steps", "-p", "go", "-w", traced_workspace())["thread"]
         for number in range(3):
             queue_step(srv, number)
         first = run("thread", "step", thread)  # a process of its own
@@ -105,13 +105,6 @@ class _Result:
 
     def __init__(self, data) -> None:
         self.code, self.data = 0, data
-
-
-def _workspace(tmp_path):
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    (workspace / "notes.txt").write_text("a note\n")
-    return workspace
 
 
 def test_the_supervisor_and_the_summarizer_are_llm_spans_of_their_steps(uwf, tmp_path, root_dir, receiver):

@@ -89,7 +89,12 @@ def is_ulid(text: object) -> bool:
 
 def ulid_timestamp_ms(thread_id: str) -> int:
     """The creation time encoded in a ULID's first 10 characters."""
+    return crockford_value(thread_id[:10])
+
+
+def crockford_value(text: str) -> int:
+    """The number Crockford Base32 `text` writes, most significant character first."""
     value = 0
-    for char in thread_id[:10]:
+    for char in text:
         value = value * 32 + CROCKFORD.index(char)
     return value

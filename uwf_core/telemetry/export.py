@@ -17,7 +17,7 @@ import json
 import sys
 import threading
 
-from ..encoding.ids import CROCKFORD
+from ..encoding.ids import crockford_value
 from .collector import DOWN, FAILED, read_status, unreachable, write_status
 from .settings import hands_off
 from .spans import Span
@@ -57,7 +57,7 @@ def warn_once(message: str) -> None:
 
 def exporter_for(settings: TraceSettings) -> Exporter:
     """The process's exporter for these settings (one per collector)."""
-    key = (settings.url, settings.headers)
+    key = (settings.url, settings.variables)
     with _LOCK:
         exporter = _EXPORTERS.get(key)
         if exporter is None:
@@ -76,19 +76,12 @@ def flush_all(timeout: float = EXIT_FLUSH_SECONDS) -> None:
 
 def trace_id_of(thread: str) -> int:
     """A thread's trace id: its ULID's 128 bits, so every process that steps it names one trace."""
-    return _crockford(thread) & ((1 << 128) - 1) or 1
+    return crockford_value(thread) & ((1 << 128) - 1) or 1
 
 
 def span_id_of(node_hash: str) -> int:
     """A step's span id: its StepNode's 64-bit hash."""
-    return _crockford(node_hash) & ((1 << 64) - 1) or 1
-
-
-def _crockford(text: str) -> int:
-    value = 0
-    for char in text:
-        value = value * 32 + CROCKFORD.index(char)
-    return value
+    return crockford_value(node_hash) & ((1 << 64) - 1) or 1
 
 
 class Exporter:
@@ -163,8 +156,8 @@ class Exporter:
             return
         import subprocess
 
-        payload = json.dumps({"url": self.settings.url, "source": self.settings.source, "headers": self.settings.headers,
-                              "variables": self.settings.variables, "spans": pending}, separators=(",", ":")).encode("utf-8")
+        payload = json.dumps({"url": self.settings.url, "source": self.settings.source, "variables": self.settings.variables,
+                              "spans": pending}, separators=(",", ":")).encode("utf-8")
         try:
             shipper = subprocess.Popen(
                 # -P: not the cwd's modules (a workspace's json.py) but uwf's; it outlives this process

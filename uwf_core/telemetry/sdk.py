@@ -65,7 +65,7 @@ class Sdk:
         return BatchSpanProcessor(self.exporter, **options)
 
     def readables(self, span_json: dict, trace_id: int, parent=None) -> list:
-        """A span (Span.to_json with ids) and everything under it as ReadableSpans."""
+        """A span in the wire form (export.to_wire) and everything under it as ReadableSpans."""
         context = self.SpanContext(trace_id, span_json["id"], is_remote=False, trace_flags=self.sampled)
         attributes = {"openinference.span.kind": span_json["kind"], **span_json["attributes"]}
         error = span_json.get("error")

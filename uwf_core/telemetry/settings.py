@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from ..config.model import Config
 
 TRACES_PATH = "/v1/traces"
-# The variables uwf reads itself; the SDK reads the rest (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
-# certificates, compression) from the environment as it always does.
+# Every OTEL_* variable is read here, from the environment and .env both (the SDK alone would read
+# only the environment), and handed to the SDK explicitly (telemetry/sdk.py).
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
 PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
@@ -36,14 +36,13 @@ def hands_off() -> bool:
 
 @record(frozen=True)
 class TraceSettings:
-    """Where spans go. `headers` may hold a collector's key: it is sent, never shown or stored.
-    `off` says why traces asked for are not sent (warned once; the steps go on)."""
+    """Where spans go, and every OTEL_* variable that says how. The headers may hold a collector's
+    key: it is sent, never shown or stored. `off` says why traces asked for are not sent (warned
+    once; the steps go on)."""
 
     url: str  # the OTLP/HTTP traces URL
     source: str  # what set it, for messages: a variable's name or "config.yaml otel.endpoint"
     content: bool = False  # prompts and answers attached (redacted)
-    headers: tuple[tuple[str, str], ...] = ()
-    protocol: str | None = None  # a protocol asked for other than http/protobuf (warned about, not used)
     variables: tuple[tuple[str, str], ...] = ()  # every OTEL_* variable, from .env and the environment
     off: str | None = None
 
@@ -51,6 +50,16 @@ class TraceSettings:
         """The first of `names` that is set (the traces-only variable before the general one)."""
         found = dict(self.variables)
         return next((found[name] for name in names if found.get(name, "").strip()), None)
+
+    @property
+    def headers(self) -> tuple[tuple[str, str], ...]:
+        return tuple((key.lower(), value) for key, value in pairs(self.variable(*HEADER_VARIABLES) or ""))
+
+    @property
+    def protocol(self) -> str | None:
+        """A protocol asked for other than http/protobuf (warned about, not used)."""
+        protocol = (self.variable(*PROTOCOL_VARIABLES) or "").strip()
+        return None if protocol in ("", "http/protobuf") else protocol
 
 
 def trace_settings(config: Config, environ, env_values: dict[str, str] | None = None) -> TraceSettings | None:
@@ -68,7 +77,6 @@ def trace_settings(config: Config, environ, env_values: dict[str, str] | None = 
         if config.otel.problem is None:
             return None
         return TraceSettings(url="", source="config.yaml otel", off=f"{config.otel.problem}; traces are off")
-    protocol = next((values[name].strip() for name in PROTOCOL_VARIABLES if values.get(name, "").strip()), None)
     variables = tuple(sorted((name, value) for name, value in values.items() if name.startswith("OTEL_")))
     off = None
     if exporter not in ("", "otlp"):
@@ -77,8 +85,6 @@ def trace_settings(config: Config, environ, env_values: dict[str, str] | None = 
         url=url,
         source=source,
         content=config.otel.content,
-        headers=_headers(next((values[name] for name in HEADER_VARIABLES if values.get(name)), "")),
-        protocol=None if protocol in (None, "http/protobuf") else protocol,
         variables=variables,
         off=off,
     )
@@ -99,10 +105,6 @@ def _url(values, config: Config) -> tuple[str | None, str]:
 def _traces_url(base: str) -> str:
     base = base.rstrip("/")
     return base if base.endswith(TRACES_PATH) else base + TRACES_PATH
-
-
-def _headers(text: str) -> tuple[tuple[str, str], ...]:
-    return tuple((key.lower(), value) for key, value in pairs(text))
 
 
 def pairs(text: str) -> list[tuple[str, str]]:

@@ -1,6 +1,7 @@
 """`python -m uwf_core.telemetry.ship`: the shipper a `uwf thread step` hands its spans to at exit.
 
-It reads them on stdin (already redacted, with the collector's URL and headers), imports the
+It reads them on stdin (already redacted, with the collector's URL and the OTEL_* variables,
+its headers among them), imports the
 SDK, sends them in one request and ends. It has no terminal: what it finds (the collector took
 them, or why not) goes to the collector's status file, and the next step says it.
 """
@@ -16,8 +17,7 @@ def main() -> int:
     from .settings import TraceSettings
 
     data = json.loads(sys.stdin.buffer.read())
-    settings = TraceSettings(url=data["url"], source=data["source"], headers=tuple(tuple(pair) for pair in data["headers"]),
-                             variables=tuple(tuple(pair) for pair in data.get("variables", ())))
+    settings = TraceSettings(url=data["url"], source=data["source"], variables=tuple(tuple(pair) for pair in data["variables"]))
     try:
         from .sdk import Sdk
 

@@ -144,8 +144,6 @@ def current() -> Span | None:
 def content_on() -> bool:
     """Whether prompts and answers may be attached (`otel: {content: true}`; an agent is told by
     UWF_TRACE_CONTENT). Callers attach them as they are: every string is redacted on export."""
-    if _CURRENT.get() is None:
-        return _trace_fd() is not None and os.environ.get(TRACE_CONTENT_ENV) == "1"
     return _CONTENT.get() or (_trace_fd() is not None and os.environ.get(TRACE_CONTENT_ENV) == "1")
 
 
