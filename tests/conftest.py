@@ -61,11 +61,13 @@ def store(root):
 @pytest.fixture(scope="session")
 def pg_cluster():
     """A private cluster for the whole session; the tests that need it skip when PostgreSQL or
-    psycopg is missing (`.ci/run` installs both)."""
+    libpq is missing (`.ci/run` installs both)."""
+    from uwf_core.store.pg.libpq import LibpqMissing, load
+
     try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg is not installed (pip install -e '.[postgres]')")
+        load()
+    except LibpqMissing:
+        pytest.skip("libpq is not installed (apt-get install libpq5, or pip install -e '.[postgres]')")
     from pg_cluster import Cluster, binaries
 
     if binaries() is None:

@@ -107,10 +107,13 @@ def test_root_copy_both_ways_keeps_every_hash_and_runs_again(pg_url, tmp_path):
         assert copy("thread", "runs", thread).stdout == source("thread", "runs", thread).stdout
     assert json.loads(copy("thread", "list", "--all").stdout) == json.loads(source("thread", "list", "--all").stdout)
     # the key stayed in the host's .env: nothing of it in the database
-    import psycopg
+    from uwf_core.store.pg.libpq import connect
 
-    with psycopg.connect(pg_url) as conn:
-        tables = [row[0] for row in conn.execute("select tablename from pg_tables where tablename like 'uwf_%'").fetchall()]
+    conn = connect(pg_url, {})
+    try:
+        tables = [row[0] for row in conn.execute("select tablename from pg_tables where tablename like 'uwf_%%'", ()).fetchall()]
         for table in tables:
             dump = conn.execute(f"select string_agg(t::text, ' ') from {table} t").fetchone()[0] or ""
             assert "never-in-the-database" not in dump, table
+    finally:
+        conn.close()

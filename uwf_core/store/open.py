@@ -1,4 +1,4 @@
-"""Open a root by its location: a directory path, or a `postgresql://` URL (psycopg is imported
+"""Open a root by its location: a directory path, or a `postgresql://` URL (libpq is loaded
 only then); any other scheme is refused by name, never taken for a relative directory."""
 
 from __future__ import annotations
@@ -42,10 +42,12 @@ def open_backend(location: str | None = None) -> Backend:
 
 
 def _postgres(url: str) -> Backend:
+    from .pg.libpq import LibpqMissing, load
+
     try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        raise UwfError("a postgresql:// root needs the PostgreSQL client, psycopg 3: install uwf's postgres extra (pip install -e '.[postgres]' in a checkout)") from None
+        load()
+    except LibpqMissing:
+        raise UwfError("a postgresql:// root needs libpq, PostgreSQL's client library: install it (apt-get install libpq5) or uwf's postgres extra (pip install -e '.[postgres]' in a checkout)") from None
     from .pg.backend import PgBackend
 
     backend = PgBackend(url)

@@ -4,20 +4,29 @@ the server become one-line messages.
 Every connection is in autocommit mode: a statement is its own transaction unless `transaction()`
 groups some, and nothing holds a transaction while an agent runs (step locks and worker claims
 are session-level advisory locks on connections of their own). Each thread has its own
-connection (the TUI's workers and a worker's lanes run at once). TCP keepalives make a host that
-vanished lose its locks within ~30 s.
+connection (the TUI's workers and a worker's lanes run at once). Connections go through libpq
+itself (`libpq.py`), not a driver: a `uwf` command on a PostgreSQL root starts as a directory's.
+
+A host that vanishes must lose its locks within seconds whatever the server's settings: every
+session asks the server for its own TCP keepalives and user timeout (startup options, no round
+trip), and the client sets the same, so either side finds a dead link in ~15 s.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 
 from ...errors import StoreUnavailableError, UwfError
+from .libpq import LibpqMissing, PgError, connect, library_version
 
 SCHEMA_VERSION = 3
 CHANGES_CHANNEL = "uwf_changes"
-KEEPALIVE = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3, "connect_timeout": 10}
+DEAD_LINK_SECONDS = 15  # a peer silent this long is gone (keepalives 5 s + 3 x 2 s; unacknowledged data)
+CLIENT_OPTIONS = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3", "connect_timeout": "10"}
+SERVER_OPTIONS = f"-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3 -c tcp_user_timeout={DEAD_LINK_SECONDS * 1000}"
+IDLE_CHECK_SECONDS = 10.0  # a connection unused this long is asked whether it still lives before reuse
 
 # Each migration moves the schema from the version before it; applied once, in order, recorded
 # in uwf_migrations under a lock so two processes starting at once do not race.
@@ -82,21 +91,25 @@ class Database:
 
     def connect(self, *, set_up: bool = True):
         """A new autocommit connection (its own session: for locks that must outlive statements)."""
-        import psycopg
-
         try:
-            conn = psycopg.connect(self.url, autocommit=True, **KEEPALIVE)
-        except psycopg.Error as exc:
+            conn = connect(self.url, _options())
+        except LibpqMissing as exc:
+            raise UwfError(f"cannot open the PostgreSQL root {display(self.url)}: {exc}") from None
+        except PgError as exc:
+            if "startup parameter" in str(exc) and "options" in str(exc) and not _no_server_options.is_set():
+                _no_server_options.set()  # a pooler (pgbouncer) that passes no options: the client's keepalives alone
+                return self.connect(set_up=set_up)
             raise StoreUnavailableError(f"cannot reach the PostgreSQL root {display(self.url)}: {first_line(exc)}") from None
+        conn.used_at = time.monotonic()
         if set_up and not self._ready:
-            self._migrate(conn)
+            self._check_schema(conn)
         return conn
 
     def conn(self):
         """This thread's connection to this root, made on first use; a broken one is replaced."""
         cache = _local.__dict__.setdefault("connections", {})
-        conn = cache.get(self.url)
-        if conn is None or conn.closed or conn.broken:
+        conn = _alive(cache.get(self.url))
+        if conn is None:
             conn = cache[self.url] = self.connect()
         return conn
 
@@ -115,8 +128,8 @@ class Database:
         thread's idle ones: a step's lock costs no new connection each time."""
         idle = _local.__dict__.setdefault("idle", {}).setdefault(self.url, [])
         while idle:
-            conn = idle.pop()
-            if not conn.closed and not conn.broken:
+            conn = _alive(idle.pop())
+            if conn is not None:
                 return conn
         return self.connect()
 
@@ -158,15 +171,13 @@ class Database:
 
     @contextmanager
     def errors(self, doing: str):
-        """psycopg's errors as one line naming the root; a dropped connection is not kept."""
-        import psycopg
-
+        """libpq's errors as one line naming the root; a dropped connection is not kept."""
         try:
             yield
-        except psycopg.OperationalError as exc:
-            self.drop_connection()
-            raise StoreUnavailableError(f"cannot {doing} the PostgreSQL root {display(self.url)}: {first_line(exc)}") from None
-        except psycopg.Error as exc:
+        except PgError as exc:
+            if exc.operational:
+                self.drop_connection()
+                raise StoreUnavailableError(f"cannot {doing} the PostgreSQL root {display(self.url)}: {first_line(exc)}") from None
             raise UwfError(f"cannot {doing} the PostgreSQL root {display(self.url)}: {first_line(exc)}") from None
 
     def bump(self, conn) -> None:
@@ -174,9 +185,21 @@ class Database:
         conn.execute("update uwf_meta set value = (value::bigint + 1)::text where key = 'changes'")
         conn.execute(f"notify {CHANGES_CHANNEL}")
 
-    def _migrate(self, conn) -> None:
-        import psycopg
+    def _check_schema(self, conn) -> None:
+        """One round trip when the schema is current (every command's case); migrate otherwise."""
+        try:
+            newest = conn.execute("select max(version) from uwf_migrations").fetchone()[0] or 0
+        except PgError as exc:
+            if exc.operational:
+                raise StoreUnavailableError(f"cannot reach the PostgreSQL root {display(self.url)}: {first_line(exc)}") from None
+            newest = 0  # a new database: no uwf_migrations yet
+        if newest > SCHEMA_VERSION:
+            raise UwfError(f"the PostgreSQL root {display(self.url)} has schema version {newest}, newer than this uwf reads ({SCHEMA_VERSION}): upgrade uwf")
+        if newest < SCHEMA_VERSION:
+            self._migrate(conn)
+        self._ready = True
 
+    def _migrate(self, conn) -> None:
         try:
             with conn.transaction():
                 conn.execute("select pg_advisory_xact_lock(7567660)")  # one migrator at a time
@@ -189,9 +212,36 @@ class Database:
                     if version not in done:
                         conn.execute(MIGRATIONS[version])
                         conn.execute("insert into uwf_migrations (version) values (%s)", (version,))
-        except psycopg.Error as exc:
+        except PgError as exc:
             raise UwfError(f"cannot set up the PostgreSQL root {display(self.url)}: {first_line(exc)}") from None
-        self._ready = True
+
+
+_no_server_options = threading.Event()
+
+
+def _options() -> dict[str, str]:
+    options = dict(CLIENT_OPTIONS)
+    if library_version() >= 120000:
+        options["tcp_user_timeout"] = str(DEAD_LINK_SECONDS * 1000)
+    if not _no_server_options.is_set():
+        options["options"] = SERVER_OPTIONS
+    return options
+
+
+def _alive(conn):
+    """`conn` if it still works: one unused for a while (a worker's agent ran for minutes) is asked
+    first, so a session the server or the network ended is replaced, not failed on."""
+    if conn is None or conn.closed or conn.broken:
+        return None
+    now = time.monotonic()
+    if now - conn.used_at > IDLE_CHECK_SECONDS:
+        try:
+            conn.execute("select 1")
+        except PgError:
+            conn.close()
+            return None
+    conn.used_at = now
+    return conn
 
 
 def first_line(exc: BaseException) -> str:
