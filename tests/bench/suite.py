@@ -477,7 +477,7 @@ def workspace_files(report: Report, uwf: Uwf, quick: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/benchmarks.md)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs, for a first look")
-    sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "workers", "map", "otel"]
+    sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "workers", "map", "otel", "lanes"]
     parser.add_argument("--only", choices=sections, action="append")
     args = parser.parse_args(argv)
     compile_sources()
@@ -520,6 +520,10 @@ def main(argv: list[str] | None = None) -> None:
             from otel_rows import otel_rows
 
             otel_rows(report, Row, uwf, 15 if quick else 45)
+        if "lanes" in only:
+            from lane_rows import lane_rows
+
+            lane_rows(report, Row, uwf, steps=10 if quick else 30)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

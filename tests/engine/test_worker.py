@@ -203,7 +203,46 @@ def test_the_database_restarted_under_a_worker(pg_cluster, pg_url, root_dir):
     for thread in threads:
         steps = json.loads(run("thread", "steps", thread).stdout)
         assert [step["role"] for step in steps] == SOLVE_ROLES
+        # the worker lived through it: no attempt is told as a dead process's
+        for record in json.loads(run("thread", "runs", thread).stdout):
+            assert "died" not in (record.get("error") or ""), record
+            if record["status"] == "killed":
+                assert "the database restarted" in record["error"], record
     assert json.loads(run("cas", "fsck").stdout)["ok"]
+
+
+def test_a_step_that_outlives_a_database_restart_is_not_told_as_a_dead_worker(pg_cluster, pg_url, root_dir):
+    """The database goes down while an agent runs and stays down past its end: the step cannot
+    land, the worker waits, and when the database is back the interrupted attempt is on record
+    as the restart's, not as a dead process's; the thread then goes on to its end."""
+    env = dict(os.environ, UWF_STORAGE_ROOT=pg_url, UWF_ENV_FILE=str(root_dir / "host.env"))
+
+    def run(*args):
+        return subprocess.run([*_uwf_command(), *args], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=120)
+
+    assert run("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).returncode == 0
+    _use_agent(run, _slow_agent(1.0))
+    thread = json.loads(run("thread", "start", "solve-issue", "-p", "t").stdout)["thread"]
+    assert run("thread", "run", thread, "--detach").returncode == 0
+    worker = subprocess.Popen([*_uwf_command(), "worker", "--name", "survivor"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO))
+    try:
+        _wait_for(lambda: _running(run, thread), what="the first step to start")
+        pg_cluster.restart(down_for=3.0)  # the agent ends while the database is away
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            listed = run("thread", "list", "--all")
+            if listed.returncode == 0 and any(item["thread"] == thread and item.get("reason") == "done" for item in json.loads(listed.stdout)):
+                break
+            time.sleep(0.5)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        out, err = worker.communicate(timeout=60)
+    assert "Traceback" not in err and "WARNING:" not in err, err  # the server's notices are not the worker's log
+    records = json.loads(run("thread", "runs", thread).stdout)
+    assert [step["role"] for step in json.loads(run("thread", "steps", thread).stdout)] == SOLVE_ROLES, (records, err)
+    interrupted = [record for record in records if record["status"] != "ok"]
+    assert interrupted and all("the database restarted" in (record.get("error") or "") for record in interrupted), records
+    assert not any("died" in (record.get("error") or "") for record in records), records
 
 
 def test_an_idle_worker_stops_on_sigterm_without_waiting_out_its_idle_wait(place):

@@ -57,8 +57,12 @@ class Cluster:
         options = f"-c listen_addresses='' -c unix_socket_directories={self.dir} -p {self.port} -c fsync=off -c max_connections=300"
         self.run("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w", "-o", options, "start")
 
-    def restart(self) -> None:
+    def restart(self, down_for: float = 0.0) -> None:
+        """An immediate stop (every session cut), `down_for` seconds of no server, a start."""
+        import time
+
         self.run("pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop", check=False)
+        time.sleep(down_for)
         self._pg_ctl_start()
 
     def stop(self) -> None:

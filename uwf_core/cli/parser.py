@@ -18,6 +18,7 @@ GROUPS = {
     "bundle": "bundle_cmd",
     "worker": "worker_cmd",
     "root": "root_cmd",
+    "inbox": "inbox_cmd",
 }
 
 

@@ -76,10 +76,12 @@ def register(groups, common) -> None:
     runs = command(sub, common, "runs", cmd_runs, "a thread's step attempts from runs.jsonl (ok, failed, timeout, killed)")
     runs.add_argument("thread")
     from .files_cmd import register as register_files
+    from .inbox_cmd import register_answer
     from .pick_cmd import register as register_pick
 
     register_files(sub, common)
     register_pick(sub, common)
+    register_answer(sub, common)
 
 
 def _agent_options(parser) -> None:
@@ -127,7 +129,8 @@ def _step_options(args, repo):
     from ..engine.attempt import StepOptions
     from .human_editor import editor_answer
 
-    human = partial(editor_answer, scratch_dir=repo.backend.scratch_dir)
+    # no terminal: a person's role is recorded as asking (`uwf inbox`), not failed
+    human = partial(editor_answer, scratch_dir=repo.backend.scratch_dir) if sys.stdin.isatty() else None
     return StepOptions(agent=args.agent, timeout=args.timeout, on_output=_stream_line, human=human, reuse=args.reuse)
 
 
@@ -246,6 +249,8 @@ def cmd_list(args) -> int:
             item["queued"] = True
             if entry.worker:
                 item["worker"] = entry.worker  # the worker stepping it now
+            if entry.asking and entry.asking == info.head:
+                item["asking"] = True  # waiting for a person (`uwf inbox`)
         try:
             item["name"] = workflow_of(repo, info.workflow).name  # the hash stays for scripts; the name is for people
         except UwfError:

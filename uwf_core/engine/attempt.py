@@ -10,7 +10,7 @@ from ..encoding.records import field, record
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..errors import UwfError
-from ..store.records import RunRecord
+from ..store.records import RunRecord, RunningStep
 
 if TYPE_CHECKING:
     from typing import Callable
@@ -70,9 +70,20 @@ class StepOptions:
     candidate_of: str | None = None  # the thread whose next step this fork's is a candidate for (its runs record says)
     map_depth: int = 0  # how many map steps this step runs inside (a map's children are one deeper)
     traced: bool = True  # False: no spans even with a collector named (`uwf agent test`'s scratch step)
+    only_human: bool = False  # refuse a step whose role is not a person's (`uwf thread answer`)
 
 
 MAP_WAITING = "waiting"  # runs.jsonl: a map step whose children workers are still stepping (the head stays)
+ASKING = "asking"  # runs.jsonl: the next role is a person's and none was at hand (`uwf inbox` lists the thread)
+
+
+def interruption(lost: RunningStep) -> str:
+    """What the runs log says of a step whose process lost its lock: dead, or alive but cut off (a
+    database restart, a lease another worker took over: its late result meets a moved head)."""
+    who = f"uwf (pid {lost.pid}{f' on {lost.host}' if lost.host and not lost.here else ''}{f', worker {lost.worker}' if lost.worker else ''})"
+    if lost.lost:
+        return f"{who} lost its lock during this step: {lost.lost}; the head did not move by it"
+    return f"{who} died during this step; the head did not move"
 
 
 class StepError(UwfError):

@@ -141,7 +141,7 @@ def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | No
     if workflow.roles[decision.role].map is not None:
         return result("map", note=_map_note(repo, info, context, workflow, decision.role))
     schema = repo.nodes.schema(workflow.roles[decision.role].meta)
-    prompt = _prompt(workflow, decision, schema, context)
+    prompt = next_prompt(workflow, decision, schema, context)
     try:
         resolved = resolve_agent(
             repo.config, workflow.name, decision.role, context.start.agents, agent, config_file=repo.backend.config.location,
@@ -222,7 +222,8 @@ def _stop_note(budget: BudgetStatus | None) -> str | None:
     return None
 
 
-def _prompt(workflow, decision: Decision, schema: dict, context) -> str:
+def next_prompt(workflow, decision: Decision, schema: dict, context) -> str:
+    """The prompt the next step's agent (or person) would get."""
     from .prompt import build_prompt_parts
 
     return build_prompt_parts(workflow, workflow.roles[decision.role], schema, context, decision.instruction).text

@@ -28,7 +28,7 @@ from ..thread.moderator import (
 )
 from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_info
 from ..workflow.ops import workflow_of
-from .attempt import MAP_WAITING, Attempt, Committed, StepError, StepOptions, StepResult, redact_error
+from .attempt import ASKING, MAP_WAITING, Attempt, Committed, StepError, StepOptions, StepResult, interruption, redact_error
 from .call import AgentCall
 from .protocols import run_protocol
 from .resolve import resolve_agent
@@ -90,7 +90,7 @@ def _record_failure(attempt: Attempt, error: BaseException, status: str, message
     recorded once, not at every look a worker takes."""
     if isinstance(error, UwfError):
         redact_error(attempt.repo, error)
-    if status == MAP_WAITING and _still_waiting(attempt, message):
+    if status in (MAP_WAITING, ASKING) and _still_waiting(attempt, status, message):
         return
     try:
         attempt.record(status, error=message, stderr=stderr)
@@ -100,15 +100,15 @@ def _record_failure(attempt: Attempt, error: BaseException, status: str, message
             error.args = (error.message,)
 
 
-def _still_waiting(attempt: Attempt, message: str) -> bool:
+def _still_waiting(attempt: Attempt, status: str, message: str) -> bool:
     last = attempt.repo.runs.read(attempt.info.thread)[-1:]
-    return bool(last) and last[0].status == MAP_WAITING and last[0].head == attempt.info.head and last[0].error == message
+    return bool(last) and last[0].status == status and last[0].head == attempt.info.head and last[0].error == message
 
 
 def _record_interrupted(repo: Repo, info: ThreadInfo, lease: StepLease) -> None:
     lost = lease.interrupted
     attempt = Attempt(repo, info, started_ms=lost.started_at or int(time.time() * 1000), role=lost.role, agent=lost.agent)
-    attempt.record("killed", error=f"uwf (pid {lost.pid}) died during this step; the head did not move")
+    attempt.record("killed", error=interruption(lost))
 
 
 def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, options: StepOptions) -> StepResult:
@@ -148,6 +148,8 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         config_file=repo.backend.config.location, functions=repo.agents.entries,
     )
     attempt.agent = resolved.label
+    if options.only_human and resolved.protocol != "human":
+        raise StepError(f"thread {info.thread} is not waiting for a person: its next role '{decision.role}' is agent {resolved.label}'s")
     lease.update(role=decision.role, agent=resolved.label)
     call = AgentCall(repo, info, workflow, context, decision, resolved, lease, options, deadline=deadline)
     before = None

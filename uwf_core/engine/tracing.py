@@ -124,13 +124,15 @@ class StepTrace:
     def _interrupted(self, lost: RunningStep) -> None:
         """The attempt a process that died left behind, as a span of its own (its own spans died
         with it), counted among the attempts at this head."""
+        from .attempt import interruption
+
         started = (lost.started_at or int(time.time() * 1000)) * 1_000_000
         dead = Span(f"step {lost.role}" if lost.role else "step", CHAIN, {
             "uwf.thread": self.info.thread, "session.id": self.info.thread, "uwf.workflow.hash": self.info.workflow,
             "uwf.role": lost.role, "uwf.agent": lost.agent, "uwf.head": self.info.head, "uwf.status": "killed",
             "uwf.worker": lost.worker, "uwf.attempt": self.tries,
         }, start_ns=started)
-        dead.fail(f"uwf (pid {lost.pid}) died during this step; the head did not move")
+        dead.fail(interruption(lost))
         dead.end()
         self.exporter.emit(dead, self.trace_id, self._redact)
         self.tries += 1

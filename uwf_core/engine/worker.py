@@ -6,6 +6,12 @@ on from the head), steps it with the one step engine until it is done, fails, ne
 reaches maxSteps, then takes the next. Each step still takes the thread's step lock, so a worker
 and a `uwf thread step` typed by hand never both step one thread. No database transaction is
 open while an agent runs: the claim and the step lock are session locks, not transactions.
+
+A heartbeat thread renews every claim's lease (a PostgreSQL root: store/pg/locks.py). A worker cut
+off from the database loses its claims to others; when its step ends it finds the claim gone,
+lets the thread be (its late result was refused by compare-and-set) and goes on with other work.
+A role for a person (agent `human`) leaves the thread queued and marked as asking at its head:
+`uwf inbox` lists it, `uwf thread answer` moves its head, and a worker takes it up again at once.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import time
 
 from ..encoding.records import record
 from ..errors import LockedError, StoreUnavailableError, UwfError
-from .attempt import MAP_WAITING, StepError, StepOptions
+from .attempt import ASKING, MAP_WAITING, StepError, StepOptions
 from .process import Cancel
 from .step import perform_step
 
@@ -25,12 +31,14 @@ if TYPE_CHECKING:
     from typing import Callable
 
     from ..repo import Repo
+    from ..store.base import Claim
 
 IDLE_WAIT_SECONDS = 5.0  # how long an idle worker waits for a change before it looks again
 STOP_SECONDS = 0.5  # the longest an idle worker takes to see stop()
 UNAVAILABLE_RETRY_SECONDS = 2.0  # the root cannot be reached: look again after this
 BUSY_RETRY_SECONDS = 1.0  # a claimed thread someone steps by hand: try again after this
 PARK_SECONDS = 0.5  # a map step waiting for its children: claimed again after this
+BEAT_SECONDS = 5.0  # how often a worker renews its claims' leases
 
 
 @record(frozen=True)
@@ -71,15 +79,28 @@ class Worker:
         self.held: set[str] = set()  # threads this process holds (a claim is per process)
         self.parked: dict[str, float] = {}  # map steps waiting for their children -> when to look again
         self.mapping: set[str] = set()  # the map steps whose waiting this worker has said
+        self.claims: dict[str, Claim] = {}  # thread -> this worker's claim on it, beaten by _heartbeat
 
     def run(self) -> None:
         """Until `stop()` (or, with `once`, until nothing is left to claim and no lane is busy)."""
         workers = [threading.Thread(target=self._lane, name=f"{self.name}-{i}", daemon=True) for i in range(self.lanes)]
+        beats = threading.Thread(target=self._heartbeat, name=f"{self.name}-beat", daemon=True)
+        beats.start()
         for worker in workers:
             worker.start()
         for worker in workers:
             while worker.is_alive():
                 worker.join(0.5)  # with a timeout, so SIGTERM's handler runs in the main thread meanwhile
+
+    def _heartbeat(self) -> None:
+        """Renew each claim's lease; a claim found lost is said once (its lane ends the thread's turn
+        when its step does)."""
+        while not self.stopping.wait(BEAT_SECONDS):
+            with self.lock:
+                claims = list(self.claims.values())
+            for claim in claims:
+                if not claim.lost and not claim.beat():
+                    self.on_event(WorkerEvent(claim.thread, "lost", detail="the claim's lease lapsed or its session ended; another worker may take the thread over"))
 
     def stop(self) -> None:
         """Stop claiming; cancel the steps running (recorded as killed, heads unchanged, the threads
@@ -99,6 +120,7 @@ class Worker:
                     claim = self.repo.backend.queue.claim(self.name, skip=self.held | set(self.parked))
                     if claim is not None:
                         self.held.add(claim.thread)
+                        self.claims[claim.thread] = claim
                         self.busy += 1
                 if claim is None:
                     with self.lock:
@@ -113,7 +135,7 @@ class Worker:
                 continue
             try:
                 with claim:
-                    self._work(claim.thread)
+                    self._work(claim)
             except StoreUnavailableError as exc:
                 self.on_event(WorkerEvent(claim.thread, "waiting", detail=exc.message))
             except Exception as exc:  # a bug: say so and keep the lane alive (the thread stays queued)
@@ -121,6 +143,7 @@ class Worker:
             finally:
                 with self.lock:
                     self.held.discard(claim.thread)
+                    self.claims.pop(claim.thread, None)
                     self.busy -= 1
 
     def _idle_wait(self, token):
@@ -134,9 +157,14 @@ class Worker:
                 return current
         return token
 
-    def _work(self, thread: str) -> None:
-        """Step `thread` to its end; dequeue it unless this worker was stopped first."""
+    def _work(self, claim: Claim) -> None:
+        """Step the claimed thread to its end; dequeue it unless this worker was stopped first or
+        lost the claim (another worker has the thread now)."""
+        thread = claim.thread
         while not self.stopping.is_set():
+            if claim.lost:
+                self.on_event(WorkerEvent(thread, "left", detail="the claim was lost (another worker took the thread over); going on with other work"))
+                return
             cancel = Cancel()
             with self.lock:
                 self.cancels[thread] = cancel
@@ -156,8 +184,11 @@ class Worker:
                 self.stopping.wait(UNAVAILABLE_RETRY_SECONDS)
                 continue
             except StepError as exc:
+                if exc.status == ASKING:
+                    self._ask(thread, exc, started)
+                    return
                 if exc.status != MAP_WAITING:
-                    self._ended(thread, exc, started)
+                    self._ended(claim, exc, started)
                     return
                 # a map step: its children are queued for the workers; look again in a while (said once)
                 with self.lock:
@@ -168,7 +199,7 @@ class Worker:
                     self.on_event(WorkerEvent(thread, "waiting", seconds=time.monotonic() - started, detail=exc.message))
                 return
             except UwfError as exc:
-                self._ended(thread, exc, started)
+                self._ended(claim, exc, started)
                 return
             finally:
                 with self.lock:
@@ -184,13 +215,23 @@ class Worker:
                 return
         self.on_event(WorkerEvent(thread, "left", detail="stopped between steps; the thread stays queued"))
 
-    def _ended(self, thread: str, exc: UwfError, started: float) -> None:
+    def _ask(self, thread: str, exc: StepError, started: float) -> None:
+        """The next role is a person's: the thread stays queued, marked as asking at its head."""
+        head = self.repo.threads.heads().get(thread)
+        self.repo.backend.queue.ask(thread, head)
+        self.on_event(WorkerEvent(thread, "asking", seconds=time.monotonic() - started, detail=exc.message))
+
+    def _ended(self, claim: Claim, exc: UwfError, started: float) -> None:
         """A step that failed, or the thread ended under it: say so and dequeue it, unless this
-        worker is stopping (then the thread stays queued for another)."""
+        worker is stopping or lost the claim (then the thread stays queued for another)."""
+        thread = claim.thread
         with self.lock:
             self.mapping.discard(thread)
         if self.stopping.is_set():
             self.on_event(WorkerEvent(thread, "left", seconds=time.monotonic() - started, detail="stopped: the step was cancelled, the thread stays queued"))
+            return
+        if claim.lost or not claim.beat():
+            self.on_event(WorkerEvent(thread, "left", seconds=time.monotonic() - started, detail=f"the claim was lost while the step ran: {exc.message}; going on with other work"))
             return
         ended = self.repo.threads.last_archived(thread) if thread not in self.repo.threads.heads() else None
         what = f"ended ({ended.reason})" if ended is not None and ended.reason != "killed" else "failed"

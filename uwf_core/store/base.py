@@ -138,7 +138,10 @@ class Claim(Protocol):
     Held by the worker's process (a lock that dies with it), so a worker that dies loses it."""
 
     thread: str
+    lost: bool  # another worker took the thread over (a lapsed lease)
 
+    def beat(self) -> bool:
+        """Renew the claim's lease; False when it is lost."""
     def release(self) -> None: ...
     def __enter__(self) -> Claim: ...
     def __exit__(self, *exc_info) -> None: ...
@@ -153,7 +156,10 @@ class WorkQueue(Protocol):
     def entries(self) -> list[QueuedThread]:
         """Queued threads, oldest first, each with the worker holding it (if one is alive)."""
     def claim(self, worker: str, skip: set[str] | None = None) -> Claim | None:
-        """Hold the oldest queued thread no live worker holds (not in `skip`); None when none."""
+        """Hold the oldest queued thread no live worker holds (not in `skip`, not asking a person at
+        its head); None when none."""
+    def ask(self, thread: str, head: str | None) -> None:
+        """Mark a queued thread as waiting for a person at `head` (None: no longer)."""
     def damaged(self) -> list[DamagedEntry]: ...
 
 

@@ -116,6 +116,7 @@ class RunningStep:
     host: str | None = None  # where it runs (a PostgreSQL root is stepped from many hosts)
     worker: str | None = None  # the `uwf worker` running it, if one is
     waiting: str | None = None  # a map step: how many of its children are done
+    lost: str | None = None  # why its holder lost the lock alive (the database restarted, its lease lapsed)
 
     def describe(self) -> str:
         what = f"pid {self.pid}" + (f" on {self.host}" if self.host and self.host != this_host() else "")
@@ -140,6 +141,7 @@ class QueuedThread:
     thread: str
     queued_at: int  # ms
     worker: str | None = None  # the worker holding it now, if one does
+    asking: str | None = None  # the head at which it waits for a person (`uwf inbox`); claimed again once the head moves
 
 
 def this_host() -> str:

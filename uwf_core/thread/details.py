@@ -110,6 +110,7 @@ STATUS_CANCELLED = "cancelled"  # the last attempt was stopped (cancelled, a for
 STATUS_DAMAGED = "damaged"  # the head cannot be read
 STATUS_QUEUED = "queued"  # waiting for a `uwf worker` (`uwf thread run --detach`)
 STATUS_MAPPING = "mapping"  # a map step waiting for its children, which workers step
+STATUS_ASKING = "asking"  # its next role is a person's, who has not answered (`uwf inbox`)
 
 
 def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
@@ -130,8 +131,10 @@ def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
             statuses[info.thread] = info.reason or "done"
         elif repo.locks.running(info.thread) is not None:
             statuses[info.thread] = STATUS_RUNNING
-        elif _mapping(last_run.get(info.thread), info.head):
+        elif _last_is(last_run.get(info.thread), info.head, "waiting"):
             statuses[info.thread] = STATUS_MAPPING
+        elif _last_is(last_run.get(info.thread), info.head, "asking"):
+            statuses[info.thread] = STATUS_ASKING
         elif info.thread in queued:
             statuses[info.thread] = STATUS_QUEUED
         else:
@@ -139,8 +142,8 @@ def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
     return statuses
 
 
-def _mapping(record: RunRecord | None, head: str) -> bool:
-    return record is not None and record.status == "waiting" and record.head == head
+def _last_is(record: RunRecord | None, head: str, status: str) -> bool:
+    return record is not None and record.status == status and record.head == head
 
 
 def _waiting_status(record: RunRecord | None, head: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
-from ..attempt import HumanRequest, StepError
+from ..attempt import ASKING, HumanRequest, StepError
 from ..record import write_answer
 
 if TYPE_CHECKING:
@@ -18,7 +18,9 @@ def run(call: AgentCall) -> str:
     role = call.role
     if call.options.human is None:
         raise StepError(
-            f"role '{role.name}' is assigned to a human: step it in uwf-tui, or run `uwf thread step` on a terminal (it opens $EDITOR)"
+            f"role '{role.name}' waits for a person: answer it with `uwf thread answer {call.info.thread}` on any host, in uwf-tui's inbox, "
+            "or with `uwf thread step` on a terminal (it opens $EDITOR)",
+            ASKING,
         )
     request = HumanRequest(
         call.info.thread, call.workflow.name, role.name, call.prompt, call.schema, frontmatter_template(call.schema), call.decision.instruction

@@ -1,6 +1,7 @@
-"""The work queue of a directory root: queue.yaml (thread -> when it was queued), and one claim
-lock per thread being worked on (locks/claim-<ID>.lock, flock'ed by the worker: a worker that
-dies loses its claim with its process)."""
+"""The work queue of a directory root: queue.yaml (thread -> when it was queued, and the head at
+which it waits for a person, if it does), and one claim lock per thread being worked on
+(locks/claim-<ID>.lock, flock'ed by the worker: a worker that dies loses its claim with its
+process; on one host there is no partition to lease against)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from ...errors import LockedError
 from ..files import atomic_write
 from ..records import DamagedEntry, QueuedThread, this_host
 from .root import Root, flat_state_bytes, load_flat_state
+from .threads import FsThreadIndex
 
-HEADER = "uwf work queue: thread id -> when it was queued (ms); `uwf worker` steps them"
+HEADER = "uwf work queue: thread id -> when it was queued (ms)[ and the head it waits for a person at]; `uwf worker` steps them"
 
 
 class FsClaim:
@@ -25,6 +27,10 @@ class FsClaim:
         self.thread = thread
         self.worker = worker
         self.lock = root.lock(f"claim-{thread}", wait=False, purpose=f"thread {thread}")
+        self.lost = False  # a flock is lost only with its process
+
+    def beat(self) -> bool:
+        return True
 
     def acquire(self) -> FsClaim:
         self.lock.acquire()
@@ -75,9 +81,18 @@ class FsWorkQueue:
             if queued.pop(thread, None) is not None:
                 self._save(queued, damaged)
 
+    def ask(self, thread: str, head: str | None) -> None:
+        """Mark a queued thread as waiting for a person at `head` (None: no longer)."""
+        with self.root.lock("queue"):
+            queued, damaged = self._load()
+            if thread in queued:
+                stamp = queued[thread].split()[0]
+                queued[thread] = f"{stamp} {head}" if head else stamp
+                self._save(queued, damaged)
+
     def entries(self) -> list[QueuedThread]:
-        queued = sorted(self._load()[0].items(), key=lambda item: (int(item[1]), item[0]))
-        return [QueuedThread(thread, int(stamp), self._holder(thread)) for thread, stamp in queued]
+        queued = sorted(((thread, value.split()) for thread, value in self._load()[0].items()), key=lambda item: (int(item[1][0]), item[0]))
+        return [QueuedThread(thread, int(parts[0]), self._holder(thread), parts[1] if len(parts) > 1 else None) for thread, parts in queued]
 
     def _holder(self, thread: str) -> str | None:
         """The live worker holding a claim on `thread` (its lock file names it; a dead one's stays)."""
@@ -99,9 +114,13 @@ class FsWorkQueue:
         return str(info.get("worker") or f"pid {info['pid']}")
 
     def claim(self, worker: str, skip: set[str] | None = None) -> FsClaim | None:
-        for entry in self.entries():
+        entries = self.entries()
+        heads = FsThreadIndex(self.root).heads() if any(entry.asking for entry in entries) else {}
+        for entry in entries:
             if skip and entry.thread in skip:
                 continue
+            if entry.asking and heads.get(entry.thread) == entry.asking:
+                continue  # waiting for a person at this head
             try:
                 return FsClaim(self.root, entry.thread, worker).acquire()
             except LockedError:
@@ -112,6 +131,7 @@ class FsWorkQueue:
 def _queued_problem(thread: object, stamp: object) -> str | None:
     if not isinstance(thread, str) or not is_ulid(thread):
         return f"{thread!r} is not a thread id"
-    if not isinstance(stamp, str) or not stamp.isdigit():
+    parts = stamp.split() if isinstance(stamp, str) else []
+    if not parts or not parts[0].isdigit() or len(parts) > 2:
         return f"thread {thread}: {stamp!r} is not a time in milliseconds"
     return None

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from ...errors import StoreUnavailableError, UwfError
 from .libpq import LibpqMissing, PgError, connect, library_version
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CHANGES_CHANNEL = "uwf_changes"
 DEAD_LINK_SECONDS = 15  # a peer silent this long is gone (keepalives 5 s + 3 x 2 s; unacknowledged data)
 CLIENT_OPTIONS = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3", "connect_timeout": "10"}
@@ -69,6 +69,10 @@ create table uwf_workspaces (thread text primary key, path text not null);
 """,
     3: """
 alter table uwf_history add column summary text;
+""",
+    4: """
+alter table uwf_queue add column beat timestamptz;
+alter table uwf_queue add column asking text;
 """,
 }
 
@@ -153,21 +157,53 @@ class Database:
                 pass
 
     def query(self, sql: str, args: tuple = (), doing: str = "read") -> list[tuple]:
-        with self.errors(doing):
-            cursor = self.conn().execute(sql, args)
-            return cursor.fetchall() if cursor.description else []
+        cursor = self._once_more(lambda conn: conn.execute(sql, args), doing)
+        return cursor.fetchall() if cursor.description else []
 
     def execute(self, sql: str, args: tuple = (), doing: str = "write") -> int:
+        """One statement; every single-statement write uwf makes is idempotent (an insert that
+        skips a row already there, an upsert, a delete), so a lost session is retried once."""
+        return self._once_more(lambda conn: conn.execute(sql, args), doing).rowcount
+
+    def _once_more(self, action, doing: str):
+        """`action` on this thread's connection; if that session turns out dead (a database restart,
+        a dropped link) outside a transaction, once more on a new one."""
         with self.errors(doing):
-            return self.conn().execute(sql, args).rowcount
+            conn = self.conn()
+            try:
+                return action(conn)
+            except PgError as exc:
+                if not exc.operational or conn.in_transaction:
+                    raise
+                self.drop_connection()
+            return action(self.conn())
 
     @contextmanager
     def transaction(self, doing: str = "write"):
-        """Statements inside are one transaction on this thread's connection (yields it)."""
+        """Statements inside are one transaction on this thread's connection (yields it). A
+        session found dead at BEGIN (nothing done yet) is replaced once."""
         with self.errors(doing):
             conn = self.conn()
-            with conn.transaction():
+            if conn.in_transaction:
+                with conn.transaction():
+                    yield conn
+                return
+            try:
+                block = conn.transaction()
+                block.__enter__()
+            except PgError as exc:
+                if not exc.operational:
+                    raise
+                self.drop_connection()
+                conn = self.conn()
+                block = conn.transaction()
+                block.__enter__()
+            try:
                 yield conn
+            except BaseException as exc:
+                block.__exit__(type(exc), exc, exc.__traceback__)
+                raise
+            block.__exit__(None, None, None)
 
     @contextmanager
     def errors(self, doing: str):

@@ -27,6 +27,8 @@ _INTEGERS = frozenset((20, 21, 23, 26, 28))  # int8, int2, int4, oid, xid
 _FLOATS = frozenset((700, 701))
 
 _lib = None
+_NoticeProcessor = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+_quiet = _NoticeProcessor(lambda arg, message: None)  # the server's NOTICE/WARNING lines: not on uwf's stderr
 
 
 class PgError(Exception):
@@ -106,6 +108,7 @@ def _declare(lib) -> None:
         "PQtransactionStatus": (i, [p]),
         "PQlibVersion": (i, []),
         "PQbackendPID": (i, [p]),
+        "PQsetNoticeProcessor": (p, [p, _NoticeProcessor, p]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -127,6 +130,7 @@ def connect(url: str, options: dict[str, str]) -> Connection:
         message = _text(lib.PQerrorMessage(handle))
         lib.PQfinish(handle)
         raise PgError(message, operational=True)
+    lib.PQsetNoticeProcessor(handle, _quiet, None)
     return Connection(lib, handle)
 
 
@@ -162,6 +166,10 @@ class Connection:
     @property
     def closed(self) -> bool:
         return self.handle is None
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
 
     @property
     def backend_pid(self) -> int:

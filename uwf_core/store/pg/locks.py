@@ -1,12 +1,20 @@
 """Step locks and worker claims of a PostgreSQL root: session-level advisory locks, each on a
 connection of its own, so they hold for as long as a step or a worker needs and go with the
-session when its process dies or its host is lost (TCP keepalives: ~30 s). What a lock's holder
-says about itself (pid, host, role, agent) is a row beside it."""
+session when its process dies or its host is lost. What a lock's holder says about itself (pid,
+host, role, agent, the server's start) is a row beside it.
+
+A claim is also a lease: its worker beats it every BEAT_SECONDS on the claim's session. A claim
+not beaten for LEASE_SECONDS (by the server's clock) is lapsed, and a worker that wants the
+thread ends the holder's sessions (`pg_terminate_backend`), which frees its claim and step lock
+at once — so a partitioned worker loses its thread within LEASE_SECONDS plus one look, whatever
+the server's keepalive settings. Its late result then meets a head that moved: compare-and-set
+refuses it."""
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 
 from ...encoding.ids import xxh64_digest
@@ -29,8 +37,43 @@ def _held_sql() -> str:
     )
 
 
-def _running(data: dict) -> RunningStep:
-    return RunningStep(data["pid"], data.get("pgid"), data.get("role"), data.get("agent"), data.get("startedAt"), data.get("host"), data.get("worker"), data.get("waiting"))
+BEAT_SECONDS = 5.0
+LEASE_SECONDS = 20  # a claim not beaten this long may be taken over (< 30 s with one worker's look)
+RESTARTED = "the database restarted"
+
+
+def _running(data: dict, server_start: str | None = None) -> RunningStep:
+    """A running row; read by the lease that found it stale (`server_start` given), with why its
+    holder lost the lock: the mark a takeover left, a restart, or the holder's process seen alive."""
+    lost = data.get("lost")
+    if lost is None and server_start:
+        lost = _why_lost(data, server_start)
+    return RunningStep(
+        data["pid"], data.get("pgid"), data.get("role"), data.get("agent"), data.get("startedAt"), data.get("host"), data.get("worker"), data.get("waiting"), lost
+    )
+
+
+def _why_lost(data: dict, server_start: str) -> str | None:
+    """None when the holder died (its process is gone from this host)."""
+    if data.get("serverStart") not in (None, server_start):
+        return RESTARTED
+    if data.get("host") != this_host():
+        return "its session ended (the process died, or its host lost its link to the database)"
+    try:
+        os.kill(data["pid"], 0)
+    except ProcessLookupError:
+        return None
+    except (PermissionError, OverflowError, TypeError):
+        pass
+    return "its session to the database ended while it ran (its link, or the server, dropped it)"
+
+
+def _holders_sql() -> str:
+    """The sessions (other than this one) holding the advisory lock with key %(key)s."""
+    return (
+        "select pid from pg_locks where locktype = 'advisory' and granted and objsubid = 1 and pid <> pg_backend_pid()"
+        " and classid = ((%(key)s::bigint >> 32) & 4294967295)::oid and objid = (%(key)s::bigint & 4294967295)::oid"
+    )
 
 
 class PgStepLease:
@@ -47,19 +90,20 @@ class PgStepLease:
     def __enter__(self) -> PgStepLease:
         conn = self.db.borrow_session()
         with self.db.errors("lock a thread of"):
-            got = conn.execute("select pg_try_advisory_lock(%s)", (self.key,)).fetchone()[0]
+            got, server_start = conn.execute("select pg_try_advisory_lock(%s), pg_postmaster_start_time()::text", (self.key,)).fetchone()
         if not got:
             self.db.return_session(conn)
             holder = PgStepLocks(self.db).running(self.thread)
             raise LockedError(f"thread {self.thread} is already being stepped by {holder.describe() if holder else 'another process'}")
         self.conn = conn
-        row = conn.execute("select info from uwf_running where thread = %s", (self.thread,)).fetchone()
+        with self.db.errors("lock a thread of"):
+            row = conn.execute("select info from uwf_running where thread = %s", (self.thread,)).fetchone()
         if row is not None:  # its holder's session ended while it held the lock: that step was interrupted
             try:
-                self.interrupted = _running(json.loads(row[0]))
+                self.interrupted = _running(json.loads(row[0]), server_start)
             except (ValueError, KeyError):
                 self.interrupted = None
-        self.update(pid=os.getpid(), startedAt=int(time.time() * 1000), host=this_host())
+        self.update(pid=os.getpid(), startedAt=int(time.time() * 1000), host=this_host(), serverStart=server_start)
         return self
 
     def update(self, **fields) -> None:
@@ -78,9 +122,20 @@ class PgStepLease:
                 self.db.bump(self.conn)
             self.conn.execute("select pg_advisory_unlock(%s)", (self.key,))
         except Exception:
-            self.conn.close()  # the session ends: the lock goes with it; the row tells the next step
+            self.conn.close()  # the session had ended (a restart, a lapsed lease): the lock with it
+            self._forget()
             return
         self.db.return_session(self.conn)
+
+    def _forget(self) -> None:
+        """The row of a step that ended alive, on a session of its own, if the row is still ours: a
+        step that went on through a database restart is not told as a dead process's next time."""
+        try:
+            with self.db.transaction() as conn:
+                conn.execute("delete from uwf_running where thread = %s and info = %s", (self.thread, json.dumps(self.info)))
+                self.db.bump(conn)
+        except Exception:
+            pass  # still unreachable: the next step reads the row, and the server's start tells it
 
 
 class PgStepLocks:
@@ -102,19 +157,40 @@ class PgStepLocks:
 
 
 class PgClaim:
-    def __init__(self, conn, db: Database, thread: str) -> None:
+    """A worker's claim: the advisory lock on a session of its own, beaten as a lease."""
+
+    def __init__(self, conn, db: Database, thread: str, worker: str) -> None:
         self.conn = conn
         self.db = db
         self.thread = thread
+        self.worker = worker
+        self.lost = False  # the session ended or another worker took the thread over
+        self.guard = threading.Lock()  # the lane releases, the heartbeat beats: one at a time
+
+    def beat(self) -> bool:
+        """Renew the lease; False (and `lost`) when the claim is gone."""
+        with self.guard:
+            if self.conn is None or self.lost:
+                return not self.lost
+            try:
+                mine = self.conn.execute("update uwf_queue set beat = now() where thread = %s and worker = %s", (self.thread, self.worker)).rowcount
+            except Exception:
+                mine = 0
+            if not mine:
+                self.lost = True
+            return not self.lost
 
     def release(self) -> None:
-        if self.conn is not None:
-            try:
-                with self.conn.transaction():
-                    self.conn.execute("update uwf_queue set worker = null where thread = %s", (self.thread,))
-                    self.db.bump(self.conn)
-            except Exception:
-                pass  # the session ends below and the claim with it
+        with self.guard:
+            if self.conn is None:
+                return
+            if not self.lost:
+                try:
+                    with self.conn.transaction():
+                        self.conn.execute("update uwf_queue set worker = null, beat = null where thread = %s and worker = %s", (self.thread, self.worker))
+                        self.db.bump(self.conn)
+                except Exception:
+                    pass  # the session ends below and the claim with it
             self.conn.close()
             self.conn = None
 
@@ -144,9 +220,9 @@ class PgWorkQueue:
             self.db.bump(conn)
 
     def entries(self) -> list[QueuedThread]:
-        rows = self.db.query("select thread, queued_at, worker from uwf_queue order by queued_at, thread")
-        held = set(self._held([thread for thread, _, _ in rows]))
-        return [QueuedThread(thread, queued_at, worker if thread in held else None) for thread, queued_at, worker in rows]
+        rows = self.db.query("select thread, queued_at, worker, asking from uwf_queue order by queued_at, thread")
+        held = set(self._held([row[0] for row in rows]))
+        return [QueuedThread(thread, queued_at, worker if thread in held else None, asking) for thread, queued_at, worker, asking in rows]
 
     def _held(self, threads: list[str]) -> list[str]:
         held = []
@@ -158,25 +234,60 @@ class PgWorkQueue:
     def damaged(self) -> list:
         return []
 
+    def ask(self, thread: str, head: str | None) -> None:
+        """Mark a queued thread as waiting for a person at `head` (None: no longer): workers pass it
+        over until its head moves."""
+        with self.db.transaction() as conn:
+            conn.execute("update uwf_queue set asking = %s where thread = %s", (head, thread))
+            self.db.bump(conn)
+
     def claim(self, worker: str, skip: set[str] | None = None) -> PgClaim | None:
-        """The oldest queued thread whose claim lock is free, taken on a new session: the lock is
-        the claim (it dies with the worker), the `worker` column only names its holder."""
+        """The oldest queued thread whose claim lock is free (or whose lease lapsed), taken on a new
+        session: the lock is the claim (it dies with the worker), `worker` and `beat` its lease.
+        A thread waiting for a person at its current head is passed over."""
         conn = self.db.connect()
         try:
             with self.db.errors("claim a thread of"):
-                rows = conn.execute("select thread from uwf_queue order by queued_at, thread").fetchall()
-                for (thread,) in rows:
+                rows = conn.execute(
+                    "select q.thread, q.worker is not null and q.beat < now() - make_interval(secs => %s) from uwf_queue q"
+                    " left join uwf_heads h on h.thread = q.thread where q.asking is null or q.asking is distinct from h.head"
+                    " order by q.queued_at, q.thread",
+                    (LEASE_SECONDS,),
+                ).fetchall()
+                for thread, lapsed in rows:
                     if skip and thread in skip:
                         continue
-                    if conn.execute("select pg_try_advisory_lock(%s)", (advisory_key(f"claim:{thread}"),)).fetchone()[0]:
+                    key = advisory_key(f"claim:{thread}")
+                    got = conn.execute("select pg_try_advisory_lock(%s)", (key,)).fetchone()[0]
+                    if not got and lapsed:
+                        got = self._take_over(conn, thread, key)
+                    if got:
                         with conn.transaction():
-                            still = conn.execute("update uwf_queue set worker = %s where thread = %s", (worker, thread)).rowcount
+                            still = conn.execute("update uwf_queue set worker = %s, beat = now() where thread = %s", (worker, thread)).rowcount
                             self.db.bump(conn)
                         if still:
-                            return PgClaim(conn, self.db, thread)
-                        conn.execute("select pg_advisory_unlock(%s)", (advisory_key(f"claim:{thread}"),))
+                            return PgClaim(conn, self.db, thread, worker)
+                        conn.execute("select pg_advisory_unlock(%s)", (key,))
         except BaseException:
             conn.close()
             raise
         conn.close()
         return None
+
+    def _take_over(self, conn, thread: str, key: int) -> bool:
+        """End the sessions of a worker whose lease lapsed (its claim and its step lock), note why on
+        its running row, and take the claim once the server has let them go."""
+        step = advisory_key(f"step:{thread}")
+        conn.execute(
+            "update uwf_running set info = (info::jsonb || jsonb_build_object('lost', %s::text))::text where thread = %s",
+            (f"its worker lost the database (no heartbeat for {LEASE_SECONDS} s) and its sessions were ended", thread),
+        )
+        pids = [row[0] for row in conn.execute(f"{_holders_sql()} union {_holders_sql().replace('%(key)s', '%(step)s')}", {"key": key, "step": step}).fetchall()]
+        for pid in pids:
+            conn.execute("select pg_terminate_backend(%s::int)", (pid,))
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            if conn.execute("select pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                return True
+            time.sleep(0.05)
+        return False
