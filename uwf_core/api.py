@@ -63,6 +63,7 @@ _EXPORTS = {
     "STATUS_DAMAGED": "thread.details",
     "STATUS_QUEUED": "thread.details",
     "STATUS_MAPPING": "thread.details",
+    "STATUS_ASKING": "thread.details",
     "queue_thread": "engine.worker",
     "Worker": "engine.worker",
     "copy_root": "store.copy",
@@ -122,6 +123,11 @@ _EXPORTS = {
     "Candidate": "engine.side_by_side",
     "Picked": "engine.side_by_side",
     "dry_run": "engine.dry_run",
+    # people across hosts: threads waiting for a person, answered from anywhere
+    "inbox": "engine.inbox",
+    "InboxItem": "engine.inbox",
+    "waiting_item": "engine.inbox",
+    "answer_thread": "engine.inbox",
     "DryRun": "engine.dry_run",
     "AgentChoice": "engine.dry_run",
     "agent_problem": "engine.dry_run",
@@ -182,6 +188,12 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     )
     from .engine.check import AgentCheck as AgentCheck, check_agent as check_agent
     from .engine.control import kill_thread as kill_thread
+    from .engine.inbox import (
+        inbox as inbox,
+        InboxItem as InboxItem,
+        waiting_item as waiting_item,
+        answer_thread as answer_thread,
+    )
     from .engine.dry_run import (
         dry_run as dry_run,
         DryRun as DryRun,
@@ -236,6 +248,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         STATUS_DAMAGED as STATUS_DAMAGED,
         STATUS_QUEUED as STATUS_QUEUED,
         STATUS_MAPPING as STATUS_MAPPING,
+        STATUS_ASKING as STATUS_ASKING,
     )
     from .thread.diff import (
         diff_threads as diff_threads,
