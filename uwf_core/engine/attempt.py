@@ -89,10 +89,11 @@ def interruption(lost: RunningStep) -> str:
 class StepError(UwfError):
     """A step attempt that failed; `status` is how runs.jsonl records it."""
 
-    def __init__(self, message: str, status: str = "failed", stderr: str | None = None) -> None:
+    def __init__(self, message: str, status: str = "failed", stderr: str | None = None, head: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.stderr = stderr
+        self.head = head  # the head the attempt started from, where the caller needs it (asking)
 
 
 @record(frozen=True)

@@ -216,9 +216,9 @@ class Worker:
         self.on_event(WorkerEvent(thread, "left", detail="stopped between steps; the thread stays queued"))
 
     def _ask(self, thread: str, exc: StepError, started: float) -> None:
-        """The next role is a person's: the thread stays queued, marked as asking at its head."""
-        head = self.repo.threads.heads().get(thread)
-        self.repo.backend.queue.ask(thread, head)
+        """The next role is a person's: the thread stays queued, marked as asking at the head the
+        attempt started from (an answer meanwhile moved it on: then the mark is already stale)."""
+        self.repo.backend.queue.ask(thread, exc.head)
         self.on_event(WorkerEvent(thread, "asking", seconds=time.monotonic() - started, detail=exc.message))
 
     def _ended(self, claim: Claim, exc: UwfError, started: float) -> None:

@@ -21,6 +21,7 @@ def run(call: AgentCall) -> str:
             f"role '{role.name}' waits for a person: answer it with `uwf thread answer {call.info.thread}` on any host, in uwf-tui's inbox, "
             "or with `uwf thread step` on a terminal (it opens $EDITOR)",
             ASKING,
+            head=call.info.head,
         )
     request = HumanRequest(
         call.info.thread, call.workflow.name, role.name, call.prompt, call.schema, frontmatter_template(call.schema), call.decision.instruction
