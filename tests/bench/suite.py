@@ -31,7 +31,7 @@ BENCH = REPO / "tests" / "bench"
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO))
 
-from common import compile_sources  # noqa: E402
+from common import compile_sources, private_cluster  # noqa: E402
 
 WORKFLOW = """
 name: bench-loop
@@ -364,21 +364,12 @@ def cas(report: Report, uwf: Uwf, nodes: int, walk_length: int) -> None:
 
 def workers(report: Report, uwf: Uwf, counts: list[int], threads: int) -> None:
     """Steps per second through `uwf worker` processes on this host: a directory root, and a
-    PostgreSQL root (a private cluster, when PostgreSQL and psycopg are here)."""
+    PostgreSQL root (a private cluster, when PostgreSQL and libpq are here)."""
     print(f"workers: {threads} threads of 3 steps, {', '.join(map(str, counts))} worker processes", flush=True)
     places = {"directory root": None}
-    cluster = None
-    try:
-        import psycopg  # noqa: F401
-
-        sys.path.insert(0, str(REPO / "tests" / "support"))
-        from pg_cluster import Cluster, binaries
-
-        if binaries():
-            cluster = Cluster().start()
-            places["PostgreSQL root"] = cluster
-    except ImportError:
-        pass
+    cluster = private_cluster()
+    if cluster is not None:
+        places["PostgreSQL root"] = cluster
     try:
         for place, server in places.items():
             for count in counts:
@@ -477,7 +468,7 @@ def workspace_files(report: Report, uwf: Uwf, quick: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/benchmarks.md)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs, for a first look")
-    sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "workers", "map", "otel", "lanes"]
+    sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "workers", "map", "otel", "lanes", "pg"]
     parser.add_argument("--only", choices=sections, action="append")
     args = parser.parse_args(argv)
     compile_sources()
@@ -524,6 +515,10 @@ def main(argv: list[str] | None = None) -> None:
             from lane_rows import lane_rows
 
             lane_rows(report, Row, uwf, steps=10 if quick else 30)
+        if "pg" in only:
+            from pg_rows import pg_rows
+
+            pg_rows(report, Row, uwf, 5 if quick else 15)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

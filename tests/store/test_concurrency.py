@@ -122,3 +122,32 @@ def test_gc_with_no_grace_while_32_threads_step_loses_nothing(uwf, root_dir):
     for thread in threads:
         assert len(uwf("thread", "steps", thread).json()) == len(SOLVE_ROLES)
         assert uwf("thread", "read", thread).code == 0
+
+
+def test_a_released_lock_is_free_while_a_fork_still_holds_its_descriptor(tmp_path):
+    """A worker's lanes spawn agents while others release step locks: a child between fork and exec
+    holds a copy of every descriptor. Closing ours alone left the flock held by that copy (the next
+    step of the thread found it locked); released, it is unlocked first."""
+    import os
+    import signal
+
+    from uwf_core.errors import LockedError
+    from uwf_core.store.files import FileLock
+
+    path = str(tmp_path / "thread.lock")
+    first = FileLock(path, wait=False).acquire()
+    child = os.fork()
+    if child == 0:  # a lane's agent, not yet exec'd: holds the descriptor until it dies
+        signal.pause()
+        os._exit(0)
+    try:
+        first.release()
+        again = FileLock(path, wait=False)
+        try:
+            again.acquire()
+        except LockedError:
+            raise AssertionError("the lock stayed held by the forked child's copy of the descriptor") from None
+        again.release()
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)

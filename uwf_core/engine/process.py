@@ -163,12 +163,12 @@ def run_process(
         for fd in own_fds:
             os.close(fd)
     WATCHDOG.guard(proc.pid)
-    if on_start is not None:
-        on_start(proc.pid)
     if stdin_text is not None:
         rest = _write_what_fits(proc.stdin, stdin_text.encode("utf-8"))
         if rest:  # the agent reads it as it goes: a thread feeds the rest while we supervise
             threading.Thread(target=_feed, args=(proc.stdin, rest), daemon=True).start()
+    if on_start is not None:  # after its prompt: a database write here would hold the agent up
+        on_start(proc.pid)
     try:
         stdout, stderr_tail, timed_out, cancelled, overflowed = _supervise(proc, timeout, on_output, cancel, started, orphans)
     finally:

@@ -57,9 +57,7 @@ def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) 
     """One step of `thread` (an id or a unique prefix): moderator, agent, verify, move the head.
     Raises StepError (the head unmoved, the attempt in the runs log) when it fails."""
     thread_id = resolve_thread_id(repo, thread)
-    with repo.locks.acquire(thread_id) as lease:
-        if options.worker:
-            lease.update(worker=options.worker)
+    with repo.locks.acquire(thread_id, options.worker) as lease:
         info = active_thread(repo, thread_id)
         trace = step_trace(repo, info, options, lease.interrupted)
         if lease.interrupted is not None:

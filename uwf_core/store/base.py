@@ -128,8 +128,9 @@ class StepLease(Protocol):
 
 
 class StepLocks(Protocol):
-    def acquire(self, thread: str) -> StepLease:
-        """A lease to enter with `with`; entering fails at once (LockedError) when another holds it."""
+    def acquire(self, thread: str, worker: str | None = None) -> StepLease:
+        """A lease to enter with `with`; entering fails at once (LockedError) when another holds it.
+        `worker`: the `uwf worker` taking it, named from the lease's first write."""
     def running(self, thread: str) -> RunningStep | None: ...
 
 

@@ -173,7 +173,13 @@ class FileLock:
             except OSError:
                 pass
             finally:
-                os.close(self.fd)  # closing drops the flock
+                # unlocked first: a child forked meanwhile (another lane spawning its agent) holds a
+                # copy of the descriptor until it execs, and would keep the lock alive
+                try:
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)
+                except OSError:
+                    pass
+                os.close(self.fd)
                 self.fd = None
 
     def __enter__(self) -> FileLock:

@@ -31,10 +31,10 @@ def _parse(text: str) -> RunningStep | None:
 class FsStepLease:
     """Held for the whole of one step of one thread."""
 
-    def __init__(self, root: Root, thread: str) -> None:
+    def __init__(self, root: Root, thread: str, worker: str | None = None) -> None:
         self.thread = thread
         self.lock = root.lock(f"thread-{thread}", wait=False, purpose=f"thread {thread}")
-        self.info: dict = {}
+        self.info: dict = {"worker": worker} if worker else {}
         self.interrupted: RunningStep | None = None
 
     def __enter__(self) -> FsStepLease:
@@ -70,8 +70,8 @@ class FsStepLocks:
     def __init__(self, root: Root) -> None:
         self.root = root
 
-    def acquire(self, thread: str) -> FsStepLease:
-        return FsStepLease(self.root, thread)
+    def acquire(self, thread: str, worker: str | None = None) -> FsStepLease:
+        return FsStepLease(self.root, thread, worker)
 
     def running(self, thread: str) -> RunningStep | None:
         """The step in progress on a thread, if its holder is alive."""

@@ -216,6 +216,16 @@ class Database:
                 raise StoreUnavailableError(f"cannot {doing} the PostgreSQL root {display(self.url)}: {first_line(exc)}") from None
             raise UwfError(f"cannot {doing} the PostgreSQL root {display(self.url)}: {first_line(exc)}") from None
 
+    def change(self, sql: str, args: tuple, conn=None, doing: str = "write") -> None:
+        """One data-modifying statement and the bump with it, in one statement and one round trip
+        (a transaction of three statements is five): `sql` runs as a WITH query."""
+        statement = (
+            f"with change as ({sql}), bumped as (update uwf_meta set value = (value::bigint + 1)::text where key = 'changes' returning 1)"
+            f" select pg_notify('{CHANGES_CHANNEL}', '')"
+        )
+        with self.errors(doing):
+            (conn or self.conn()).execute(statement, args)
+
     def bump(self, conn) -> None:
         """Tell live views and idle workers that something changed (inside the changing transaction)."""
         conn.execute("update uwf_meta set value = (value::bigint + 1)::text where key = 'changes'")

@@ -79,12 +79,12 @@ def _holders_sql() -> str:
 class PgStepLease:
     """Held for the whole of one step of one thread, on a connection of its own."""
 
-    def __init__(self, db: Database, thread: str) -> None:
+    def __init__(self, db: Database, thread: str, worker: str | None = None) -> None:
         self.db = db
         self.thread = thread
         self.key = advisory_key(f"step:{thread}")
         self.conn = None
-        self.info: dict = {}
+        self.info: dict = {"worker": worker} if worker else {}
         self.interrupted: RunningStep | None = None
 
     def __enter__(self) -> PgStepLease:
@@ -108,12 +108,10 @@ class PgStepLease:
 
     def update(self, **fields) -> None:
         self.info.update(fields)
-        with self.db.errors("lock a thread of"), self.conn.transaction():
-            self.conn.execute(
-                "insert into uwf_running (thread, info) values (%s, %s) on conflict (thread) do update set info = excluded.info",
-                (self.thread, json.dumps(self.info)),
-            )
-            self.db.bump(self.conn)
+        self.db.change(
+            "insert into uwf_running (thread, info) values (%s, %s) on conflict (thread) do update set info = excluded.info",
+            (self.thread, json.dumps(self.info)), self.conn, "lock a thread of",
+        )
 
     def __exit__(self, *exc_info) -> None:
         try:
@@ -142,8 +140,8 @@ class PgStepLocks:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def acquire(self, thread: str) -> PgStepLease:
-        return PgStepLease(self.db, thread)
+    def acquire(self, thread: str, worker: str | None = None) -> PgStepLease:
+        return PgStepLease(self.db, thread, worker)
 
     def running(self, thread: str) -> RunningStep | None:
         rows = self.db.query(

@@ -117,9 +117,7 @@ class PgRunLog:
         self.db = db
 
     def append(self, record: RunRecord) -> None:
-        with self.db.transaction() as conn:
-            conn.execute("insert into uwf_runs (thread, record) values (%s, %s)", (record.thread, record.to_json()))
-            self.db.bump(conn)
+        self.db.change("insert into uwf_runs (thread, record) values (%s, %s)", (record.thread, record.to_json()))
 
     def damaged(self) -> list:
         return []
