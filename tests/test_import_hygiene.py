@@ -67,3 +67,12 @@ def test_a_step_with_tracing_off_imports_no_opentelemetry(tmp_path, uwf, root_di
     assert not [name for name in loaded if name.startswith("opentelemetry")]
     assert "uwf_core.telemetry.export" not in loaded and "uwf_core.telemetry.pipe" not in loaded
     assert uwf("thread", "show", thread).json()["steps"] == 1
+
+
+def test_a_postgresql_root_loads_libpq_and_no_driver(pg_url):
+    """A command on a PostgreSQL root calls libpq through ctypes: psycopg (~85 ms of imports,
+    asyncio among them) is not imported, nor anything heavy."""
+    loaded = _cli_modules(["workflow", "list"], pg_url)
+    assert "uwf_core.store.pg.libpq" in loaded  # it did open the database
+    assert not [name for name in loaded if name.startswith(("psycopg", "asyncio"))]
+    assert not [name for name in HEAVY if name in loaded]
