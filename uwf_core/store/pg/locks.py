@@ -223,11 +223,16 @@ class PgWorkQueue:
         return [QueuedThread(thread, queued_at, worker if thread in held else None, asking) for thread, queued_at, worker, asking in rows]
 
     def _held(self, threads: list[str]) -> list[str]:
-        held = []
-        for thread in threads:
-            if self.db.query(f"select {_held_sql()}", {"key": advisory_key(f"claim:{thread}")})[0][0]:
-                held.append(thread)
-        return held
+        """The threads whose claim some session holds: one query, however many are queued."""
+        if not threads:
+            return []
+        keys = {advisory_key(f"claim:{thread}"): thread for thread in threads}
+        rows = self.db.query(
+            "select k from unnest(%s::bigint[]) k where exists (select 1 from pg_locks where locktype = 'advisory' and granted"
+            " and objsubid = 1 and classid = ((k >> 32) & 4294967295)::oid and objid = (k & 4294967295)::oid)",
+            ("{" + ",".join(map(str, keys)) + "}",),
+        )
+        return [keys[row[0]] for row in rows]
 
     def damaged(self) -> list:
         return []
