@@ -38,7 +38,7 @@ STOP_SECONDS = 0.5  # the longest an idle worker takes to see stop()
 UNAVAILABLE_RETRY_SECONDS = 2.0  # the root cannot be reached: look again after this
 BUSY_RETRY_SECONDS = 1.0  # a claimed thread someone steps by hand: try again after this
 PARK_SECONDS = 0.5  # a map step waiting for its children: claimed again after this
-BEAT_SECONDS = 5.0  # how often a worker renews its claims' leases
+BEAT_SECONDS = 5.0  # how often a worker renews its claims' leases (a PostgreSQL claim lapses after 20 s: store/pg/locks.py)
 
 
 @record(frozen=True)
