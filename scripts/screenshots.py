@@ -21,7 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "support"))
 
-from tui_capture import SMALL, capture  # noqa: E402
+from inbox_capture import capture_inbox  # noqa: E402
+from tui_capture import SMALL, SIZE, capture  # noqa: E402
 
 VIEWS = ["workflows", "threads", "attempt", "cas", "help", "diff", "running"]
 
@@ -39,6 +40,9 @@ def terminal(out: Path) -> None:
         shots = capture(VIEWS, work, slow_agent=True)
     with tempfile.TemporaryDirectory() as work:
         shots.update({f"{name}-80x24": svg for name, svg in capture(["threads", "diff", "running"], work, slow_agent=True, size=SMALL).items()})
+    for suffix, size in (("", SIZE), ("-80x24", SMALL)):  # the Inbox, on a root of its own where two threads ask a person
+        with tempfile.TemporaryDirectory() as work:
+            shots[f"inbox{suffix}"] = capture_inbox(work, size)
     converter = shutil.which("rsvg-convert")
     for name, svg in shots.items():
         path = out / f"{name}.svg"

@@ -128,6 +128,7 @@ _EXPORTS = {
     "InboxItem": "engine.inbox",
     "waiting_item": "engine.inbox",
     "answer_thread": "engine.inbox",
+    "frontmatter_template": "engine.prompt",  # the template a person fills in (`uwf thread answer`'s $EDITOR)
     "DryRun": "engine.dry_run",
     "AgentChoice": "engine.dry_run",
     "agent_problem": "engine.dry_run",
@@ -194,6 +195,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         waiting_item as waiting_item,
         answer_thread as answer_thread,
     )
+    from .engine.prompt import frontmatter_template as frontmatter_template
     from .engine.dry_run import (
         dry_run as dry_run,
         DryRun as DryRun,

@@ -40,6 +40,8 @@ from .messages import (
     AgentOutput,
     FsckDone,
     HumanAnswerRequested,
+    InboxAnswered,
+    InboxLoaded,
     KillDone,
     RootChanged,
     StepDone,
@@ -49,6 +51,7 @@ from .screens.modals import ConfirmScreen, HelpScreen
 from .widgets.cas_view import CasView
 from .widgets.damage import DamageBanner
 from .widgets.footer import SteadyFooter
+from .widgets.inbox_view import InboxView
 from .widgets.panes import focus_now, move_focus, switch_tab
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
@@ -56,6 +59,7 @@ from .widgets.workflows_view import WorkflowsView
 NARROW_COLUMNS = 110
 SAYS_WHY_NOT = ("step", "run", "preview", "diff", "queue", "cancel", "fork")  # keys that say why they cannot act, rather than nothing
 SHORT_ROWS = 34
+INBOX_TITLE = "i Inbox"
 class UwfApp(App):
     TITLE = "uwf"
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses defined elsewhere find it
@@ -88,6 +92,8 @@ class UwfApp(App):
                 yield ThreadsView(self.repo, id="threads-view")
             with TabPane("3 CAS", id="pane-cas"):
                 yield CasView(self.repo, id="cas-view")
+            with TabPane(INBOX_TITLE, id="pane-inbox"):
+                yield InboxView(self.repo, id="inbox-view")
         yield SteadyFooter(compact=True)  # every key that applies fits at 80 columns
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None, markup: bool = False) -> None:
@@ -150,11 +156,13 @@ class UwfApp(App):
         if set(self.classes) != before:
             for screen in self.screen_stack[:-1]:
                 screen.update_node_styles(animate=False)
+            self.refresh_bindings()  # the footer's `i` shows only where there is room
 
     def on_mount(self) -> None:
         import asyncio
 
         asyncio.get_running_loop().set_default_executor(self.worker_threads)  # before any thread worker starts
+        self.inbox_view.reload()  # the first read of the inbox, in one of them
         self._fit(self.size)
         self._signature = self.repo.backend.change_token()
         self.set_interval(self.poll_seconds, self.poll_state)  # also the fallback where nothing notifies
@@ -188,12 +196,16 @@ class UwfApp(App):
         return self.query_one(CasView)
 
     @property
+    def inbox_view(self) -> InboxView:
+        return self.query_one(InboxView)
+
+    @property
     def current_view(self) -> str:
         return self.query_one("#views", TabbedContent).active.removeprefix("pane-")
 
-    def action_view(self, name: str) -> None:
+    def action_view(self, name: str, _twin: str = "") -> None:
         self.query_one("#views", TabbedContent).active = f"pane-{name}"
-        focus = {"workflows": "#workflows", "threads": "#threads", "cas": "#cas-tree"}[name]
+        focus = {"workflows": "#workflows", "threads": "#threads", "cas": "#cas-tree", "inbox": "#inbox"}[name]
         focus_now(self.query_one(focus))  # at once: the keys after `1` act in the view it opens
 
     def action_focus_pane(self, delta: int) -> None:
@@ -210,7 +222,7 @@ class UwfApp(App):
 
     @property
     def view_widget(self):
-        return self.query_one({"workflows": WorkflowsView, "threads": ThreadsView, "cas": CasView}[self.current_view])
+        return self.query_one({"workflows": WorkflowsView, "threads": ThreadsView, "cas": CasView, "inbox": InboxView}[self.current_view])
 
     def action_cursor_down(self) -> None:
         moves.step(self.focused, 1)
@@ -231,6 +243,9 @@ class UwfApp(App):
             value = view.current_thread() if on_list else view.selected_node() or view.current_thread()  # the list's row: its thread
         elif self.current_view == "cas":
             value = self.query_one(CasView).shown
+        elif self.current_view == "inbox":
+            item = self.inbox_view.selected()
+            value = item.thread if item is not None else None
         else:
             value = None
         if not value:
@@ -310,6 +325,7 @@ class UwfApp(App):
         if not self.query(ThreadsView):
             return
         self.threads_view.tick_running(self._ticks)
+        self.inbox_view.refresh_ages()
         if self.running:
             if self._idle_title is None:
                 self._idle_title = self.sub_title
@@ -337,6 +353,7 @@ class UwfApp(App):
         self.threads_view.reload()
         self.query_one(WorkflowsView).reload()
         self.query_one(CasView).refresh_roots()
+        self.inbox_view.reload()  # read off the UI thread; on_inbox_loaded shows it
         self.refresh_bindings()
 
     def show_damage(self, message: str) -> None:
@@ -426,6 +443,38 @@ class UwfApp(App):
 
     def on_human_answer_requested(self, message: HumanAnswerRequested) -> None:
         self.commands.answer_human(message)
+
+    # -- the inbox: threads waiting for a person, answered here --------------------------------
+
+    def on_inbox_loaded(self, message: InboxLoaded) -> None:
+        if not self.query(InboxView):
+            return  # the app is closing
+        view = self.inbox_view
+        view.loaded(message.items, message.error)
+        tab = self.query_one("#views", TabbedContent).get_tab("pane-inbox")
+        tab.label = f"{INBOX_TITLE} ({view.count})" if view.count else INBOX_TITLE
+        self.refresh_bindings()
+
+    def action_answer(self):
+        return self.answer_selected()
+
+    def answer_selected(self):
+        """Enter or `a` in the Inbox: the form for the thread under the cursor, once the list is
+        read (at start, `i enter` waits for it). Returns the form's mount when it opens at once,
+        for Textual to await: the keys typed after Enter are the answer."""
+        view = self.inbox_view
+        if not view.table.loaded or view.table.waiting:
+            view.table.when_ready(self.answer_selected)
+            return None
+        item = view.selected()
+        if item is None:
+            self.notify("nobody is asked anything: the inbox is empty", severity="warning")
+            return None
+        return self.commands.answer_inbox(item)
+
+    def on_inbox_answered(self, message: InboxAnswered) -> None:
+        self.commands.inbox_answered(message)
+        self._force_refresh()
 
     # -- fork, edit, kill, new, go to, test: commands.py does them ---------------------------
 

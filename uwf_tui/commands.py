@@ -22,8 +22,10 @@ from .screens.modals import (
 )
 
 if TYPE_CHECKING:
+    from uwf_core.api import InboxItem
+
     from .app import UwfApp
-    from .messages import AgentChecked, HumanAnswerRequested
+    from .messages import AgentChecked, HumanAnswerRequested, InboxAnswered
 
 
 class Commands:
@@ -249,24 +251,69 @@ class Commands:
 
     def answer_human(self, message: HumanAnswerRequested) -> None:
         """A step worker waits for a person: show the prompt and a form; the form resolves the future."""
-        from uwf_core.api import ExtractError, extract_fast
+        from .answer_form import answer_screen
 
         request = message.request
-
-        def validate(text: str) -> str | None:
-            if text.strip() == request.template.strip():
-                return "the form is still the template: fill in the fields (and write your answer below them)"
-            try:
-                extract_fast(text, request.schema)
-            except ExtractError as exc:
-                return exc.message
-            return None
-
-        screen = EditorScreen(
-            f"{request.role} of {request.workflow} is yours to answer (agent: human)",
-            request.template,
-            validate,
-            context=request.prompt,
-            language="markdown",
+        screen = answer_screen(
+            f"{request.role} of {request.workflow} is yours to answer (agent: human)", request.prompt, request.schema, request.template
         )
         self.app.push_screen(screen, lambda answer: resolve(message.answer, answer))
+
+    def answer_inbox(self, item: InboxItem):
+        """The form for a thread of the inbox, prefilled with the role's template (or the answer
+        typed last time and not recorded); saved, the answer is recorded off the UI thread
+        (workers.answer). Returns the form's mount, for the key's handler to await."""
+        from .answer_form import answer_screen, answer_template
+
+        app = self.app
+        view = app.inbox_view
+        thread = item.thread
+        if thread in view.answering:
+            app.notify(f"the answer to {thread[:10]}'s {item.role} is being recorded", severity="warning")
+            return None
+        template = answer_template(item.schema)
+
+        def keep(text: str) -> None:
+            if text.strip() and text.strip() != template.strip():
+                view.drafts[thread] = text
+            else:
+                view.drafts.pop(thread, None)
+            view.show(view.shown)
+
+        def answered(text: str | None) -> None:
+            if text is None:
+                return
+            view.drafts[thread] = text  # until it is recorded: a refusal loses nothing
+            view.mark_answering(thread, True)
+            app.run_worker(partial(workers.answer, app.repo, item, text, app.post_message), thread=True, exit_on_error=False, group="answer")
+
+        title = f"{item.role} of {item.workflow}, thread {thread[:10]}: yours to answer"
+        return app.push_screen(answer_screen(title, item.prompt, item.schema, template, draft=view.drafts.get(thread), keep=keep), answered)
+
+    def inbox_answered(self, message: InboxAnswered) -> None:
+        """What became of an answer from the inbox: recorded (and who steps the thread on), or
+        refused with the core's one line, the answer kept for the next Enter."""
+        app = self.app
+        item = message.item
+        view = app.inbox_view
+        view.mark_answering(item.thread, False)
+        who = f"{item.thread[:10]}'s {item.role}"
+        if message.error is not None:
+            if message.still_waiting:
+                view.drafts[item.thread] = message.text
+                view.show(view.shown)
+                app.notify(f"{message.error} (your answer to {who} is kept: enter opens it again)", severity="error")
+                return
+            view.drafts.pop(item.thread, None)  # it asks nothing any more: the answer goes whole to the log, to copy
+            app.notify(f"{message.error} (your answer to {who} is in the log of 2 Threads)", severity="error")
+            app.note(f"the answer that was not recorded for {who}:\n{message.text}", severity="warning")
+            return
+        view.drafts.pop(item.thread, None)
+        result = message.result
+        if result.done:
+            then = "the thread is done" if result.reason in (None, "done") else f"the thread ended ({result.reason})"
+        elif item.queued:
+            then = "a worker takes it up"
+        else:
+            then = "step it with s (in 2 Threads)"
+        app.notify(f"answered {who}; {then}")

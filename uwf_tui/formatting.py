@@ -7,11 +7,11 @@ import os
 import time
 
 STATUS_ICONS = {
-    "running": "▶", "queued": "⋯", "mapping": "⑂", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "budget": "⧗", "damaged": "!",
+    "running": "▶", "queued": "⋯", "asking": "?", "mapping": "⑂", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "budget": "⧗", "damaged": "!",
     "picked": "✓", "not-picked": "–",  # a candidate's fork (thread step --agents): its step taken, or not
 }
 STATUS_STYLES = {
-    "running": "bold green", "queued": "bold blue", "mapping": "bold blue", "waiting": "white", "failed": "bold red", "cancelled": "yellow", "done": "cyan", "killed": "magenta",
+    "running": "bold green", "queued": "bold blue", "asking": "bold yellow", "mapping": "bold blue", "waiting": "white", "failed": "bold red", "cancelled": "yellow", "done": "cyan", "killed": "magenta",
     "max-steps": "yellow", "budget": "yellow", "damaged": "bold white on red", "picked": "cyan", "not-picked": "dim",
 }
 
@@ -25,17 +25,25 @@ def attempt_mark(status: str) -> tuple[str, str]:
         return STATUS_ICONS["budget"], STATUS_STYLES["budget"]
     if status == "waiting":  # a map step whose children workers step: not a failure
         return STATUS_ICONS["mapping"], STATUS_STYLES["mapping"]
+    if status == "asking":  # a worker found the role a person's and left it for them (the Inbox): not a failure
+        return STATUS_ICONS["asking"], STATUS_STYLES["asking"]
     return ("✗", "bold red")
 
 
 def age(ms: int | None, now: float | None = None) -> str:
+    """How long ago: 45s ago, 3m ago, 2h ago."""
+    return f"{waited(ms, now)} ago" if ms else ""
+
+
+def waited(ms: int | None, now: float | None = None) -> str:
+    """How long something has waited, in its largest unit: 45s, 3m, 2h, 4d."""
     if not ms:
         return ""
     seconds = max(0, (now if now is not None else time.time()) - ms / 1000)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return f"{int(seconds)}s ago"
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
 
 
 def clock(ms: int | None) -> str:

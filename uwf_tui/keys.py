@@ -31,6 +31,12 @@ def key_applies(app, action: str, parameters: tuple[object, ...]) -> bool:
         return app.current_view != "threads" or not app.threads_view.infos
     if action == "sort":
         return app.current_view == "threads"
+    if action == "view" and parameters == ("inbox",):
+        # In the footer while someone is asked something and the Inbox is not on screen, where there
+        # is room (below 110 columns the tab's title, "i Inbox (2)", says it); `i` works everywhere.
+        return app.current_view != "inbox" and app.inbox_view.count > 0 and not app.has_class("-narrow")
+    if action == "answer":
+        return app.current_view == "inbox" and (not app.inbox_view.table.loaded or app.inbox_view.selected() is not None)
     if action == "cost":
         return app.current_view == "threads" and app.threads_view.current_thread() is not None
     if action == "why_not":
@@ -63,7 +69,7 @@ def _thread_action_applies(app, action: str) -> bool:
     if action in ("step", "run"):
         return not running and info.active
     if action == "queue":
-        return info.active and not running and view.statuses.get(thread) not in ("queued", "mapping", "running")
+        return info.active and not running and view.statuses.get(thread) not in ("queued", "mapping", "running", "asking")
     if action == "cancel":
         return running or app.repo.locks.running(thread) is not None
     if action in ("kill", "preview"):
@@ -96,13 +102,15 @@ def why_not(app, action: str) -> str | None:
     if not info.active:
         ended = {"done": "is done", "killed": "was killed", "max-steps": "stopped at its maxSteps"}.get(info.reason or "done", f"ended ({info.reason})")
         return f"{thread[:10]} {ended}: nothing to {action}; f forks from a step"
+    if action == "queue" and view.statuses.get(thread) == "asking":
+        return f"thread {thread[:10]} is queued, asking a person: answer it in the Inbox (i) and a worker takes it up"
     if action == "queue" and view.statuses.get(thread) in ("queued", "mapping", "running"):
         return f"thread {thread[:10]} is already {view.statuses[thread]}"
     return None
 
 
 HELP = [
-    ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS")]),
+    ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS"), ("i", "Inbox")]),
     ("Threads", [("s", "step"), ("r", "run to the end"), ("p", "preview the next step"), ("d", "queue for workers"), ("x", "cancel its agent"),
                  ("K", "kill (asks)"), ("n", "new thread"), ("f", "fork the step"), ("e", "edit its output and fork"),
                  ("m", "mark the step"), ("D", "diff it with the mark"), ("$", "its cost, and its forks'"),
@@ -110,6 +118,7 @@ HELP = [
     ("", [("enter", "thread → timeline → step; on a fork row, the fork"), ("esc", "back; clears the filter")]),
     ("Workflows", [("enter", "into the graph, roles or YAML"), ("n", "new thread")]),
     ("CAS", [("enter", "opens a node"), ("g", "go to a hash (from any view)")]),
+    ("Inbox", [("enter/a", "answer a thread waiting for a person (its form)")]),
     ("Moving", [("j/k", "down/up or scroll"), ("home/end g g/G", "first/last"), ("ctrl+d/u", "half a pane"), ("z", "zoom"), ("h/l tab", "pane left/right"),
                 ("[ ]", "tabs (Output…, Graph…)"), ("/", "filter this view's list"),
                 ("o", "sort the threads by the next column")]),
@@ -130,6 +139,8 @@ BINDINGS = [
     Binding("1", "view('workflows')", "Workflows", show=False, id="view-workflows", tooltip="show the Workflows view"),
     Binding("2", "view('threads')", "Threads", show=False, id="view-threads", tooltip="show the Threads view"),
     Binding("3", "view('cas')", "CAS", show=False, id="view-cas", tooltip="show the CAS view"),
+    Binding("i", "view('inbox')", "Inbox", id="view-inbox", tooltip="show the Inbox: every thread waiting for a person, to answer"),
+    Binding("i", "view('inbox', 'unlisted')", "Inbox", show=False, id="view-inbox-unlisted"),  # its twin: `i` where the footer leaves it out
     Binding("left_square_bracket", "switch_tab(-1)", "Tab", show=False, id="previous-tab",
             tooltip="show the previous tab of the view's detail pane"),
     Binding("right_square_bracket", "switch_tab(1)", "Tab", key_display="[ ]", id="next-tab",
@@ -148,6 +159,7 @@ BINDINGS = [
     Binding("P", "pick", "Pick", id="pick", tooltip="move the thread to the selected fork's step (a candidate of `uwf thread step --agents`)"),
     Binding("dollar_sign", "cost", "Cost", show=False, id="cost", key_display="$",
             tooltip="the selected thread's ledger (tokens, cost and time of each step, totals, budget) and its fork subtree's"),
+    Binding("a", "answer", "Answer", id="answer", tooltip="answer the thread selected in the Inbox (its role's form, prefilled)"),
     Binding("n", "new_thread", "New", id="new-thread", tooltip="start a thread: pick a workflow, type a prompt"),
     # Twins, kept out of the footer: where the key above is hidden (check_action False) the
     # twin takes the key, so `n` still works in the threads view and `s` on a finished thread

@@ -80,3 +80,27 @@ class ReportReady(Message):
         super().__init__()
         self.value = value
         self.error = error
+
+
+class InboxLoaded(Message):
+    """The threads waiting for a person were read (`items`: InboxItems, oldest wait first), or
+    `error` says why they could not be."""
+
+    def __init__(self, items: list, error: str | None = None) -> None:
+        super().__init__()
+        self.items = items
+        self.error = error
+
+
+class InboxAnswered(Message):
+    """An answer from the inbox was recorded (`result`: the StepResult), or refused: `error` is
+    the core's one line, `text` the answer, and `still_waiting` whether the thread still asks (the
+    answer can be tried again)."""
+
+    def __init__(self, item, text: str, result=None, error: str | None = None, still_waiting: bool = False) -> None:
+        super().__init__()
+        self.item = item
+        self.text = text
+        self.result = result
+        self.error = error
+        self.still_waiting = still_waiting

@@ -13,14 +13,18 @@ from uwf_core.api import (
     Cancel,
     Committed,
     HumanRequest,
+    InboxItem,
     Repo,
     StepOptions,
     UwfError,
+    answer_thread,
     check_agent,
     fsck,
+    inbox,
     kill_thread,
     perform_step,
     run_thread,
+    waiting_item,
 )
 
 from .messages import (
@@ -28,6 +32,8 @@ from .messages import (
     AgentOutput,
     FsckDone,
     HumanAnswerRequested,
+    InboxAnswered,
+    InboxLoaded,
     KillDone,
     ReportReady,
     RootChanged,
@@ -143,3 +149,40 @@ def report(repo: Repo, call: Callable, args: tuple, post: Post) -> None:
         post(ReportReady(None, exc.message))
         return
     post(ReportReady(value))
+
+
+def load_inbox(repo: Repo, post: Post) -> None:
+    """Every thread waiting for a person (it reads the runs log and each active thread's context)."""
+    try:
+        items = inbox(repo)
+    except UwfError as exc:
+        post(InboxLoaded([], exc.message))
+        return
+    except Exception as exc:  # a bug: said, and the next change reads again (the view waits for this answer)
+        post(InboxLoaded([], f"internal error: {type(exc).__name__}: {exc}"))
+        return
+    post(InboxLoaded(items))
+
+
+def answer(repo: Repo, item: InboxItem, text: str, post: Post) -> None:
+    """Record a person's answer to the role `item` waits at: one step, as agent `human`. Refused
+    when the thread moved on while the person wrote (answered elsewhere, or stepped): the answer
+    was to the prompt they read, not to whatever it asks now."""
+    try:
+        result = answer_thread(repo, item.thread, text, expected_head=item.head)
+    except UwfError as exc:
+        post(InboxAnswered(item, text, error=exc.message, still_waiting=_still_waiting(repo, item.thread)))
+        return
+    except Exception as exc:  # a bug: said in the UI, the answer kept
+        post(InboxAnswered(item, text, error=f"internal error: {type(exc).__name__}: {exc}", still_waiting=_still_waiting(repo, item.thread)))
+        return
+    post(InboxAnswered(item, text, result))
+
+
+def _still_waiting(repo: Repo, thread: str) -> bool:
+    """Whether a refused answer can be tried again (the thread still asks a person)."""
+    try:
+        waiting_item(repo, thread)
+    except UwfError:
+        return False
+    return True

@@ -33,6 +33,7 @@ def place(request, root_dir):
         return subprocess.Popen([*_uwf_command(), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO))
 
     run.spawn = spawn
+    run.location = location
     assert run("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).returncode == 0
     assert run("setup", "--agent", SCRIPT_AGENT, "--default-agent", "script").returncode == 0
     return run
@@ -118,3 +119,22 @@ def test_an_idle_worker_takes_an_answered_thread_up_at_once(place):
     # rejected: the developer again, then the reviewer asks again, at the new head
     items = _json(place("inbox", "--json"))
     assert [item["thread"] for item in items] == [thread] and items[0]["askedBy"] == "waiting"
+
+
+def test_an_answer_to_a_question_the_thread_no_longer_asks_is_refused(place):
+    """The TUI's form shows the prompt at one head; if the thread moved on while the person wrote,
+    the answer is refused (expected_head) and nothing is recorded."""
+    from uwf_core.api import Repo, UwfError, answer_thread, inbox
+
+    (thread,) = _start_asking(place, 1)
+    repo = Repo.open(place.location)
+    (item,) = inbox(repo)
+    done = place("thread", "answer", thread, "--output", "-", stdin=json.dumps({"approved": False, "comments": "again"}))
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(UwfError, match="is not waiting for a person"):  # the developer's turn now
+        answer_thread(repo, thread, json.dumps(APPROVE), expected_head=item.head)
+    assert " asking " in place("worker", "--once").stderr  # the reviewer asks again, at a new head
+    runs_before = len(json.loads(place("thread", "runs", thread).stdout))
+    with pytest.raises(UwfError, match="moved on while the answer was written"):
+        answer_thread(repo, thread, json.dumps(APPROVE), expected_head=item.head)
+    assert len(json.loads(place("thread", "runs", thread).stdout)) == runs_before

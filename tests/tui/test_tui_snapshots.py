@@ -25,10 +25,13 @@ SIZES = {"": SIZE, "-80x24": SMALL}  # golden file suffix -> terminal size
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory):
     """Every view at 160x48 and at 80x24, keyed like the golden files ("threads", "threads-80x24")."""
+    from inbox_capture import capture_inbox
+
     taken = {}
     for suffix, size in SIZES.items():
         for view, svg in capture(VIEWS, str(tmp_path_factory.mktemp("snapshots")), size=size).items():
             taken[f"{view}{suffix}"] = svg
+        taken[f"inbox{suffix}"] = capture_inbox(str(tmp_path_factory.mktemp("inbox")), size)  # on a root of its own: two threads ask a person
     return taken
 
 
@@ -37,7 +40,7 @@ def _visible_text(svg: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", line) for line in svg.split("<text") if "textLength" in line]
 
 
-@pytest.mark.parametrize("view", [f"{view}{suffix}" for suffix in SIZES for view in VIEWS])
+@pytest.mark.parametrize("view", [f"{view}{suffix}" for suffix in SIZES for view in [*VIEWS, "inbox"]])
 def test_view_matches_snapshot(shots, view):
     svg = normalize(shots[view])
     golden = GOLDEN / f"{view}.svg"

@@ -110,22 +110,28 @@ def waiting_item(repo: Repo, thread: str) -> InboxItem:
     return item
 
 
-def answer_thread(repo: Repo, thread: str, answer: str, options: StepOptions | None = None) -> StepResult:
+def answer_thread(repo: Repo, thread: str, answer: str, options: StepOptions | None = None, *, expected_head: str | None = None) -> StepResult:
     """Answer the person's role `thread` waits for with `answer` (frontmatter markdown, or a JSON
     or YAML object of the role's output): one step, recorded as agent `human`. Refused, with the
-    head unchanged, when the thread's next role is not a person's or the answer does not fit."""
+    head unchanged, when the thread's next role is not a person's or the answer does not fit, and,
+    given `expected_head` (the head whose prompt the person read), when the thread moved on
+    meanwhile: the answer was to that question, not to whatever it asks now."""
     from ..encoding.records import replace
     from ..thread.ops import active_thread
-    from .attempt import StepOptions
+    from .attempt import StepError, StepOptions
     from .step import perform_step
 
     waiting = waiting_item(repo, thread)
-    info = active_thread(repo, waiting.thread)
+    thread_id = waiting.thread
+    if expected_head is not None and waiting.head != expected_head:
+        raise UwfError(f"thread {thread_id} moved on while the answer was written (it now asks {waiting.role} at {waiting.head}): nothing was recorded")
     text = as_answer(answer)
     _check_answer(text, waiting)
-    thread_id = info.thread
 
     def human(request: HumanRequest) -> str:
+        # under the step lock now: the head can no longer move, but it may have since the check above
+        if expected_head is not None and active_thread(repo, thread_id).head != expected_head:
+            raise StepError(f"thread {thread_id} moved on while the answer was written: it was not recorded as its step", "killed")
         return text
 
     base = options or StepOptions()

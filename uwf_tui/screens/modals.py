@@ -21,6 +21,7 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
+from ..formatting import literal
 from ..widgets.text_fields import BurstInput, BurstTextArea
 
 
@@ -359,18 +360,23 @@ class HelpScreen(ModalScreen[None]):
 
 
 class EditorScreen(ModalScreen["str | None"]):
-    """Edit a text (a step's output as YAML, a human answer); `validate` returns an error or None."""
+    """Edit a text (a step's output as YAML, a human answer); `validate` returns an error or None.
+    Closed with esc, what was typed goes to `keep` (when given), to come back the next time."""
 
     # priority: one Esc cancels (the text area would otherwise take the first one)
     BINDINGS = [Binding("escape", "cancel", "Cancel", priority=True), Binding("ctrl+s", "submit", "Save")]
+    # The text has the focus from the start: the keys typed in the burst that opened the form are its text.
+    AUTO_FOCUS = "#text"
 
-    def __init__(self, title: str, text: str, validate, context: str = "", language: str | None = "yaml") -> None:
+    def __init__(self, title: str, text: str, validate, context: str = "", language: str | None = "yaml",
+                 keep: Callable[[str], None] | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.text = text
         self.validate = validate
         self.context_text = context
         self.language = language
+        self.keep = keep
 
     def compose(self) -> ComposeResult:
         yield Footer(compact=True)  # the dialog's own keys, not the app's behind it
@@ -378,7 +384,7 @@ class EditorScreen(ModalScreen["str | None"]):
             yield Label(self.title_text + "   (ctrl+s save, esc cancel)", classes="title")
             if self.context_text:
                 with VerticalScroll(classes="context"):
-                    yield Static(self.context_text)
+                    yield Static(literal(self.context_text))  # a prompt, as written: never markup
             yield BurstTextArea.code_editor(self.text, language=self.language, id="text") if self.language else BurstTextArea(self.text, id="text")
             yield Static("", id="error", classes="error")  # wraps: errors can be long
             with Horizontal(classes="buttons"):
@@ -392,15 +398,17 @@ class EditorScreen(ModalScreen["str | None"]):
         if event.button.id == "save":
             self.action_submit()
         else:
-            self.dismiss(None)
+            self.action_cancel()
 
     def action_submit(self) -> None:
         text = self.query_one("#text", TextArea).text
         problem = self.validate(text)
         if problem:
-            self.query_one("#error", Static).update(problem)
+            self.query_one("#error", Static).update(literal(problem))  # it may quote the text, brackets and all
             return
         self.dismiss(text)
 
     def action_cancel(self) -> None:
+        if self.keep is not None:
+            self.keep(self.query_one("#text", TextArea).text)
         self.dismiss(None)

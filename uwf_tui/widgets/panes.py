@@ -74,12 +74,13 @@ class RowTable(BindingsInOrder, DataTable):
     def action_scroll_end(self) -> None:
         self.move_cursor(row=self.row_count - 1)
 
-    def action_select_cursor(self) -> None:
+    def action_select_cursor(self):
+        """Enter: the view's enter_row(); what it returns (a dialog's mount) Textual awaits, so
+        the keys typed after Enter reach the dialog it opened."""
         view = next((node for node in self.ancestors if hasattr(node, "enter_row")), None)
         if view is None:
-            super().action_select_cursor()
-        else:
-            view.enter_row(self)
+            return super().action_select_cursor()
+        return view.enter_row(self)
 
 
 def _cell(value: object) -> object:

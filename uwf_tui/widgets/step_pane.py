@@ -95,8 +95,12 @@ def attempt_view(attempt) -> Text:
     for label, value in (("role", attempt.role), ("agent", attempt.agent), ("head", f"{attempt.head} (it did not move)")):
         text.append(f"{label:<7}", style="bold")
         text.append(f"{value or '—'}\n")
-    text.append("error  ", style="bold")
-    text.append(f"{attempt.error or attempt.status}\n", style="red")
+    if attempt.status == "asking":  # not a failure: a person's to answer (the Inbox, i)
+        text.append("asking ", style="bold")
+        text.append(f"{attempt.error or attempt.status}\n", style="yellow")
+    else:
+        text.append("error  ", style="bold")
+        text.append(f"{attempt.error or attempt.status}\n", style="red")
     if attempt.stderr:
         text.append("\nstderr (whole, in the Body tab):\n", style="dim")
         text.append("\n".join(attempt.stderr.strip().splitlines()[-12:]), style="grey70")

@@ -23,7 +23,7 @@ AGE_SECONDS = 5.0
 COLUMNS = (("status", 11), ("workflow", 14), ("steps", 5), ("updated", 7))  # then the id (when wide) and the prompt
 WITH_IDS = 96  # the list's width from which it has a thread id column
 SORTS = ("status", "workflow", "steps", "updated", "prompt")  # what `o` sorts by, in turn
-SORT_STATUS = ("running", "queued", "mapping", "waiting", "failed", "damaged", "budget", "max-steps", "cancelled", "killed", "done")  # what needs a person first
+SORT_STATUS = ("asking", "running", "queued", "mapping", "waiting", "failed", "damaged", "budget", "max-steps", "cancelled", "killed", "done")  # what needs a person first
 
 
 class ThreadList(Vertical):
