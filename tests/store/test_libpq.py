@@ -102,3 +102,23 @@ def test_notifications_arrive_and_a_wait_ends_at_its_timeout(pg_url):
         time.sleep(0.3)
         listener.close()
         talker.close()
+
+
+def test_a_threads_connections_close_when_the_thread_ends(pg_url):
+    """uwf-tui and a worker step in threads that come and go; each thread's connection (and its idle
+    lock sessions) must end with it, or a workbench left open fills the server's connections."""
+    import gc
+
+    db = Database(pg_url)
+
+    def work() -> None:
+        db.query("select 1")
+        db.return_session(db.borrow_session())
+
+    for _ in range(20):
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+    gc.collect()
+    sessions = db.query("select count(*) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()")[0][0]
+    assert sessions == 0, f"{sessions} sessions of ended threads are still open"

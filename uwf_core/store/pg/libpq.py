@@ -180,6 +180,14 @@ class Connection:
             self.lib.PQfinish(self.handle)
             self.handle = None
 
+    def __del__(self) -> None:
+        # A connection no one holds any more — a thread's own, when the thread ends (uwf-tui and
+        # workers run steps in threads that come and go) — closes its session with it.
+        try:
+            self.close()
+        except Exception:
+            pass  # at interpreter exit libpq may be gone already; the OS closes the socket
+
     def execute(self, sql: str, args: tuple | dict = ()) -> Result:
         if self.handle is None:
             raise PgError("the connection is closed", operational=True)
