@@ -46,7 +46,7 @@ class WorkerEvent:
     """One line of the worker's log: a step done or failed, or a thread taken or left."""
 
     thread: str
-    what: str  # "step", "failed", "done", "left" (stopped before its end, still queued), "gave-up", "warning"
+    what: str  # "step", "failed", "done", "ended (REASON)", "left" (its turn on the thread over, still queued), "lost" (its claim), "asking", "waiting", "busy", "warning"
     role: str | None = None
     agent: str | None = None
     seconds: float = 0.0
@@ -100,7 +100,7 @@ class Worker:
                 claims = list(self.claims.values())
             for claim in claims:
                 if not claim.lost and not claim.beat():
-                    self.on_event(WorkerEvent(claim.thread, "lost", detail="the claim's lease lapsed or its session ended; another worker may take the thread over"))
+                    self.on_event(WorkerEvent(claim.thread, "lost", detail="its claim: the lease lapsed or its session to the database ended"))
 
     def stop(self) -> None:
         """Stop claiming; cancel the steps running (recorded as killed, heads unchanged, the threads
@@ -163,7 +163,7 @@ class Worker:
         thread = claim.thread
         while not self.stopping.is_set():
             if claim.lost:
-                self.on_event(WorkerEvent(thread, "left", detail="the claim was lost (another worker took the thread over); going on with other work"))
+                self.on_event(WorkerEvent(thread, "left", detail="its claim was lost: the thread stays queued for the worker that claims it next"))
                 return
             cancel = Cancel()
             with self.lock:
@@ -231,10 +231,10 @@ class Worker:
             self.on_event(WorkerEvent(thread, "left", seconds=time.monotonic() - started, detail="stopped: the step was cancelled, the thread stays queued"))
             return
         if claim.lost or not claim.beat():
-            self.on_event(WorkerEvent(thread, "left", seconds=time.monotonic() - started, detail=f"the claim was lost while the step ran: {exc.message}; going on with other work"))
+            self.on_event(WorkerEvent(thread, "left", seconds=time.monotonic() - started, detail=f"its claim was lost while the step ran: {exc.message}; going on with other work"))
             return
         ended = self.repo.threads.last_archived(thread) if thread not in self.repo.threads.heads() else None
-        what = f"ended ({ended.reason})" if ended is not None and ended.reason != "killed" else "failed"
+        what = f"ended ({ended.reason})" if ended is not None else "failed"
         self.on_event(WorkerEvent(thread, what, seconds=time.monotonic() - started, detail=exc.message))
         self._dequeue(thread)
 

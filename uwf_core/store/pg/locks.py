@@ -165,15 +165,21 @@ class PgClaim:
         self.guard = threading.Lock()  # the lane releases, the heartbeat beats: one at a time
 
     def beat(self) -> bool:
-        """Renew the lease; False (and `lost`) when the claim is gone."""
+        """Renew the lease; False (and `lost`) when the claim is gone: its session ended, or another
+        worker holds the thread now. A thread dequeued meanwhile (done, killed, answered to its
+        end) is not lost: its step says what became of it."""
         with self.guard:
             if self.conn is None or self.lost:
                 return not self.lost
             try:
-                mine = self.conn.execute("update uwf_queue set beat = now() where thread = %s and worker = %s", (self.thread, self.worker)).rowcount
+                other = self.conn.execute(
+                    "with renewed as (update uwf_queue set beat = now() where thread = %s and worker = %s returning 1)"
+                    " select (select count(*) from renewed) = 0 and exists (select 1 from uwf_queue where thread = %s)",
+                    (self.thread, self.worker, self.thread),
+                ).fetchone()[0]
             except Exception:
-                mine = 0
-            if not mine:
+                other = True
+            if other:
                 self.lost = True
             return not self.lost
 
