@@ -69,6 +69,7 @@ def test_the_inbox_lists_threads_waiting_for_a_person_and_an_answer_moves_them_o
     assert threads[0] in text and "reviewer" in text and "queued" in text
     listed = {item["thread"]: item for item in _json(place("thread", "list"))}
     assert all(listed[thread].get("asking") for thread in threads)
+    assert "waits for a person" in _json(place("thread", "show", threads[0]))["asking"]
 
     # a worker passes them over (it does not spin on them, nor record them again)
     again = place("worker", "--once", "--name", "second")
@@ -81,6 +82,8 @@ def test_the_inbox_lists_threads_waiting_for_a_person_and_an_answer_moves_them_o
     assert bad.returncode == 1 and bad.stderr.startswith("uwf: error: the answer for role 'reviewer'") and len(bad.stderr.splitlines()) == 1
     assert _json(place("thread", "show", threads[0]))["head"] == head
     assert [run["status"] for run in _json(place("thread", "runs", threads[0]))].count("failed") == 0
+    no_editor = place("thread", "answer", threads[0], stdin="")  # no --output, and no terminal for $EDITOR
+    assert no_editor.returncode == 1 and "give the answer to reviewer with --output FILE" in no_editor.stderr
     not_waiting = place("thread", "answer", "01ARZ3NDEKTSV4RRFFQ69G5FAV", "--output", "-", stdin="{}")
     assert not_waiting.returncode == 1 and "uwf: error:" in not_waiting.stderr
 

@@ -46,20 +46,25 @@ def cmd_inbox(args) -> int:
     for item in items:
         queued = "  queued" if item.queued else ""
         emit_text(f"{item.thread}  {item.workflow}  {item.role}  waiting {_age(now - item.since)}{queued}")
-        emit_text(f"    {_first_line(item.instruction or item.description or item.prompt)}")
+        emit_text(f"    {_first_line(item.instruction or item.task or item.description)}")
     return 0
 
 
 def cmd_answer(args) -> int:
     from ..engine.inbox import answer_thread
+    from ..errors import UwfError
 
     repo = repo_of(args)
     text = _answer_text(args, repo)
     if text is None:
-        from ..errors import UwfError
-
         raise UwfError("the answer was left empty or unchanged: nothing was written")
-    result = answer_thread(repo, args.thread, text)
+    try:
+        result = answer_thread(repo, args.thread, text)
+    except UwfError as exc:
+        if not args.output:  # written in $EDITOR: kept, not thrown away with the refusal
+            exc.message = f"{exc.message} (your answer is kept in {_keep(repo, args.thread, text)}: fix it and answer with --output that file)"
+            exc.args = (exc.message,)
+        raise
     data = result.to_json()
     data["queued"] = any(entry.thread == result.thread for entry in repo.backend.queue.entries())
     emit_json(data)
@@ -78,11 +83,26 @@ def _answer_text(args, repo) -> str | None:
     from ..engine.attempt import HumanRequest
     from ..engine.inbox import waiting_item
     from ..engine.prompt import frontmatter_template
+    from ..errors import UwfError
     from .human_editor import editor_answer
 
     item = waiting_item(repo, args.thread)
+    if not sys.stdin.isatty():
+        raise UwfError(f"no terminal for $EDITOR: give the answer to {item.role} with --output FILE (or --output - to read it from stdin)")
     request = HumanRequest(item.thread, item.workflow, item.role, item.prompt, item.schema, frontmatter_template(item.schema), item.instruction)
     return editor_answer(request, repo.backend.scratch_dir)
+
+
+def _keep(repo, thread: str, text: str) -> str:
+    """A refused answer written in $EDITOR, saved where the person can find it again."""
+    import os
+
+    from ..store.files import atomic_write
+
+    path = os.path.join(repo.backend.scratch_dir, f"answer-{thread}.md")
+    os.makedirs(repo.backend.scratch_dir, exist_ok=True)
+    atomic_write(path, text.encode("utf-8"), mode=0o600, sync=False)
+    return path
 
 
 def _age(ms: int) -> str:

@@ -227,6 +227,8 @@ def cmd_show(args) -> int:
         last = repo.runs.read(info.thread)[-1:]  # only a queued thread can be a map waiting for workers
         if last and last[0].status == "waiting" and last[0].head == info.head:
             data["waiting"] = last[0].error  # a map step whose children workers step
+        elif last and last[0].status == "asking" and last[0].head == info.head:
+            data["asking"] = last[0].error  # a person's role: `uwf inbox`, `uwf thread answer`
     emit_json(data)
     return 0
 

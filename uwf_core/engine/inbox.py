@@ -31,6 +31,7 @@ class InboxItem:
     prompt: str  # what the person is asked, as `uwf thread step` on a terminal would show it
     instruction: str | None  # the moderator's instruction for this step, if any
     description: str  # the role's, as the workflow says it
+    task: str  # the thread's own task (its start prompt): what tells threads of one workflow apart
     schema: dict  # the role's output schema, which an answer must satisfy
     queued: bool  # queued for workers: one takes the thread up again once it is answered
     asked_by: str | None = None  # the worker (or process) that found the role a person's, if one did
@@ -38,7 +39,7 @@ class InboxItem:
     def to_json(self) -> dict:
         return {
             "thread": self.thread, "workflow": self.workflow, "role": self.role, "head": self.head, "since": self.since,
-            "description": self.description, "instruction": self.instruction, "queued": self.queued, "askedBy": self.asked_by, "prompt": self.prompt,
+            "description": self.description, "task": self.task, "instruction": self.instruction, "queued": self.queued, "askedBy": self.asked_by, "prompt": self.prompt,
         }
 
 
@@ -95,7 +96,7 @@ def _waiting(repo: Repo, info, queued: bool, landed: dict, asked: dict) -> Inbox
         since = landed.get(info.head) or ulid_timestamp_ms(info.thread)
     return InboxItem(
         info.thread, workflow.name, decision.role, info.head, since, next_prompt(workflow, decision, schema, context),
-        decision.instruction, workflow.roles[decision.role].description or "", schema, queued, by,
+        decision.instruction, workflow.roles[decision.role].description or "", context.start.prompt, schema, queued, by,
     )
 
 

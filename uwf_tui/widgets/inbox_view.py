@@ -256,8 +256,10 @@ class InboxView(Horizontal):
 
 
 def _question(item: InboxItem) -> str:
-    """What the row says it asks: the moderator's instruction for this step, else the role's description."""
-    return item.instruction or item.description or f"answer as {item.role}"
+    """What the row says it asks: the moderator's instruction for this step, else the thread's own
+    task (the role's description is the same on every thread of a workflow)."""
+    task = next((line.strip() for line in item.task.splitlines() if line.strip()), "")
+    return item.instruction or task or item.description or f"answer as {item.role}"
 
 
 def _haystack(item: InboxItem) -> str:
@@ -272,6 +274,10 @@ def question_text(item: InboxItem, drafted: bool) -> Text:
     text.append(f"  ·  thread {item.thread}\n", style="dim")
     if item.description:
         text.append(f"{item.description}\n", style="italic")
+    task = next((line.strip() for line in item.task.splitlines() if line.strip()), "")
+    if task:
+        text.append("task: ", style="bold")
+        text.append_text(literal(task + "\n"))  # as the thread's starter wrote it: never markup
     if item.instruction:
         text.append("instruction: ", style="bold")
         text.append(f"{item.instruction}\n")
