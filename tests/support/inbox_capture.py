@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from pathlib import Path
 from unittest import mock
 
 from fixed_root import build_fixed_root
-from tui_capture import _steady, workers_settled  # noqa: E402
+from tui_capture import _steady, frozen_clock, workers_settled  # noqa: E402
 
 OVERRIDES = 'agentOverrides:\n  "analyze-topic":\n    analyst: "human"\n  "triage-bug":\n    triager: "human"\n'
 WORKER = "build-1:4242"
@@ -48,16 +47,7 @@ def capture_inbox(workdir: str, size: tuple[int, int]) -> str:
     """Build the root under `workdir`, open the Inbox (i) and capture it at `size`."""
     root_path = os.path.join(workdir, "root")
     _, now = build_inbox_root(root_path)
-
-    class Clock:
-        localtime = staticmethod(time.gmtime)
-        strftime = staticmethod(time.strftime)
-
-        @staticmethod
-        def time() -> float:
-            return now
-
-    with mock.patch("uwf_tui.formatting.time", Clock):
+    with mock.patch("uwf_tui.formatting.time", frozen_clock(now)):
         return asyncio.run(_capture(root_path, size))
 
 

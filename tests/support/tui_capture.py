@@ -33,15 +33,21 @@ async def workers_settled(app) -> None:
 VIEWED_AT = FROZEN_MS / 1000 + 3600  # "now" for ages: an hour after the fixed root was written
 
 
-class _Clock:
-    """Stands in for the `time` module inside uwf_tui.formatting."""
+def frozen_clock(now: float):
+    """Stands in for the `time` module inside uwf_tui.formatting: ages and dates as seen at `now`."""
 
-    localtime = staticmethod(time.gmtime)
-    strftime = staticmethod(time.strftime)
+    class Clock:
+        localtime = staticmethod(time.gmtime)
+        strftime = staticmethod(time.strftime)
 
-    @staticmethod
-    def time() -> float:
-        return VIEWED_AT
+        @staticmethod
+        def time() -> float:
+            return now
+
+    return Clock
+
+
+_Clock = frozen_clock(VIEWED_AT)
 
 
 async def _steady(app, pilot, title: str) -> str:

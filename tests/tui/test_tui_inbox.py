@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from test_tui import fixed, log_text, run_app, settle, until  # noqa: F401 (fixed: a fixture)
 from textual import events
+from tmux_pane import open_session, send_keys, wait_for_screen
 
 from uwf_core.api import answer_thread, inbox, queue_thread, start_thread, thread_info, thread_steps
 
@@ -344,25 +345,6 @@ def test_a_step_in_the_threads_view_still_asks_in_its_own_form(asking):
 tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 
 
-def _screen(session: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
-
-
-def _wait_for(session: str, *texts: str, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    screen = ""
-    while time.monotonic() < deadline:
-        screen = _screen(session)
-        if all(text in screen for text in texts):
-            return screen
-        time.sleep(0.2)
-    raise AssertionError(f"{texts!r} did not appear on screen:\n{screen}")
-
-
-def _keys(session: str, *keys: str) -> None:
-    subprocess.run(["tmux", "send-keys", "-t", session, *keys], check=True)
-
-
 @tmux
 @pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
 def test_answered_in_a_real_terminal_a_worker_takes_it_up(tmp_path, size):
@@ -391,19 +373,18 @@ def test_answered_in_a_real_terminal_a_worker_takes_it_up(tmp_path, size):
         asked = _until(lambda: next((item.head for item in inbox(root) if item.thread == queued), None))
         assert asked, "the worker did not leave the reviewer asking"  # it stepped planner and developer
         command = f"env -u COLUMNS -u LINES UWF_STORAGE_ROOT={root_path} UWF_ENV_FILE={tmp_path / '.env'} TERM=xterm-256color {bin_dir / 'uwf-tui'}"
-        subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command], check=True)
-        subprocess.run(["tmux", "resize-window", "-t", session, "-x", str(size[0]), "-y", str(size[1])], capture_output=True)
-        _wait_for(session, "i Inbox (2)")
+        open_session(session, command, *size)
+        wait_for_screen(session, "i Inbox (2)")
         position = [item.thread for item in inbox(root)].index(queued)  # the oldest wait first
-        _keys(session, "i", *["j"] * position, "Enter")
-        _wait_for(session, "reviewer of solve-issue", "approved: true")
-        _keys(session, "Down", "End", "BSpace", "BSpace", "BSpace", "BSpace", "false", "Down", "Down", "Down", "Down", "Also reject whitespace.", "C-s")
+        send_keys(session, "i", *["j"] * position, "Enter")
+        wait_for_screen(session, "reviewer of solve-issue", "approved: true")
+        send_keys(session, "Down", "End", "BSpace", "BSpace", "BSpace", "BSpace", "false", "Down", "Down", "Down", "Down", "Also reject whitespace.", "C-s")
         again = _until(lambda: next((item.head for item in inbox(root) if item.thread == queued and item.head != asked), None))
         assert again, "the worker did not take the thread up again"
         roles = [(step.role, step.agent) for step in thread_steps(root, queued)]
         assert roles == [("planner", "script"), ("developer", "script"), ("reviewer", "human"), ("developer", "script")]
-        _wait_for(session, "i Inbox (2)", queued[:10], other[:10])  # back, asking at its new head
-        _keys(session, "q")
+        wait_for_screen(session, "i Inbox (2)", queued[:10], other[:10])  # back, asking at its new head
+        send_keys(session, "q")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         worker.terminate()

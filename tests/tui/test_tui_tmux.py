@@ -11,31 +11,10 @@ from pathlib import Path
 
 import pytest
 from fixed_root import build_fixed_root  # noqa: E402
+from tmux_pane import open_session as _open  # noqa: E402
+from tmux_pane import wait_for_screen as _wait_for  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
-
-
-def _screen(session: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
-
-
-def _wait_for(session: str, *texts: str, timeout: float = 30) -> str:
-    """Poll the pane until every text is on screen at once (a capture can catch a redraw half-done)."""
-    deadline = time.monotonic() + timeout
-    screen = ""
-    while time.monotonic() < deadline:
-        screen = _screen(session)
-        if all(text in screen for text in texts):
-            return screen
-        time.sleep(0.2)
-    raise AssertionError(f"{texts!r} did not appear on screen:\n{screen}")
-
-
-def _open(session: str, command: str, columns: int, rows: int) -> None:
-    """A detached tmux session of that size running `command` (detached sessions may start at the
-    server's default size whatever -x/-y say: resized once more)."""
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(columns), "-y", str(rows), command], check=True)
-    subprocess.run(["tmux", "resize-window", "-t", session, "-x", str(columns), "-y", str(rows)], capture_output=True)
 
 
 def _quit(session: str) -> None:
