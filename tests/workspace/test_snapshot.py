@@ -211,8 +211,9 @@ def test_the_cache_follows_ignore_rules_links_and_kinds_as_they_change(store, tm
     cache = str(tmp_path / "cache")
     first = take_snapshot(store, str(ws), cache_path=cache)
     write(ws / ".gitignore", b"*.log\n")  # a parent's rules change what a cached directory holds
+    write(ws / "sub" / "c.log", b"c\n")
     second = take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree)
-    assert set(paths(store, second.tree)) == {b".gitignore", b"sub/a.txt", b"link"}
+    assert set(paths(store, second.tree)) == {b".gitignore", b"sub/a.txt", b"sub/b.log", b"link"}  # b.log was tracked
     (ws / "link").unlink()
     (ws / "link").symlink_to("elsewhere")
     (ws / "sub" / "a.txt").unlink()
@@ -220,7 +221,33 @@ def test_the_cache_follows_ignore_rules_links_and_kinds_as_they_change(store, tm
     third = take_snapshot(store, str(ws), cache_path=cache, trusted=second.tree)
     entries = flatten(store, third.tree)
     assert entries[b"link"].target == b"elsewhere" and entries[b"sub/a.txt"].kind == "dir"
-    assert third.tree == take_snapshot(store, str(ws)).tree  # what a snapshot without a cache says
+    assert third.tree == take_snapshot(store, str(ws), trusted=second.tree).tree  # what a snapshot without a cache says
+
+
+def test_ignore_rules_never_untrack_a_file_only_new_files_are_filtered(store, tmp_path):
+    """git's rule: an agent that writes a .gitignore (aider's `.aider*`, `.env`) does not make the
+    history lose files the previous snapshot holds; new files it names are left out, a directory
+    it names keeps what it held and takes in nothing new."""
+    ws = tmp_path / "ws"
+    write(ws / ".aider.conf.yml", b"model: x\n")
+    write(ws / "settings.env", b"A=1\n")
+    write(ws / "build" / "kept.o", b"o\n")
+    cache = str(tmp_path / "cache")
+    first = take_snapshot(store, str(ws), cache_path=cache)
+    write(ws / ".gitignore", b".aider*\n*.env\nbuild/\n", old=False)
+    write(ws / ".aider.chat.history.md", b"new\n", old=False)
+    write(ws / "build" / "new.o", b"new\n", old=False)
+    write(ws / "build" / "deeper" / "x.o", b"new\n", old=False)
+    for cached in (cache, None):  # with the stat cache, and read afresh
+        second = take_snapshot(store, str(ws), cache_path=cached, trusted=first.tree)
+        assert set(paths(store, second.tree)) == {b".aider.conf.yml", b"settings.env", b"build/kept.o", b".gitignore"}
+        assert tree_changes(store, first.tree, second.tree)[0].path == b".gitignore"
+        assert len(tree_changes(store, first.tree, second.tree)) == 1  # nothing recorded as deleted
+    (ws / "settings.env").unlink()
+    third = take_snapshot(store, str(ws), cache_path=cache, trusted=second.tree)
+    write(ws / "settings.env", b"A=2\n")
+    fourth = take_snapshot(store, str(ws), cache_path=cache, trusted=third.tree)
+    assert b"settings.env" not in paths(store, third.tree) and b"settings.env" not in paths(store, fourth.tree)  # deleted: untracked now
 
 
 def test_new_files_made_just_now_are_in_the_snapshot_after_a_cached_one(store, tmp_path):

@@ -68,7 +68,7 @@ def take_snapshot(
         # head names these nodes until the StepNode's (or StartNode's) durable commit, whose fsync
         # of the log takes these with it.
         with store.nodes.batch(durable=False):
-            tree = walker.directory(root, "", Rules(fingerprint=_settings_fingerprint(limits, redactions)))
+            tree = walker.directory(root, "", Rules(fingerprint=_settings_fingerprint(limits, redactions)), _Tracked(store, trusted))
     except OSError as exc:
         raise SnapshotError(f"the workspace {workspace} cannot be read: {exc.strerror or exc}") from None
     except _OverCap:
@@ -127,8 +127,13 @@ class _Walker:
         self.redactions: tuple[tuple[bytes, bytes], ...] = ()
         self.exclude: set[str] = set()  # directories left out, by their path in the workspace ("a/b/")
 
-    def directory(self, path: str, rel: str, rules: Rules) -> str:
-        """The tree of one directory: its cached tree when every entry is as the cache saw it."""
+    def directory(self, path: str, rel: str, rules: Rules, tracked: _Tracked, ignored: bool = False) -> str:
+        """The tree of one directory: its cached tree when every entry is as the cache saw it.
+
+        As git does, ignore rules never untrack: an entry the previous snapshot holds in this
+        directory (`tracked`) is kept whatever the rules say now; only new entries are filtered.
+        Inside a directory kept that way although its rules ignore it (`ignored`), every new entry
+        is left out, as git leaves out what it never enters."""
         listing = self._listing(path, rel)
         rules = rules.below(path, rel, {item.name for item in listing if item.name in IGNORE_FILES})
         self.visited.add(rel)
@@ -163,8 +168,13 @@ class _Walker:
                         self.total += old[1]
                         self.sizes.append((old[1], rel, name))
                     continue
-            if (old is None or (old[0] == "dir") != is_dir) and (rules.patterns or name.lower() in ALWAYS) and rules.ignored(rel, name, is_dir):
-                continue
+            left_out = False
+            if old is None or (old[0] == "dir") != is_dir:
+                if name.lower() in ALWAYS:
+                    continue
+                left_out = ignored or bool(rules.patterns) and rules.ignored(rel, name, is_dir)
+                if left_out and not tracked.holds(name, is_dir):
+                    continue
             if is_dir:
                 inner = rel + name + "/"
                 if inner in self.exclude:
@@ -173,7 +183,7 @@ class _Walker:
                     self.notes.append(f"{_shown(inner)} is deeper than {MAX_DEPTH} directories; left out")
                     same = False
                     continue
-                tree = self.directory(item.path, inner, rules)
+                tree = self.directory(item.path, inner, rules, tracked.below(name), left_out or ignored)
                 rows.append((name, "dir", tree, None, None))
                 seen[name] = ("dir", tree)  # the parent's record names the child's tree: a record of either alone is never trusted
                 same = same and old is not None and old == seen[name]
@@ -276,6 +286,44 @@ class _Walker:
         type_hash, payload = blob_payload(data)
         self.read += 1
         return self.store.put(type_hash, payload, what="file"), len(data)
+
+
+class _Tracked:
+    """What the previous snapshot holds in one directory. Nothing is read until an ignore rule
+    would leave an entry out: then this directory's tree, found through its parents' (the common
+    snapshot never reads a tree back)."""
+
+    __slots__ = ("store", "_tree", "parent", "name", "_entries")
+
+    def __init__(self, store: CasStore, tree: str | None, parent: _Tracked | None = None, name: str = "") -> None:
+        self.store = store
+        self._tree = tree
+        self.parent = parent
+        self.name = name
+        self._entries: dict[str, Entry] | None = None
+
+    def below(self, name: str) -> _Tracked:
+        return _Tracked(self.store, None, self, name)
+
+    def holds(self, name: str, is_dir: bool) -> bool:
+        entry = self._read().get(name)
+        return entry is not None and (entry.kind == "dir") == is_dir
+
+    def _read(self) -> dict[str, Entry]:
+        if self._entries is None:
+            self._entries = {}
+            tree = self._tree
+            if self.parent is not None:
+                entry = self.parent._read().get(self.name)
+                tree = entry.ref if entry is not None and entry.kind == "dir" else None
+            if tree is not None:
+                from .tree import read_tree
+
+                try:
+                    self._entries = {os.fsdecode(entry.name): entry for entry in read_tree(self.store, tree)}
+                except UwfError:
+                    pass  # a previous tree that cannot be read tracks nothing
+        return self._entries
 
 
 def _entry(name: str, kind: str, ref: str | None, size: int | None, target: str | None) -> Entry:
