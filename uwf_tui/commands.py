@@ -164,10 +164,12 @@ class Commands:
             return WorkflowFields(roles, definition.max_tokens, definition.max_cost)
 
         problems: list[str] = []  # agents typed in the dialog that cannot run here
+        said: list[str] = []  # what starting it said (a key typed into the prompt, stored redacted)
 
         def start(workflow: str, prompt: str, workspace: str | None, agents: dict[str, str], max_tokens: int | None, max_cost: float | None):
+            said.clear()
             try:
-                info = start_thread(app.repo, workflow, prompt, workspace, agents, max_tokens=max_tokens, max_cost=max_cost)
+                info = start_thread(app.repo, workflow, prompt, workspace, agents, max_tokens=max_tokens, max_cost=max_cost, say=said.append)
             except UwfError as exc:
                 return exc.message  # shown in the dialog, which keeps what was typed
             # Said, not refused: a worker on another host sharing the root may have the command.
@@ -177,6 +179,8 @@ class Commands:
         def started(info) -> None:
             if info:
                 app.notify(f"started thread {info.thread}; press s to step it")
+                for line in said:
+                    app.notify(line.removeprefix("uwf: "), severity="warning")
                 if problems:
                     app.notify(f"its agents may not run here: {'; '.join(problems)} (a worker elsewhere may have them)", severity="warning")
                 app.action_view("threads")

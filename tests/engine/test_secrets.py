@@ -267,3 +267,22 @@ def test_keys_from_the_environment_are_secrets_by_name_and_both_values_of_a_name
     assert secrets.names == {"OPENAI_API_KEY", "GH_TOKEN", "CUSTOM", "DB_PASSWORD"}
     text = secrets.text("sk-env-value-1234 sk-dotenv-value-5678 /home/someone")
     assert text == "[redacted:OPENAI_API_KEY] [redacted:OPENAI_API_KEY] /home/someone"
+
+
+def test_a_key_typed_into_a_prompt_is_stored_redacted_and_the_user_is_told(uwf, root_dir):
+    """`thread start -p` and `thread resume -p`: a .env value (or a key of the environment) in the
+    prompt never reaches the StartNode, so no agent, bundle or view ever sees it."""
+    _config(root_dir, _agent("plain", f'printf -- "{ANSWER}"'))
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    started = uwf("thread", "start", "analyze-topic", "-p", f"deploy with {OTHER_TOKEN} please",
+                  env={"GITHUB_TOKEN": "ghp-environment-key-555"})
+    assert started.code == 0, started
+    assert "held the value of DEPLOY_TOKEN" in started.err and OTHER_TOKEN not in started.err
+    thread = started.json()["thread"]
+    prompt = uwf("cas", "get", "--payload", started.json()["head"]).json()["prompt"]
+    assert prompt == "deploy with [redacted:DEPLOY_TOKEN] please"
+    assert uwf("thread", "step", thread, "--agent", "plain").json()["done"] is True
+    resumed = uwf("thread", "resume", thread, "-p", "now use ghp-environment-key-555", env={"GITHUB_TOKEN": "ghp-environment-key-555"})
+    assert resumed.code == 0 and "held the value of GITHUB_TOKEN" in resumed.err, resumed
+    assert "ghp-environment-key-555" not in uwf("thread", "read", thread).out
+    assert _leaks(root_dir) == []

@@ -143,6 +143,7 @@ def start_thread(
     if not prompt.strip():
         raise UwfError("the prompt is empty")
     _check_budget(max_tokens, max_cost)
+    prompt = redacted_prompt(repo, prompt, say)
     start = StartNode(
         workflow_hash, prompt, workspace, None, dict(agents) if agents else None, max_tokens, _cost_number(max_cost), snapshot=snapshot
     )
@@ -150,6 +151,25 @@ def start_thread(
     thread = thread or new_ulid()
     repo.threads.add(thread, head)
     return ThreadInfo(thread, workflow_hash, head, True)
+
+
+def redacted_prompt(repo: Repo, prompt: str, say: Callable[[str], None] | None = None) -> str:
+    """The prompt as a StartNode may keep it: a key's value typed into it (a .env value, a key in
+    the environment) becomes [redacted:NAME] before it is stored, and the caller is told."""
+    from ..config.env import NO_SECRETS
+
+    try:
+        secrets = repo.secrets
+    except UwfError:
+        secrets = NO_SECRETS  # a .env that cannot be read says so on the step's own path
+    held = secrets.found(prompt)
+    if not held:
+        return prompt
+    if say is not None:
+        names = ", ".join(held)
+        say(f"uwf: the prompt held the value of {names}: stored as [redacted:{held[0]}]{' and the like' if len(held) > 1 else ''}; "
+            f"an agent that needs a key gets it through its entry's `secrets:`")
+    return secrets.text(prompt)
 
 
 def _check_workspace(repo: Repo, workspace: str) -> None:
@@ -275,6 +295,7 @@ def resume_thread(repo: Repo, thread: str, prompt: str, say: Callable[[str], Non
         raise UwfError(f"thread {info.thread} is still active; step it instead of resuming it")
     if not prompt.strip():
         raise UwfError("the prompt is empty")
+    prompt = redacted_prompt(repo, prompt, say)
     _, old_start = start_of(store, info.head)
     # The budget goes on with the thread; like maxSteps, it counts the steps since this StartNode.
     start = StartNode(
