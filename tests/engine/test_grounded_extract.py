@@ -125,6 +125,12 @@ LIST_SCHEMA = {"type": "object", "properties": {"thesis": {"type": "string"}, "p
         ({"thesis": "no"}, {"thesis": "Not done"}, "Not done", "do not say 'no'"),  # a short value is a word of its own
         ({"score": 3}, {"score": "-3 points"}, "-3 points", "do not say '3'"),
         ({"thesis": "fixed the login bug"}, {"thesis": "the login page"}, "the login page", "do not say"),  # every word of a short value
+        # the error quoted as its own evidence (hermes' 401, as the extract model filled the form with it)
+        ({"thesis": "HTTP 401: Unauthorized"}, {"thesis": "HTTP 401: Unauthorized"}, "HTTP 401: Unauthorized", "rests on an error message"),
+        ({"points": ["Traceback (most recent call last):"]}, {"points": ["Traceback (most recent call last):"]},
+         "Traceback (most recent call last):\n  File x", "rests on an error message"),
+        ({"thesis": "Error: 429 rate limit exceeded"}, {"thesis": "API Error: 429 rate limit exceeded"}, "API Error: 429 rate limit exceeded",
+         "rests on an error message"),
     ],
 )
 def test_quotes_must_say_the_values_they_support(output, evidence, answer, says):
@@ -142,7 +148,35 @@ def test_quotes_must_say_the_values_they_support(output, evidence, answer, says)
         ({"thesis": "well-tested code"}, {"thesis": "well–tested code"}, "It is well-tested code."),  # an en dash for a hyphen
         ({"thesis": "cats rule", "note": None}, {"thesis": "Cats rules the web"}, "Cats rules the web"),  # null: nothing to quote
         ({"points": ["fast", "cheap"]}, {"points": ["it is fast", "and cheap"]}, "it is fast and cheap"),
+        # an answer about an error is an answer: only a line that reports one is refused
+        ({"thesis": "the server returns HTTP 401 on expiry"}, {"thesis": "The server returns HTTP 401 on expiry"},
+         "The server returns HTTP 401 on expiry."),
+        ({"thesis": "error handling improved"}, {"thesis": "Error handling: improved"}, "Error handling: improved for 401 responses"),
     ],
 )
 def test_honest_quotes_are_taken_as_a_reader_would(output, evidence, answer):
     assert _parse(_reply({"output": output, "evidence": evidence}), LIST_SCHEMA, answer)[0] == output
+
+
+def test_an_answer_only_the_extract_model_read_from_an_agent_that_reported_an_api_error_fails(uwf, root_dir):
+    """hermes exits 0 on a 401 and prints the error; an agent may also print prose and end its
+    stderr with its SDK's error. With the output read by the extract model alone, the attempt
+    fails, naming the error; an answer in the role's own format is the agent's word and stands."""
+    quoted = {"thesis": "HTTP 401: Unauthorized", "keyPoints": ["HTTP 401: Unauthorized"]}
+    with FakeOpenAI([grounded(quoted, {"thesis": "HTTP 401: Unauthorized", "keyPoints": ["HTTP 401: Unauthorized"]})] * 3) as server:
+        thread = _setup(uwf, root_dir, server, "echo 'HTTP 401: Unauthorized'")
+        result = uwf("thread", "step", thread, "--agent", "cli")
+    assert result.code == 1 and "rests on an error message" in result.err, result
+    prose = "My thesis is that cats rule. The key points: they are cute."
+    extracted = {"thesis": "cats rule", "keyPoints": ["they are cute"]}
+    evidence = {"thesis": "My thesis is that cats rule", "keyPoints": ["they are cute"]}
+    with FakeOpenAI([grounded(extracted, evidence)]) as server:
+        thread = _setup(uwf, root_dir, server, f"echo {json.dumps(prose)}; echo 'openai.APIConnectionError: Connection error.' >&2")
+        result = uwf("thread", "step", thread, "--agent", "cli")
+    assert result.code == 1, result
+    assert "reported an error instead of answering (its stderr ends with 'openai.APIConnectionError: Connection error.')" in result.err
+    assert uwf("thread", "runs", thread).json()[-1]["status"] == "failed"
+    framed = "---\nthesis: cats rule\nkeyPoints: [they are cute]\n---\nbody\n"
+    with FakeOpenAI([]) as server:
+        thread = _setup(uwf, root_dir, server, f"printf -- {json.dumps(framed)}; echo 'Error: 429 rate limit, retried' >&2")
+        assert uwf("thread", "step", thread, "--agent", "cli").code == 0  # its own frontmatter: the fast path, no model

@@ -9,6 +9,10 @@ Quotes are compared as a reader would: case, white space, typographic quotes and
 Unicode compatibility forms, markdown marks and a word's plain endings (-s, -ed, -ing) aside.
 What words cannot check is not checked: a boolean needs a quote, nothing more, and a value
 built from the output's own words but saying the opposite ("not approved") passes.
+
+A quote that is an error line — an HTTP or API failure, a stack trace — is no evidence at all:
+an agent whose call failed and which printed only that (hermes exits 0 on a 401) has no answer,
+whatever field the extract model fills with it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,34 @@ WORD = re.compile(r"[^\W_]+")
 ENDINGS = ("ing", "ed", "es", "s")
 SHORT = 3  # a value of up to this many words must have every one of them said; a longer one, most (MOST)
 MOST = 0.75
+
+
+# A line that reports a failure rather than answering: how agent CLIs and SDKs print a failed API
+# call or a crash. Matched at the start of a line (after markdown marks), so an answer that talks
+# about an error in a sentence is not one.
+ERROR_LINE = re.compile(
+    r"^[\s>*_`#-]*(?:"
+    r"traceback \(most recent call last\)"
+    r"|(?:[a-z_][\w.]*\.)?[a-z]\w*(?:error|exception)\b\s*[:(]"  # openai.AuthenticationError: ..., APIStatusError(
+    r"|(?:(?:api |http |request )(?:error|failed)\b|(?:error|fatal|failed)\s*[:\-(\[])\s*.{0,40}?\b(?:[45]\d\d|unauthori[sz]ed|"
+    r"forbidden|rate.?limit|quota|overloaded|invalid.{0,12}(?:api.?key|token|credential)|authenticat|econnrefused|"
+    r"connection (?:refused|reset|error)|timed? ?out)"
+    r"|http(?:/[\d.]+)?\s+[45]\d\d\b"  # HTTP 401: ..., HTTP/1.1 503
+    r"|(?:status|error) code:?\s*[45]\d\d\b"
+    r"|[45]\d\d\s+(?:unauthori[sz]ed|forbidden|too many requests|internal server error|bad gateway|service unavailable)"
+    r")",
+    re.IGNORECASE,
+)
+
+
+def error_line(text: str, last: int | None = None) -> str | None:
+    """The first line of `text` (of its `last` non-blank lines, when given) that is an error
+    report — an HTTP/API failure or a stack trace — or None."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines[-last:] if last else lines:
+        if ERROR_LINE.match(line):
+            return line if len(line) <= 160 else line[:160] + "…"
+    return None
 
 
 def check_evidence(output: dict, evidence: dict, answer: str) -> dict:
@@ -42,6 +74,9 @@ def check_evidence(output: dict, evidence: dict, answer: str) -> dict:
         for quote in quotes:
             if normal(quote) not in haystack:
                 raise ExtractError(f"field '{field}': the extract model's quote is not in the agent's output: {quote[:80]!r}")
+            failure = error_line(quote)
+            if failure is not None:
+                raise ExtractError(f"field '{field}' rests on an error message, not an answer: {failure!r}")
         said = [normal(quote) for quote in quotes]
         items = value if isinstance(value, list) else [value]
         if isinstance(value, list) and len(quotes) < len(value):

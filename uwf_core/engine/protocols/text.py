@@ -50,6 +50,8 @@ def run(call: AgentCall) -> str:
             secrets.text(last[0].stderr_tail),
         ) from None
     call.time_left()  # extraction may have used up the step's time
+    if result.extracted.method == "llm":
+        _refuse_error_answer(call, last[0])
     detail = {
         "extract": result.extracted.method,
         "corrections": result.corrections,
@@ -77,6 +79,22 @@ def run(call: AgentCall) -> str:
         started_ms=call.started_ms,
         agent_key=call.agent_key,
     )
+
+
+def _refuse_error_answer(call: AgentCall, outcome: ProcessOutcome) -> None:
+    """An answer only the extract model could read, from an agent whose last words (on stdout or
+    stderr) report a failed API call or a crash, is not an answer (design §16): the attempt fails."""
+    from ..evidence import error_line
+
+    for where, text in (("its answer", outcome.stdout), ("its stderr", outcome.stderr_tail)):
+        failure = error_line(call.secrets.text(text), last=5)
+        if failure is not None:
+            raise StepError(
+                f"agent '{call.resolved.label}' reported an error instead of answering ({where} ends with {failure!r}); "
+                f"its output could only have come from the extract model, so it is not taken",
+                "failed",
+                call.secrets.text(outcome.stderr_tail),
+            )
 
 
 def _has_extract_model(call: AgentCall) -> bool:
