@@ -429,3 +429,58 @@ def test_a_step_agent_only_adds_nodes_even_in_a_workspace_that_holds_the_root(tm
     scripted = run("thread", "step", thread, "--agent", f"uwf-script --script {EXAMPLES / 'analyze-topic.script.yaml'}")
     assert scripted.returncode == 0, scripted.stderr  # its nodes taken in from its staging file
     assert run("cas", "fsck").returncode == 0 and list(root.glob("tmp/stage-*")) == []
+
+
+def test_a_cli_installed_under_tmp_runs_from_its_whole_install(uwf, root_dir, tmp_path):
+    """A venv (its bin/ holds only the script: the code is in lib/) and an npm prefix (bin/ links
+    into lib/node_modules, whose package loads its platform binary from a sibling package) under
+    /tmp, which the sandbox otherwise keeps private: both start, and nothing else of /tmp shows."""
+    _needs({})
+    import shutil
+    import sys
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="uwf-installs-", dir="/tmp"))
+    try:
+        venv = base / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        site = next((venv / "lib").glob("python3*/site-packages"))
+        (site / "llmish.py").write_text(f"def main():\n    print({ANSWER!r})\n")
+        (venv / "bin" / "llmish").write_text(f"#!{venv}/bin/python\nimport llmish\nllmish.main()\n")
+        (venv / "bin" / "llmish").chmod(0o755)
+        prefix = base / "npm"
+        package = prefix / "lib" / "node_modules" / "@acme" / "cli"
+        platform = prefix / "lib" / "node_modules" / "@acme" / "cli-linux-x64"
+        (package / "bin").mkdir(parents=True)
+        platform.mkdir(parents=True)
+        (platform / "answer.md").write_text(ANSWER)
+        (package / "bin" / "cli.sh").write_text('#!/bin/sh\nhere=$(dirname "$(readlink -f "$0")")\ncat "$here/../../cli-linux-x64/answer.md"\n')
+        (package / "bin" / "cli.sh").chmod(0o755)
+        (prefix / "bin").mkdir()
+        (prefix / "bin" / "acme").symlink_to("../lib/node_modules/@acme/cli/bin/cli.sh")
+        (base / "unrelated.txt").write_text("not the agent's\n")
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        (root_dir / "config.yaml").write_text(
+            f"agents:\n  venv-cli:\n    command: {venv}/bin/llmish\n    protocol: text\n"
+            f"  npm-cli:\n    command: {prefix}/bin/acme\n    protocol: text\n"
+            f"  peeks:\n    command: sh\n    args: [-c, 'cat {base}/unrelated.txt; printf -- {json.dumps(ANSWER)}']\n    protocol: text\n"
+        )
+        thread = _thread(uwf, workspace)
+        for agent in ("venv-cli", "npm-cli"):
+            other = uwf("thread", "start", "analyze-topic", "-p", agent, "-w", str(workspace)).json()["thread"]
+            stepped = uwf("thread", "step", other, "--agent", agent)
+            assert stepped.code == 0, f"{agent}: {stepped.err}"
+        peeked = uwf("thread", "step", thread, "--agent", "peeks")
+        assert peeked.code == 0 and "No such file" in peeked.err  # the rest of /tmp stays private
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_install_trees_are_the_venv_the_npm_prefix_or_the_bin_prefix():
+    from uwf_core.engine.sandbox_policy import install_tree
+
+    assert install_tree("/tmp/p/lib/node_modules/@openai/codex/bin") == "/tmp/p"
+    assert install_tree("/tmp/proj/node_modules/.bin") == "/tmp/proj"
+    assert install_tree("/tmp/tools/bin") == "/tmp/tools"
+    assert install_tree("/tmp/scripts") == "/tmp/scripts"

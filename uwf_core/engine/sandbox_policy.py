@@ -184,16 +184,19 @@ def expand(path: str, env: dict[str, str]) -> str | None:
 
 
 def _named_paths(argv: tuple[str, ...], env: dict[str, str], cwd: str) -> list[str]:
-    """Existing paths under /tmp that the agent's command (the directory it is in), its arguments
-    or its environment name, and this Python's own (uwf's bundled agents run on it): a script, a
-    checkout or a venv in /tmp still runs, with the files beside it. Sockets are never shown."""
+    """Existing paths under /tmp that the agent's command (the whole install it runs from:
+    install_tree), its arguments or its environment name, and this Python's own (uwf's bundled
+    agents run on it): a script, a checkout, a venv or an npm prefix in /tmp still runs, with the
+    files beside it. Sockets are never shown."""
     import shutil
 
     candidates = [sys.prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
     program = shutil.which(argv[0], path=env.get("PATH")) if argv and os.sep not in argv[0] else None
     program = program or (os.path.join(cwd, argv[0]) if argv and os.sep in argv[0] else None)
     if program:
-        candidates += [os.path.dirname(program), os.path.dirname(os.path.realpath(program))]
+        for place in dict.fromkeys((os.path.dirname(program), os.path.dirname(os.path.realpath(program)))):
+            tree = install_tree(place)
+            candidates += [place if under(cwd, tree) else tree, *_venv_home(tree)]
     skipped = PRIVATE_TMP_NAMES | CREDENTIAL_VARIABLES | frozenset(SESSION_VARIABLES)
     values = [*argv, *(value for name, value in env.items() if name not in skipped)]
     for value in values:
@@ -211,6 +214,38 @@ def _named_paths(argv: tuple[str, ...], env: dict[str, str], cwd: str) -> list[s
         if not any(under(path, parent) for parent in kept):
             kept.append(path)
     return kept
+
+
+def install_tree(directory: str) -> str:
+    """The whole install a program in `directory` runs from: its virtualenv (the directory with
+    `pyvenv.cfg`), its npm prefix (what holds the top `node_modules`, the one above `lib/` for a
+    global install: the package's siblings, its platform binary among them), or the prefix a
+    `bin/` directory belongs to; `directory` itself when it is none of these."""
+    parts = directory.split(os.sep)
+    if "node_modules" in parts:
+        top = os.sep.join(parts[: parts.index("node_modules")])
+        return os.path.dirname(top) if os.path.basename(top) == "lib" else top or directory
+    place = directory
+    while place not in ("/", "/tmp") and under(place, "/tmp"):
+        if os.path.isfile(os.path.join(place, "pyvenv.cfg")):
+            return place
+        place = os.path.dirname(place)
+    return os.path.dirname(directory) if os.path.basename(directory) == "bin" else directory
+
+
+def _venv_home(tree: str) -> list[str]:
+    """The install of the Python a virtualenv was made from (its `home` in pyvenv.cfg): the venv's
+    own python is a link to it."""
+    try:
+        with open(os.path.join(tree, "pyvenv.cfg"), encoding="utf-8", errors="replace") as handle:
+            lines = handle.read(65536).splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and os.path.isabs(value.strip()):
+            return [install_tree(os.path.normpath(value.strip()))]
+    return []
 
 
 def _plain(path: str) -> bool:
