@@ -33,11 +33,12 @@ def test_add_list_and_remove(uwf, root_dir):
         "source": "config.yaml",
         "sandbox": True,
         "network": True,
+        "git": "read",
         "env": {"MODE": "fast"},
         "containment": listed["echo"]["containment"],  # bubblewrap where it can start (test_sandbox.py)
         **({"containmentReason": listed["echo"]["containmentReason"]} if "containmentReason" in listed["echo"] else {}),
     }
-    assert listed["codex"]["writable"] == ["${CODEX_HOME:-~/.codex}/"]
+    assert listed["codex"]["state"] == ["${CODEX_HOME:-~/.codex}/"] and "writable" not in listed["codex"]
     assert listed["codex"]["source"] == "config.yaml (preset codex)"
     assert listed["uwf-builtin"]["source"] == "built-in" and listed["human"]["protocol"] == "human"
     assert "env:\n      MODE: fast" in (root_dir / "config.yaml").read_text().replace('"', "")
@@ -65,7 +66,8 @@ def test_presets_are_listed_with_their_safe_flags(uwf):
     assert {"--permission-mode", "acceptEdits"} <= set(presets["claude"]["args"])
     assert {"--no-detect-urls", "--disable-playwright", "{prompt_file}", "--no-auto-test"} <= set(presets["aider"]["args"])
     assert presets["aider"]["hide"] == [".aider.conf.yml", ".aider.model.settings.yml", ".aider.model.metadata.json", ".env"]
-    assert presets["claude"]["writable"] == ["~/.claude/projects/", "~/.claude/.credentials.json"]  # never its settings (hooks)
+    assert presets["claude"]["state"] == ["~/.claude/"]  # a private copy each run: its memories never reach your sessions
+    assert not any(entry.get("writable") for entry in presets.values())  # no preset writes outside the workspace as it is
     assert {"--setting-sources", "user"} <= set(presets["claude"]["args"])  # nor its hooks
     assert not any("{prompt}" in arg for entry in presets.values() for arg in entry["args"])  # never in `ps`
 
@@ -313,3 +315,19 @@ def test_setup_warns_when_a_preset_cannot_work_yet(uwf, tmp_path):
     quiet = uwf("setup", "--provider", "p", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                 "--agent-preset", "aider", env=bare_path)
     assert quiet.code == 0 and "warning" not in quiet.err, quiet
+
+
+def test_a_preset_an_earlier_uwf_wrote_is_read_as_todays(uwf, root_dir):
+    """`uwf setup --agent-preset claude` used to make ~/.claude/projects/ writable as it is; such an
+    entry, unchanged since, now gets the private copy, and a changed one is left as written."""
+    (root_dir / "config.yaml").write_text(
+        "agents:\n  claude:\n    command: claude\n"
+        "    args: [-p, --permission-mode, acceptEdits, --output-format, text, --setting-sources, user]\n"
+        "    protocol: text\n    timeout: 1800\n    env:\n      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: \"1\"\n"
+        "    writable: [~/.claude/projects/, ~/.claude/.credentials.json]\n"
+        "  mine:\n    command: claude\n    args: [-p]\n    protocol: text\n    writable: [~/.claude/projects/]\n"
+    )
+    listed = {entry["name"]: entry for entry in uwf("agent", "list").json()}
+    assert listed["claude"]["state"] == ["~/.claude/"] and "writable" not in listed["claude"]
+    assert listed["claude"]["source"] == "config.yaml (preset claude)"
+    assert listed["mine"]["writable"] == ["~/.claude/projects/"]  # yours, as you wrote it (a write there is a warning)

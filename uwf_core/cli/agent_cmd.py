@@ -46,6 +46,15 @@ def register(groups, common) -> None:
         help="a path the agent may only read: one under /tmp, or a file inside a --writable directory (repeatable)",
     )
     add.add_argument("--hide", action="append", default=[], metavar="FILE", help="a workspace file the agent is shown empty (repeatable)")
+    add.add_argument(
+        "--state", action="append", default=[], metavar="DIR",
+        help="its CLI's state directory, given to it as a private copy each run: nothing it writes there reaches yours (repeatable)",
+    )
+    add.add_argument(
+        "--git", choices=("read", "commit", "write"), default="read",
+        help="the workspace's .git: read (a private copy, thrown away; the default), commit (its own commits are kept), "
+        "write (the real one: an agent you trust)",
+    )
     add.add_argument("--no-network", dest="network", action="store_false", help="no network in its sandbox (loopback only)")
     add.add_argument(
         "--no-sandbox", dest="sandbox", action="store_false",
@@ -110,7 +119,7 @@ def cmd_add(args) -> int:
     agent = new_agent(
         args.name, argv or [], protocol=args.protocol, timeout=args.timeout, secrets=args.secret, env=env,
         sandbox=args.sandbox, network=args.network, writable=args.writable, readable=args.readable, hide=args.hide,
-        python=args.python, isolate=args.isolate,
+        state=args.state, git=args.git, python=args.python, isolate=args.isolate,
     )
     repo = repo_of(args)
     repo.save_config(add_agent(repo.config, agent, replace_existing=args.replace))

@@ -9,7 +9,7 @@ import os
 from ..encoding.records import record, replace
 from ..errors import UsageError, UwfError
 from .env import is_key_name
-from .model import PROTOCOLS, AgentConfig, Config, is_env_name
+from .model import GIT_MODES, PROTOCOLS, AgentConfig, Config, is_env_name
 from .presets import PRESETS
 
 # Step-protocol commands installed with uwf (and the `human` pseudo-agent): usable by name
@@ -39,6 +39,8 @@ class AgentEntry:
     writable: tuple[str, ...] = ()  # what it may write besides the workspace (its CLI's state)
     readable: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()  # workspace files it is shown empty
+    state: tuple[str, ...] = ()  # its CLI's state directories: a private copy each run
+    git: str = "read"  # what it may do to the workspace's .git
     env: tuple[tuple[str, str], ...] = ()  # its fixed variables (never a key: `agent add` refuses one)
     isolate: bool = False  # a python agent called in a child process of its own
 
@@ -56,8 +58,8 @@ class AgentEntry:
             data["python"] = self.args[0] if self.args else None
             data["isolate"] = "process" if self.isolate else "none"
         if self.protocol != "human":  # a person runs no process
-            data.update(sandbox=self.sandbox, network=self.network)
-        for key in ("writable", "readable", "hide"):
+            data.update(sandbox=self.sandbox, network=self.network, git=self.git)
+        for key in ("writable", "readable", "hide", "state"):
             if getattr(self, key):
                 data[key] = list(getattr(self, key))
         if self.env:
@@ -90,7 +92,7 @@ def _entry(agent: AgentConfig, source: str) -> AgentEntry:
     return AgentEntry(
         agent.name, command, args, agent.protocol, agent.timeout, agent.secrets, source,
         sandbox=agent.sandbox, network=agent.network, writable=agent.writable, readable=agent.readable, hide=agent.hide,
-        env=tuple(agent.env.items()), isolate=agent.isolate,
+        state=agent.state, git=agent.git, env=tuple(agent.env.items()), isolate=agent.isolate,
     )
 
 
@@ -107,6 +109,8 @@ def new_agent(
     writable: list[str] | None = None,
     readable: list[str] | None = None,
     hide: list[str] | None = None,
+    state: list[str] | None = None,
+    git: str = "read",
     python: str | None = None,
     isolate: bool = False,
 ) -> AgentConfig:
@@ -136,15 +140,18 @@ def new_agent(
             raise UsageError(
                 f"--env {variable}=... looks like a key: put it in .env and pass --secret {variable} (config.yaml holds no secrets)"
             )
-    for path in [*(writable or []), *(readable or [])]:
+    for path in [*(writable or []), *(readable or []), *(state or [])]:
         if not path.startswith(("/", "~", "$")):
-            raise UsageError(f"--writable and --readable take absolute paths (or ~/..., $VAR/...), not {path!r}")
+            raise UsageError(f"--writable, --readable and --state take absolute paths (or ~/..., $VAR/...), not {path!r}")
+    if git not in GIT_MODES:
+        raise UsageError(f"--git must be one of {', '.join(GIT_MODES)}, not {git!r}")
     for path in hide or []:
         if path.startswith(("/", "~", "$")) or ".." in path.split("/"):
             raise UsageError(f"--hide takes a path inside the workspace (relative, no '..'), not {path!r}")
     entry = AgentConfig(
         name, argv[0], tuple(argv[1:]), protocol, timeout, dict(env or {}), tuple(dict.fromkeys(secrets or [])),
         sandbox=sandbox, network=network, writable=tuple(writable or ()), readable=tuple(readable or ()), hide=tuple(hide or ()),
+        state=tuple(state or ()), git=git,
     )
     if python is None:
         return entry

@@ -7,6 +7,10 @@ from ..encoding.simple_yaml import YamlSyntaxError, dumps, loads
 from ..errors import UwfError
 
 PROTOCOLS = ("step", "text")
+# What an agent may do to the git repository of its workspace (engine/git_private.py): `read`
+# (the default) works on a private copy of .git that is thrown away; `commit` keeps the objects,
+# branches and index of its own commits; `write` writes the real .git as it is (an agent you trust).
+GIT_MODES = ("read", "commit", "write")
 HEADER = "uwf configuration: providers, models, agents and overrides. API keys live in .env, never here."
 
 
@@ -52,6 +56,8 @@ class AgentConfig:
     writable: tuple[str, ...] = ()  # paths besides the workspace the agent may write (~ and $VARS expanded)
     readable: tuple[str, ...] = ()  # paths the sandbox would hide (under /tmp) that the agent may read
     hide: tuple[str, ...] = ()  # workspace files the agent must not read as config (shown empty in the sandbox)
+    state: tuple[str, ...] = ()  # its CLI's state directories: a private copy for each run (engine/state_dirs.py)
+    git: str = "read"  # what it may do to the workspace's .git: one of GIT_MODES
     python: str | None = None  # protocol python: the function, "package.module:function" or "/path/file.py:function"
     isolate: bool = False  # python: call it in a child process of its own (killable, contained), not in uwf's
 
@@ -74,9 +80,11 @@ class AgentConfig:
             data["sandbox"] = "false"
         if not self.network:
             data["network"] = "false"
-        for key in ("writable", "readable", "hide"):
+        for key in ("writable", "readable", "hide", "state"):
             if getattr(self, key):
                 data[key] = list(getattr(self, key))
+        if self.git != "read":
+            data["git"] = self.git
         return data
 
 
@@ -251,7 +259,9 @@ def _parse(raw: dict, file: str) -> Config:
         if not isinstance(spec, dict):
             raise ConfigError(f"{where} must be a mapping with provider and name")
         models[alias] = ModelConfig(alias, _text(spec.get("provider"), f"{where}.provider"), _text(spec.get("name"), f"{where}.name"))
-    agents = {name: _agent(name, spec, f"{file}: agents.{name}") for name, spec in _mapping(raw, "agents", file).items()}
+    from .presets import upgraded  # a preset's entry as an earlier uwf wrote it is today's preset
+
+    agents = {name: upgraded(_agent(name, spec, f"{file}: agents.{name}")) for name, spec in _mapping(raw, "agents", file).items()}
     overrides = {}
     for workflow, roles in _mapping(raw, "agentOverrides", file).items():
         if not isinstance(roles, dict):
@@ -415,14 +425,27 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
         writable=_paths(spec.get("writable"), f"{where}.writable"),
         readable=_paths(spec.get("readable"), f"{where}.readable"),
         hide=_paths(spec.get("hide"), f"{where}.hide", relative=True),
+        state=_paths(spec.get("state"), f"{where}.state"),
+        git=_git_mode(spec.get("git"), f"{where}.git"),
     )
+
+
+def _git_mode(value: object, where: str) -> str:
+    if _none(value):
+        return "read"
+    if value not in GIT_MODES:
+        raise ConfigError(f"{where} must be one of {', '.join(GIT_MODES)}, not {value!r}")
+    return str(value)
 
 
 AGENT_KEYS = {
     "command", "args", "protocol", "timeout", "env", "secrets", "reuse", "sandbox", "network", "writable", "readable", "hide",
-    "python", "isolate",
+    "state", "git", "python", "isolate",
 }
-PYTHON_KEYS = {"python", "isolate", "protocol", "timeout", "env", "secrets", "reuse", "sandbox", "network", "writable", "readable", "hide"}
+PYTHON_KEYS = {
+    "python", "isolate", "protocol", "timeout", "env", "secrets", "reuse", "sandbox", "network", "writable", "readable", "hide", "state",
+    "git",
+}
 
 
 def _python_agent(name: str, spec: dict, where: str) -> AgentConfig:
@@ -457,7 +480,7 @@ def python_target(text: str, where: str) -> str:
 
 
 def _paths(value: object, where: str, *, relative: bool = False) -> tuple[str, ...]:
-    """A list of paths: absolute (or ~ / $VAR) for writable and readable, inside the workspace for hide."""
+    """A list of paths: absolute (or ~ / $VAR) for writable, readable and state, inside the workspace for hide."""
     if _none(value) or value == []:
         return ()
     if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):

@@ -2,15 +2,18 @@
 
 Each line runs unattended (no question can hang a step) and runs only what the user asked:
 nothing installs software, scrapes URLs, or runs commands a workspace configures (hooks,
-test and lint commands, a `.env` that points the CLI elsewhere). Each names what its CLI must
-write outside the workspace (its own state directory) and nothing more; the sandbox allows
-that and no other write (engine/sandbox.py). docs/agents.md records the version each was tried
-with, inside the sandbox, and what it may write, reach and run. A preset names no secret, since
-each CLI keeps its own login (`uwf agent add NAME --secret VAR -- ...` for one that reads a key).
+test and lint commands, a `.env` that points the CLI elsewhere). Each names its CLI's state
+directory as `state`: the agent gets a private copy of it for each run (engine/state_dirs.py),
+so what it writes there — memories, transcripts, config it rewrites, skills — never reaches the
+sessions you run yourself; no preset writes anything outside the workspace as it is.
+docs/agents.md records the version each was tried with, inside the sandbox, and what it may
+write, reach and run. A preset names no secret, since each CLI keeps its own login
+(`uwf agent add NAME --secret VAR -- ...` for one that reads a key).
 """
 
 from __future__ import annotations
 
+from ..encoding.records import replace
 from .model import AgentConfig
 
 PRESET_TIMEOUT = 1800.0  # seconds: an agent CLI doing real work takes minutes; none may hang forever
@@ -23,7 +26,6 @@ PROMPT_FILE_TASK = (
     "and give your answer exactly in the format it asks for."
 )
 
-LLM_CONFIG = ("extra-openai-models.yaml", "keys.json", "default_model.txt", "aliases.json")
 
 PRESETS: dict[str, AgentConfig] = {
     "claude": AgentConfig(
@@ -36,8 +38,8 @@ PRESETS: dict[str, AgentConfig] = {
         "text",
         PRESET_TIMEOUT,
         env={"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},  # no telemetry, error reports or update checks
-        # its transcripts and a login's refreshed token; never settings.json (hooks) or ~/.claude.json (MCP servers)
-        writable=("~/.claude/projects/", "~/.claude/.credentials.json"),
+        # a private copy: its transcripts, memories and session files stay there; ~/.claude.json (MCP servers) is read-only
+        state=("~/.claude/",),
     ),
     "codex": AgentConfig(
         "codex",
@@ -50,7 +52,7 @@ PRESETS: dict[str, AgentConfig] = {
         ),
         "text",
         PRESET_TIMEOUT,
-        writable=("${CODEX_HOME:-~/.codex}/",),
+        state=("${CODEX_HOME:-~/.codex}/",),  # it rewrites its config.toml and installs skills at every start: in its copy
     ),
     "aider": AgentConfig(
         "aider",
@@ -69,12 +71,12 @@ PRESETS: dict[str, AgentConfig] = {
         hide=(".aider.conf.yml", ".aider.model.settings.yml", ".aider.model.metadata.json", ".env"),
     ),
     "hermes": AgentConfig(
-        "hermes", "hermes", ("-z", PROMPT_FILE_TASK), "text", PRESET_TIMEOUT, writable=("${HERMES_HOME:-~/.hermes}/",)
+        "hermes", "hermes", ("-z", PROMPT_FILE_TASK), "text", PRESET_TIMEOUT,
+        state=("${HERMES_HOME:-~/.hermes}/",),  # its config.yaml, SOUL.md, memories and skills: its copy's
     ),
     "llm": AgentConfig(
         "llm", "llm", ("--no-stream", "--no-log"), "text", PRESET_TIMEOUT,
-        writable=("${LLM_USER_PATH:-~/.config/io.datasette.llm}/",),  # it opens its database even with --no-log
-        readable=tuple(f"${{LLM_USER_PATH:-~/.config/io.datasette.llm}}/{name}" for name in LLM_CONFIG),  # its config stays as it is
+        state=("${LLM_USER_PATH:-~/.config/io.datasette.llm}/",),  # it opens its log database even with --no-log
     ),
     "cursor-agent": AgentConfig(
         "cursor-agent",
@@ -84,6 +86,32 @@ PRESETS: dict[str, AgentConfig] = {
         PRESET_TIMEOUT,
     ),
 }
+
+# What the presets made writable before their state directories became private copies: an entry
+# `uwf setup` wrote then, unchanged since, is read as today's preset (upgraded).
+LEGACY_PLACES = {
+    "claude": (("~/.claude/projects/", "~/.claude/.credentials.json"), ()),
+    "codex": (("${CODEX_HOME:-~/.codex}/",), ()),
+    "hermes": (("${HERMES_HOME:-~/.hermes}/",), ()),
+    "llm": (
+        ("${LLM_USER_PATH:-~/.config/io.datasette.llm}/",),
+        tuple(f"${{LLM_USER_PATH:-~/.config/io.datasette.llm}}/{name}" for name in
+              ("extra-openai-models.yaml", "keys.json", "default_model.txt", "aliases.json")),
+    ),
+}
+
+
+def upgraded(agent: AgentConfig) -> AgentConfig:
+    """A preset's entry as an earlier uwf wrote it (its CLI's state directory writable as it is)
+    as today's preset; any other entry as it is."""
+    for name, (writable, readable) in LEGACY_PLACES.items():
+        preset = PRESETS[name]
+        if (agent.writable, agent.readable, agent.state) == (writable, readable, ()) and (
+            replace(agent, name=name, writable=(), readable=(), state=preset.state) == preset
+        ):
+            return replace(preset, name=agent.name)
+    return agent
+
 
 # Presets whose CLI prints more than its answer (aider: its banner first), so that uwf reads the
 # answer with the extract model: `uwf setup` warns when none is configured.

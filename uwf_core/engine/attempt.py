@@ -140,6 +140,7 @@ class Attempt:
     candidate_of: str | None = None
     worker: str | None = None
     trace: object = None  # the attempt's StepTrace (engine/tracing.py), when the step is traced
+    call: object = None  # the AgentCall, once there is one: how it was contained, what it wrote outside
 
     def record(self, status: str, step: str | None = None, error: str | None = None, stderr: str | None = None) -> None:
         """Append the line; an agent's stderr or an error quoting it never brings a key along."""
@@ -163,6 +164,8 @@ class Attempt:
                 stderr=secrets.redact(stderr) or None,
                 candidateOf=self.candidate_of,
                 worker=self.worker,
+                containment=self.call.containment if getattr(self.call, "ran", False) else None,
+                outside=getattr(self.call, "outside", None),
             )
         )
 

@@ -14,6 +14,7 @@ from ..encoding.records import field, record
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..errors import UwfError
+from ..store.records import OutsideWrites
 from ..telemetry.spans import Span
 from .attempt import StepError, StepOptions
 from .process import MAX_STDOUT_BYTES, ProcessOutcome, run_process
@@ -77,6 +78,8 @@ class AgentCall:
     deadline: float | None = None  # time.monotonic() when the step's --timeout (or the entry's) runs out
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     stage: str | None = None  # a sandboxed step agent's staging directory (engine/protocols/step.py)
+    outside: OutsideWrites | None = None  # what its runs wrote outside the workspace (engine/run_guard.py)
+    ran: bool = False  # its protocol ran (a reused step runs none)
 
     @property
     def role(self) -> Role:
@@ -147,6 +150,11 @@ class AgentCall:
         from .sandbox import BUBBLEWRAP, containment
 
         return self.resolved.sandbox and containment().kind == BUBBLEWRAP
+
+    @property
+    def containment(self) -> str:
+        """How the agent runs, as the records say it: bubblewrap, process-group (why), none."""
+        return containment_of(self.resolved)
 
     @cached_property
     def env(self) -> dict[str, str]:
@@ -228,6 +236,8 @@ class AgentCall:
             writable=self.resolved.writable,
             readable=self.resolved.readable,
             hide=self.resolved.hide,
+            state=self.resolved.state,
+            scratch=backend.scratch_dir,
             network=self.resolved.network,
             sandbox=self.resolved.sandbox,
             forks_dir=self._forks_dir(),
@@ -286,7 +296,11 @@ class AgentCall:
             pipe = _trace_pipe(span, stdin_text if stdin_text is not None else prompt_data)
             if pipe is not None:
                 env, fds = {**env, **pipe.env}, (*fds, pipe.fd)
+            guard = None
             try:
+                from .run_guard import RunGuard
+
+                guard = RunGuard.open(self)
                 outcome = run_process(
                     argv,
                     cwd=self.cwd,
@@ -296,7 +310,7 @@ class AgentCall:
                     on_output=on_output,
                     on_start=lambda pid: self.lease.update(pgid=pid),
                     cancel=KillWatch(self.repo, self.info.thread, self.options.cancel),
-                    policy=self.policy,
+                    policy=self.policy if guard is None else guard.policy(self.policy),
                     prompt_data=prompt_data,
                     pass_fds=fds,
                 )
@@ -306,12 +320,29 @@ class AgentCall:
                         os.close(fd)
                 if pipe is not None:
                     pipe.collect()
+                if guard is not None:
+                    self._settle(guard)
             span.put({"process.pid": outcome.pid, "process.exit_code": outcome.exit_code, "uwf.timed_out": outcome.timed_out or None,
                       "uwf.cancelled": outcome.cancelled or None})
             if pipe is not None and pipe.content:
                 span.put({"output.value": outcome.stdout})
+            refused = guard.refusal() if guard is not None else None
+            if refused is not None:
+                raise refused
             self._check(outcome)
         return outcome
+
+    def _settle(self, guard) -> None:
+        """What the run left outside its workspace, on record; what a later session trusts, said."""
+        try:
+            written = guard.settle()
+        except (OSError, UwfError) as exc:  # a copy that cannot be read back: said, never the step's own failure hidden
+            written = OutsideWrites(notes=(f"what the run wrote outside its workspace could not all be read back: {exc}",))
+        self.outside = written if self.outside is None else self.outside.merged(written)
+        say = self.options.on_warning or self.options.on_output
+        if say is not None:
+            for line in (*written.warnings, *written.notes):
+                say(f"uwf: warning: {self.secrets.text(line)}")
 
     def agent_span(self, command: tuple[str, ...] | list[str]):
         """The span of one run of this agent, under the step's (engine/tracing.py)."""
@@ -367,6 +398,21 @@ class AgentCall:
 
 
 _WARNED: set[str] = set()
+
+
+def containment_of(resolved: ResolvedAgent) -> str:
+    """bubblewrap, process-group (and why: no bubblewrap here), none (`sandbox: false`), or in
+    uwf's process (a python agent not isolated)."""
+    from .sandbox import BUBBLEWRAP, containment
+
+    if resolved.protocol == "python" and not resolved.isolate:
+        return "in uwf's process"
+    if resolved.protocol == "human":
+        return "none (a person)"
+    if not resolved.sandbox:
+        return "none (sandbox: false)"
+    box = containment()
+    return BUBBLEWRAP if box.kind == BUBBLEWRAP else f"process-group ({box.reason})"
 
 
 def _trace_pipe(span, prompt: str | bytes | None):

@@ -43,6 +43,8 @@ class ResolvedAgent:
     writable: tuple[str, ...] = ()
     readable: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()
+    state: tuple[str, ...] = ()  # its CLI's state directories, a private copy each run
+    git: str = "read"  # what it may do to the workspace's .git (config/model.GIT_MODES)
     python: str | None = None  # protocol python: the function's entry point (module:function)
     isolate: bool = False  # python: called in a child process of its own
 
@@ -130,6 +132,8 @@ def _from_alias(agent: AgentConfig, source: str, origin: str, spec: str) -> Reso
         writable=agent.writable,
         readable=agent.readable,
         hide=agent.hide,
+        state=agent.state,
+        git=agent.git,
         python=agent.python,
         isolate=agent.isolate,
     )

@@ -34,6 +34,8 @@ class Policy:
     readable: tuple[str, ...] = ()  # read-only, even inside a writable path (a CLI's config in its state directory)
     hidden_dirs: tuple[str, ...] = ()  # shown as empty directories (the storage root, to text agents)
     hidden_files: tuple[str, ...] = ()  # shown as empty read-only files (.env files, credentials; the entry's `hide`)
+    private: tuple[tuple[str, str], ...] = ()  # (copy, place): a private copy mounted writable where the real one is
+    views: tuple[tuple[str, str], ...] = ()  # (source, place): read-only inside a private copy (a real entry of it)
     network: bool = True
     sandbox: bool = True
 
@@ -109,8 +111,8 @@ def bwrap_argv(
 
     The file system is read-only with a private /tmp, /dev, /proc and /run; then the policy's
     mounts, shallowest first, so a deeper one (the workspace inside a hidden root, a `.env` inside
-    the workspace, a config file inside a writable state directory) lands on top of the one that
-    holds it. A policy never names /, /tmp, /dev or /proc themselves (sandbox_policy refuses)."""
+    the workspace, a private copy of .git in the workspace, a real entry shown read-only in a
+    private copy) lands on top of the one that holds it. A mount's source is always the host's. A policy never names /, /tmp, /dev or /proc themselves (sandbox_policy refuses)."""
     mounts: list[tuple[str, list[str]]] = []
     writable = set()
     for path in policy.writable:
@@ -121,6 +123,11 @@ def bwrap_argv(
             mounts.append((path, ["--tmpfs", path]))
     for path in RUN_KEPT:
         mounts.append((path, ["--ro-bind-try", path, path]))
+    for copy, place in policy.private:  # a state directory's or .git's own copy, over the real one
+        writable.add(place)
+        mounts.append((place, ["--bind", copy, place]))
+    for source, place in policy.views:
+        mounts.append((place, ["--ro-bind", source, place]))
     for path in policy.readable:
         if path not in writable:
             mounts.append((path, ["--ro-bind-try", path, path]))

@@ -35,8 +35,6 @@ CREDENTIAL_VARIABLES = frozenset({
     "KUBECONFIG", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "DOCKER_CONFIG",
     "NETRC", "GIT_ASKPASS", "SSH_ASKPASS", "PGPASSFILE", "XAUTHORITY",
 })
-# In a workspace, kept read-only: what runs the next time you use git there.
-WORKSPACE_PROTECTED = (".git/hooks", ".git/config")
 
 
 class SandboxError(UwfError):
@@ -58,6 +56,8 @@ def agent_policy(
     writable: tuple[str, ...] = (),
     readable: tuple[str, ...] = (),
     hide: tuple[str, ...] = (),
+    state: tuple[str, ...] = (),
+    scratch: str | None = None,
     network: bool = True,
     sandbox: bool = True,
     forks_dir: str | None = None,
@@ -65,20 +65,25 @@ def agent_policy(
     """The Policy of one agent run. `store` is the backend's (store_dirs, node_dirs, socket_dirs);
     a step agent given a `stage` writes its nodes there and reads the node file (`reader_files`:
     what a reader writes beside it), else it writes `node_dirs`. `hide` names workspace files,
-    looked for in the workspace and in `cwd` (a role's location)."""
+    looked for in the workspace and in `cwd` (a role's location). `state` names the entry's state
+    directories (their credentials are the agent's to see; engine/state_dirs.py mounts a private
+    copy of each per run). `scratch`, uwf's scratch space for this root, is hidden: other runs'
+    private copies and staging are there."""
     homes = tuple(dict.fromkeys(map(os.path.realpath, (env.get("HOME") or os.path.expanduser("~"), _real_home()))))
     workspace, cwd = os.path.realpath(workspace), os.path.realpath(cwd)
     store_dirs, node_dirs, socket_dirs = (tuple(os.path.realpath(path) for path in paths) for paths in store)
     for each in homes:
         check_workspace(workspace, each, store_dirs, forks_dir)
     hidden_dirs = [] if sees_store else [*store_dirs, *_existing_dirs(*(os.path.join(each, ".uwf") for each in homes))]
+    if scratch and os.path.isdir(scratch) and not under(os.path.realpath(scratch), "/tmp"):
+        hidden_dirs.append(os.path.realpath(scratch))
     store_writes: tuple[str, ...] = ()
     if sees_store:
         store_writes = store_dirs if runs_steps else (stage, *reader_files) if stage else node_dirs
     extra_writable = [*_writable(writable, env), *map(os.path.realpath, store_writes)]
     hidden_files = [*env_files, *(os.path.join(base, item) for item in hide for base in dict.fromkeys((workspace, cwd)))]
     chosen_readable = [expand(item, env) for item in readable]
-    named = [path for path in [*chosen_readable, *(expand(item, env) for item in writable)] if path]
+    named = [path for path in [*chosen_readable, *(expand(item, env) for item in (*writable, *state))] if path]
     for path, is_dir in _credentials(homes):  # in the home the caller's $HOME names, and the real one
         if not any(under(path, place) for place in named):
             (hidden_dirs if is_dir else hidden_files).append(path)
@@ -88,10 +93,10 @@ def agent_policy(
     writable_all = [workspace, *extra_writable]
     auto = [*(socket_dirs if sees_store else ()), *_named_paths(argv, env, cwd)]
     auto = [path for path in map(os.path.realpath, auto) if not inside_any(path, writable_all)]  # never read-only in its own workspace
-    # Read-only even inside the workspace: the store, uwf itself (its venv), and git's hooks and config.
+    # Read-only even inside the workspace: the store and uwf itself (its venv). git's own files are
+    # engine/run_guard.py's: a private copy of .git, the other repositories read-only.
     uwf_itself = [os.path.realpath(sys.prefix), os.path.dirname(os.path.dirname(os.path.realpath(__file__)))]
-    kept = [*uwf_itself, *(os.path.join(workspace, item) for item in WORKSPACE_PROTECTED)]
-    kept = [path for path in kept if inside_any(path, writable_all) and os.path.exists(path)]
+    kept = [path for path in uwf_itself if inside_any(path, writable_all) and os.path.exists(path)]
     shown = [*(store_dirs if sees_store else ()), *kept, *(os.path.realpath(path) for path in chosen_readable if path), *auto]
     shown = [path for path in shown if not inside_any(path, hidden_dirs)]  # one that holds a hidden one is fine: the hiding goes on top
     return Policy(

@@ -150,6 +150,7 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         raise StepError(f"thread {info.thread} is not waiting for a person: its next role '{decision.role}' is agent {resolved.label}'s")
     lease.update(role=decision.role, agent=resolved.label)
     call = AgentCall(repo, info, workflow, context, decision, resolved, lease, options, deadline=deadline)
+    attempt.call = call
     before = None
     if context.start.workspace:
         from .files import before_step

@@ -55,6 +55,51 @@ class DamagedEntry:
 
 
 @record(frozen=True)
+class OutsideWrites:
+    """What one step attempt's agent wrote outside its workspace, and what uwf did with it
+    (design §16): the paths as a person reads them, each list at most LISTED long (`more` counts
+    the rest)."""
+
+    state: tuple[str, ...] = ()  # in its state directories' private copies: thrown away
+    writable: tuple[str, ...] = ()  # in the places its entry makes writable: kept, as they are
+    git: tuple[str, ...] = ()  # in its private copy of .git: taken with `git: commit`, else thrown away
+    refused: tuple[str, ...] = ()  # git settings in that copy (never taken); repositories it made (renamed aside)
+    warnings: tuple[str, ...] = ()  # what it changed that a later session of yours trusts
+    notes: tuple[str, ...] = ()  # what uwf could not carry back (a login, a branch)
+    more: int = 0  # paths past LISTED, left out of the lists
+
+    LISTS = ("state", "writable", "git", "refused", "warnings", "notes")
+    LISTED = 50
+
+    @property
+    def empty(self) -> bool:
+        return not any(getattr(self, name) for name in self.LISTS)
+
+    def merged(self, other: OutsideWrites) -> OutsideWrites:
+        """Two runs of one attempt (an answer and its correction) as one record."""
+        values, more = {}, self.more + other.more
+        for name in self.LISTS:
+            joined = list(dict.fromkeys([*getattr(self, name), *getattr(other, name)]))
+            more += max(0, len(joined) - self.LISTED)
+            values[name] = tuple(joined[: self.LISTED])
+        return OutsideWrites(**values, more=more)
+
+    def to_dict(self) -> dict:
+        data: dict = {name: list(getattr(self, name)) for name in self.LISTS if getattr(self, name)}
+        if self.more:
+            data["more"] = self.more
+        return data
+
+    @classmethod
+    def from_dict(cls, data: object) -> OutsideWrites | None:
+        if not isinstance(data, dict):
+            return None
+        values = {name: tuple(str(item) for item in data.get(name) or () if isinstance(item, str)) for name in cls.LISTS if isinstance(data.get(name), list)}
+        more = data.get("more")
+        return cls(**values, more=more if isinstance(more, int) and not isinstance(more, bool) else 0)
+
+
+@record(frozen=True)
 class RunRecord:
     """One step attempt: ok, failed, timeout, killed, or budget (its budget refused it; no agent ran)."""
 
@@ -72,13 +117,18 @@ class RunRecord:
     stderr: str | None = None  # the agent's stderr tail, on failure
     candidateOf: str | None = None  # the thread this fork's step was a candidate for (agents side by side)
     worker: str | None = None  # the `uwf worker` that ran the attempt
+    containment: str | None = None  # how its agent ran: bubblewrap, process-group (why), none, in uwf's process
+    outside: OutsideWrites | None = None  # what its agent wrote outside the workspace
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
     def to_dict(self) -> dict:
-        return {key: value for key, value in asdict(self).items() if value is not None or key in ("step", "head")}
+        data = {key: value for key, value in asdict(self).items() if (value is not None or key in ("step", "head")) and key != "outside"}
+        if self.outside is not None and not self.outside.empty:
+            data["outside"] = self.outside.to_dict()
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
@@ -100,7 +150,7 @@ class RunRecord:
         return cls(
             data["thread"], text("workflow"), text("role"), text("agent"), data["status"], text("head"), text("step"),
             number("startedAt"), number("completedAt"), number("durationMs"), text("error"), text("stderr"),
-            text("candidateOf"), text("worker"),
+            text("candidateOf"), text("worker"), text("containment"), OutsideWrites.from_dict(data.get("outside")),
         )
 
 

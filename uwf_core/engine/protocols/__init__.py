@@ -20,4 +20,5 @@ def run_protocol(call: AgentCall) -> str:
         from ...errors import UwfError
 
         raise UwfError(f"agent '{call.resolved.label}' has protocol {protocol!r}; uwf knows {', '.join(PROTOCOLS)}")
+    call.ran = True  # the attempt's record says how it was contained
     return import_module(f".{protocol}", __name__).run(call)

@@ -1,0 +1,230 @@
+"""Nothing an agent writes runs later on the host through git (design §16).
+
+Each test gives a hostile shell agent a workspace and lets it try one route by which git would
+run its code on your next `git status`, `git commit` or `git checkout` there — a second git
+directory behind `.git/commondir`, an fsmonitor in a fake common directory, a filter named in
+`info/attributes`, a `.git` made where there was none, a bare repository in a subdirectory, a
+submodule's hooks and its `.git` file, a hooks directory or an included config file that the
+repository's config names in the workspace — then runs those git commands on the host, in the
+workspace and in a submodule, and checks that nothing the agent planted ran. The agent's own
+git works in its sandbox (on a private copy of .git), and with `git: commit` its commits land.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES
+from uwf_core.engine.sandbox import BUBBLEWRAP, containment
+
+ANSWER = "---\nthesis: t\nkeyPoints: [a]\n---\nbody\n"
+GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@example.com", "GIT_COMMITTER_NAME": "u",
+           "GIT_COMMITTER_EMAIL": "u@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
+
+
+@pytest.fixture(autouse=True)
+def _bubblewrap():
+    if containment().kind != BUBBLEWRAP:
+        pytest.skip(f"bubblewrap cannot start here: {containment().reason}")
+
+
+def git(where: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run(["git", *args], cwd=where, env=env, capture_output=True, text=True, timeout=60)
+    if check and done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} in {where}: {done.stderr}")
+    return done
+
+
+def repository(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "readme.md").write_text("hello\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "first")
+    return path
+
+
+def step(uwf, root_dir: Path, workspace: Path, script: str, extra: str = "") -> tuple[object, str]:
+    """One step of a shell agent in `workspace`; the result and the thread."""
+    (root_dir / "config.yaml").write_text(
+        f"agents:\n  hostile:\n    command: sh\n    args: [-c, {json.dumps(script + '; printf -- ' + json.dumps(ANSWER))}]\n"
+        f"    protocol: text\n{extra}"
+    )
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace)).json()["thread"]
+    return uwf("thread", "step", thread, "--agent", "hostile", env=GIT_ENV), thread
+
+
+def host_git_runs_nothing(markers: Path, *places: Path) -> None:
+    """`git status`, `git commit`, `git checkout` on the host, in each place: no marker appears."""
+    for place in places:
+        git(place, "status", check=False)
+        git(place, "add", "-A", check=False)
+        git(place, "commit", "-qm", "host", "--allow-empty", check=False)
+        git(place, "checkout", "-q", "-b", f"host-{os.urandom(3).hex()}", check=False)
+        git(place, "status", check=False)
+    assert sorted(path.name for path in markers.iterdir()) == []
+
+
+@pytest.fixture
+def markers(tmp_path) -> Path:
+    path = tmp_path / "markers"
+    path.mkdir()
+    return path
+
+
+def runs(uwf, thread: str) -> list[dict]:
+    return uwf("thread", "runs", thread).json()
+
+
+def test_a_second_git_directory_behind_commondir_with_an_fsmonitor_and_hooks_never_runs(uwf, root_dir, tmp_path, markers):
+    workspace = repository(tmp_path / "ws")
+    fake = workspace / "fake-common"
+    script = (
+        f"mkdir -p {fake}/hooks {fake}/objects {fake}/refs/heads; "
+        f"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch {markers}/fsmonitor\\n' > {fake}/config; "
+        f"printf '#!/bin/sh\\ntouch {markers}/pre-commit\\n' > {fake}/hooks/pre-commit; chmod +x {fake}/hooks/pre-commit; "
+        f"git config core.fsmonitor 'touch {markers}/config'; git config core.hooksPath {fake}/hooks; "
+        f"echo '{fake}' > .git/commondir"
+    )
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert result.code == 0, result  # nothing it did reached the real .git: the step stands
+    assert "git settings in its copy of .git" in result.err
+    refused = runs(uwf, thread)[-1]["outside"]["refused"]
+    assert any(item.startswith(".git/commondir") for item in refused) and any(item.startswith(".git/config") for item in refused)
+    assert not (workspace / ".git" / "commondir").exists()
+    host_git_runs_nothing(markers, workspace)
+
+
+def test_a_filter_in_info_attributes_and_config_never_runs(uwf, root_dir, tmp_path, markers):
+    workspace = repository(tmp_path / "ws")
+    script = (
+        "mkdir -p .git/info; echo '* filter=evil' > .git/info/attributes; echo '* filter=evil' > .gitattributes; "
+        f"git config filter.evil.clean 'touch {markers}/clean'; git config filter.evil.smudge 'touch {markers}/smudge'; "
+        "echo changed >> readme.md"
+    )
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert result.code == 0, result
+    assert ".gitattributes: changed by the run, and git applies the filters it names" in result.err  # a later session's: said
+    assert not (workspace / ".git" / "info" / "attributes").exists() or "evil" not in (workspace / ".git" / "info" / "attributes").read_text()
+    host_git_runs_nothing(markers, workspace)
+
+
+def test_a_git_directory_made_where_there_was_none_is_thrown_away_or_refused(uwf, root_dir, tmp_path, markers):
+    """At the workspace's top the agent's `git init` works in a private .git that is thrown away;
+    one made deeper, or a bare-looking directory, fails the step and is renamed aside."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = (
+        f"git init -q && git config core.fsmonitor 'touch {markers}/top'; "
+        f"git init -q sub && git -C sub config core.fsmonitor 'touch {markers}/sub'; "
+        f"mkdir -p bare/objects bare/refs && echo 'ref: refs/heads/main' > bare/HEAD && "
+        f"printf '[core]\\n\\tbare = false\\n\\tworktree = ..\\n\\tfsmonitor = touch {markers}/bare\\n' > bare/config"
+    )
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert result.code == 1 and "made git repositories in its workspace" in result.err, result
+    assert "sub/.git, renamed sub/.git.refused-by-uwf" in result.err and "bare (a bare repository" in result.err
+    assert not (workspace / ".git").exists()  # the private one is gone, and never was on the host
+    assert (workspace / "sub" / ".git.refused-by-uwf" / "config").exists()  # renamed, not deleted
+    assert (workspace / "bare" / "HEAD.refused-by-uwf").exists() and not (workspace / "bare" / "HEAD").exists()
+    record = runs(uwf, thread)[-1]
+    assert record["status"] == "failed" and record["containment"] == "bubblewrap"
+    for place in (workspace, workspace / "sub", workspace / "bare"):
+        for args in (("status",), ("commit", "-qm", "x", "--allow-empty")):
+            git(place, *args, check=False)
+    assert sorted(path.name for path in markers.iterdir()) == []
+    alone = tmp_path / "alone"  # only a top-level `git init` (aider's): the step stands
+    alone.mkdir()
+    result, thread = step(uwf, root_dir, alone, f"git init -q && git config core.fsmonitor 'touch {markers}/alone'")
+    assert result.code == 0 and "private .git (there was none): thrown away" in result.err, result
+    assert not (alone / ".git").exists()
+
+
+def test_a_submodules_hooks_and_git_file_stay_as_they_were(uwf, root_dir, tmp_path, markers):
+    origin = repository(tmp_path / "origin")
+    workspace = repository(tmp_path / "ws")
+    git(workspace, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(origin), "sub")
+    git(workspace, "commit", "-qm", "sub")
+    sub_git = (workspace / "sub" / ".git").read_text()
+    script = (
+        f"printf '#!/bin/sh\\ntouch {markers}/module-hook\\n' > .git/modules/sub/hooks/pre-commit; "
+        f"chmod +x .git/modules/sub/hooks/pre-commit; git -C sub config core.fsmonitor 'touch {markers}/module-config'; "
+        f"mkdir -p evil/objects evil/refs evil/hooks && echo 'ref: refs/heads/main' > evil/HEAD && "
+        f"printf '[core]\\n\\tfsmonitor = touch {markers}/evil\\n' > evil/config; echo 'gitdir: ../evil' > sub/.git; "
+        "mv sub sub-moved; mkdir sub; echo 'gitdir: ../evil' > sub/.git"
+    )
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert result.code == 1 and "evil (a bare repository" in result.err, result
+    assert "sub/.git" in result.err and "sub-moved" not in result.err  # the real one only moved: not refused
+    assert (workspace / "sub-moved" / ".git").read_text() == sub_git
+    assert not (workspace / ".git" / "modules" / "sub" / "hooks" / "pre-commit").exists()
+    os.rename(workspace / "sub", tmp_path / "agents-sub")
+    os.rename(workspace / "sub-moved", workspace / "sub")
+    host_git_runs_nothing(markers, workspace, workspace / "sub")
+
+
+def test_a_hooks_directory_and_an_include_the_config_names_in_the_workspace_are_read_only(uwf, root_dir, tmp_path, markers):
+    """husky's `core.hooksPath = .husky`, a shared config included from the workspace: git runs
+    what they hold on your next commit, so the agent may not change them, nor make a missing one."""
+    workspace = repository(tmp_path / "ws")
+    (workspace / ".husky").mkdir()
+    (workspace / ".husky" / "pre-commit").write_text("#!/bin/sh\ntrue\n")
+    (workspace / ".husky" / "pre-commit").chmod(0o755)
+    (workspace / "shared.gitconfig").write_text("[user]\n\tname = shared\n")
+    git(workspace, "config", "core.hooksPath", ".husky")
+    git(workspace, "config", "include.path", "../shared.gitconfig")
+    git(workspace, "config", "filter.fmt.clean", "./tools/clean.sh")  # a path it runs that is not there yet
+    script = (
+        f"printf '#!/bin/sh\\ntouch {markers}/husky\\n' > .husky/pre-commit; "
+        f"printf '[core]\\n\\tfsmonitor = touch {markers}/include\\n' >> shared.gitconfig; "
+        f"mkdir -p tools && printf '#!/bin/sh\\ntouch {markers}/filter\\ncat\\n' > tools/clean.sh && chmod +x tools/clean.sh"
+    )
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert result.code == 1 and "tools/clean.sh (your repository's config names it)" in result.err, result
+    assert (workspace / ".husky" / "pre-commit").read_text() == "#!/bin/sh\ntrue\n"
+    assert "fsmonitor" not in (workspace / "shared.gitconfig").read_text()
+    (workspace / ".gitattributes").write_text("* filter=fmt\n")
+    host_git_runs_nothing(markers, workspace)
+
+
+def test_the_agents_own_git_works_and_with_git_commit_its_commits_land(uwf, root_dir, tmp_path, markers):
+    workspace = repository(tmp_path / "ws")
+    script = (
+        "echo more >> readme.md; echo new > added.txt; git add -A; git commit -qm 'agent work'; "
+        f"git config core.fsmonitor 'touch {markers}/committed-config'; git log --oneline >&2"
+    )
+    read, thread = step(uwf, root_dir, workspace, script)
+    assert read.code == 0 and "agent work" in read.err, read  # its git worked, in its copy
+    assert "thrown away (its entry's `git: commit` keeps" in read.err
+    assert git(workspace, "log", "--format=%s").stdout.split() == ["first"]
+    assert {".git/index", ".git/refs/heads/main"} <= set(runs(uwf, thread)[-1]["outside"]["git"])
+    git(workspace, "checkout", "-q", "--", ".")
+    git(workspace, "clean", "-qfd")
+    kept, thread = step(uwf, root_dir, workspace, script, "    git: commit\n")
+    assert kept.code == 0, kept
+    assert git(workspace, "log", "--format=%s").stdout.split("\n")[:2] == ["agent work", "first"]
+    assert git(workspace, "status", "--porcelain").stdout == ""  # its index came with its commit
+    assert git(workspace, "fsck", "--no-progress").returncode == 0
+    assert "fsmonitor" not in (workspace / ".git" / "config").read_text()
+    assert "uwf: agent hostile" in git(workspace, "reflog", "-1").stdout
+    host_git_runs_nothing(markers, workspace)
+
+
+def test_without_bubblewrap_a_repository_made_in_the_workspace_is_still_refused(uwf, root_dir, tmp_path, markers):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = f"git init -q deep && git -C deep config core.fsmonitor 'touch {markers}/x'; printf -- {json.dumps(ANSWER)}"
+    (root_dir / "config.yaml").write_text(f"agents:\n  hostile:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: text\n")
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace)).json()["thread"]
+    result = uwf("thread", "step", thread, "--agent", "hostile", env={"UWF_BWRAP": "", **GIT_ENV})
+    assert result.code == 1 and "deep/.git, renamed deep/.git.refused-by-uwf" in result.err, result
+    assert runs(uwf, thread)[-1]["containment"].startswith("process-group")
+    git(workspace / "deep", "status", check=False)
+    assert list(markers.iterdir()) == []

@@ -1,0 +1,250 @@
+"""What one agent run may leave behind (design §16): nothing it writes runs or is loaded later,
+outside the sandbox, and nothing it writes outside its workspace goes unseen.
+
+Before the run: its CLI's state directories become private copies (engine/state_dirs.py), the
+workspace's .git a private copy (engine/git_private.py), and every other git repository in the
+workspace, with what the main one's config names there, read-only (engine/git_audit.py). After
+it: what it wrote in those copies and in its entry's `writable` places is listed, a refreshed
+login and (with `git: commit`) its commits are carried back, a git repository it made is refused,
+and a write to a place a later session of yours trusts is a warning. All of it is one
+OutsideWrites on the attempt's record.
+
+Without bubblewrap (the fallback containment) nothing can be mounted: only the check for new
+repositories and the warnings apply. An entry with `sandbox: false` or `git: write` is trusted
+with its .git, and gets neither.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..encoding.records import replace
+from ..store.records import OutsideWrites
+from .attempt import StepError
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from .call import AgentCall
+    from .sandbox import Policy
+
+CTIME_SLACK_NS = 50_000_000  # the kernel stamps files with a coarse clock, a tick behind time.time_ns()
+# Files in a workspace that a later session trusts: what git hooks run, what agent CLIs load as
+# instructions or settings in the next session there, what a shell or an editor runs on entry.
+TRUSTED_IN_WORKSPACE = {
+    "CLAUDE.md": "Claude Code loads it as instructions", "CLAUDE.local.md": "Claude Code loads it as instructions",
+    ".claude": "Claude Code loads its settings, hooks, commands and agents", ".mcp.json": "Claude Code starts the MCP servers it names",
+    "AGENTS.md": "Codex and other agents load it as instructions", ".codex": "Codex loads its config",
+    ".cursor": "Cursor loads its rules", ".cursorrules": "Cursor loads its rules", "GEMINI.md": "Gemini CLI loads it as instructions",
+    ".aider.conf.yml": "aider runs the commands it names", ".pre-commit-config.yaml": "your pre-commit hook runs what it names",
+    ".husky": "your git hooks (husky) run it", "lefthook.yml": "your git hooks (lefthook) run what it names",
+    ".lefthook.yml": "your git hooks (lefthook) run what it names", ".envrc": "direnv runs it when you enter the directory",
+    ".vscode": "VS Code runs its tasks and loads its settings", ".gitattributes": "git applies the filters it names",
+    ".gitmodules": "git clones what it names on `submodule update`", ".npmrc": "npm loads it as settings",
+}
+
+
+class RunGuard:
+    def __init__(self, call: AgentCall, boxed: bool) -> None:
+        self.call = call
+        self.boxed = boxed
+        self.started_ns = time.time_ns() - CTIME_SLACK_NS
+        self.states: list = []
+        self.git = None
+        self.survey = None
+        self.made: list[str] = []  # git repositories the run made in its workspace (refused)
+
+    @classmethod
+    def open(cls, call: AgentCall) -> RunGuard | None:
+        if not call.resolved.sandbox:
+            return None
+        guard = cls(call, call.contained)
+        try:
+            guard._prepare()
+        except BaseException:
+            guard._remove()
+            raise
+        return guard
+
+    def _prepare(self) -> None:
+        call = self.call
+        scratch = call.repo.backend.scratch_dir
+        main_gitdir, none = None, False
+        if call.resolved.git != "write":
+            from .git_private import find_gitdir
+
+            main_gitdir, none = find_gitdir(call.workspace)
+            self._survey(main_gitdir)
+        if not self.boxed:
+            return
+        from .state_dirs import private_states
+        from .watchdog import WATCHDOG
+
+        self.states = private_states(call.resolved.state, call.env, scratch)
+        if main_gitdir is not None or none:
+            from .git_private import private_git
+
+            placeholder = os.path.join(os.path.realpath(call.workspace), ".git")
+            self.git = private_git(main_gitdir or placeholder, scratch, call.resolved.git, placeholder=main_gitdir is None)
+        for copy in self._copies():
+            WATCHDOG.guard_file(copy.path)  # a private copy holds your login: gone with uwf, however it ends
+
+    def _survey(self, main_gitdir: str | None) -> None:
+        from .git_audit import UncheckableWorkspace, survey
+
+        try:
+            self.survey = survey(self.call.workspace, main_gitdir)
+        except UncheckableWorkspace as exc:
+            raise StepError(f"the workspace {self.call.workspace} cannot be checked for git repositories before the run: {exc}") from None
+        if any(identity == _identity(self.survey.workspace) for identity in self.survey.known):
+            raise StepError(
+                f"the workspace {self.call.workspace} is itself a git directory (HEAD beside objects/ or refs/): an agent "
+                f"would write the repository's own files; give the thread a working tree instead"
+            )
+
+    def policy(self, base: Policy) -> Policy:
+        """The run's sandbox: `base` with its private copies and the repositories kept read-only."""
+        copies = self._copies()
+        private = tuple((copy.path, copy.real) for copy in copies)
+        views = tuple(mount for copy in copies for mount in copy.mounts())
+        protected = self.survey.protected if self.survey is not None else ()
+        return replace(base, private=(*base.private, *private), views=(*base.views, *views),
+                       readable=tuple(dict.fromkeys((*base.readable, *protected))))
+
+    def settle(self) -> OutsideWrites:
+        """After the run (every process of it ended): the record, with what is carried back
+        carried back and the copies removed. Refused repositories are in `refused`."""
+        from .state_dirs import finish_state
+
+        home = os.path.realpath(self.call.env.get("HOME") or os.path.expanduser("~"))
+        state_paths: list[str] = []
+        notes: list[str] = []
+        refused: list[str] = []
+        git_paths: list[str] = []
+        try:
+            for state in self.states:
+                wrote, said = finish_state(state, home)
+                state_paths += wrote
+                notes += said
+            if self.git is not None:
+                from .git_private import finish_git
+
+                result = finish_git(self.git, f"uwf: agent {self.call.resolved.label}, thread {self.call.info.thread}")
+                git_paths += [f".git/{path}" for path in result.wrote]
+                refused += [f".git/{path} (a git setting, in the run's copy of .git: never taken)" for path in result.refused]
+                notes += result.notes
+                if result.refused:
+                    notes.append(f"the run changed git settings in its copy of .git ({', '.join(result.refused[:5])}): thrown away, "
+                                 f"your .git is as it was")
+        finally:
+            self._remove()
+        self.made = self._new_repositories()
+        refused += self.made
+        writable = self._written_in_writable(home)
+        warnings = self._trusted(writable, home)
+        return OutsideWrites().merged(OutsideWrites(
+            tuple(state_paths), tuple(writable), tuple(git_paths), tuple(refused), tuple(warnings), tuple(notes),
+        ))
+
+    def _new_repositories(self) -> list[str]:
+        if self.survey is None:
+            return []
+        from .git_audit import UncheckableWorkspace, audit
+
+        try:
+            return audit(self.survey)
+        except UncheckableWorkspace as exc:
+            return [f"the workspace cannot be checked for git repositories after the run: {exc}"]
+        except OSError as exc:
+            return [f"a git repository the run made could not be renamed aside: {exc}"]
+
+    def refusal(self) -> StepError | None:
+        """The failure of a run that made a git repository in its workspace."""
+        if not self.made:
+            return None
+        return StepError(
+            f"agent '{self.call.resolved.label}' made git repositories in its workspace, which git would use — and run "
+            f"what they hold — on your next git command there: {'; '.join(self.made[:5])}"
+            f"{f' (and {len(self.made) - 5} more)' if len(self.made) > 5 else ''}; nothing was deleted"
+        )
+
+    def _written_in_writable(self, home: str) -> list[str]:
+        """Files its `writable` places hold that the run created or changed."""
+        if not self.boxed:
+            return []
+        from .sandbox_policy import expand
+        from .state_dirs import shown_path
+
+        found = []
+        for item in self.call.resolved.writable:
+            place = expand(item, self.call.env)
+            if place is None or not os.path.exists(place):
+                continue
+            found += [shown_path(path, home) for path in _changed_since(os.path.realpath(place), self.started_ns)]
+        return found
+
+    def _trusted(self, writable: list[str], home: str) -> list[str]:
+        """Warnings: a changed file a later session trusts, in the workspace or in your home."""
+        warnings = []
+        for name, why in TRUSTED_IN_WORKSPACE.items():
+            path = os.path.join(self.call.workspace, name)
+            changed = _changed_since(path, self.started_ns) if os.path.isdir(path) and not os.path.islink(path) else (
+                [path] if _ctime(path) >= self.started_ns else [])
+            if changed:
+                warnings.append(f"{os.path.relpath(changed[0], self.call.workspace)}: changed by the run, and {why}: review it before you use it")
+        for path in writable:
+            if path.startswith("~/."):
+                warnings.append(f"{path}: written by the run, in your home's settings, which your own tools load")
+        return warnings
+
+    def _copies(self) -> list:
+        return [*(state.copy for state in self.states), *([self.git.copy] if self.git is not None else [])]
+
+    def _remove(self) -> None:
+        from .watchdog import WATCHDOG
+
+        for copy in self._copies():
+            copy.remove()
+            WATCHDOG.release_file(copy.path)
+        if self.git is not None and self.git.placeholder:
+            from .git_private import remove_placeholder
+
+            remove_placeholder(self.git.gitdir)
+
+
+def _identity(path: str) -> tuple:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return (path,)
+    return (info.st_dev, info.st_ino)
+
+
+def _ctime(path: str) -> int:
+    try:
+        return os.lstat(path).st_ctime_ns
+    except OSError:
+        return 0
+
+
+def _changed_since(top: str, since_ns: int, limit: int = 200_000) -> list[str]:
+    """Files (and links) under `top` whose inode changed since `since_ns`, never following a link."""
+    found, stack, seen = [], [top], 0
+    while stack and seen < limit:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as listing:
+                for entry in listing:
+                    seen += 1
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif info.st_ctime_ns >= since_ns:
+                        found.append(entry.path)
+        except OSError:
+            continue
+    return sorted(found)
