@@ -322,7 +322,7 @@ class UwfApp(App):
         """Once a second while agents run here: a spinner and the elapsed time in the header
         and on the running timeline row."""
         self._ticks += 1
-        if not self.query(ThreadsView):
+        if not self.query(ThreadsView) or not self.query(InboxView):  # the screen is being torn down (quit)
             return
         self.threads_view.tick_running(self._ticks)
         self.inbox_view.refresh_ages()

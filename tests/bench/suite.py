@@ -451,6 +451,10 @@ def sandbox(report: Report, uwf: Uwf, runs: int) -> None:
         boxed, bare = median(times[(agent, True)]), median(times[(agent, False)])
         report.add(Row(f"CLI step, {label}, in bubblewrap's sandbox", boxed, bare, "process group only", goal="≤ +15 ms"))
         report.add(Row(f"  the sandbox's own cost ({label})", boxed - bare, note="same run", goal="≤ 15 ms"))
+    if shutil.which("git") is not None:
+        from guard_rows import guard_rows
+
+        guard_rows(report, Row, uwf, run_timed, median, runs, files=2_000 if runs < 10 else 10_000)
 
 
 def workspace_files(report: Report, uwf: Uwf, quick: bool) -> None:

@@ -529,7 +529,8 @@ def test_bundle_round_trip_is_deterministic_verified_and_idempotent(count_up, tm
         original: ("archived", "added"), fork: ("active", "added"),
     }
     assert report["workflows"] == {"count-up": "registered"}
-    assert ok(uwf("thread", "steps", fork, env=env)).json() == count_up.steps(fork)
+    nodes_only = lambda steps: [{key: step[key] for key in ("hash", "role", "agent", "output", "detail")} for step in steps]  # noqa: E731
+    assert nodes_only(ok(uwf("thread", "steps", fork, env=env)).json()) == nodes_only(count_up.steps(fork))  # the runs log stays home
     assert ok(uwf("thread", "show", original, env=env)).json()["reason"] == "done"
     assert ok(uwf("cas", "fsck", env=env)).json()["ok"] is True
     assert "name: count-up" in ok(uwf("workflow", "show", "count-up", "--source", env=env)).out  # its source came along

@@ -14,7 +14,7 @@ import pytest
 
 from uwf_core.errors import ConflictError, LockedError, NotFoundError
 from uwf_core.store.cas import CasStore
-from uwf_core.store.records import RunRecord
+from uwf_core.store.records import OutsideWrites, RunRecord
 
 HASH_A, HASH_B, HASH_C = "0000000000001", "0000000000002", "0000000000003"
 THREAD_1, THREAD_2 = "01K5N00001ABCDEFGHJKMNPQR0", "01K5N00002ABCDEFGHJKMNPQR1"
@@ -240,6 +240,10 @@ def test_runs_are_appended_and_read_per_thread(backend):
     assert [r.status for r in backend.runs.read(THREAD_1)] == ["failed", "ok"]
     assert len(backend.runs.read()) == 3
     assert backend.runs.read(THREAD_1)[0] == record(THREAD_1, "failed")
+    outside = OutsideWrites(state=("~/.cli/sessions/x.jsonl",), refused=(".git/config (a git setting)",), more=3)
+    backend.runs.append(RunRecord(THREAD_2, HASH_C, "planner", "cli", "ok", HASH_A, HASH_B, 1, 2, 1, containment="bubblewrap", outside=outside))
+    assert [(r.thread, r.containment, r.outside) for r in backend.runs.of_step(HASH_B)] == [(THREAD_2, "bubblewrap", outside)]
+    assert backend.runs.of_step(HASH_C) == []  # a workflow hash in the record is not the step
 
 
 def test_config_text_round_trips(backend):

@@ -97,26 +97,36 @@ def response_events(payload: dict) -> list[tuple[str, dict]]:
 
 
 def anthropic_message(payload: dict) -> dict:
-    """A chat completion's text as an Anthropic Messages API reply (Claude Code's ANTHROPIC_BASE_URL)."""
+    """A chat completion as an Anthropic Messages API reply (Claude Code's ANTHROPIC_BASE_URL): its
+    text, or its tool calls as tool_use blocks."""
     usage = payload.get("usage") or {}
+    message = payload["choices"][0]["message"]
+    calls = message.get("tool_calls") or []
+    content = [{"type": "tool_use", "id": f"toolu_{i}", "name": call["function"]["name"], "input": json.loads(call["function"]["arguments"])}
+               for i, call in enumerate(calls)] or [{"type": "text", "text": message.get("content") or ""}]
     return {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "fake-model",
-        "content": [{"type": "text", "text": payload["choices"][0]["message"].get("content") or ""}],
-        "stop_reason": "end_turn", "stop_sequence": None,
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "fake-model", "content": content,
+        "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
         "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)},
     }
 
 
 def anthropic_events(payload: dict) -> list[tuple[str, dict]]:
     message = anthropic_message(payload)
-    text = message["content"][0]["text"]
     start = dict(message, content=[], stop_reason=None, usage={"input_tokens": message["usage"]["input_tokens"], "output_tokens": 0})
-    return [
-        ("message_start", {"type": "message_start", "message": start}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+    events: list[tuple[str, dict]] = [("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            first, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+        else:
+            first, delta = dict(block, input={}), {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events += [
+            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": first}),
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": index}),
+        ]
+    return events + [
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
                            "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
         ("message_stop", {"type": "message_stop"}),
     ]

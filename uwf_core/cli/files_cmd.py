@@ -27,15 +27,26 @@ def cmd_files(args) -> int:
     from ..thread.ops import resolve_node
     from ..workspace.changes import unified
 
+    from ..errors import UwfError
+
     repo = repo_of(args)
     step = resolve_node(repo, args.step)
-    hand, changes = step_changes(repo, step)
+    written = [run.outside for run in repo.runs.of_step(step) if run.outside is not None and not run.outside.empty][-1:]
+    try:
+        hand, changes = step_changes(repo, step)
+    except UwfError:
+        if not written:
+            raise
+        hand, changes = [], None  # no snapshot, but its agent wrote outside the workspace: that much is known
     if args.json:
-        emit_json({"step": step, "byHand": [c.to_json() for c in hand], "changes": [c.to_json() for c in changes]})
+        data = {"step": step, "byHand": [c.to_json() for c in hand], "changes": [c.to_json() for c in changes or []]}
+        if written:
+            data["outside"] = written[0].to_dict()
+        emit_json(data)
         return 0
     lines = []
     groups = [("changed by hand before it", hand)] if hand else []
-    if changes or not hand:  # a resumed start has hand changes only
+    if changes is not None and (changes or not hand):  # a resumed start has hand changes only
         groups.append(("changed by the step", changes))
     for title, group in groups:
         lines.append(f"{title}: {len(group)} path{'s' if len(group) != 1 else ''}")
@@ -44,6 +55,8 @@ def cmd_files(args) -> int:
                 lines.extend(unified(repo.nodes, change))
             else:
                 lines.append(f"  {_status_mark(change.status)} {change.to_json()['path']}{_sizes(change)}")
+    if written:
+        lines += ["written outside the workspace:", *(f"  {line}" for line in written[0].lines())]
     emit_text("\n".join(lines))
     return 0
 

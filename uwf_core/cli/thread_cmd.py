@@ -216,6 +216,9 @@ def cmd_show(args) -> int:
     data.update(_files_of(repo, info))
     if usage.requests:
         data["usage"] = usage.to_json()
+    contained = _containment(repo.runs.read(info.thread))
+    if contained:
+        data["containment"] = contained
     running = repo.locks.running(info.thread) if info.active else None
     if running is not None:  # a step in progress, here or on another host
         data["running"] = {"pid": running.pid, "host": running.host, "role": running.role, "agent": running.agent, "startedAt": running.started_at}
@@ -268,13 +271,21 @@ def cmd_list(args) -> int:
 
 def cmd_steps(args) -> int:
     from ..thread.ops import thread_steps
+    from ..thread.timeline import runs_by_step
 
-    emit_json(
-        [
-            {"hash": s.hash, "role": s.role, "agent": s.agent, "output": s.output, "detail": s.detail}
-            for s in thread_steps(repo_of(args), args.thread)
-        ]
-    )
+    repo = repo_of(args)
+    steps = thread_steps(repo, args.thread)
+    runs = runs_by_step(repo.runs.read())  # a fork's earlier steps were another thread's attempts
+    listed = []
+    for s in steps:
+        item = {"hash": s.hash, "role": s.role, "agent": s.agent, "output": s.output, "detail": s.detail}
+        run = runs.get(s.hash)
+        if run is not None and run.containment:
+            item["containment"] = run.containment  # how its agent ran (design §16)
+        if run is not None and run.outside is not None and not run.outside.empty:
+            item["outside"] = run.outside.to_dict()
+        listed.append(item)
+    emit_json(listed)
     return 0
 
 
@@ -283,6 +294,15 @@ def cmd_read(args) -> int:
 
     emit_text(read_thread(repo_of(args), args.thread, quota=args.quota, before=args.before))
     return 0
+
+
+def _containment(records) -> dict[str, int]:
+    """How this thread's agents ran, attempt by attempt: {"bubblewrap": 4}, or a process group and why."""
+    counts: dict[str, int] = {}
+    for record in records:
+        if record.containment:
+            counts[record.containment] = counts.get(record.containment, 0) + 1
+    return counts
 
 
 def _files_of(repo, info) -> dict:

@@ -26,7 +26,8 @@ from ..encoding.records import record
 MAX_DEPTH = 256
 MAX_DIRS = 1_000_000
 REFUSED = ".refused-by-uwf"
-BARE_MARKS = frozenset({"objects", "refs", "commondir"})
+MARKS = frozenset({"HEAD", "objects", "refs", "commondir"})  # HEAD beside any other: a git directory
+DOT_GIT = frozenset({".git"})
 # Config keys whose value git runs or reads as a file (the last part of the key): a path in the
 # value that leads into the workspace is kept read-only.
 RUNS = frozenset({
@@ -47,25 +48,30 @@ class Survey:
     protected: tuple[str, ...] = ()  # kept read-only in the sandbox
     known: frozenset = frozenset()  # (st_dev, st_ino) of every repository entry there before the run
     absent: tuple[str, ...] = ()  # named by the main repository's config, not there: must stay so
+    dirs: dict | None = None  # every directory walked -> its ctime: one whose ctime holds gained no entry
 
 
 def survey(workspace: str, main_gitdir: str | None) -> Survey:
     workspace = os.path.realpath(workspace)
-    found = _repositories(workspace, main_gitdir)
+    dirs: dict[str, int] = {}
+    found = _repositories([workspace], workspace, main_gitdir, dirs)
     known = frozenset(identity for _, _, identity in found)
     protected = [path for path, _, _ in found if path != workspace]
     absent: list[str] = []
     if main_gitdir is not None:
         for path in _config_paths(main_gitdir, workspace):
             (protected if os.path.lexists(path) else absent).append(path)
-    return Survey(workspace, main_gitdir, tuple(dict.fromkeys(protected)), known, tuple(absent))
+    return Survey(workspace, main_gitdir, tuple(dict.fromkeys(protected)), known, tuple(absent), dirs)
 
 
 def audit(taken: Survey) -> list[str]:
     """Every repository entry the run made (or a path its repository's config names), renamed so
-    git passes it by: what each was and where it went, or nothing."""
+    git passes it by: what each was and where it went, or nothing. Only the directories whose
+    ctime moved are listed again (an entry made, removed or renamed in a directory moves its
+    ctime, and no process can set a ctime back), and what is new in them walked whole."""
+    changed = [path for path, ctime in taken.dirs.items() if _ctime(path) not in (ctime, None)]
     refused = []
-    for path, kind, identity in _repositories(taken.workspace, taken.skip):
+    for path, kind, identity in _repositories(changed, taken.workspace, taken.skip, None, known_dirs=taken.dirs):
         if identity in taken.known:
             continue
         what = f"{_shown(taken.workspace, path)} (a bare repository: HEAD beside objects/, refs/ or commondir)" if kind == "bare" else _shown(taken.workspace, path)
@@ -76,12 +82,16 @@ def audit(taken: Survey) -> list[str]:
     return refused
 
 
-def _repositories(workspace: str, skip: str | None) -> list[tuple[str, str, tuple]]:
-    """(path, kind, identity) of every repository entry under the workspace: a `.git` of any kind
-    (dotgit), or a directory that is itself a git directory (bare). Not entered: either of them,
-    and no link is followed."""
+def _repositories(
+    tops: list[str], workspace: str, skip: str | None, dirs: dict | None, known_dirs: dict | None = None,
+) -> list[tuple[str, str, tuple]]:
+    """(path, kind, identity) of every repository entry in the directories `tops` and below: a
+    `.git` of any kind (dotgit), or a directory that is itself a git directory (bare). Not
+    entered: either of them, nor a directory of `known_dirs` (listed on its own if it changed);
+    no link is followed. `dirs` gets each directory walked, with its ctime."""
     found: list[tuple[str, str, tuple]] = []
-    stack = [(workspace, 0)]
+    stack = [(top, top.count("/")) for top in tops]
+    base = workspace.count("/")
     walked = 0
     while stack:
         directory, depth = stack.pop()
@@ -91,24 +101,34 @@ def _repositories(workspace: str, skip: str | None) -> list[tuple[str, str, tupl
         try:
             with os.scandir(directory) as listing:
                 entries = list(listing)
+            if dirs is not None:
+                dirs[directory] = os.lstat(directory).st_ctime_ns
         except FileNotFoundError:
             continue
         except OSError as exc:
             raise UncheckableWorkspace(f"{directory} cannot be read ({exc.strerror or exc})") from None
-        names = {entry.name for entry in entries}
-        if "HEAD" in names and names & BARE_MARKS and directory != skip:
+        marks = [entry.name for entry in entries if entry.name in MARKS]
+        if "HEAD" in marks and len(marks) > 1 and directory != skip:
             found.append((directory, "bare", _identity(directory)))
             continue
         for entry in entries:
-            if entry.name.lower() == ".git":
+            name = entry.name
+            if name in DOT_GIT or name.lower() == ".git":
                 if entry.path != skip:
                     found.append((entry.path, "dotgit", _identity(entry.path)))
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                if depth >= MAX_DEPTH:
-                    raise UncheckableWorkspace(f"it holds directories deeper than {MAX_DEPTH} levels ({_shown(workspace, entry.path)[:120]}…)")
+            elif entry.is_dir(follow_symlinks=False) and (known_dirs is None or entry.path not in known_dirs):
+                if depth - base >= MAX_DEPTH:
+                    raise UncheckableWorkspace(f"it holds directories deeper than {MAX_DEPTH} levels ({entry.path[:120]}…)")
                 stack.append((entry.path, depth + 1))
     return found
+
+
+def _ctime(path: str) -> int | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None  # gone: what was in it is gone too
+    return info.st_ctime_ns
 
 
 def _identity(path: str) -> tuple:
@@ -122,30 +142,18 @@ def _identity(path: str) -> tuple:
 def _config_paths(gitdir: str, workspace: str) -> list[str]:
     """Files and directories inside the workspace that the repository's config names: the files it
     includes, its hooks directory, the scripts its values run (a filter's, an fsmonitor's)."""
-    import subprocess
+    from .git_config import config_entries
 
-    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
-    try:
-        listed = subprocess.run(
-            ["git", f"--git-dir={gitdir}", "config", "--list", "--show-origin", "--includes", "-z"],
-            capture_output=True, env=env, timeout=30, cwd="/",
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
     worktree = os.path.dirname(gitdir)
     found = []
-    for record_ in listed.stdout.split(b"\0"):  # -z: origin \0 key \n value \0 ...
-        text = record_.decode("utf-8", "surrogateescape")
-        if text.startswith("file:"):
-            found.append(text[5:])
-            continue
-        key, _, value = text.partition("\n")
+    for origin, key, value in config_entries(gitdir, dict(os.environ)):
+        found.append(origin)
         if key == "core.hookspath":
             found.append(os.path.join(worktree, os.path.expanduser(value)))
         elif key.startswith("alias.") or key.rsplit(".", 1)[-1] in RUNS:
             found += [os.path.join(worktree, os.path.expanduser(token)) for token in map(_unquoted, value.split()) if PATHLIKE.match(token)]
     inside = []
-    for path in found:
+    for path in dict.fromkeys(found):
         path = os.path.normpath(path)
         real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
         if real.startswith(workspace.rstrip("/") + "/") and not real.startswith(gitdir.rstrip("/") + "/"):

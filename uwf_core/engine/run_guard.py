@@ -62,6 +62,13 @@ class RunGuard:
         guard = cls(call, call.contained)
         try:
             guard._prepare()
+        except OSError as exc:  # a full or read-only disk: one line, nothing left behind
+            guard._remove()
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            raise StepError(
+                f"agent '{call.resolved.label}' could not be given its private copies of .git and its state directories: "
+                f"{exc.strerror or exc}{where}"
+            ) from None
         except BaseException:
             guard._remove()
             raise
@@ -143,8 +150,9 @@ class RunGuard:
         refused += self.made
         writable = self._written_in_writable(home)
         warnings = self._trusted(writable, home)
+        taken = self.git is not None and self.git.mode == "commit" and not self.git.placeholder
         return OutsideWrites().merged(OutsideWrites(
-            tuple(state_paths), tuple(writable), tuple(git_paths), tuple(refused), tuple(warnings), tuple(notes),
+            tuple(state_paths), tuple(writable), tuple(git_paths), tuple(refused), tuple(warnings), tuple(notes), git_taken=taken,
         ))
 
     def _new_repositories(self) -> list[str]:

@@ -67,6 +67,7 @@ class OutsideWrites:
     warnings: tuple[str, ...] = ()  # what it changed that a later session of yours trusts
     notes: tuple[str, ...] = ()  # what uwf could not carry back (a login, a branch)
     more: int = 0  # paths past LISTED, left out of the lists
+    git_taken: bool = False  # its entry's `git: commit`: what it wrote in .git's objects, refs and index was taken
 
     LISTS = ("state", "writable", "git", "refused", "warnings", "notes")
     LISTED = 50
@@ -82,13 +83,33 @@ class OutsideWrites:
             joined = list(dict.fromkeys([*getattr(self, name), *getattr(other, name)]))
             more += max(0, len(joined) - self.LISTED)
             values[name] = tuple(joined[: self.LISTED])
-        return OutsideWrites(**values, more=more)
+        return OutsideWrites(**values, more=more, git_taken=self.git_taken or other.git_taken)
 
     def to_dict(self) -> dict:
         data: dict = {name: list(getattr(self, name)) for name in self.LISTS if getattr(self, name)}
         if self.more:
             data["more"] = self.more
+        if self.git_taken and self.git:
+            data["gitTaken"] = True
         return data
+
+    def lines(self) -> list[str]:
+        """The record as a person reads it, a heading per list (`thread files`, the workbench)."""
+        titles = (
+            ("state", "in its private copy of its state directories (thrown away)"),
+            ("writable", "in the places its entry makes writable (kept)"),
+            ("git", "in its private copy of .git (" + ("its commits taken: git: commit" if self.git_taken else "thrown away") + ")"),
+            ("refused", "refused"), ("warnings", "to review: a later session trusts it"), ("notes", "notes"),
+        )
+        lines = []
+        for name, title in titles:
+            items = getattr(self, name)
+            if items:
+                lines.append(f"{title}:")
+                lines.extend(f"  {item}" for item in items)
+        if self.more:
+            lines.append(f"(and {self.more} more paths)")
+        return lines
 
     @classmethod
     def from_dict(cls, data: object) -> OutsideWrites | None:
@@ -96,7 +117,7 @@ class OutsideWrites:
             return None
         values = {name: tuple(str(item) for item in data.get(name) or () if isinstance(item, str)) for name in cls.LISTS if isinstance(data.get(name), list)}
         more = data.get("more")
-        return cls(**values, more=more if isinstance(more, int) and not isinstance(more, bool) else 0)
+        return cls(**values, more=more if isinstance(more, int) and not isinstance(more, bool) else 0, git_taken=data.get("gitTaken") is True)
 
 
 @record(frozen=True)

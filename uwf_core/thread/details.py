@@ -32,9 +32,10 @@ class StepDetails:
     content: str | None  # the raw answer or body, when the detail names one
     prompt: str | None
     schema: dict | None = None  # the role's output schema (None when the workflow no longer has the role)
+    run: RunRecord | None = None  # the attempt that wrote it (runs.jsonl): how its agent was contained, what it wrote outside
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "step": self.step,
             "role": self.role,
             "agent": self.agent,
@@ -43,10 +44,17 @@ class StepDetails:
             "content": self.content,
             "prompt": self.prompt,
         }
+        if self.run is not None and self.run.containment:
+            data["containment"] = self.run.containment
+        if self.run is not None and self.run.outside is not None and not self.run.outside.empty:
+            data["outside"] = self.run.outside.to_dict()
+        return data
 
 
-def step_details(repo: Repo, step_hash: str) -> StepDetails:
-    """A step by hash or prefix, its output in its schema's field order (the order a person wrote, not CBOR's)."""
+def step_details(repo: Repo, step_hash: str, runs: list[RunRecord] | None = None) -> StepDetails:
+    """A step by hash or prefix, its output in its schema's field order (the order a person wrote, not
+    CBOR's), with the attempt that wrote it: from `runs` when the caller has them (a timeline), else
+    looked up."""
     store = repo.nodes
     hash_ = store.resolve(step_hash)
     step = read_step(store, hash_)
@@ -59,7 +67,11 @@ def step_details(repo: Repo, step_hash: str) -> StepDetails:
         content = detail.payload if isinstance(detail.payload, str) else None
     schema = role_schema(repo, step.start, step.role)
     output = ordered_output(store.payload(step.output), schema)
-    return StepDetails(hash_, step.role, step.agent, output, step.detail, detail.payload, _title(store, detail.type), content, prompt, schema)
+    written = [run for run in (repo.runs.of_step(hash_) if runs is None else runs) if run.step == hash_]
+    return StepDetails(
+        hash_, step.role, step.agent, output, step.detail, detail.payload, _title(store, detail.type), content, prompt, schema,
+        written[-1] if written else None,
+    )
 
 
 def role_schema(repo: Repo, start_hash: str, role: str) -> dict | None:

@@ -19,6 +19,7 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 
 if TYPE_CHECKING:
     from ..repo import Repo
+    from ..store.records import OutsideWrites
     from ..workspace.changes import Change
     from ..workspace.snapshot import Limits, Snapshot
 
@@ -137,15 +138,18 @@ def node_files(repo: Repo, hash_: str) -> str:
     return tree
 
 
-def step_files_text(repo: Repo, step_hash: str, limit: int = 4000) -> str | None:
-    """What a step did to the files as a person reads it: the paths, then a unified diff of each
-    (sizes for binary files); at most `limit` lines. None when the step has no snapshot."""
+def step_files_text(repo: Repo, step_hash: str, limit: int = 4000, outside: OutsideWrites | None = None) -> str | None:
+    """What a step did to the files as a person reads it: the paths, what its agent wrote outside
+    the workspace (`outside`, from its attempt's record), then a unified diff of each (sizes for
+    binary files); at most `limit` lines. None when the step has no snapshot and wrote nothing
+    outside."""
     from ..workspace.changes import unified
 
     node = thread_node(repo.nodes, step_hash)
     tree = node.payload.get("files")
+    written = [f"# {line}" for line in ["written outside the workspace:", *outside.lines()]] if outside is not None and not outside.empty else []
     if tree is None:
-        return None
+        return "\n".join(written) if written else None
     hand, changes = step_changes(repo, step_hash)
     lines = []
     if node.type in START_TYPES:  # the files the thread began with (and, on a resume, what changed by hand)
@@ -159,6 +163,7 @@ def step_files_text(repo: Repo, step_hash: str, limit: int = 4000) -> str | None
         if group or (group is not None and title.endswith("by the step")):
             lines.append(f"# {title}: {len(group)} path{'s' if len(group) != 1 else ''}")
             lines.extend(f"#   {change.status:<8} {change.to_json()['path']}" for change in group)
+    lines += written
     for change in hand + (changes or []):
         lines.extend(unified(repo.nodes, change))
         if len(lines) > limit:

@@ -101,6 +101,9 @@ def attempt_view(attempt) -> Text:
     else:
         text.append("error  ", style="bold")
         text.append(f"{attempt.error or attempt.status}\n", style="red")
+    text.append_text(contained_view(attempt))
+    if attempt.outside is not None and not attempt.outside.empty:
+        text.append("\n".join(attempt.outside.lines()) + "\n", style="grey70")
     if attempt.stderr:
         text.append("\nstderr (whole, in the Body tab):\n", style="dim")
         text.append("\n".join(attempt.stderr.strip().splitlines()[-12:]), style="grey70")
@@ -121,6 +124,9 @@ def detail_view(details, cost=None) -> Text:
     text = Text()
     if cost is not None:
         text.append_text(cost_view(cost))
+    run = getattr(details, "run", None)
+    if run is not None:
+        text.append_text(contained_view(run))
     text.append(f"detail {details.detail_hash} ({details.detail_type or 'untyped'})\n", style="dim")
     for key in ("agent", "protocol", "function", "call", "deadline", "model", "extract", "corrections", "child", "childThread"):
         if key in payload:
@@ -136,6 +142,22 @@ def detail_view(details, cost=None) -> Text:
     rest = {k: v for k, v in payload.items() if k != "turns"}
     text.append("\n")
     text.append(json.dumps(rest, indent=2, ensure_ascii=False), style="grey70")
+    return text
+
+
+def contained_view(run) -> Text:
+    """How the attempt's agent ran, and what it wrote outside its workspace (design §16)."""
+    text = Text()
+    if run.containment:
+        text.append("contained: ", style="bold")
+        text.append(f"{run.containment}\n", style="green" if run.containment == "bubblewrap" else "yellow")
+    outside = run.outside
+    if outside is not None and not outside.empty:
+        text.append("outside the workspace (Files tab): ", style="bold")
+        counts = [f"{len(getattr(outside, name))} {label}" for name, label in
+                  (("state", "in state copies"), ("writable", "in writable places"), ("git", "in .git's copy"),
+                   ("refused", "refused"), ("warnings", "to review")) if getattr(outside, name)]
+        text.append(", ".join(counts) + "\n", style="red" if outside.refused or outside.warnings else "")
     return text
 
 

@@ -433,9 +433,10 @@ class ThreadsView(Horizontal):
         self.app.refresh_bindings()  # fork/edit depend on the selected row
         timeline, pane = self.timeline, self.step_pane
         if kind == "step":
+            run = timeline.step_runs.get(rest) if timeline is not None else None
             try:
-                details = step_details(self.repo, rest)
-                files = step_files_text(self.repo, rest)
+                details = step_details(self.repo, rest, [run] if run is not None else None if timeline is None else [])
+                files = step_files_text(self.repo, rest, outside=run.outside if run is not None else None)
             except UwfError as exc:
                 self.app.notify(exc.message, severity="error")
                 return

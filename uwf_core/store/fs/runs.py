@@ -29,3 +29,7 @@ class FsRunLog:
             return load_jsonl(self.root.runs_file, RunRecord.from_dict)[0]
         records = load_jsonl(self.root.runs_file, RunRecord.from_dict, wanted=lambda line: thread in line)[0]
         return [record for record in records if record.thread == thread]
+
+    def of_step(self, step: str) -> list[RunRecord]:
+        records = load_jsonl(self.root.runs_file, RunRecord.from_dict, wanted=lambda line: step in line)[0]
+        return [record for record in records if record.step == step]

@@ -127,6 +127,14 @@ class PgRunLog:
             rows = self.db.query("select record from uwf_runs order by seq")
         else:
             rows = self.db.query("select record from uwf_runs where thread = %s order by seq", (thread,))
+        return self._records(rows)
+
+    def of_step(self, step: str) -> list[RunRecord]:
+        rows = self.db.query("select record from uwf_runs where strpos(record, %s) > 0 order by seq", (step,))
+        return [record for record in self._records(rows) if record.step == step]
+
+    @staticmethod
+    def _records(rows) -> list[RunRecord]:
         records = []
         for (text,) in rows:
             try:
