@@ -92,8 +92,9 @@ class Repo:
     def config(self) -> Config:
         if self._config is None:
             from .config.model import parse_config
+            from .config.presets import upgrade_presets  # a preset's entry an earlier uwf wrote is today's preset
 
-            self._config = parse_config(self.backend.config.read(), self.backend.config.location)
+            self._config = upgrade_presets(parse_config(self.backend.config.read(), self.backend.config.location))
         return self._config
 
     def save_config(self, config: Config) -> None:

@@ -228,3 +228,39 @@ def test_without_bubblewrap_a_repository_made_in_the_workspace_is_still_refused(
     assert runs(uwf, thread)[-1]["containment"].startswith("process-group")
     git(workspace / "deep", "status", check=False)
     assert list(markers.iterdir()) == []
+
+
+def test_a_repository_made_by_a_run_whose_uwf_was_killed_is_refused_by_the_next_step(uwf, root_dir, tmp_path, markers):
+    """SIGKILL of `uwf` ends the agent, but its check after the run never comes: the survey was
+    saved as pending, and the next step of any thread in that workspace renames what it made aside."""
+    import signal
+    import time
+
+    from conftest import _uwf_command
+
+    workspace = repository(tmp_path / "ws")
+    planted = workspace / "sub" / ".git"
+    script = f"git init -q sub && git -C sub config core.fsmonitor 'touch {markers}/sub'; sleep 60"
+    (root_dir / "config.yaml").write_text(
+        f"agents:\n  hostile:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: text\n"
+        f"  plain:\n    command: sh\n    args: [-c, {json.dumps('printf -- ' + json.dumps(ANSWER))}]\n    protocol: text\n"
+    )
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace)).json()["thread"]
+    env = {**os.environ, **GIT_ENV, "UWF_STORAGE_ROOT": str(root_dir)}
+    step_process = subprocess.Popen([*_uwf_command(), "thread", "step", thread, "--agent", "hostile"], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not (planted / "config").exists() or "fsmonitor" not in (planted / "config").read_text():
+        assert time.monotonic() < deadline, "the agent never planted its repository"
+        time.sleep(0.05)
+    step_process.send_signal(signal.SIGKILL)
+    step_process.wait(timeout=30)
+    assert planted.exists()  # no check came after that run
+    other = uwf("thread", "start", "analyze-topic", "-p", "next", "-w", str(workspace)).json()["thread"]
+    result = uwf("thread", "step", other, "--agent", "plain", env=GIT_ENV)
+    assert result.code == 0, result
+    assert "a run before this one that uwf did not see to its end made git repositories here" in result.err
+    assert not planted.exists() and (workspace / "sub" / ".git.refused-by-uwf").is_dir()
+    git(workspace / "sub", "status", check=False)
+    assert list(markers.iterdir()) == []

@@ -39,8 +39,8 @@ def hook(event, args):
     path, flags_mode, flags = args
     if not isinstance(path, str) or not path.startswith(root + os.sep) or path.endswith(".bin"):
         return  # a node's loose file (an older root's) is looked for by every node read
-    if path.startswith(os.path.join(root, "tmp") + os.sep):
-        return  # scratch: the private copies an agent's sandbox is given (a workspace's .git), no state
+    if path.startswith((os.path.join(root, "tmp") + os.sep, os.path.join(root, "cache") + os.sep)):
+        return  # scratch and host caches (a workspace's .git as a private copy, its walk for git repositories), no state
     if isinstance(flags_mode, str) and any(c in flags_mode for c in "wax+"):
         return
     if isinstance(flags, int) and flags & WRITES:

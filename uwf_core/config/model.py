@@ -259,9 +259,7 @@ def _parse(raw: dict, file: str) -> Config:
         if not isinstance(spec, dict):
             raise ConfigError(f"{where} must be a mapping with provider and name")
         models[alias] = ModelConfig(alias, _text(spec.get("provider"), f"{where}.provider"), _text(spec.get("name"), f"{where}.name"))
-    from .presets import upgraded  # a preset's entry as an earlier uwf wrote it is today's preset
-
-    agents = {name: upgraded(_agent(name, spec, f"{file}: agents.{name}")) for name, spec in _mapping(raw, "agents", file).items()}
+    agents = {name: _agent(name, spec, f"{file}: agents.{name}") for name, spec in _mapping(raw, "agents", file).items()}
     overrides = {}
     for workflow, roles in _mapping(raw, "agentOverrides", file).items():
         if not isinstance(roles, dict):

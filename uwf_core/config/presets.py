@@ -14,7 +14,7 @@ write, reach and run. A preset names no secret, since each CLI keeps its own log
 from __future__ import annotations
 
 from ..encoding.records import replace
-from .model import AgentConfig
+from .model import AgentConfig, Config
 
 PRESET_TIMEOUT = 1800.0  # seconds: an agent CLI doing real work takes minutes; none may hang forever
 
@@ -99,6 +99,12 @@ LEGACY_PLACES = {
               ("extra-openai-models.yaml", "keys.json", "default_model.txt", "aliases.json")),
     ),
 }
+
+
+def upgrade_presets(config: Config) -> Config:
+    """config.yaml as read, each preset entry an earlier uwf wrote read as today's (`upgraded`)."""
+    agents = {name: upgraded(agent) for name, agent in config.agents.items()}
+    return config if agents == config.agents else replace(config, agents=agents)
 
 
 def upgraded(agent: AgentConfig) -> AgentConfig:

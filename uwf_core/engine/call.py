@@ -300,7 +300,10 @@ class AgentCall:
             try:
                 from .run_guard import RunGuard
 
-                guard = RunGuard.open(self)
+                guard = RunGuard.open(
+                    self.resolved, workspace=self.workspace, env=self.env, scratch=self.repo.backend.scratch_dir,
+                    cache=self.repo.backend.cache_dir, thread=self.info.thread, boxed=self.contained,
+                )
                 outcome = run_process(
                     argv,
                     cwd=self.cwd,

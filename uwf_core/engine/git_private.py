@@ -66,6 +66,7 @@ def find_gitdir(workspace: str) -> tuple[str | None, bool]:
     `.git` file: its git directory is elsewhere, read-only to the agent as all outside its
     workspace is, and the file itself is kept read-only (engine/git_audit.py)."""
     place = os.path.realpath(workspace)
+    remove_placeholder(os.path.join(place, ".git"))  # an empty one a killed uwf left as a run's mount point
     while True:
         candidate = os.path.join(place, ".git")
         if os.path.lexists(candidate):
@@ -117,8 +118,10 @@ def finish_git(private: PrivateGit, message: str) -> GitResult:
 
 
 def remove_placeholder(path: str) -> None:
+    """An empty `.git` directory (never a repository to git) removed; anything else kept."""
     try:
-        os.rmdir(path)
+        if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path):
+            os.rmdir(path)
     except OSError:
         pass  # something of yours is in it now (a `git init` of yours meanwhile): kept
 

@@ -26,7 +26,7 @@ from .attempt import StepError
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
-    from .call import AgentCall
+    from .resolve import ResolvedAgent
     from .sandbox import Policy
 
 CTIME_SLACK_NS = 50_000_000  # the kernel stamps files with a coarse clock, a tick behind time.time_ns()
@@ -46,8 +46,18 @@ TRUSTED_IN_WORKSPACE = {
 
 
 class RunGuard:
-    def __init__(self, call: AgentCall, boxed: bool) -> None:
-        self.call = call
+    """One run's private copies and checks. `workspace`, `env`, `scratch`: the run's (its env is
+    the agent's, whose HOME names the state directories); `thread` names the run in reflogs."""
+
+    def __init__(
+        self, resolved: ResolvedAgent, workspace: str, env: dict[str, str], scratch: str, cache: str, thread: str, boxed: bool,
+    ) -> None:
+        self.resolved = resolved
+        self.workspace = workspace
+        self.env = env
+        self.scratch = scratch
+        self.cache = cache  # host-local: where the workspace's walk is kept between runs
+        self.thread = thread
         self.boxed = boxed
         self.started_ns = time.time_ns() - CTIME_SLACK_NS
         self.states: list = []
@@ -56,17 +66,20 @@ class RunGuard:
         self.made: list[str] = []  # git repositories the run made in its workspace (refused)
 
     @classmethod
-    def open(cls, call: AgentCall) -> RunGuard | None:
-        if not call.resolved.sandbox:
+    def open(
+        cls, resolved: ResolvedAgent, *, workspace: str, env: dict[str, str], scratch: str, cache: str, thread: str, boxed: bool,
+    ) -> RunGuard | None:
+        """Before the run (None for an entry with `sandbox: false`: it is trusted with everything)."""
+        if not resolved.sandbox:
             return None
-        guard = cls(call, call.contained)
+        guard = cls(resolved, workspace, env, scratch, cache, thread, boxed)
         try:
             guard._prepare()
         except OSError as exc:  # a full or read-only disk: one line, nothing left behind
             guard._remove()
             where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
             raise StepError(
-                f"agent '{call.resolved.label}' could not be given its private copies of .git and its state directories: "
+                f"agent '{resolved.label}' could not be given its private copies of .git and its state directories: "
                 f"{exc.strerror or exc}{where}"
             ) from None
         except BaseException:
@@ -75,38 +88,38 @@ class RunGuard:
         return guard
 
     def _prepare(self) -> None:
-        call = self.call
-        scratch = call.repo.backend.scratch_dir
         main_gitdir, none = None, False
-        if call.resolved.git != "write":
+        if self.resolved.git != "write":
             from .git_private import find_gitdir
 
-            main_gitdir, none = find_gitdir(call.workspace)
+            main_gitdir, none = find_gitdir(self.workspace)
             self._survey(main_gitdir)
         if not self.boxed:
             return
         from .state_dirs import private_states
         from .watchdog import WATCHDOG
 
-        self.states = private_states(call.resolved.state, call.env, scratch)
+        self.states = private_states(self.resolved.state, self.env, self.scratch)
         if main_gitdir is not None or none:
             from .git_private import private_git
 
-            placeholder = os.path.join(os.path.realpath(call.workspace), ".git")
-            self.git = private_git(main_gitdir or placeholder, scratch, call.resolved.git, placeholder=main_gitdir is None)
+            placeholder = os.path.join(os.path.realpath(self.workspace), ".git")
+            self.git = private_git(main_gitdir or placeholder, self.scratch, self.resolved.git, placeholder=main_gitdir is None)
         for copy in self._copies():
             WATCHDOG.guard_file(copy.path)  # a private copy holds your login: gone with uwf, however it ends
 
     def _survey(self, main_gitdir: str | None) -> None:
+        from ..encoding.ids import xxh64_hash
         from .git_audit import UncheckableWorkspace, survey
 
+        cache = os.path.join(self.cache, "git-walk", xxh64_hash(os.path.realpath(self.workspace).encode()) + ".json")
         try:
-            self.survey = survey(self.call.workspace, main_gitdir)
+            self.survey = survey(self.workspace, main_gitdir, cache)
         except UncheckableWorkspace as exc:
-            raise StepError(f"the workspace {self.call.workspace} cannot be checked for git repositories before the run: {exc}") from None
+            raise StepError(f"the workspace {self.workspace} cannot be checked for git repositories before the run: {exc}") from None
         if any(identity == _identity(self.survey.workspace) for identity in self.survey.known):
             raise StepError(
-                f"the workspace {self.call.workspace} is itself a git directory (HEAD beside objects/ or refs/): an agent "
+                f"the workspace {self.workspace} is itself a git directory (HEAD beside objects/ or refs/): an agent "
                 f"would write the repository's own files; give the thread a working tree instead"
             )
 
@@ -124,7 +137,7 @@ class RunGuard:
         carried back and the copies removed. Refused repositories are in `refused`."""
         from .state_dirs import finish_state
 
-        home = os.path.realpath(self.call.env.get("HOME") or os.path.expanduser("~"))
+        home = os.path.realpath(self.env.get("HOME") or os.path.expanduser("~"))
         state_paths: list[str] = []
         notes: list[str] = []
         refused: list[str] = []
@@ -137,7 +150,7 @@ class RunGuard:
             if self.git is not None:
                 from .git_private import finish_git
 
-                result = finish_git(self.git, f"uwf: agent {self.call.resolved.label}, thread {self.call.info.thread}")
+                result = finish_git(self.git, f"uwf: agent {self.resolved.label}, thread {self.thread}")
                 git_paths += [f".git/{path}" for path in result.wrote]
                 refused += [f".git/{path} (a git setting, in the run's copy of .git: never taken)" for path in result.refused]
                 notes += result.notes
@@ -150,6 +163,9 @@ class RunGuard:
         refused += self.made
         writable = self._written_in_writable(home)
         warnings = self._trusted(writable, home)
+        if self.survey is not None and self.survey.leftovers:
+            warnings.append(f"a run before this one that uwf did not see to its end made git repositories here, renamed aside now: "
+                            f"{'; '.join(self.survey.leftovers[:5])}")
         taken = self.git is not None and self.git.mode == "commit" and not self.git.placeholder
         return OutsideWrites().merged(OutsideWrites(
             tuple(state_paths), tuple(writable), tuple(git_paths), tuple(refused), tuple(warnings), tuple(notes), git_taken=taken,
@@ -172,7 +188,7 @@ class RunGuard:
         if not self.made:
             return None
         return StepError(
-            f"agent '{self.call.resolved.label}' made git repositories in its workspace, which git would use — and run "
+            f"agent '{self.resolved.label}' made git repositories in its workspace, which git would use — and run "
             f"what they hold — on your next git command there: {'; '.join(self.made[:5])}"
             f"{f' (and {len(self.made) - 5} more)' if len(self.made) > 5 else ''}; nothing was deleted"
         )
@@ -185,8 +201,8 @@ class RunGuard:
         from .state_dirs import shown_path
 
         found = []
-        for item in self.call.resolved.writable:
-            place = expand(item, self.call.env)
+        for item in self.resolved.writable:
+            place = expand(item, self.env)
             if place is None or not os.path.exists(place):
                 continue
             found += [shown_path(path, home) for path in _changed_since(os.path.realpath(place), self.started_ns)]
@@ -196,11 +212,11 @@ class RunGuard:
         """Warnings: a changed file a later session trusts, in the workspace or in your home."""
         warnings = []
         for name, why in TRUSTED_IN_WORKSPACE.items():
-            path = os.path.join(self.call.workspace, name)
+            path = os.path.join(self.workspace, name)
             changed = _changed_since(path, self.started_ns) if os.path.isdir(path) and not os.path.islink(path) else (
                 [path] if _ctime(path) >= self.started_ns else [])
             if changed:
-                warnings.append(f"{os.path.relpath(changed[0], self.call.workspace)}: changed by the run, and {why}: review it before you use it")
+                warnings.append(f"{os.path.relpath(changed[0], self.workspace)}: changed by the run, and {why}: review it before you use it")
         for path in writable:
             if path.startswith("~/."):
                 warnings.append(f"{path}: written by the run, in your home's settings, which your own tools load")

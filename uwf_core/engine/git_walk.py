@@ -1,0 +1,192 @@
+"""Where a workspace holds git repositories, found by a walk that a cache keeps cheap.
+
+A repository entry is a `.git` of any kind (dotgit) or a directory that is itself a git directory
+(bare: HEAD beside objects/, refs/ or commondir). The walk enters neither, follows no link, and
+records each directory's ctime before it lists it: an entry made, removed or renamed in a
+directory moves its ctime, and no process can set a ctime back. So a walk taken again lists only
+the directories whose ctime moved, and walks whole what is new in them; one saved after a run
+(`<cache>/git-walk/`, host-local, uwf's alone) makes the next run's survey a stat per directory.
+A ctime too recent to be sure of (the kernel stamps with a coarse clock) is recorded as unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from ..encoding.records import record
+
+MAX_DEPTH = 256
+MAX_DIRS = 1_000_000
+MARKS = frozenset({"HEAD", "objects", "refs", "commondir"})  # HEAD beside any other: a git directory
+RACY_NS = 100_000_000  # a ctime this close to the walk is not trusted to mark the listing
+FORMAT = 1
+
+
+class UncheckableWorkspace(Exception):
+    """A workspace uwf cannot walk to the end (deeper than MAX_DEPTH, more than MAX_DIRS)."""
+
+
+@record(frozen=True)
+class Found:
+    path: str
+    kind: str  # dotgit or bare
+    identity: tuple  # (st_dev, st_ino): a repository moved keeps it
+
+
+@record
+class Walk:
+    """The workspace's directories (path -> ctime, 0 when unknown) and the repository entries
+    found in each directory's listing (a bare one is found in its own)."""
+
+    workspace: str
+    skip: str | None  # the main .git: its private copy is the sandbox's, and it is no finding
+    dirs: dict
+    found: dict  # listing directory -> [Found]
+    pending: bool = False  # saved before a run whose check after it has not happened (uwf was killed)
+    changed: bool = False  # not as saved: a refresh listed a directory again, or it was never saved
+
+    def entries(self) -> list[Found]:
+        return [item for items in self.found.values() for item in items]
+
+
+def walk(workspace: str, skip: str | None) -> Walk:
+    taken = Walk(workspace, skip, {}, {}, changed=True)
+    _scan(taken, [workspace], fresh=True)
+    return taken
+
+
+def load(cache: str, workspace: str, skip: str | None) -> Walk | None:
+    """The walk saved for this workspace, or None (none, another's, or not one uwf wrote)."""
+    return _load(cache, workspace, skip)
+
+
+def refresh(taken: Walk) -> list[Found]:
+    """The directories whose ctime moved listed again, what is new in them walked whole; the
+    repository entries found in them (the rest are as they were)."""
+    changed, gone = [], []
+    for path, ctime in taken.dirs.items():
+        now = _ctime(path)
+        if now is None:
+            gone.append(path)
+        elif now != ctime or not ctime:
+            changed.append(path)
+    for path in gone:
+        del taken.dirs[path]
+        taken.found.pop(path, None)
+    for path in changed:
+        taken.found.pop(path, None)
+    taken.changed = taken.changed or bool(changed or gone)
+    return _scan(taken, changed, fresh=False)
+
+
+def save(taken: Walk, cache: str, pending: bool) -> None:
+    """The walk for the next run's survey (atomically: a step beside this one may read it), when
+    it is not as saved; `pending` before a run (a marker beside it), so that a run whose check
+    never came is checked by the next one against the walk as that run found it."""
+    from ..store.files import atomic_write
+
+    marker = cache + ".pending"
+    try:
+        if taken.changed or not os.path.exists(cache):
+            found = {path: [[item.path, item.kind, list(item.identity)] for item in items] for path, items in taken.found.items()}
+            data = {"format": FORMAT, "workspace": taken.workspace, "skip": taken.skip, "dirs": taken.dirs, "found": found}
+            atomic_write(cache, json.dumps(data, separators=(",", ":")).encode(), mode=0o600, sync=False)
+            taken.changed = False
+        if pending:
+            open(marker, "wb").close()
+        elif os.path.exists(marker):
+            os.unlink(marker)
+    except OSError:
+        pass  # only a cache: the next survey walks the workspace whole
+
+
+def forget(taken: Walk, path: str) -> None:
+    """A directory uwf changed itself (an entry renamed aside): listed again next time."""
+    if path in taken.dirs:
+        taken.dirs[path] = 0
+        taken.changed = True
+
+
+def _load(cache: str, workspace: str, skip: str | None) -> Walk | None:
+    try:
+        with open(cache, "rb") as handle:
+            data = json.loads(handle.read())
+        if data.get("format") != FORMAT or data.get("workspace") != workspace or data.get("skip") != skip:
+            return None
+        found = {path: [Found(item[0], item[1], tuple(item[2])) for item in items] for path, items in data["found"].items()}
+        dirs = {str(path): int(ctime) for path, ctime in data["dirs"].items()}
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None  # none, or not one uwf wrote: walked afresh
+    if workspace not in dirs:
+        return None
+    return Walk(workspace, skip, dirs, found, os.path.exists(cache + ".pending"))
+
+
+def _scan(taken: Walk, tops: list[str], fresh: bool) -> list[Found]:
+    """List `tops`, and walk whole every directory below them that the walk does not know."""
+    new: list[Found] = []
+    base = taken.workspace.count("/")
+    stack = list(tops)
+    racy_after = time.time_ns() - RACY_NS
+    walked = 0
+    while stack:
+        directory = stack.pop()
+        walked += 1
+        if walked > MAX_DIRS:
+            raise UncheckableWorkspace(f"it holds more than {MAX_DIRS:,} directories")
+        try:
+            ctime = os.lstat(directory).st_ctime_ns  # before the listing: a change after it moves it again
+            with os.scandir(directory) as listing:
+                entries = list(listing)
+        except FileNotFoundError:
+            taken.dirs.pop(directory, None)
+            continue
+        except OSError as exc:
+            raise UncheckableWorkspace(f"{directory} cannot be read ({exc.strerror or exc})") from None
+        taken.dirs[directory] = ctime if ctime < racy_after else 0
+        marks = [entry.name for entry in entries if entry.name in MARKS]
+        if "HEAD" in marks and len(marks) > 1 and directory != taken.skip:
+            item = Found(directory, "bare", _identity(directory))
+            taken.found[directory] = [item]
+            new.append(item)
+            if not fresh:
+                _prune_below(taken, directory)  # a directory that became a git directory is not entered
+            continue
+        items = []
+        for entry in entries:
+            if entry.name.lower() == ".git":
+                if entry.path != taken.skip:
+                    items.append(Found(entry.path, "dotgit", _identity(entry.path)))
+            elif entry.is_dir(follow_symlinks=False) and (fresh or entry.path not in taken.dirs):
+                if entry.path.count("/") - base > MAX_DEPTH:
+                    raise UncheckableWorkspace(f"it holds directories deeper than {MAX_DEPTH} levels ({entry.path[:120]}…)")
+                stack.append(entry.path)
+        if items:
+            taken.found[directory] = items
+            new += items
+    return new
+
+
+def _prune_below(taken: Walk, directory: str) -> None:
+    prefix = directory.rstrip("/") + "/"
+    for path in [path for path in taken.dirs if path.startswith(prefix)]:
+        del taken.dirs[path]
+    for path in [path for path in taken.found if path.startswith(prefix)]:
+        del taken.found[path]
+
+
+def _identity(path: str) -> tuple:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return (path,)
+    return (info.st_dev, info.st_ino)
+
+
+def _ctime(path: str) -> int | None:
+    try:
+        return os.lstat(path).st_ctime_ns
+    except OSError:
+        return None
