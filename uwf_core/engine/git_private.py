@@ -29,6 +29,7 @@ REAL_OBJECTS = "uwf-objects"  # where the copy shows the real objects/, read-onl
 # — config, config.worktree, commondir, gitdir, info/, branches/, remotes/, shallow — is what git
 # reads as settings, and a write there is refused.
 DATA_DIRS = ("objects/", "refs/", "logs/", "rr-cache/", "sequencer/", "rebase-merge/", "rebase-apply/")
+DATA_DIR_NAMES = frozenset(name.rstrip("/") for name in DATA_DIRS)
 DATA_FILES = frozenset({
     "index", "HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "SQUASH_MSG",
     "COMMIT_EDITMSG", "TAG_EDITMSG", "packed-refs", "AUTO_MERGE", "REBASE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD",
@@ -127,7 +128,7 @@ def remove_placeholder(path: str) -> None:
 
 
 def _is_data(path: str) -> bool:
-    return path in DATA_FILES or path.startswith(DATA_DIRS) or path.endswith(".lock") or path in {d.rstrip("/") for d in DATA_DIRS}
+    return path in DATA_FILES or path in DATA_DIR_NAMES or path.startswith(DATA_DIRS) or path.endswith(".lock")
 
 
 def _summary(paths: list[str]) -> list[str]:

@@ -64,7 +64,7 @@ class PrivateCopy:
         empty directories of the agent's own."""
         os.makedirs(scratch, exist_ok=True)
         path = os.path.join(scratch, f"private-{os.urandom(6).hex()}")  # not `tempfile`: its import costs a step ~3 ms
-        os.mkdir(path, _mode_of(real))
+        os.mkdir(path, 0o700)
         shown: list[str] = []  # real entries seen read-only
         skipped: list[str] = []
         left_bytes, left_files = budget
@@ -127,13 +127,6 @@ class PrivateCopy:
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
-
-
-def _mode_of(path: str) -> int:
-    try:
-        return stat.S_IMODE(os.stat(path).st_mode) & 0o700 | 0o700
-    except OSError:
-        return 0o700
 
 
 def _measure(item: os.DirEntry, cap: int) -> tuple[int, int]:

@@ -10,8 +10,8 @@ and a write to a place a later session of yours trusts is a warning. All of it i
 OutsideWrites on the attempt's record.
 
 Without bubblewrap (the fallback containment) nothing can be mounted: only the check for new
-repositories and the warnings apply. An entry with `sandbox: false` or `git: write` is trusted
-with its .git, and gets neither.
+repositories and the warnings apply. An entry with `git: write` is trusted with the workspace's
+git (the real .git, no check for repositories); one with `sandbox: false`, with everything.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ import time
 from ..encoding.records import replace
 from ..store.records import OutsideWrites
 from .attempt import StepError
+from .git_audit import UncheckableWorkspace, audit, survey
+from .git_private import GitResult, find_gitdir, finish_git, private_git, remove_placeholder
+from .state_dirs import finish_state, private_states
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
@@ -64,6 +67,7 @@ class RunGuard:
         self.git = None
         self.survey = None
         self.made: list[str] = []  # git repositories the run made in its workspace (refused)
+        self.unchecked: str | None = None  # why the workspace could not be checked after the run
 
     @classmethod
     def open(
@@ -90,19 +94,14 @@ class RunGuard:
     def _prepare(self) -> None:
         main_gitdir, none = None, False
         if self.resolved.git != "write":
-            from .git_private import find_gitdir
-
             main_gitdir, none = find_gitdir(self.workspace)
             self._survey(main_gitdir)
         if not self.boxed:
             return
-        from .state_dirs import private_states
         from .watchdog import WATCHDOG
 
         self.states = private_states(self.resolved.state, self.env, self.scratch)
         if main_gitdir is not None or none:
-            from .git_private import private_git
-
             placeholder = os.path.join(os.path.realpath(self.workspace), ".git")
             self.git = private_git(main_gitdir or placeholder, self.scratch, self.resolved.git, placeholder=main_gitdir is None)
         for copy in self._copies():
@@ -110,7 +109,6 @@ class RunGuard:
 
     def _survey(self, main_gitdir: str | None) -> None:
         from ..encoding.ids import xxh64_hash
-        from .git_audit import UncheckableWorkspace, survey
 
         cache = os.path.join(self.cache, "git-walk", xxh64_hash(os.path.realpath(self.workspace).encode()) + ".json")
         try:
@@ -134,9 +132,8 @@ class RunGuard:
 
     def settle(self) -> OutsideWrites:
         """After the run (every process of it ended): the record, with what is carried back
-        carried back and the copies removed. Refused repositories are in `refused`."""
-        from .state_dirs import finish_state
-
+        carried back and the copies removed. Each part stands on its own: one that cannot be read
+        back is a note, and the check for repositories the run made always comes."""
         home = os.path.realpath(self.env.get("HOME") or os.path.expanduser("~"))
         state_paths: list[str] = []
         notes: list[str] = []
@@ -144,13 +141,17 @@ class RunGuard:
         git_paths: list[str] = []
         try:
             for state in self.states:
-                wrote, said = finish_state(state, home)
+                try:
+                    wrote, said = finish_state(state, home)
+                except OSError as exc:
+                    wrote, said = [], [f"{state.place}: what the run wrote in its copy could not be read back ({exc})"]
                 state_paths += wrote
                 notes += said
             if self.git is not None:
-                from .git_private import finish_git
-
-                result = finish_git(self.git, f"uwf: agent {self.resolved.label}, thread {self.thread}")
+                try:
+                    result = finish_git(self.git, f"uwf: agent {self.resolved.label}, thread {self.thread}")
+                except OSError as exc:
+                    result = GitResult(notes=(f".git: what the run wrote in its copy could not be read back ({exc})",))
                 git_paths += [f".git/{path}" for path in result.wrote]
                 refused += [f".git/{path} (a git setting, in the run's copy of .git: never taken)" for path in result.refused]
                 notes += result.notes
@@ -174,17 +175,19 @@ class RunGuard:
     def _new_repositories(self) -> list[str]:
         if self.survey is None:
             return []
-        from .git_audit import UncheckableWorkspace, audit
-
         try:
             return audit(self.survey)
         except UncheckableWorkspace as exc:
-            return [f"the workspace cannot be checked for git repositories after the run: {exc}"]
+            self.unchecked = f"the workspace cannot be checked for git repositories after the run: {exc}"
         except OSError as exc:
-            return [f"a git repository the run made could not be renamed aside: {exc}"]
+            self.unchecked = f"a git repository the run made could not be renamed aside: {exc}"
+        return [self.unchecked]
 
     def refusal(self) -> StepError | None:
-        """The failure of a run that made a git repository in its workspace."""
+        """The failure of a run that made a git repository in its workspace, or whose workspace
+        could not be checked for one."""
+        if self.unchecked is not None:
+            return StepError(f"agent '{self.resolved.label}': {self.unchecked}; the step is not taken")
         if not self.made:
             return None
         return StepError(
@@ -232,8 +235,6 @@ class RunGuard:
             copy.remove()
             WATCHDOG.release_file(copy.path)
         if self.git is not None and self.git.placeholder:
-            from .git_private import remove_placeholder
-
             remove_placeholder(self.git.gitdir)
 
 

@@ -434,8 +434,9 @@ class ThreadsView(Horizontal):
         timeline, pane = self.timeline, self.step_pane
         if kind == "step":
             run = timeline.step_runs.get(rest) if timeline is not None else None
+            runs = None if timeline is None else [run] if run is not None else []  # the timeline read the runs log
             try:
-                details = step_details(self.repo, rest, [run] if run is not None else None if timeline is None else [])
+                details = step_details(self.repo, rest, runs)
                 files = step_files_text(self.repo, rest, outside=run.outside if run is not None else None)
             except UwfError as exc:
                 self.app.notify(exc.message, severity="error")
