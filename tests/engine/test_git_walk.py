@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import subprocess
 import time
 
 import pytest
@@ -75,8 +76,14 @@ def test_a_saved_walk_is_refreshed_and_a_pending_one_says_so(tmp_path):
     cache = str(tmp_path / "cache" / "walk.json")
     taken = walk(str(workspace), None)
     save(taken, cache, pending=True)
+    assert not load(cache, str(workspace), None).pending  # its run (this process) is still going
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    os.rename(f"{cache}.pending.{os.getpid()}", f"{cache}.pending.{gone.pid}")  # as a killed uwf leaves it
     again = load(cache, str(workspace), None)
     assert again is not None and again.pending and again.dirs == taken.dirs
+    save(again, cache, pending=False)  # its check done: the dead run's marker goes too
+    assert not load(cache, str(workspace), None).pending
     assert load(cache, str(workspace), "/elsewhere/.git") is None  # another main repository: walked afresh
     (tmp_path / "cache" / "walk.json").write_text("{not json")
     assert load(cache, str(workspace), None) is None

@@ -6,6 +6,8 @@ records each directory's ctime before it lists it: an entry made, removed or ren
 directory moves its ctime, and no process can set a ctime back. So a walk taken again lists only
 the directories whose ctime moved, and walks whole what is new in them; one saved after a run
 (`<cache>/git-walk/`, host-local, uwf's alone) makes the next run's survey a stat per directory.
+Each run leaves a marker beside it (`.pending.<pid>`) until its check after the run is done: a
+marker whose process is gone is a run uwf never saw to its end, which the next survey checks.
 A ctime too recent to be sure of (the kernel stamps with a coarse clock) is recorded as unknown.
 """
 
@@ -87,7 +89,7 @@ def save(taken: Walk, cache: str, pending: bool) -> None:
     never came is checked by the next one against the walk as that run found it."""
     from ..store.files import atomic_write
 
-    marker = cache + ".pending"
+    marker = f"{cache}.pending.{os.getpid()}"  # one per run: runs in one workspace at once each keep theirs
     try:
         if taken.changed or not os.path.exists(cache):
             found = {path: [[item.path, item.kind, list(item.identity)] for item in items] for path, items in taken.found.items()}
@@ -96,10 +98,40 @@ def save(taken: Walk, cache: str, pending: bool) -> None:
             taken.changed = False
         if pending:
             open(marker, "wb").close()
-        elif os.path.exists(marker):
-            os.unlink(marker)
+        else:
+            for stale in [marker, *(_dead_markers(cache) if taken.pending else ())]:
+                if os.path.exists(stale):
+                    os.unlink(stale)
     except OSError:
         pass  # only a cache: the next survey walks the workspace whole
+
+
+def _dead_markers(cache: str) -> list[str]:
+    """The pending markers of runs whose uwf is gone (killed before its check): the cache is
+    host-local, so a marker's pid is this host's."""
+    directory, name = os.path.split(cache)
+    dead = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    for entry in names:
+        pid = entry.removeprefix(name + ".pending.")
+        if entry.startswith(name + ".pending.") and pid.isdigit() and not _alive(int(pid)):
+            dead.append(os.path.join(directory, entry))
+    return dead
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def forget(taken: Walk, path: str) -> None:
@@ -121,7 +153,7 @@ def _load(cache: str, workspace: str, skip: str | None) -> Walk | None:
         return None  # none, or not one uwf wrote: walked afresh
     if workspace not in dirs:
         return None
-    return Walk(workspace, skip, dirs, found, os.path.exists(cache + ".pending"))
+    return Walk(workspace, skip, dirs, found, bool(_dead_markers(cache)))
 
 
 def _scan(taken: Walk, tops: list[str], fresh: bool) -> list[Found]:
