@@ -186,7 +186,7 @@ def test_a_hooks_directory_and_an_include_the_config_names_in_the_workspace_are_
         f"mkdir -p tools && printf '#!/bin/sh\\ntouch {markers}/filter\\ncat\\n' > tools/clean.sh && chmod +x tools/clean.sh"
     )
     result, thread = step(uwf, root_dir, workspace, script)
-    assert result.code == 1 and "tools/clean.sh (your repository's config names it)" in result.err, result
+    assert result.code == 1 and "tools/clean.sh (a repository's config names it: git runs or reads it)" in result.err, result
     assert (workspace / ".husky" / "pre-commit").read_text() == "#!/bin/sh\ntrue\n"
     assert "fsmonitor" not in (workspace / "shared.gitconfig").read_text()
     (workspace / ".gitattributes").write_text("* filter=fmt\n")
@@ -264,3 +264,111 @@ def test_a_repository_made_by_a_run_whose_uwf_was_killed_is_refused_by_the_next_
     assert not planted.exists() and (workspace / "sub" / ".git.refused-by-uwf").is_dir()
     git(workspace / "sub", "status", check=False)
     assert list(markers.iterdir()) == []
+
+
+# -- found by an adversary's trial (kept as tests) ----------------------------------------------
+
+
+def test_a_repository_beside_a_tree_too_deep_to_check_is_still_renamed(uwf, root_dir, tmp_path, markers):
+    workspace = repository(tmp_path / "ws")
+    script = (f"git init -q evil && git -C evil config core.fsmonitor 'touch {markers}/deep'; "
+              "d=deep; for i in $(seq 1 1030); do d=$d/d; done; mkdir -p $d")
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert result.code == 1 and "could not check all of the workspace" in result.err and "deeper than 1024 levels" in result.err, result
+    assert (workspace / "evil" / ".git.refused-by-uwf").is_dir() and not (workspace / "evil" / ".git").exists()
+    host_git_runs_nothing(markers, workspace / "evil")
+    subprocess.run(["rm", "-rf", str(workspace / "deep")], check=True)  # pytest's own clean-up recurses: too deep for it
+
+
+def test_a_path_the_config_names_cannot_be_replaced_by_moving_its_directory_away(uwf, root_dir, tmp_path, markers):
+    workspace = repository(tmp_path / "ws")
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "clean.sh").write_text("#!/bin/sh\ncat\n")
+    (workspace / "conf").mkdir()
+    (workspace / "conf" / "git.inc").write_text("[user]\n\tname = u\n")
+    git(workspace, "config", "filter.x.clean", "sh tools/clean.sh")
+    git(workspace, "config", "include.path", "../conf/git.inc")
+    (workspace / ".gitattributes").write_text("*.txt filter=x\n")
+    script = (f"mv tools tools.old && mkdir tools && printf '#!/bin/sh\\ntouch {markers}/filter\\ncat\\n' > tools/clean.sh; "
+              f"mv conf conf.old && mkdir conf && printf '[core]\\n\\tfsmonitor = touch {markers}/include\\n' > conf/git.inc; "
+              "echo x > a.txt")
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert result.code == 1, result
+    assert "tools/clean.sh (a repository's config names it" in result.err and "conf/git.inc (a repository's config names it" in result.err
+    host_git_runs_nothing(markers, workspace)
+
+
+def test_a_linked_worktree_nested_repositories_and_husky_9_keep_what_their_configs_name(uwf, root_dir, tmp_path, markers):
+    main = repository(tmp_path / "main")
+    (main / ".githooks").mkdir()
+    (main / ".githooks" / "pre-commit").write_text("#!/bin/sh\ntrue\n")
+    (main / ".githooks" / "pre-commit").chmod(0o755)
+    git(main, "config", "core.hooksPath", ".githooks")
+    git(main, "add", "-A")
+    git(main, "commit", "-qm", "hooks")
+    workspace = tmp_path / "wt"
+    git(main, "worktree", "add", "-q", str(workspace), "-b", "wt")
+    nested = repository(workspace / "vendor" / "lib")
+    (nested / ".husky" / "_").mkdir(parents=True)
+    (nested / ".husky" / "_" / "pre-commit").write_text('#!/bin/sh\nsh "$(dirname "$0")/../pre-commit"\n')
+    (nested / ".husky" / "_" / "pre-commit").chmod(0o755)
+    (nested / ".husky" / "pre-commit").write_text("true\n")
+    (nested / "clean.sh").write_text("cat\n")
+    git(nested, "config", "core.hooksPath", ".husky/_")
+    git(nested, "config", "filter.y.clean", "sh clean.sh")
+    script = (f"printf '#!/bin/sh\\ntouch {markers}/worktree\\n' > .githooks/pre-commit; "
+              f"echo 'touch {markers}/husky' > vendor/lib/.husky/pre-commit; printf 'touch {markers}/noslash\\ncat\\n' > vendor/lib/clean.sh")
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert result.code == 0, result  # nothing it tried reached them: read-only
+    assert (workspace / ".githooks" / "pre-commit").read_text() == "#!/bin/sh\ntrue\n"
+    assert (nested / ".husky" / "pre-commit").read_text() == "true\n" and (nested / "clean.sh").read_text() == "cat\n"
+    (nested / "a.md").write_text("x\n")
+    (nested / ".gitattributes").write_text("*.md filter=y\n")
+    host_git_runs_nothing(markers, workspace, nested)
+
+
+def test_git_commit_refuses_an_index_that_names_places_outside_the_worktree(uwf, root_dir, tmp_path, markers):
+    """An index git never writes itself: entries named .git/hooks/... or ../... that `git checkout
+    -- .` on the host would write there. It is not taken; the commits it made are."""
+    workspace = repository(tmp_path / "ws")
+    script = (
+        "mkdir -p Xgit/hooks && printf '#!/bin/sh\\ntouch " + str(markers) + "/smuggled\\n' > Xgit/hooks/post-checkout && "
+        "chmod +x Xgit/hooks/post-checkout && git add Xgit && rm -rf Xgit && python3 -c \""
+        "import hashlib; d = open('.git/index', 'rb').read()[:-20].replace(b'Xgit/hooks/', b'.git/hooks/'); "
+        "open('.git/index', 'wb').write(d + hashlib.sha1(d).digest())\""
+    )
+    result, thread = step(uwf, root_dir, workspace, script, "    git: commit\n")
+    assert result.code == 0, result
+    assert "index: it names '.git/hooks/post-checkout', which is no place in a worktree; not taken" in result.err
+    git(workspace, "checkout", "--", ".", check=False)
+    assert not (workspace / ".git" / "hooks" / "post-checkout").exists()
+    host_git_runs_nothing(markers, workspace)
+
+
+@pytest.mark.parametrize("fifo", ["refs/heads/hang", "packed-refs", "HEAD", "index"])
+def test_git_commit_reads_no_fifo_the_run_left_in_its_copy(fifo, uwf, root_dir, tmp_path):
+    workspace = repository(tmp_path / "ws")
+    script = f"echo x > new.txt; git add new.txt; git commit -qm run; rm -f .git/{fifo}; mkfifo .git/{fifo}"
+    result, thread = step(uwf, root_dir, workspace, script, "    git: commit\n")
+    assert result.code == 0, result  # no open() of uwf's waited on a fifo for a writer
+
+
+def test_git_commit_inflates_no_zlib_bomb(uwf, root_dir, tmp_path):
+    import resource
+
+    workspace = repository(tmp_path / "ws")
+    script = ("mkdir -p .git/objects/ab && python3 -c \"import zlib; c = zlib.compressobj(9); z = bytes(1 << 20); "
+              "out = [c.compress(b'blob 0\\x00')] + [c.compress(z) for _ in range(2000)] + [c.flush()]; "
+              "open('.git/objects/ab/' + 'c' * 38, 'wb').write(b''.join(out))\"")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    result, thread = step(uwf, root_dir, workspace, script, "    git: commit\n")
+    assert result.code == 0 and "not a git object of that name; not taken" in result.err, result
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < max(before, 400_000)  # KB: not the 2 GB it inflates to
+
+
+def test_names_an_agent_chose_reach_the_terminal_escaped(uwf, root_dir, tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = "n=$(printf 'x\\033[2K\\r\\033[1Aall clean'); mkdir -p \"$n\" && git init -q \"$n\""
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert result.code == 1 and "\x1b" not in result.err and "x\\x1b[2K\\x0d\\x1b[1Aall clean/.git" in result.err, result

@@ -180,3 +180,29 @@ def test_an_answer_only_the_extract_model_read_from_an_agent_that_reported_an_ap
     with FakeOpenAI([]) as server:
         thread = _setup(uwf, root_dir, server, f"printf -- {json.dumps(framed)}; echo 'Error: 429 rate limit, retried' >&2")
         assert uwf("thread", "step", thread, "--agent", "cli").code == 0  # its own frontmatter: the fast path, no model
+
+
+@pytest.mark.parametrize("line", [
+    "HTTP 401: Unauthorized", "Error: 401 Unauthorized", 'API Error: 500 {"type":"error"}', "Traceback (most recent call last):",
+    "openai.AuthenticationError: Error code: 401 - {'error': ...}", "anthropic.APIStatusError(status_code=529)", "status code: 429",
+    "503 Service Unavailable", "**Error:** invalid api key", "Request failed with status code 401", "HTTP/1.1 502 Bad Gateway",
+    # the shapes an adversary's trial found first missing
+    "Error 401: Unauthorized", "[ERROR] 401 Unauthorized", "❌ Error code: 401 - invalid x-api-key",
+    '{"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}', "Invalid API key · Please run /login",
+    "Credit balance is too low", "Authentication failed",
+])
+def test_an_error_line_is_one(line):
+    from uwf_core.engine.evidence import error_line
+
+    assert error_line(line) is not None
+
+
+@pytest.mark.parametrize("line", [
+    "The server returns HTTP 401 when the token expires.", "thesis: errors are handled", "I fixed the 401 handling in auth.py",
+    "keyPoints: [error handling, retries]", "Failed tests: none", "Error handling: improved for 401 responses",
+    "Failed: 0 of 12 tests", "Invalidation of the cache is handled", "- error budget: 5%",
+])
+def test_an_answer_about_errors_is_no_error_line(line):
+    from uwf_core.engine.evidence import error_line
+
+    assert error_line(line) is None

@@ -484,3 +484,20 @@ def test_install_trees_are_the_venv_the_npm_prefix_or_the_bin_prefix():
     assert install_tree("/tmp/proj/node_modules/.bin") == "/tmp/proj"
     assert install_tree("/tmp/tools/bin") == "/tmp/tools"
     assert install_tree("/tmp/scripts") == "/tmp/scripts"
+
+
+def test_no_agent_writes_a_kernel_setting(uwf, root_dir, tmp_path):
+    """Found by an adversary's trial: bubblewrap leaves /proc/sys writable when its own check of it
+    fails, and an agent running as uid 0 (uwf as root, CI's user) set kernel.core_pattern, which
+    the next crash anywhere on the host would run as root."""
+    _needs({})
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    before = Path("/proc/sys/kernel/core_pattern").read_text()
+    script = ("{ cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern; } 2> core.err; "  # its own value: harmless if it got through
+              f"{{ cat /proc/sys/kernel/hostname > /proc/sys/kernel/hostname; }} 2> host.err; printf -- {json.dumps(ANSWER)}")
+    _agent(root_dir, "sysctl", script)
+    thread = _thread(uwf, workspace)
+    assert uwf("thread", "step", thread, "--agent", "sysctl").code == 0
+    assert Path("/proc/sys/kernel/core_pattern").read_text() == before
+    assert "Read-only file system" in (workspace / "core.err").read_text() and "Read-only file system" in (workspace / "host.err").read_text()

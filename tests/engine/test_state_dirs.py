@@ -143,8 +143,8 @@ def test_a_file_a_later_session_trusts_is_a_warning_and_writable_places_are_on_r
     assert "uwf: warning: CLAUDE.md: changed by the run, and Claude Code loads it as instructions" in result.err
     assert "uwf: warning: .claude/settings.json: changed by the run, and Claude Code loads its settings" in result.err
     outside = _outside(uwf, thread)
-    assert outside["writable"] == ["~/.cache/tool/entry"]
-    assert any(line.startswith("~/.cache/tool/entry: written by the run, in your home's settings") for line in outside["warnings"])
+    assert outside["writable"] == ["~/.cache/tool/ (its entries changed)", "~/.cache/tool/entry"]
+    assert any(line.startswith("~/.cache/tool/entry") and "written by the run, in your home's settings" in line for line in outside["warnings"])
     assert (cache / "entry").read_text() == "x\n"  # a writable place is the agent's to write, as it is
 
 
@@ -167,3 +167,131 @@ def test_every_view_says_how_a_step_was_contained_and_what_it_wrote_outside(uwf,
     assert "  A result.txt" in listed.out
     assert "written outside the workspace:\n  in its private copy of its state directories (thrown away):\n    ~/.fakecli/history-free.txt" in listed.out
     assert uwf("thread", "files", step["hash"], "--json").json()["outside"] == {"state": ["~/.fakecli/history-free.txt"]}
+
+
+# -- found by an adversary's trial (kept as tests) ----------------------------------------------
+
+
+def test_a_writable_file_a_deletion_and_many_writes_are_all_on_record(uwf, root_dir, tmp_path):
+    home = Path(os.environ["HOME"])
+    (home / ".claude.json").write_text('{"mcpServers": {}}')
+    tool = home / ".cache" / "tool"
+    tool.mkdir(parents=True)
+    (tool / "keep1").write_text("x\n")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = ("echo '{\"mcpServers\": {\"evil\": {}}}' > ~/.claude.json; rm ~/.cache/tool/keep1; mkdir ~/.cache/tool/junk; "
+              "for i in $(seq 1 70); do : > ~/.cache/tool/junk/$i; done; echo evil > ~/.cache/tool/zzz-the-one-that-matters")
+    result, thread = _step(uwf, root_dir, workspace, script, '    writable: ["~/.claude.json", "~/.cache/tool/"]\n')
+    assert result.code == 0, result
+    outside = _outside(uwf, thread)
+    assert {"~/.claude.json", "~/.cache/tool/zzz-the-one-that-matters"} <= set(outside["writable"])  # not lost among 70 others
+    assert any(path.startswith("~/.cache/tool/junk/ (") for path in outside["writable"])
+    assert "~/.cache/tool/ (its entries changed)" in outside["writable"]  # keep1's removal shows there
+    assert "~/.claude.json" in outside["warnings"][0] and "your home's settings" in outside["warnings"][0]
+
+
+def test_a_login_whose_other_values_changed_is_not_written_back(uwf, root_dir, tmp_path):
+    home = Path(os.environ["HOME"])
+    (home / ".codex").mkdir()
+    login = {"OPENAI_API_KEY": None, "tokens": {"id_token": "a.b.c", "access_token": "at-you", "refresh_token": "rt-you",
+                                                 "account_id": "acct-you"}, "last_refresh": "2026-01-01"}
+    (home / ".codex" / "auth.json").write_text(json.dumps(login))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    planted = json.dumps({**login, "OPENAI_API_KEY": "sk-attacker", "tokens": {**login["tokens"], "access_token": "at-new"}})
+    result, thread = _step(uwf, root_dir, workspace, f"echo '{planted}' > ~/.codex/auth.json", '    state: ["~/.codex/"]\n')
+    assert result.code == 0 and "another login there; not written back" in result.err, result
+    assert json.loads((home / ".codex" / "auth.json").read_text()) == login
+    refreshed = json.dumps({**login, "tokens": {**login["tokens"], "access_token": "at-2", "refresh_token": "rt-2"}, "last_refresh": "2026-02-01"})
+    result, thread = _step(uwf, root_dir, workspace, f"echo '{refreshed}' > ~/.codex/auth.json", '    state: ["~/.codex/"]\n')
+    assert result.code == 0 and json.loads((home / ".codex" / "auth.json").read_text())["tokens"]["refresh_token"] == "rt-2"
+
+
+def test_a_key_in_the_names_an_agent_makes_is_stored_and_shown_redacted(uwf, root_dir, tmp_path):
+    key = "sekritValue0123456789abcdef"
+    (root_dir / ".env").write_text(f"MYKEY={key}\n")
+    home = Path(os.environ["HOME"])
+    (home / ".fakecli").mkdir()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = 'touch "file-$MYKEY.txt"; ln -s "target-$MYKEY" link; touch "$HOME/.fakecli/state-$MYKEY"'
+    result, thread = _step(uwf, root_dir, workspace, script, '    secrets: [MYKEY]\n    state: ["~/.fakecli/"]\n')
+    assert result.code == 0 and "held a key: stored redacted" in result.err, result
+    assert _outside(uwf, thread)["state"] == ["~/.fakecli/state-[redacted:MYKEY]"]
+    step_hash = uwf("thread", "steps", thread).json()[-1]["hash"]
+    assert "file-[redacted:MYKEY].txt" in uwf("thread", "files", step_hash).out
+    leaked = [str(path) for path in root_dir.rglob("*") if path.is_file() and path.name != ".env" and key.encode() in path.read_bytes()]
+    assert leaked == []
+
+
+def test_no_step_agent_reads_another_runs_private_copy_whatever_root_shows_it(uwf, root_dir, tmp_path):
+    """A root under /tmp (a test's, a CI's): its scratch directory, where a run's copy of a login
+    is, is hidden from every agent all the same."""
+    import subprocess
+    import time
+
+    from conftest import _uwf_command
+
+    home = Path(os.environ["HOME"])
+    (home / ".codex").mkdir()
+    (home / ".codex" / "auth.json").write_text('{"token": "USER-LOGIN-TOKEN-123456"}')
+    first, second = tmp_path / "ws1", tmp_path / "ws2"
+    first.mkdir()
+    second.mkdir()
+    peek = f"sleep 1; cat {root_dir}/tmp/private-*/auth.json > $UWF_WORKSPACE/stolen.txt 2>&1; ls {root_dir}/tmp > $UWF_WORKSPACE/listed.txt 2>&1; echo nothing"
+    (root_dir / "config.yaml").write_text(
+        f"agents:\n  slow:\n    command: sh\n    args: [-c, {json.dumps('sleep 4; printf -- ' + json.dumps(ANSWER))}]\n"
+        f"    protocol: text\n    state: [\"~/.codex/\"]\n  peek:\n    command: sh\n    args: [-c, {json.dumps(peek)}]\n    protocol: step\n"
+    )
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    slow = uwf("thread", "start", "analyze-topic", "-p", "a", "-w", str(first)).json()["thread"]
+    peeking = uwf("thread", "start", "analyze-topic", "-p", "b", "-w", str(second)).json()["thread"]
+    running = subprocess.Popen([*_uwf_command(), "thread", "step", slow, "--agent", "slow"],
+                               env={**os.environ, "UWF_STORAGE_ROOT": str(root_dir)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    uwf("thread", "step", peeking, "--agent", "peek")
+    running.wait(timeout=60)
+    assert "USER-LOGIN-TOKEN" not in (second / "stolen.txt").read_text()
+    assert "private-" not in (second / "listed.txt").read_text()
+
+
+def test_two_sandboxes_share_no_abstract_socket_nor_one_of_the_hosts(uwf, root_dir, tmp_path):
+    """With the network on, every sandbox shares the host's abstract unix sockets: two agents at
+    once could pass each other a descriptor of their workspace. Landlock scopes them apart."""
+    import socket
+    import subprocess
+    import time
+
+    from conftest import _uwf_command
+    from uwf_core.engine.landlock import scoped
+
+    if scoped(containment().bwrap) is None:
+        pytest.skip("no Landlock scopes here (Linux 6.12+)")
+    name = f"uwf-test-{os.getpid()}"
+    host = socket.socket(socket.AF_UNIX)
+    host.bind("\0" + name + "-host")
+    host.listen(1)
+    listen = (f"import socket, sys\ns = socket.socket(socket.AF_UNIX); s.bind(chr(0) + '{name}'); s.listen(1); s.settimeout(5)\n"
+              f"try:\n    s.accept(); print('ACCEPTED', file=sys.stderr)\nexcept OSError: print('nobody came', file=sys.stderr)\nprint({ANSWER!r})")
+    connect = (f"import socket, sys, time\ntime.sleep(1)\nfor target in ('{name}', '{name}-host'):\n"
+               f"    s = socket.socket(socket.AF_UNIX)\n    try:\n        s.connect(chr(0) + target); print('CONNECTED', target, file=sys.stderr)\n"
+               f"    except OSError as e: print('refused', target, e.errno, file=sys.stderr)\nprint({ANSWER!r})")
+    (root_dir / "config.yaml").write_text(
+        f"agents:\n  listen:\n    command: python3\n    args: [-c, {json.dumps(listen)}]\n    protocol: text\n"
+        f"  connect:\n    command: python3\n    args: [-c, {json.dumps(connect)}]\n    protocol: text\n"
+    )
+    first, second = tmp_path / "ws1", tmp_path / "ws2"
+    first.mkdir()
+    second.mkdir()
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    listening = uwf("thread", "start", "analyze-topic", "-p", "a", "-w", str(first)).json()["thread"]
+    connecting = uwf("thread", "start", "analyze-topic", "-p", "b", "-w", str(second)).json()["thread"]
+    running = subprocess.Popen([*_uwf_command(), "thread", "step", listening, "--agent", "listen"],
+                               env={**os.environ, "UWF_STORAGE_ROOT": str(root_dir)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    result = uwf("thread", "step", connecting, "--agent", "connect")
+    running.wait(timeout=60)
+    host.close()
+    assert result.code == 0, result
+    assert f"refused {name} 1" in result.err and f"refused {name}-host 1" in result.err and "CONNECTED" not in result.err

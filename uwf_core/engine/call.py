@@ -341,11 +341,12 @@ class AgentCall:
             written = guard.settle()
         except (OSError, UwfError) as exc:  # a copy that cannot be read back: said, never the step's own failure hidden
             written = OutsideWrites(notes=(f"what the run wrote outside its workspace could not all be read back: {exc}",))
+        written = written.mapped(self.secrets.text)  # a file or branch the agent named after a key it was given
         self.outside = written if self.outside is None else self.outside.merged(written)
         say = self.options.on_warning or self.options.on_output
         if say is not None:
             for line in (*written.warnings, *written.notes):
-                say(f"uwf: warning: {self.secrets.text(line)}")
+                say(f"uwf: warning: {line}")
 
     def agent_span(self, command: tuple[str, ...] | list[str]):
         """The span of one run of this agent, under the step's (engine/tracing.py)."""

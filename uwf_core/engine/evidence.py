@@ -34,15 +34,20 @@ MOST = 0.75
 # call or a crash. Matched at the start of a line (after markdown marks), so an answer that talks
 # about an error in a sentence is not one.
 ERROR_LINE = re.compile(
-    r"^[\s>*_`#-]*(?:"
+    r"^[\W_]*(?:"  # after any decoration: markdown marks, an emoji, a bracket
     r"traceback \(most recent call last\)"
     r"|(?:[a-z_][\w.]*\.)?[a-z]\w*(?:error|exception)\b\s*[:(]"  # openai.AuthenticationError: ..., APIStatusError(
-    r"|(?:(?:api |http |request )(?:error|failed)\b|(?:error|fatal|failed)\s*[:\-(\[])\s*.{0,40}?\b(?:[45]\d\d|unauthori[sz]ed|"
-    r"forbidden|rate.?limit|quota|overloaded|invalid.{0,12}(?:api.?key|token|credential)|authenticat|econnrefused|"
-    r"connection (?:refused|reset|error)|timed? ?out)"
+    r"|(?:(?:api |http |request )(?:error|failed)\b|(?:error|fatal|failed|err)\]?\s*(?:code\s*)?[:\-(\[])"  # a word, then its mark
+    r".{0,40}?\b(?:[45]\d\d|unauthori[sz]ed|forbidden|rate.?limit|quota|overloaded|invalid.{0,12}(?:api.?key|token|credential)|"
+    r"authenticat|econnrefused|connection (?:refused|reset|error)|timed? ?out)"
+    r"|(?:error|fatal|failed|err)\]?\s+(?:code\s+)?[45]\d\d\b"  # Error 401, [ERROR] 401, Error code 429
     r"|http(?:/[\d.]+)?\s+[45]\d\d\b"  # HTTP 401: ..., HTTP/1.1 503
     r"|(?:status|error) code:?\s*[45]\d\d\b"
     r"|[45]\d\d\s+(?:unauthori[sz]ed|forbidden|too many requests|internal server error|bad gateway|service unavailable)"
+    r"|(?:invalid|incorrect|missing|expired|revoked) (?:x-)?(?:api[ -]?key|token|credentials?|auth)"  # Invalid API key · Please run /login
+    r"|(?:authentication|authorization) (?:failed|error|required)"
+    r"|please run /login|(?:your )?credit balance is too low|you exceeded your current quota"
+    r"|\{\s*\"(?:error|detail)\"\s*:"  # a JSON error body: {"error": {"message": ...}}
     r")",
     re.IGNORECASE,
 )

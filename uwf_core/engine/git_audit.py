@@ -9,30 +9,25 @@ core.hooksPath, a filter's script) that git runs or reads.
 
 So before a sandboxed run uwf surveys the workspace (engine/git_walk.py): every repository already
 there is kept read-only (its `.git` file or directory, a bare one whole), and so is every file or
-directory inside the workspace that the main repository's config names. After the run the walk is
-refreshed: a repository that was not there, or a named path that did not exist and now does, is
-refused — the step fails, and the entry that makes it one is renamed `<name>.refused-by-uwf`, so
-git passes it by and nothing is deleted. A repository the agent only moved (a read-only one keeps
-its inode) is not new. The survey is saved before the run as pending: a run whose check never
-came (uwf was killed) is checked by the next survey, which renames what it made aside and says so.
+directory inside the workspace that any of their configs — the main repository's, a nested one's,
+a linked worktree's — names. After the run the walk is refreshed: a repository that was not
+there, or a named path that is not the one that was there (made, or put in place of one moved
+away with its directory), is refused — the step fails, and the entry that makes it one is renamed
+`<name>.refused-by-uwf`, so git passes it by and nothing is deleted. A repository the agent only
+moved (a read-only one keeps its inode) is not new. The survey is saved before the run as
+pending: a run whose check never came (uwf was killed) is checked by the next survey.
 """
 
 from __future__ import annotations
 
 import os
-import re
 
 from ..encoding.records import record
-from .git_walk import UncheckableWorkspace, Walk, forget, load, refresh, save, walk
+from ..workspace.tree import show_text
+from .git_config import named_paths
+from .git_walk import Found, UncheckableWorkspace, Walk, forget, load, refresh, save, walk
 
 REFUSED = ".refused-by-uwf"
-# Config keys whose value git runs or reads as a file (the last part of the key): a path in the
-# value that leads into the workspace is kept read-only.
-RUNS = frozenset({
-    "fsmonitor", "sshcommand", "pager", "editor", "askpass", "attributesfile", "excludesfile", "path", "helper", "program",
-    "clean", "smudge", "process", "textconv", "command", "cmd", "driver", "difffilter", "browser", "hook",
-})
-PATHLIKE = re.compile(r"\A[\w.~@+-]*/[\w./~@+-]*\Z")
 
 __all__ = ["UncheckableWorkspace", "Survey", "audit", "survey"]
 
@@ -43,7 +38,7 @@ class Survey:
     cache: str | None
     protected: tuple[str, ...] = ()  # kept read-only in the sandbox
     known: frozenset = frozenset()  # (st_dev, st_ino) of every repository entry there before the run
-    absent: tuple[str, ...] = ()  # named by the main repository's config, not there: must stay so
+    named: dict | None = None  # paths the repositories' configs name -> what was there (an identity, or None)
     leftovers: tuple[str, ...] = ()  # what a run uwf did not see the end of made, renamed aside now
 
     @property
@@ -51,8 +46,9 @@ class Survey:
         return self.walk.workspace
 
 
-def survey(workspace: str, main_gitdir: str | None, cache: str | None = None) -> Survey:
-    """The repositories of `workspace` before a run; `cache`, where the walk is kept between runs."""
+def survey(workspace: str, main_gitdir: str | None, cache: str | None = None, env: dict[str, str] | None = None) -> Survey:
+    """The repositories of `workspace` before a run; `cache`, where the walk is kept between runs;
+    `env`, whose HOME names your git config."""
     workspace = os.path.realpath(workspace)
     taken = load(cache, workspace, main_gitdir) if cache else None
     leftovers: list[str] = []
@@ -67,32 +63,69 @@ def survey(workspace: str, main_gitdir: str | None, cache: str | None = None) ->
     else:
         refresh(taken)
     found = taken.entries()
-    protected = [item.path for item in found if item.path != workspace]
-    absent: list[str] = []
-    if main_gitdir is not None:
-        for path in _config_paths(main_gitdir, workspace):
-            (protected if os.path.lexists(path) else absent).append(path)
+    named = {path: _identity(path) for path in _named(workspace, main_gitdir, found, env or dict(os.environ))}
+    protected = [item.path for item in found if item.path != workspace] + [path for path, identity in named.items() if identity]
     if cache:
         save(taken, cache, pending=True)
     known = frozenset(item.identity for item in found)
-    return Survey(taken, cache, tuple(dict.fromkeys(protected)), known, tuple(absent), tuple(leftovers))
+    return Survey(taken, cache, tuple(dict.fromkeys(protected)), known, named, tuple(leftovers))
 
 
-def audit(taken: Survey) -> list[str]:
-    """After the run: every repository entry it made (or a path the repository's config names),
-    renamed so git passes it by — what each was and where it went, or nothing."""
+def audit(taken: Survey) -> tuple[list[str], list[str]]:
+    """After the run: every repository entry it made and every named path that is not what was
+    there, renamed so git passes it by (what each was and where it went); and what the walk could
+    not check. Everything it did find is renamed, whatever it could not."""
     new = [item for item in refresh(taken.walk) if item.identity not in taken.known]
     refused = _refuse(taken.walk, new)
-    for path in taken.absent:
-        if os.path.lexists(path):
-            refused.append(f"{_shown(taken.workspace, path)} (your repository's config names it), renamed {_shown(taken.workspace, _rename_aside(path))}")
+    for path, before in (taken.named or {}).items():
+        now = _identity(path)
+        if now is not None and now != before:
+            refused.append(f"{_shown(taken.workspace, path)} (a repository's config names it: git runs or reads it), "
+                           f"renamed {_shown(taken.workspace, _rename_aside(path))}")
             forget(taken.walk, os.path.dirname(path))
     if taken.cache:
         save(taken.walk, taken.cache, pending=False)
-    return refused
+    return refused, list(taken.walk.unchecked)
 
 
-def _refuse(taken: Walk, items: list) -> list[str]:
+def _named(workspace: str, main_gitdir: str | None, found: list[Found], env: dict[str, str]) -> list[str]:
+    """Inside the workspace, what the configs of its repositories name: the main one's (a linked
+    worktree's `.git` file included) and every nested one's."""
+    repositories = [(main_gitdir, os.path.dirname(main_gitdir))] if main_gitdir else []
+    for item in found:
+        if item.kind == "dotgit":
+            gitdir = _gitdir_of(item.path)
+            if gitdir is not None:
+                repositories.append((gitdir, os.path.dirname(item.path)))
+    inside = []
+    for gitdir, worktree in repositories:
+        for path in named_paths(gitdir, worktree, env):
+            real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+            if real.startswith(workspace.rstrip("/") + "/") and not real.startswith(gitdir.rstrip("/") + "/"):
+                inside.append(real)
+    return list(dict.fromkeys(inside))
+
+
+def _gitdir_of(dot_git: str) -> str | None:
+    """The git directory a `.git` stands for: itself, or the one its `gitdir:` line names."""
+    if os.path.isdir(dot_git) and not os.path.islink(dot_git):
+        return dot_git
+    try:
+        fd = os.open(dot_git, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        line = os.read(fd, 4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not line.startswith("gitdir:"):
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(dot_git), line[7:].strip()))
+
+
+def _refuse(taken: Walk, items: list[Found]) -> list[str]:
     refused = []
     for item in items:
         target = os.path.join(item.path, "HEAD") if item.kind == "bare" else item.path
@@ -104,30 +137,12 @@ def _refuse(taken: Walk, items: list) -> list[str]:
     return refused
 
 
-def _config_paths(gitdir: str, workspace: str) -> list[str]:
-    """Files and directories inside the workspace that the repository's config names: the files it
-    includes, its hooks directory, the scripts its values run (a filter's, an fsmonitor's)."""
-    from .git_config import config_entries
-
-    worktree = os.path.dirname(gitdir)
-    found = []
-    for origin, key, value in config_entries(gitdir, dict(os.environ)):
-        found.append(origin)
-        if key == "core.hookspath":
-            found.append(os.path.join(worktree, os.path.expanduser(value)))
-        elif key.startswith("alias.") or key.rsplit(".", 1)[-1] in RUNS:
-            found += [os.path.join(worktree, os.path.expanduser(token)) for token in map(_unquoted, value.split()) if PATHLIKE.match(token)]
-    inside = []
-    for path in dict.fromkeys(found):
-        path = os.path.normpath(path)
-        real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
-        if real.startswith(workspace.rstrip("/") + "/") and not real.startswith(gitdir.rstrip("/") + "/"):
-            inside.append(real)
-    return inside
-
-
-def _unquoted(token: str) -> str:
-    return token.strip("'\"").removeprefix("!")
+def _identity(path: str) -> tuple | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
 
 
 def _rename_aside(path: str) -> str:
@@ -142,4 +157,5 @@ def _rename_aside(path: str) -> str:
 
 
 def _shown(workspace: str, path: str) -> str:
-    return os.path.relpath(path, workspace) if path != workspace else "."
+    """A workspace path as uwf says it: relative, control characters escaped (the names are the agent's)."""
+    return show_text(os.path.relpath(path, workspace) if path != workspace else ".")

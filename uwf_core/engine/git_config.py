@@ -11,6 +11,7 @@ them: section and name lower-case, a subsection as written.
 from __future__ import annotations
 
 import os
+import re
 
 MAX_INCLUDE_DEPTH = 10  # git's own limit
 ESCAPES = {"n": "\n", "t": "\t", "b": "\b", '"': '"', "\\": "\\"}
@@ -18,16 +19,61 @@ ESCAPES = {"n": "\n", "t": "\t", "b": "\b", '"': '"', "\\": "\\"}
 
 def config_entries(gitdir: str, env: dict[str, str]) -> list[tuple[str, str, str]]:
     """(file, key, value) of every setting git reads for the repository at `gitdir`: the system's,
-    yours, the repository's, its worktree's, and what each includes."""
+    yours, the repository's (its common directory's, for a linked worktree), its worktree's, and
+    what each includes."""
     home = env.get("HOME") or os.path.expanduser("~")
     xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     files = [] if env.get("GIT_CONFIG_NOSYSTEM") else ["/etc/gitconfig"]
     files += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
-    files += [os.path.join(gitdir, "config"), os.path.join(gitdir, "config.worktree")]
+    files += [os.path.join(common_dir(gitdir), "config"), os.path.join(gitdir, "config.worktree")]
     entries: list[tuple[str, str, str]] = []
     for path in files:
         _read(path, home, entries, 0)
     return entries
+
+
+# Config keys whose value git runs or reads as a file (the last part of the key): a path in the
+# value is a file git will run or read.
+RUNS = frozenset({
+    "fsmonitor", "sshcommand", "pager", "editor", "askpass", "attributesfile", "excludesfile", "path", "helper", "program",
+    "clean", "smudge", "process", "textconv", "command", "cmd", "driver", "difffilter", "browser", "hook",
+})
+WORD = re.compile(r"\A[\w.~@+-]+\Z")
+
+
+def named_paths(gitdir: str, worktree: str, env: dict[str, str]) -> list[str]:
+    """What a repository's config names that git runs or reads, as paths: the files it includes,
+    its hooks directory (with husky's `.husky` around its `.husky/_`), and the scripts its values
+    run — a path anywhere in a value, or a plain name after a value's first word (`sh clean.sh`)
+    that is a file of the worktree. Relative paths are the worktree's, as git runs them there."""
+    found: list[str] = []
+    for origin, key, value in config_entries(gitdir, env):
+        found.append(origin)
+        if key == "core.hookspath":
+            hooks = os.path.join(worktree, os.path.expanduser(value))
+            found.append(hooks)
+            if os.path.basename(os.path.normpath(hooks)) == "_":  # husky 9: its stubs run the hooks beside them
+                found.append(os.path.dirname(os.path.normpath(hooks)))
+        elif key.startswith("alias.") or key.rsplit(".", 1)[-1] in RUNS:
+            for index, token in enumerate(_unquoted(token) for token in value.split()):
+                path = os.path.join(worktree, os.path.expanduser(token))
+                if "/" in token and WORD.match(token.replace("/", "")) or index > 0 and WORD.match(token) and os.path.isfile(path):
+                    found.append(path)
+    return [os.path.normpath(path) for path in dict.fromkeys(found)]
+
+
+def common_dir(gitdir: str) -> str:
+    """The repository's common directory: a linked worktree's `commondir`, else itself."""
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="replace") as handle:
+            named = handle.read(4096).strip()
+    except OSError:
+        return gitdir
+    return os.path.normpath(os.path.join(gitdir, named)) if named else gitdir
+
+
+def _unquoted(token: str) -> str:
+    return token.strip("'\"").removeprefix("!")
 
 
 def _read(path: str, home: str, entries: list, depth: int) -> None:

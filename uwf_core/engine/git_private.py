@@ -25,6 +25,7 @@ from .private_copy import PrivateCopy
 
 KEEP = ("hooks", "modules", "worktrees", "lfs")  # the real ones, read-only
 REAL_OBJECTS = "uwf-objects"  # where the copy shows the real objects/, read-only (its alternates name it)
+MAX_OBJECT_BYTES = 256 << 20  # a loose object (compressed) taken from the run's copy, at most
 # What git keeps as data (objects, refs, history, the index): harmless to write. Anything else
 # — config, config.worktree, commondir, gitdir, info/, branches/, remotes/, shallow — is what git
 # reads as settings, and a write there is refused.
@@ -160,11 +161,38 @@ def _take(private: PrivateGit, changed: set[str], message: str) -> list[str]:
     return notes
 
 
-def _take_objects(private: PrivateGit, paths: list[str]) -> list[str]:
-    """Loose objects, each checked against its name before it is written; packs are not taken."""
+def _names_itself(data: bytes, name: str) -> bool:
+    """Whether a loose object's bytes inflate to a git object whose hash is `name`: inflated a
+    megabyte at a time, never past the size its header gives (a zlib bomb stops there)."""
     import hashlib
     import zlib
 
+    inflate = zlib.decompressobj()
+    digest = (hashlib.sha1 if len(name) == 40 else hashlib.sha256)()
+    try:
+        head = inflate.decompress(data, 64)
+        match = re.match(rb"\A(?:blob|tree|commit|tag) (\d{1,12})\0", head)
+        if match is None:
+            return False
+        left = len(match[0]) + int(match[1]) - len(head)
+        if int(match[1]) > MAX_OBJECT_BYTES * 4:
+            return False
+        digest.update(head)
+        while not inflate.eof:
+            chunk = inflate.decompress(inflate.unconsumed_tail or b"", 1 << 20) if inflate.unconsumed_tail else b""
+            if not chunk:
+                break
+            left -= len(chunk)
+            if left < 0:
+                return False
+            digest.update(chunk)
+        return left == 0 and inflate.eof and digest.hexdigest() == name
+    except zlib.error:
+        return False
+
+
+def _take_objects(private: PrivateGit, paths: list[str]) -> list[str]:
+    """Loose objects, each checked against its name before it is written; packs are not taken."""
     notes = []
     real = os.path.join(private.gitdir, "objects")
     for path in sorted(paths):
@@ -178,13 +206,8 @@ def _take_objects(private: PrivateGit, paths: list[str]) -> list[str]:
         target = os.path.join(real, parts[1], parts[2])
         if os.path.exists(target):
             continue
-        data = private.copy.read_changed(path, limit=256 << 20)
-        try:
-            raw = zlib.decompress(data or b"")
-        except zlib.error:
-            raw = b""
-        digest = (hashlib.sha1 if len(name) == 40 else hashlib.sha256)(raw).hexdigest()
-        if not data or digest != name or not re.match(rb"\A(?:blob|tree|commit|tag) \d+\0", raw):
+        data = private.copy.read_changed(path, limit=MAX_OBJECT_BYTES)
+        if data is None or not _names_itself(data, name):
             notes.append(f".git/{path}: not a git object of that name; not taken")
             continue
         from ..store.files import atomic_write
@@ -254,6 +277,9 @@ def _take_index(private: PrivateGit) -> list[str]:
     data = private.copy.read_changed("index", limit=1 << 30)
     if data is None or not data.startswith(b"DIRC"):
         return ["index: not a git index; not taken"]
+    problem = _unsafe_index(private)
+    if problem is not None:
+        return [f"index: {problem}; not taken"]
     lock = real + ".lock"
     try:
         fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -272,35 +298,77 @@ def _take_index(private: PrivateGit) -> list[str]:
     return []
 
 
+def _unsafe_index(private: PrivateGit) -> str | None:
+    """Why the run's index must not become yours: one git cannot read against your repository
+    (a split index naming a shared one it does not have), or an entry git would write outside
+    the worktree or into .git on your next checkout (git never writes such an index itself)."""
+    listed = _git(private.gitdir, "ls-files", "-z", "--stage", output=True, index=os.path.join(private.copy.path, "index"))
+    if isinstance(listed, str):
+        return f"git cannot read it against your repository ({listed})"
+    for record_ in filter(None, listed.split(b"\0")):
+        _, _, path = record_.partition(b"\t")
+        if not safe_path(path):
+            return f"it names {path[:120].decode('utf-8', 'backslashreplace')!r}, which is no place in a worktree"
+    return None
+
+
+def safe_path(path: bytes) -> bool:
+    """A path git may write in a worktree (its verify_path, read strictly): relative, no empty,
+    `.` or `..` part, no part that is `.git` however a file system may spell it, no backslash."""
+    if not path or path.startswith(b"/") or b"\\" in path or b"\0" in path:
+        return False
+    for part in path.split(b"/"):
+        folded = part.lower().rstrip(b". ")
+        if part in (b"", b".", b"..") or folded == b".git" or folded.startswith(b"git~") or folded.startswith(b".git::"):
+            return False
+    return True
+
+
 def _connected(gitdir: str, commit: str) -> bool:
     """Whether every object `commit` needs is in the real repository."""
     return _git(gitdir, "rev-list", "--objects", "--quiet", commit, "--not", "--all") is None
 
 
-def _git(gitdir: str, *args: str, stdin: str | None = None) -> str | None:
-    """Run git on the real repository with its hooks off; None when it succeeds, else its error."""
+def _git(gitdir: str, *args: str, stdin: str | None = None, output: bool = False, index: str | None = None):
+    """Run git on the real repository with its hooks off: None when it succeeds (its stdout's
+    bytes with `output`), else its error as a string. `index`: the index file git reads."""
     import subprocess
 
     env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
     env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+    if index is not None:
+        env["GIT_INDEX_FILE"] = index
     try:
         done = subprocess.run(
             ["git", f"--git-dir={gitdir}", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args],
-            input=stdin, capture_output=True, text=True, env=env, timeout=120, cwd="/",
+            input=stdin.encode() if stdin is not None else None, capture_output=True, env=env, timeout=120, cwd="/",
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     if done.returncode == 0:
-        return None
-    return next((line.strip() for line in done.stderr.splitlines() if line.strip()), f"exit {done.returncode}")
+        return done.stdout if output else None
+    error = done.stderr.decode("utf-8", "replace")
+    return next((line.strip() for line in error.splitlines() if line.strip()), f"exit {done.returncode}")
 
 
-def _read(path: str) -> bytes | None:
+def _read(path: str, limit: int = 1 << 24) -> bytes | None:
+    """A regular file's bytes; never through a link, never a fifo that would wait (the copy's
+    files are the agent's to make), at most `limit`."""
+    import stat
+
     try:
-        with open(path, "rb") as handle:
-            return handle.read(1 << 24)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _stamp(path: str) -> tuple | None:

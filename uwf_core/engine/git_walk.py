@@ -17,9 +17,9 @@ import json
 import os
 import time
 
-from ..encoding.records import record
+from ..encoding.records import field, record
 
-MAX_DEPTH = 256
+MAX_DEPTH = 1024  # levels below the workspace; a deeper directory is said, not walked
 MAX_DIRS = 1_000_000
 MARKS = frozenset({"HEAD", "objects", "refs", "commondir"})  # HEAD beside any other: a git directory
 RACY_NS = 100_000_000  # a ctime this close to the walk is not trusted to mark the listing
@@ -27,7 +27,7 @@ FORMAT = 1
 
 
 class UncheckableWorkspace(Exception):
-    """A workspace uwf cannot walk to the end (deeper than MAX_DEPTH, more than MAX_DIRS)."""
+    """A workspace uwf cannot walk to the end (deeper than MAX_DEPTH, more than MAX_DIRS, unreadable)."""
 
 
 @record(frozen=True)
@@ -48,6 +48,7 @@ class Walk:
     found: dict  # listing directory -> [Found]
     pending: bool = False  # saved before a run whose check after it has not happened (uwf was killed)
     changed: bool = False  # not as saved: a refresh listed a directory again, or it was never saved
+    unchecked: list = field(default_factory=list)  # what the last walk could not list (too deep, too many, unreadable)
 
     def entries(self) -> list[Found]:
         return [item for items in self.found.values() for item in items]
@@ -157,8 +158,11 @@ def _load(cache: str, workspace: str, skip: str | None) -> Walk | None:
 
 
 def _scan(taken: Walk, tops: list[str], fresh: bool) -> list[Found]:
-    """List `tops`, and walk whole every directory below them that the walk does not know."""
+    """List `tops`, and walk whole every directory below them that the walk does not know. What
+    cannot be listed is said in `taken.unchecked` and the walk goes on: what it finds elsewhere is
+    found all the same."""
     new: list[Found] = []
+    taken.unchecked = []
     base = taken.workspace.count("/")
     stack = list(tops)
     racy_after = time.time_ns() - RACY_NS
@@ -167,16 +171,16 @@ def _scan(taken: Walk, tops: list[str], fresh: bool) -> list[Found]:
         directory = stack.pop()
         walked += 1
         if walked > MAX_DIRS:
-            raise UncheckableWorkspace(f"it holds more than {MAX_DIRS:,} directories")
-        try:
-            ctime = os.lstat(directory).st_ctime_ns  # before the listing: a change after it moves it again
-            with os.scandir(directory) as listing:
-                entries = list(listing)
-        except FileNotFoundError:
+            taken.unchecked.append(f"it holds more than {MAX_DIRS:,} directories")
+            break
+        listed = _list(directory)
+        if listed is None:
             taken.dirs.pop(directory, None)
             continue
-        except OSError as exc:
-            raise UncheckableWorkspace(f"{directory} cannot be read ({exc.strerror or exc})") from None
+        if isinstance(listed, str):
+            taken.unchecked.append(listed)
+            continue
+        ctime, entries = listed
         taken.dirs[directory] = ctime if ctime < racy_after else 0
         marks = [entry.name for entry in entries if entry.name in MARKS]
         if "HEAD" in marks and len(marks) > 1 and directory != taken.skip:
@@ -193,12 +197,40 @@ def _scan(taken: Walk, tops: list[str], fresh: bool) -> list[Found]:
                     items.append(Found(entry.path, "dotgit", _identity(entry.path)))
             elif entry.is_dir(follow_symlinks=False) and (fresh or entry.path not in taken.dirs):
                 if entry.path.count("/") - base > MAX_DEPTH:
-                    raise UncheckableWorkspace(f"it holds directories deeper than {MAX_DEPTH} levels ({entry.path[:120]}…)")
+                    taken.unchecked.append(f"{entry.path[:120]}… is deeper than {MAX_DEPTH} levels")
+                    continue
                 stack.append(entry.path)
         if items:
             taken.found[directory] = items
             new += items
     return new
+
+
+def _list(directory: str):
+    """(ctime, entries) of a directory; None when it is gone; a string saying why it cannot be
+    listed. One the user owns but cannot read (an agent's chmod 000) is opened for the listing
+    and given its mode back; one of another user's, the agent cannot write either."""
+    try:
+        info = os.lstat(directory)  # before the listing: a change after it moves the ctime again
+        with os.scandir(directory) as listing:
+            return info.st_ctime_ns, list(listing)
+    except FileNotFoundError:
+        return None
+    except PermissionError:
+        if info.st_uid != os.geteuid():
+            return (info.st_ctime_ns, [])
+        try:
+            os.chmod(directory, info.st_mode | 0o500)
+            try:
+                with os.scandir(directory) as listing:
+                    entries = list(listing)
+            finally:
+                os.chmod(directory, info.st_mode & 0o7777)
+        except OSError as exc:
+            return f"{directory[:120]} cannot be read ({exc.strerror or exc})"
+        return os.lstat(directory).st_ctime_ns, entries
+    except OSError as exc:
+        return f"{directory[:120]} cannot be read ({exc.strerror or exc})"
 
 
 def _prune_below(taken: Walk, directory: str) -> None:

@@ -154,8 +154,13 @@ def run_process(
     elif policy is not None:
         become_subreaper()
     try:
+        scope = None
+        if boxed:
+            from .landlock import scoped
+
+            scope = scoped(box.bwrap)  # no abstract socket or signal beyond its own sandbox
         with SPAWN_LOCK:
-            proc = _spawn(command, argv[0], cwd, env, stdin_text is not None, fds)
+            proc = _spawn(command, argv[0], cwd, env, stdin_text is not None, fds, scope)
             if policy is not None:
                 LEADERS.add(proc.pid)  # no other agent's fallback containment takes it for an orphan
                 orphans = None if boxed else Orphans(proc.pid)
@@ -194,7 +199,9 @@ def run_process(
     )
 
 
-def _spawn(command: list[str], name: str, cwd: str | None, env: dict[str, str], stdin: bool, fds: tuple[int, ...]) -> subprocess.Popen:
+def _spawn(
+    command: list[str], name: str, cwd: str | None, env: dict[str, str], stdin: bool, fds: tuple[int, ...], scope=None,
+) -> subprocess.Popen:
     try:
         return subprocess.Popen(
             command,
@@ -205,6 +212,7 @@ def _spawn(command: list[str], name: str, cwd: str | None, env: dict[str, str], 
             stderr=subprocess.PIPE,
             start_new_session=True,
             pass_fds=fds,
+            preexec_fn=scope,
         )
     except FileNotFoundError:
         raise UwfError(f"agent command '{name}' not found") from None

@@ -22,6 +22,7 @@ import time
 from ..encoding.records import replace
 from ..store.records import OutsideWrites
 from .attempt import StepError
+from ..workspace.tree import show_text
 from .git_audit import UncheckableWorkspace, audit, survey
 from .git_private import GitResult, find_gitdir, finish_git, private_git, remove_placeholder
 from .state_dirs import finish_state, private_states
@@ -112,7 +113,7 @@ class RunGuard:
 
         cache = os.path.join(self.cache, "git-walk", xxh64_hash(os.path.realpath(self.workspace).encode()) + ".json")
         try:
-            self.survey = survey(self.workspace, main_gitdir, cache)
+            self.survey = survey(self.workspace, main_gitdir, cache, self.env)
         except UncheckableWorkspace as exc:
             raise StepError(f"the workspace {self.workspace} cannot be checked for git repositories before the run: {exc}") from None
         if any(identity == _identity(self.survey.workspace) for identity in self.survey.known):
@@ -152,14 +153,14 @@ class RunGuard:
                     result = finish_git(self.git, f"uwf: agent {self.resolved.label}, thread {self.thread}")
                 except OSError as exc:
                     result = GitResult(notes=(f".git: what the run wrote in its copy could not be read back ({exc})",))
-                git_paths += [f".git/{path}" for path in result.wrote]
-                refused += [f".git/{path} (a git setting, in the run's copy of .git: never taken)" for path in result.refused]
-                notes += result.notes
+                git_paths += [f".git/{show_text(path)}" for path in result.wrote]
+                refused += [f".git/{show_text(path)} (a git setting, in the run's copy of .git: never taken)" for path in result.refused]
+                notes += [show_text(note) for note in result.notes]
                 if result.refused:
-                    notes.append(f"the run changed git settings in its copy of .git ({', '.join(result.refused[:5])}): thrown away, "
-                                 f"your .git is as it was")
+                    notes.append(f"the run changed git settings in its copy of .git ({', '.join(map(show_text, result.refused[:5]))}): "
+                                 f"thrown away, your .git is as it was")
         finally:
-            self._remove()
+            notes += self._remove()
         self.made = self._new_repositories()
         refused += self.made
         writable = self._written_in_writable(home)
@@ -176,12 +177,14 @@ class RunGuard:
         if self.survey is None:
             return []
         try:
-            return audit(self.survey)
-        except UncheckableWorkspace as exc:
-            self.unchecked = f"the workspace cannot be checked for git repositories after the run: {exc}"
+            refused, unchecked = audit(self.survey)
         except OSError as exc:
             self.unchecked = f"a git repository the run made could not be renamed aside: {exc}"
-        return [self.unchecked]
+            return [self.unchecked]
+        if unchecked:
+            self.unchecked = (f"uwf could not check all of the workspace for git repositories after the run "
+                              f"({'; '.join(show_text(item) for item in unchecked[:3])}): remove what the run made there before you use git in it")
+        return refused + ([self.unchecked] if self.unchecked else [])
 
     def refusal(self) -> StepError | None:
         """The failure of a run that made a git repository in its workspace, or whose workspace
@@ -206,7 +209,7 @@ class RunGuard:
         found = []
         for item in self.resolved.writable:
             place = expand(item, self.env)
-            if place is None or not os.path.exists(place):
+            if place is None or not os.path.lexists(place):
                 continue
             found += [shown_path(path, home) for path in _changed_since(os.path.realpath(place), self.started_ns)]
         return found
@@ -218,24 +221,33 @@ class RunGuard:
             path = os.path.join(self.workspace, name)
             changed = _changed_since(path, self.started_ns) if os.path.isdir(path) and not os.path.islink(path) else (
                 [path] if _ctime(path) >= self.started_ns else [])
+            files = [path for path in changed if not path.endswith(" (its entries changed)")]
             if changed:
-                warnings.append(f"{os.path.relpath(changed[0], self.workspace)}: changed by the run, and {why}: review it before you use it")
-        for path in writable:
-            if path.startswith("~/."):
-                warnings.append(f"{path}: written by the run, in your home's settings, which your own tools load")
+                shown = show_text(os.path.relpath((files or changed)[0].removesuffix(" (its entries changed)"), self.workspace))
+                warnings.append(f"{shown}: changed by the run, and {why}: review it before you use it")
+        dotfiles = sorted((path for path in writable if path.startswith("~/.")), key=lambda path: path.endswith(" (its entries changed)"))
+        if dotfiles:
+            more = f" and {len(dotfiles) - 3} more" if len(dotfiles) > 3 else ""
+            warnings.append(f"{', '.join(dotfiles[:3])}{more}: written by the run, in your home's settings, which your own tools load")
         return warnings
 
     def _copies(self) -> list:
         return [*(state.copy for state in self.states), *([self.git.copy] if self.git is not None else [])]
 
-    def _remove(self) -> None:
+    def _remove(self) -> list[str]:
+        """The private copies removed; what could not be, said (the watchdog tries again when uwf exits)."""
         from .watchdog import WATCHDOG
 
+        said = []
         for copy in self._copies():
-            copy.remove()
-            WATCHDOG.release_file(copy.path)
+            try:
+                copy.remove()
+                WATCHDOG.release_file(copy.path)
+            except OSError as exc:
+                said.append(f"a private copy of the run could not be removed ({exc}): remove {copy.path}")
         if self.git is not None and self.git.placeholder:
             remove_placeholder(self.git.gitdir)
+        return said
 
 
 def _identity(path: str) -> tuple:
@@ -254,7 +266,11 @@ def _ctime(path: str) -> int:
 
 
 def _changed_since(top: str, since_ns: int, limit: int = 200_000) -> list[str]:
-    """Files (and links) under `top` whose inode changed since `since_ns`, never following a link."""
+    """What under `top` (a directory, or a file) changed since `since_ns`, never following a link:
+    files and links made or written, and `dir/` for a directory whose entries changed (one may
+    have been removed or renamed away: its ctime moved, and nothing left in it says so)."""
+    if not os.path.isdir(top) or os.path.islink(top):
+        return [top] if _ctime(top) >= since_ns else []
     found, stack, seen = [], [top], 0
     while stack and seen < limit:
         directory = stack.pop()
@@ -272,4 +288,6 @@ def _changed_since(top: str, since_ns: int, limit: int = 200_000) -> list[str]:
                         found.append(entry.path)
         except OSError:
             continue
+        if _ctime(directory) >= since_ns:
+            found.append(directory.rstrip("/") + "/ (its entries changed)")
     return sorted(found)

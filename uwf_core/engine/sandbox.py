@@ -94,7 +94,11 @@ def _base_flags() -> list[str]:
     flags = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if os.geteuid() == 0:
         flags += ["--cap-drop", "ALL"]  # root keeps every capability in a sandbox otherwise (and could remount /)
-    return flags + ["--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc"]
+    # /proc/sys read-only whatever bubblewrap decides: it skips that when its own W_OK check fails,
+    # and a uid 0 agent without capabilities can still write kernel.core_pattern (which the next
+    # crash anywhere on the host runs, as root).
+    return flags + ["--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc",
+                    "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
 
 
 # Host sockets: a read-only mount does not stop connect(), and /run holds the user's D-Bus, the

@@ -75,7 +75,7 @@ def agent_policy(
     for each in homes:
         check_workspace(workspace, each, store_dirs, forks_dir)
     hidden_dirs = [] if sees_store else [*store_dirs, *_existing_dirs(*(os.path.join(each, ".uwf") for each in homes))]
-    if scratch and os.path.isdir(scratch) and not under(os.path.realpath(scratch), "/tmp"):
+    if scratch and os.path.isdir(scratch):  # other runs' private copies (a login among them), whatever root shows it
         hidden_dirs.append(os.path.realpath(scratch))
     store_writes: tuple[str, ...] = ()
     if sees_store:

@@ -9,7 +9,9 @@ reads your config and login there and writes what it likes, and after the run th
 away, what it wrote listed on the step's record. Your history, transcripts, memories, logs and
 databases are not copied at all (SKIP): the agent starts without them and never reads them. A
 login the CLI refreshed is the one thing written back, so that a rotated token does not log you
-out — and only when it is the same login (LOGINS, `_same_login`).
+out — and only when nothing but its tokens and their times changed (LOGINS, `_same_login`). The
+tokens themselves cannot be checked: an agent can write back tokens of another login with your
+account's name beside them. docs/agents.md says so.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ SKIP = (
 )
 # Credentials a CLI refreshes by itself (OAuth tokens): written back when the run refreshed them.
 LOGINS = (".credentials.json", "auth.json")
-IDENTITY_WORDS = ("account", "email", "org", "user", "subject", "tenant")  # a login that names another is not written back
+IDENTITY_WORDS = ("account", "email", "org", "user", "subject", "tenant", "api_key", "apikey")  # never changed by a refresh
+REFRESHED_WORDS = ("token", "refresh", "expir", "issued")  # what a refresh changes: the tokens and their times
 
 
 @record(frozen=True)
@@ -70,7 +73,10 @@ def finish_state(state: StateCopy, home: str) -> tuple[list[str], list[str]]:
 
 
 def shown_path(path: str, home: str) -> str:
-    return "~" + path[len(home):] if home and (path == home or path.startswith(home.rstrip("/") + "/")) else path
+    """A path as a person reads it: ~ for the home, control characters escaped (the names are the agent's)."""
+    from ..workspace.tree import show_text
+
+    return show_text("~" + path[len(home):] if home and (path == home or path.startswith(home.rstrip("/") + "/")) else path)
 
 
 def _mark(kind: str) -> str:
@@ -130,14 +136,18 @@ def _json_object_bytes(data: bytes | None) -> dict | None:
 
 
 def _same_login(old: dict, new: dict) -> bool:
-    """The same keys, and every value that names who is logged in the same: a refreshed token,
-    not a swapped account."""
+    """A refreshed login, not another: the same keys, and nothing changed but its tokens and their
+    times (a key named for a token, a refresh or an expiry that held one before); whatever names
+    who is logged in, and every other value — an API key that was empty included — as it was."""
     if set(old) != set(new):
         return False
     for key, value in old.items():
         if isinstance(value, dict):
             if not isinstance(new[key], dict) or not _same_login(value, new[key]):
                 return False
-        elif any(word in key.lower() for word in IDENTITY_WORDS) and new[key] != value:
-            return False
+        elif new[key] != value:
+            lowered = key.lower()
+            refreshable = any(word in lowered for word in REFRESHED_WORDS) and not any(word in lowered for word in IDENTITY_WORDS)
+            if not refreshable or not value or type(new[key]) is not type(value):
+                return False
     return True

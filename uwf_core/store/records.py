@@ -77,13 +77,21 @@ class OutsideWrites:
         return not any(getattr(self, name) for name in self.LISTS)
 
     def merged(self, other: OutsideWrites) -> OutsideWrites:
-        """Two runs of one attempt (an answer and its correction) as one record."""
+        """Two runs of one attempt (an answer and its correction) as one record; a list past
+        LISTED is told by directory (`dir/ (N paths)`), so no path is lost among many others."""
         values, more = {}, self.more + other.more
         for name in self.LISTS:
             joined = list(dict.fromkeys([*getattr(self, name), *getattr(other, name)]))
+            if len(joined) > self.LISTED and name in ("state", "writable", "git"):
+                joined = _by_directory(joined, self.LISTED)
             more += max(0, len(joined) - self.LISTED)
             values[name] = tuple(joined[: self.LISTED])
         return OutsideWrites(**values, more=more, git_taken=self.git_taken or other.git_taken)
+
+    def mapped(self, change) -> OutsideWrites:
+        """Every text of the record passed through `change` (the redaction of every key)."""
+        values = {name: tuple(change(item) for item in getattr(self, name)) for name in self.LISTS}
+        return OutsideWrites(**values, more=self.more, git_taken=self.git_taken)
 
     def to_dict(self) -> dict:
         data: dict = {name: list(getattr(self, name)) for name in self.LISTS if getattr(self, name)}
@@ -118,6 +126,30 @@ class OutsideWrites:
         values = {name: tuple(str(item) for item in data.get(name) or () if isinstance(item, str)) for name in cls.LISTS if isinstance(data.get(name), list)}
         more = data.get("more")
         return cls(**values, more=more if isinstance(more, int) and not isinstance(more, bool) else 0, git_taken=data.get("gitTaken") is True)
+
+
+def _by_directory(paths: list[str], limit: int) -> list[str]:
+    """Paths folded into their directories, the fullest first, until at most `limit` remain."""
+    counted = {path: 1 for path in paths}  # a path, or a folded directory ("dir/"), -> the paths it stands for
+    while len(counted) > limit:
+        parents: dict[str, int] = {}
+        for shown, count in counted.items():
+            parent = _parent(shown)
+            if parent:
+                parents[parent] = parents.get(parent, 0) + count
+        fullest = max(parents, key=lambda parent: parents[parent], default=None)
+        inside = [shown for shown in counted if _parent(shown) == fullest]
+        if fullest is None or len(inside) < 2:
+            break
+        for shown in inside:
+            del counted[shown]
+        counted[fullest] = counted.get(fullest, 0) + parents[fullest]
+    return sorted(f"{shown} ({count} paths)" if shown.endswith("/") else shown for shown, count in counted.items())
+
+
+def _parent(path: str) -> str:
+    trimmed = path.rstrip("/")
+    return trimmed.rsplit("/", 1)[0] + "/" if "/" in trimmed else ""
 
 
 @record(frozen=True)

@@ -12,7 +12,7 @@ import os
 import stat
 import time
 
-from ..encoding.records import field, record
+from ..encoding.records import field, record, replace
 from ..errors import UwfError
 from ..store.builtin_schemas import TREE_HASH
 from ..store.cas import CasStore
@@ -201,10 +201,33 @@ class _Walker:
         if same and seen.keys() == before.keys() and (self.trust or self.store.nodes.exists(cached.tree)):
             tree = cached.tree
         else:
-            tree = self.store.put(TREE_HASH, tree_payload([_entry(*row) for row in rows]), what="tree")
+            tree = self.store.put(TREE_HASH, tree_payload(self.entries(rel, rows)), what="tree")
         changed = cached is None or tree != cached.tree or seen != before
         self.cache.put(rel, DirRecord(tree, rules.fingerprint, seen), changed)
         return tree
+
+    def entries(self, rel: str, rows: list[tuple]) -> list[Entry]:
+        """A directory's rows as tree entries; a name or a link's target that holds a key's value is
+        stored redacted, as a file's bytes are, and said (a name made unique if the redaction meets
+        another)."""
+        entries = [_entry(*row) for row in rows]
+        if not self.redactions:
+            return entries
+        taken = {entry.name for entry in entries}
+        for index, entry in enumerate(entries):
+            name, target = _redacted(entry.name, self.redactions), _redacted(entry.target, self.redactions)
+            if name == entry.name and target == entry.target:
+                continue
+            if name != entry.name:
+                unique, number = name, 1
+                while unique in taken:
+                    number += 1
+                    unique = name + b"~%d" % number
+                taken.add(unique)
+                name = unique
+            self.notes.append(f"{_shown(rel)}{show_path(name)}: its {'name' if name != entry.name else 'link target'} held a key: stored redacted")
+            entries[index] = replace(entry, name=name, target=target)
+        return entries
 
     def _listing(self, path: str, rel: str) -> list[os.DirEntry]:
         try:
@@ -324,6 +347,14 @@ class _Tracked:
                 except UwfError:
                     pass  # a previous tree that cannot be read tracks nothing
         return self._entries
+
+
+def _redacted(value: bytes | None, redactions: tuple[tuple[bytes, bytes], ...]) -> bytes | None:
+    if value is None:
+        return None
+    for secret, replacement in redactions:
+        value = value.replace(secret, replacement)
+    return value
 
 
 def _entry(name: str, kind: str, ref: str | None, size: int | None, target: str | None) -> Entry:

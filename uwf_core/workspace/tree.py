@@ -144,5 +144,14 @@ def flatten(store: CasStore, ref: str, prefix: bytes = b"") -> dict[bytes, Entry
 
 
 def show_path(path: bytes) -> str:
-    """A path as a person reads it: undecodable bytes as \\xNN escapes."""
-    return path.decode("utf-8", "backslashreplace")
+    """A path as a person reads it: undecodable bytes and control characters as \\xNN escapes."""
+    return show_text(path.decode("utf-8", "backslashreplace"))
+
+
+CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+
+
+def show_text(text: str) -> str:
+    """A name an agent chose, safe to print: a control character (an escape sequence that would
+    rewrite the terminal, a newline that would forge a line) as a \\xNN escape."""
+    return text.translate(CONTROLS)
