@@ -128,7 +128,7 @@ def test_a_git_directory_made_where_there_was_none_is_thrown_away_or_refused(uwf
         f"printf '[core]\\n\\tbare = false\\n\\tworktree = ..\\n\\tfsmonitor = touch {markers}/bare\\n' > bare/config"
     )
     result, thread = step(uwf, root_dir, workspace, script)
-    assert result.code == 1 and "made git repositories in its workspace" in result.err, result
+    assert result.code == 1 and "left in its workspace what your next git (or uwf) command there would run" in result.err, result
     assert "sub/.git, renamed sub/.git.refused-by-uwf" in result.err and "bare (a bare repository" in result.err
     assert not (workspace / ".git").exists()  # the private one is gone, and never was on the host
     assert (workspace / "sub" / ".git.refused-by-uwf" / "config").exists()  # renamed, not deleted
@@ -372,3 +372,63 @@ def test_names_an_agent_chose_reach_the_terminal_escaped(uwf, root_dir, tmp_path
     script = "n=$(printf 'x\\033[2K\\r\\033[1Aall clean'); mkdir -p \"$n\" && git init -q \"$n\""
     result, thread = step(uwf, root_dir, workspace, script)
     assert result.code == 1 and "\x1b" not in result.err and "x\\x1b[2K\\x0d\\x1b[1Aall clean/.git" in result.err, result
+
+
+def test_git_commit_takes_an_index_made_again_from_its_entries(uwf, root_dir, tmp_path, markers):
+    """A cache-tree the run forged (naming a tree with a backdoor) would be what your next commit
+    commits: the index taken is made by git from its entries alone."""
+    workspace = repository(tmp_path / "ws")
+    script = (
+        "echo backdoor > readme.md && git add readme.md && BAD=$(git write-tree) && git checkout -q -- readme.md 2>/dev/null; "
+        "git reset -q; echo benign > other.txt && git add other.txt && git write-tree >/dev/null; "
+        "python3 -c \"import hashlib, os, subprocess; bad = bytes.fromhex(os.environ['BAD']); d = open('.git/index', 'rb').read()[:-20]; "
+        "i = d.find(b'TREE'); n = int.from_bytes(d[i + 4:i + 8], 'big'); ext = d[i + 8:i + 8 + n]; "
+        "head, _, tail = ext.partition(bytes([10])); ext = head + bytes([10]) + bad + tail[20:]; "
+        "d = d[:i + 8] + ext + d[i + 8 + n:]; open('.git/index', 'wb').write(d + hashlib.sha1(d).digest())\""
+    )
+    result, thread = step(uwf, root_dir, workspace, "export BAD; " + script.replace("BAD=$(git write-tree)", "BAD=$(git write-tree); export BAD"),
+                          "    git: commit\n")
+    assert result.code == 0, result
+    git(workspace, "commit", "-qm", "the user's own commit")
+    committed = git(workspace, "show", "HEAD:readme.md").stdout
+    assert committed == "hello\n" and git(workspace, "show", "HEAD:other.txt").stdout == "benign\n"
+
+
+def test_a_git_directory_inside_a_bare_looking_one_is_found_too(uwf, root_dir, tmp_path, markers):
+    workspace = repository(tmp_path / "ws")
+    script = (f"mkdir -p d/objects d/refs && echo 'ref: refs/heads/main' > d/HEAD && git init -q d && "
+              f"git -C d config core.fsmonitor 'touch {markers}/inner'")
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert result.code == 1 and "d/.git, renamed d/.git.refused-by-uwf" in result.err, result
+    host_git_runs_nothing(markers, workspace / "d")
+
+
+def test_a_hook_that_is_a_link_into_the_workspace_is_read_only(uwf, root_dir, tmp_path, markers):
+    workspace = repository(tmp_path / "ws")
+    (workspace / "scripts").mkdir()
+    (workspace / "scripts" / "pre-commit.sh").write_text("#!/bin/sh\ntrue\n")
+    (workspace / "scripts" / "pre-commit.sh").chmod(0o755)
+    (workspace / ".git" / "hooks" / "pre-commit").symlink_to("../../scripts/pre-commit.sh")
+    result, thread = step(uwf, root_dir, workspace, f"printf '#!/bin/sh\\ntouch {markers}/hook\\n' > scripts/pre-commit.sh")
+    assert result.code == 0 and (workspace / "scripts" / "pre-commit.sh").read_text() == "#!/bin/sh\ntrue\n", result
+    host_git_runs_nothing(markers, workspace)
+
+
+def test_a_git_link_made_anew_on_its_freed_inode_is_new(uwf, root_dir, tmp_path, markers):
+    """A workspace whose .git is a link (its git directory elsewhere): a link can be removed, and
+    one made in its place may get the same inode number; its ctime tells them apart."""
+    workspace = repository(tmp_path / "ws")
+    os.rename(workspace / ".git", workspace / ".gitdir")
+    (workspace / ".git").symlink_to(".gitdir")
+    script = (f"rm .git; git init -q --bare evil 2>/dev/null; git -C evil config core.fsmonitor 'touch {markers}/link'; "
+              "git -C evil config core.bare false; git -C evil config core.worktree ..; ln -s evil .git")
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert result.code == 1 and "renamed" in result.err, result
+    host_git_runs_nothing(markers, workspace)
+
+
+def test_a_branch_that_looks_like_an_option_is_not_taken(uwf, root_dir, tmp_path):
+    workspace = repository(tmp_path / "ws")
+    result, thread = step(uwf, root_dir, workspace, "git update-ref refs/heads/-dash HEAD", "    git: commit\n")
+    assert result.code == 0 and "refs/heads/-dash: not a branch or tag name uwf takes" in result.err, result
+    assert "-dash" not in git(workspace, "branch").stdout

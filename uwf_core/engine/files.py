@@ -73,9 +73,14 @@ def _restore_missing(repo: Repo, workspace: str, tree: str | None, head: str, sa
 
 
 def after_step(call: AgentCall, before: Before, new_head: str) -> str:
-    """The step `new_head` with the files it left; its hash (a new StepNode when rewritten)."""
+    """The step `new_head` with the files it left; its hash (a new StepNode when rewritten). What
+    the snapshot cannot show is said and put on the attempt's record: new paths the workspace's
+    ignore files leave out (an agent's own `.gitignore` of `*` hides its script), and a changed
+    file, at any depth, that agent CLIs load as instructions."""
     store = call.repo.nodes
-    taken = _snapshot(call.repo, before.workspace, before.tree, call.options.on_output, said=before.notes)
+    since = call.started_ms * 1_000_000 - 50_000_000  # the kernel's coarse clock, a tick behind
+    taken = _snapshot(call.repo, before.workspace, before.tree, call.options.on_output, said=before.notes, since_ns=since)
+    _say_unseen(call, before, taken)
     step = read_step(store, new_head)
     files_before = before.tree if before.by_hand else None
     if step.files == taken.tree and step.files_before == files_before:
@@ -106,9 +111,36 @@ def restore(call: AgentCall, before: Before, found: str) -> None:
             raise StepError(f"the files of the replayed step {found} could not be restored: {exc.strerror or exc}") from None
 
 
-def _snapshot(repo: Repo, workspace: str, trusted: str | None, say, said: tuple[str, ...] = ()):
+INSTRUCTIONS = frozenset({"CLAUDE.md", "CLAUDE.local.md", "AGENTS.md", "GEMINI.md", ".cursorrules", ".windsurfrules", ".clinerules"})
+
+
+def _say_unseen(call: AgentCall, before: Before, taken) -> None:
+    from ..store.records import OutsideWrites
+    from ..workspace.changes import tree_changes
+    from ..workspace.tree import show_text
+
+    warnings = []
+    if taken.hidden_new:
+        shown = ", ".join(show_text(path) for path in taken.hidden_new[:5]) + (", ..." if len(taken.hidden_new) > 5 else "")
+        warnings.append(f"new paths the workspace's ignore files leave out of the step's record (look at them yourself): {shown}")
+    if taken.tree != before.tree:
+        for change in tree_changes(call.repo.nodes, before.tree, taken.tree):
+            path = change.to_json()["path"]
+            if "/" in path and path.rsplit("/", 1)[1] in INSTRUCTIONS:  # those at the top are run_guard's
+                warnings.append(f"{path}: changed by the step, and agent CLIs load it as instructions: review it before you use it")
+    if not warnings:
+        return
+    say = call.options.on_warning or call.options.on_output
+    for line in warnings:
+        if say is not None:
+            say(f"uwf: warning: {line}")
+    written = OutsideWrites(warnings=tuple(warnings)).mapped(call.secrets.text)
+    call.outside = written if call.outside is None else call.outside.merged(written)
+
+
+def _snapshot(repo: Repo, workspace: str, trusted: str | None, say, said: tuple[str, ...] = (), since_ns: int = 0):
     try:
-        taken = snapshot(repo, workspace, trusted)
+        taken = snapshot(repo, workspace, trusted, since_ns)
     except SnapshotError as exc:
         raise StepError(f"{exc.message} (add them to .uwfignore, or raise workspace.maxSnapshotBytes in config.yaml)") from None
     for note in taken.notes:

@@ -25,7 +25,7 @@ import os
 from ..encoding.records import record
 from ..workspace.tree import show_text
 from .git_config import named_paths
-from .git_walk import Found, UncheckableWorkspace, Walk, forget, load, refresh, save, walk
+from .git_walk import Found, UncheckableWorkspace, Walk, empty_dot_gits, forget, load, refresh, save, walk
 
 REFUSED = ".refused-by-uwf"
 
@@ -40,6 +40,7 @@ class Survey:
     known: frozenset = frozenset()  # (st_dev, st_ino) of every repository entry there before the run
     named: dict | None = None  # paths the repositories' configs name -> what was there (an identity, or None)
     leftovers: tuple[str, ...] = ()  # what a run uwf did not see the end of made, renamed aside now
+    empty: tuple[str, ...] = ()  # `.git` directories that held nothing: one filled in place is new
 
     @property
     def workspace(self) -> str:
@@ -64,19 +65,28 @@ def survey(workspace: str, main_gitdir: str | None, cache: str | None = None, en
         refresh(taken)
     found = taken.entries()
     named = {path: _identity(path) for path in _named(workspace, main_gitdir, found, env or dict(os.environ))}
-    protected = [item.path for item in found if item.path != workspace] + [path for path, identity in named.items() if identity]
+    protected = [item.path for item in found if item.path != workspace and not os.path.islink(item.path)]  # a link: its target is bound
+    protected += [path for path, identity in named.items() if identity and not os.path.islink(path)]
     if cache:
         save(taken, cache, pending=True)
     known = frozenset(item.identity for item in found)
-    return Survey(taken, cache, tuple(dict.fromkeys(protected)), known, named, tuple(leftovers))
+    return Survey(taken, cache, tuple(dict.fromkeys(protected)), known, named, tuple(leftovers), tuple(empty_dot_gits(taken)))
 
 
 def audit(taken: Survey) -> tuple[list[str], list[str]]:
     """After the run: every repository entry it made and every named path that is not what was
     there, renamed so git passes it by (what each was and where it went); and what the walk could
     not check. Everything it did find is renamed, whatever it could not."""
-    new = [item for item in refresh(taken.walk) if item.identity not in taken.known]
-    refused = _refuse(taken.walk, new)
+    refused: list[str] = []
+    unchecked: list[str] = []
+    for _ in range(8):  # a bare-looking directory renamed is entered next time round: a .git may be in it
+        new = [item for item in refresh(taken.walk) if item.identity not in taken.known]
+        unchecked += taken.walk.unchecked
+        new += [Found(path, "dotgit", ("filled",)) for path in taken.empty if _filled(path) and path not in {item.path for item in new}]
+        taken.empty = tuple(path for path in taken.empty if not _filled(path))
+        if not new:
+            break
+        refused += _refuse(taken.walk, new)
     for path, before in (taken.named or {}).items():
         now = _identity(path)
         if now is not None and now != before:
@@ -85,7 +95,7 @@ def audit(taken: Survey) -> tuple[list[str], list[str]]:
             forget(taken.walk, os.path.dirname(path))
     if taken.cache:
         save(taken.walk, taken.cache, pending=False)
-    return refused, list(taken.walk.unchecked)
+    return refused, list(dict.fromkeys(unchecked))
 
 
 def _named(workspace: str, main_gitdir: str | None, found: list[Found], env: dict[str, str]) -> list[str]:
@@ -135,6 +145,13 @@ def _refuse(taken: Walk, items: list[Found]) -> list[str]:
         refused.append(f"{what}, renamed {_shown(taken.workspace, _rename_aside(target))}")
         forget(taken, os.path.dirname(target))
     return refused
+
+
+def _filled(path: str) -> bool:
+    try:
+        return os.path.isdir(path) and not os.path.islink(path) and bool(os.listdir(path))
+    except OSError:
+        return True  # cannot be read: not the empty directory it was
 
 
 def _identity(path: str) -> tuple | None:

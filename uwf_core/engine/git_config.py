@@ -47,11 +47,13 @@ def named_paths(gitdir: str, worktree: str, env: dict[str, str]) -> list[str]:
     run — a path anywhere in a value, or a plain name after a value's first word (`sh clean.sh`)
     that is a file of the worktree. Relative paths are the worktree's, as git runs them there."""
     found: list[str] = []
+    hooks_dirs = [os.path.join(common_dir(gitdir), "hooks")]
     for origin, key, value in config_entries(gitdir, env):
         found.append(origin)
         if key == "core.hookspath":
             hooks = os.path.join(worktree, os.path.expanduser(value))
             found.append(hooks)
+            hooks_dirs.append(hooks)
             if os.path.basename(os.path.normpath(hooks)) == "_":  # husky 9: its stubs run the hooks beside them
                 found.append(os.path.dirname(os.path.normpath(hooks)))
         elif key.startswith("alias.") or key.rsplit(".", 1)[-1] in RUNS:
@@ -59,7 +61,23 @@ def named_paths(gitdir: str, worktree: str, env: dict[str, str]) -> list[str]:
                 path = os.path.join(worktree, os.path.expanduser(token))
                 if "/" in token and WORD.match(token.replace("/", "")) or index > 0 and WORD.match(token) and os.path.isfile(path):
                     found.append(path)
+    found += _hook_targets(hooks_dirs)
     return [os.path.normpath(path) for path in dict.fromkeys(found)]
+
+
+def _hook_targets(directories: list[str]) -> list[str]:
+    """Where the hooks that are links lead (`ln -s ../../scripts/pre-commit .git/hooks/`): git runs
+    the file, wherever it is."""
+    targets = []
+    for directory in directories:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink():
+                targets.append(os.path.realpath(entry.path))
+    return targets
 
 
 def common_dir(gitdir: str) -> str:
@@ -73,7 +91,9 @@ def common_dir(gitdir: str) -> str:
 
 
 def _unquoted(token: str) -> str:
-    return token.strip("'\"").removeprefix("!")
+    """A word of a command as a path: its quotes, a leading `!` (an alias's shell) and the shell's
+    punctuation around it (`./lint.sh;`, `(cd x`) left out."""
+    return token.strip("'\"").removeprefix("!").strip(";&|()<>'\"`")
 
 
 def _read(path: str, home: str, entries: list, depth: int) -> None:

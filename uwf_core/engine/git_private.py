@@ -144,7 +144,7 @@ def ref_name_ok(name: str) -> bool:
     """A branch or tag name as git allows it (check-ref-format), in the characters uwf takes."""
     if not name.startswith(TAKEN_REFS) or not REF_CHARS.match(name) or ".." in name or "//" in name or name.endswith(("/", ".")):
         return False
-    return all(part and not part.startswith(".") and not part.endswith(".lock") for part in name.split("/"))
+    return all(part and not part.startswith((".", "-")) and not part.endswith(".lock") for part in name.split("/"))
 
 
 def _take(private: PrivateGit, changed: set[str], message: str) -> list[str]:
@@ -274,12 +274,15 @@ def _take_index(private: PrivateGit) -> list[str]:
     real = os.path.join(private.gitdir, "index")
     if _stamp(real) != private.index_stamp:
         return ["index: changed by you meanwhile; the run's is not taken"]
-    data = private.copy.read_changed("index", limit=1 << 30)
-    if data is None or not data.startswith(b"DIRC"):
+    original = private.copy.read_changed("index", limit=1 << 30)
+    if original is None or not original.startswith(b"DIRC"):
         return ["index: not a git index; not taken"]
-    problem = _unsafe_index(private)
+    entries, problem = _index_entries(private)
     if problem is not None:
         return [f"index: {problem}; not taken"]
+    data = _rebuilt_index(private, entries)
+    if isinstance(data, str):
+        return [f"index: {data}; not taken"]
     lock = real + ".lock"
     try:
         fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -298,18 +301,29 @@ def _take_index(private: PrivateGit) -> list[str]:
     return []
 
 
-def _unsafe_index(private: PrivateGit) -> str | None:
-    """Why the run's index must not become yours: one git cannot read against your repository
-    (a split index naming a shared one it does not have), or an entry git would write outside
-    the worktree or into .git on your next checkout (git never writes such an index itself)."""
+def _index_entries(private: PrivateGit) -> tuple[bytes, str | None]:
+    """The run's index as its entries (`ls-files --stage`), or why it must not become yours: git
+    cannot read it against your repository (a split index naming a shared one it lacks), or an
+    entry would be written outside the worktree or into .git by your next checkout (git never
+    writes such an index itself)."""
     listed = _git(private.gitdir, "ls-files", "-z", "--stage", output=True, index=os.path.join(private.copy.path, "index"))
     if isinstance(listed, str):
-        return f"git cannot read it against your repository ({listed})"
+        return b"", f"git cannot read it against your repository ({listed})"
     for record_ in filter(None, listed.split(b"\0")):
         _, _, path = record_.partition(b"\t")
         if not safe_path(path):
-            return f"it names {path[:120].decode('utf-8', 'backslashreplace')!r}, which is no place in a worktree"
-    return None
+            return b"", f"it names {path[:120].decode('utf-8', 'backslashreplace')!r}, which is no place in a worktree"
+    return listed, None
+
+
+def _rebuilt_index(private: PrivateGit, entries: bytes) -> bytes | str:
+    """An index made by git from the entries alone: none of the run's extensions comes along (a
+    cache-tree naming another tree would have your next commit commit that one)."""
+    rebuilt = os.path.join(private.copy.path, "index.rebuilt")
+    done = _git(private.gitdir, "update-index", "-z", "--index-info", stdin_bytes=entries, index=rebuilt)
+    if done is not None:
+        return f"git could not make it again from its entries ({done})"
+    return _read(rebuilt, 1 << 30) or b""
 
 
 def safe_path(path: bytes) -> bool:
@@ -329,7 +343,7 @@ def _connected(gitdir: str, commit: str) -> bool:
     return _git(gitdir, "rev-list", "--objects", "--quiet", commit, "--not", "--all") is None
 
 
-def _git(gitdir: str, *args: str, stdin: str | None = None, output: bool = False, index: str | None = None):
+def _git(gitdir: str, *args: str, stdin: str | None = None, stdin_bytes: bytes | None = None, output: bool = False, index: str | None = None):
     """Run git on the real repository with its hooks off: None when it succeeds (its stdout's
     bytes with `output`), else its error as a string. `index`: the index file git reads."""
     import subprocess
@@ -341,7 +355,7 @@ def _git(gitdir: str, *args: str, stdin: str | None = None, output: bool = False
     try:
         done = subprocess.run(
             ["git", f"--git-dir={gitdir}", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args],
-            input=stdin.encode() if stdin is not None else None, capture_output=True, env=env, timeout=120, cwd="/",
+            input=stdin.encode() if stdin is not None else stdin_bytes, capture_output=True, env=env, timeout=120, cwd="/",
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)

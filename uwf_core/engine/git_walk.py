@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 
 from ..encoding.records import field, record
@@ -242,11 +243,33 @@ def _prune_below(taken: Walk, directory: str) -> None:
 
 
 def _identity(path: str) -> tuple:
+    """What tells one repository entry from another made in its place: its inode — and for a
+    link, which no read-only mount pins, also its target and ctime (a link made anew on a freed
+    inode number has another ctime)."""
     try:
         info = os.lstat(path)
     except OSError:
         return (path,)
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            return (info.st_dev, info.st_ino, info.st_ctime_ns, os.readlink(path))
+        except OSError:
+            return (path,)
     return (info.st_dev, info.st_ino)
+
+
+def empty_dot_gits(taken: Walk) -> list[str]:
+    """The `.git` directories that hold nothing (no repository yet: a placeholder, a `git init`
+    to come): filled in place, they keep their inode, so each is looked at again by name."""
+    empty = []
+    for item in taken.entries():
+        if item.kind == "dotgit" and os.path.isdir(item.path) and not os.path.islink(item.path):
+            try:
+                if not os.listdir(item.path):
+                    empty.append(item.path)
+            except OSError:
+                continue
+    return empty
 
 
 def _ctime(path: str) -> int | None:

@@ -68,6 +68,7 @@ class RunGuard:
         self.git = None
         self.survey = None
         self.made: list[str] = []  # git repositories the run made in its workspace (refused)
+        self.kept: dict = {}  # uwf's own install inside the workspace -> its identity (the next `uwf` runs it)
         self.unchecked: str | None = None  # why the workspace could not be checked after the run
 
     @classmethod
@@ -94,6 +95,10 @@ class RunGuard:
 
     def _prepare(self) -> None:
         main_gitdir, none = None, False
+        from .sandbox_policy import uwf_itself
+
+        workspace = os.path.realpath(self.workspace)
+        self.kept = {path: _identity(path) for path in uwf_itself() if path.startswith(workspace + "/") and os.path.exists(path)}
         if self.resolved.git != "write":
             main_gitdir, none = find_gitdir(self.workspace)
             self._survey(main_gitdir)
@@ -161,7 +166,7 @@ class RunGuard:
                                  f"thrown away, your .git is as it was")
         finally:
             notes += self._remove()
-        self.made = self._new_repositories()
+        self.made = self._new_repositories() + self._replaced_uwf()
         refused += self.made
         writable = self._written_in_writable(home)
         warnings = self._trusted(writable, home)
@@ -186,6 +191,19 @@ class RunGuard:
                               f"({'; '.join(show_text(item) for item in unchecked[:3])}): remove what the run made there before you use git in it")
         return refused + ([self.unchecked] if self.unchecked else [])
 
+    def _replaced_uwf(self) -> list[str]:
+        """uwf's own install put back by another (its directory moved away: only the mount itself
+        is busy): renamed aside, as a repository made by the run is."""
+        replaced = []
+        for path, before in self.kept.items():
+            if os.path.lexists(path) and _identity(path) != before:
+                from .git_audit import REFUSED
+
+                os.rename(path, path + REFUSED)
+                replaced.append(f"{show_text(os.path.relpath(path, self.workspace))} (uwf itself, which your next `uwf` runs), "
+                                f"renamed {show_text(os.path.relpath(path + REFUSED, self.workspace))}")
+        return replaced
+
     def refusal(self) -> StepError | None:
         """The failure of a run that made a git repository in its workspace, or whose workspace
         could not be checked for one."""
@@ -194,9 +212,8 @@ class RunGuard:
         if not self.made:
             return None
         return StepError(
-            f"agent '{self.resolved.label}' made git repositories in its workspace, which git would use — and run "
-            f"what they hold — on your next git command there: {'; '.join(self.made[:5])}"
-            f"{f' (and {len(self.made) - 5} more)' if len(self.made) > 5 else ''}; nothing was deleted"
+            f"agent '{self.resolved.label}' left in its workspace what your next git (or uwf) command there would run: "
+            f"{'; '.join(self.made[:5])}{f' (and {len(self.made) - 5} more)' if len(self.made) > 5 else ''}; nothing was deleted"
         )
 
     def _written_in_writable(self, home: str) -> list[str]:

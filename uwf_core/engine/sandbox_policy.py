@@ -93,10 +93,9 @@ def agent_policy(
     writable_all = [workspace, *extra_writable]
     auto = [*(socket_dirs if sees_store else ()), *_named_paths(argv, env, cwd)]
     auto = [path for path in map(os.path.realpath, auto) if not inside_any(path, writable_all)]  # never read-only in its own workspace
-    # Read-only even inside the workspace: the store and uwf itself (its venv). git's own files are
+    # Read-only even inside the workspace: the store and uwf itself (its venv, its packages). git's own files are
     # engine/run_guard.py's: a private copy of .git, the other repositories read-only.
-    uwf_itself = [os.path.realpath(sys.prefix), os.path.dirname(os.path.dirname(os.path.realpath(__file__)))]
-    kept = [path for path in uwf_itself if inside_any(path, writable_all) and os.path.exists(path)]
+    kept = [path for path in uwf_itself() if inside_any(path, writable_all) and os.path.exists(path)]
     shown = [*(store_dirs if sees_store else ()), *kept, *(os.path.realpath(path) for path in chosen_readable if path), *auto]
     shown = [path for path in shown if not inside_any(path, hidden_dirs)]  # one that holds a hidden one is fine: the hiding goes on top
     return Policy(
@@ -108,6 +107,13 @@ def agent_policy(
         network=network,
         sandbox=sandbox,
     )
+
+
+def uwf_itself() -> list[str]:
+    """What the next `uwf` or `uwf-tui` runs from: this Python's environment and uwf's packages
+    (both, for an editable install from a checkout)."""
+    core = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    return [os.path.realpath(sys.prefix), core, os.path.join(os.path.dirname(core), "uwf_tui")]
 
 
 def agent_environment(env: dict[str, str]) -> dict[str, str]:

@@ -25,9 +25,9 @@ from .sandbox_policy import expand
 
 # Not copied into a run's state directory: what a CLI keeps of your own sessions.
 SKIP = (
-    "projects", "sessions", "session-env", "shell-snapshots", "todos", "file-history", "history*", "log", "logs", "debug",
-    "statsig", "memories", "memory", "transcripts", "cache", ".cache", "tmp", ".tmp", "*.sqlite", "*.sqlite-*", "*.db",
-    "*.db-*", "*.log", "*.lock", "*.jsonl",
+    "projects", "sessions", "archived_sessions", "session-env", "shell-snapshots", "todos", "plans", "paste-cache", "ide",
+    "file-history", "history*", "log", "logs", "debug", "statsig", "memories", "memory", "transcripts", "backups", "cache",
+    ".cache", "tmp", ".tmp", "*.sqlite", "*.sqlite-*", "*.db", "*.db-*", "*.log", "*.lock", "*.jsonl",
 )
 # Credentials a CLI refreshes by itself (OAuth tokens): written back when the run refreshed them.
 LOGINS = (".credentials.json", "auth.json")
@@ -148,6 +148,23 @@ def _same_login(old: dict, new: dict) -> bool:
         elif new[key] != value:
             lowered = key.lower()
             refreshable = any(word in lowered for word in REFRESHED_WORDS) and not any(word in lowered for word in IDENTITY_WORDS)
-            if not refreshable or not value or type(new[key]) is not type(value):
+            if not refreshable or not value or type(new[key]) is not type(value) or _who(value) != _who(new[key]):
                 return False
     return True
+
+
+def _who(value: object) -> dict | None:
+    """Whom a JWT (an OAuth id token) names — its subject, email, account, organisation, user
+    claims — unverified: it says who the login claims to be, not that it is."""
+    import base64
+
+    if not isinstance(value, str) or value.count(".") != 2:
+        return None
+    try:
+        part = value.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(claims, dict):
+        return None
+    return {key: item for key, item in claims.items() if key in ("sub", "email") or any(word in key.lower() for word in IDENTITY_WORDS)}

@@ -49,8 +49,9 @@ def limits(repo: Repo) -> Limits:
     return Limits(config.max_file_bytes, config.max_snapshot_bytes)
 
 
-def snapshot(repo: Repo, workspace: str, trusted: str | None = None) -> Snapshot:
-    """A snapshot of `workspace`, with this host's stat cache for it."""
+def snapshot(repo: Repo, workspace: str, trusted: str | None = None, since_ns: int = 0) -> Snapshot:
+    """A snapshot of `workspace`, with this host's stat cache for it; `since_ns`: list the new
+    paths ignore rules leave out that were made since then."""
     from ..workspace.snapshot import take_snapshot
     from ..workspace.stat_cache import cache_path
 
@@ -62,6 +63,7 @@ def snapshot(repo: Repo, workspace: str, trusted: str | None = None) -> Snapshot
         trusted=trusted,
         redactions=repo.secrets.byte_replacements(),
         exclude=tuple(os.path.realpath(path) for path in repo.backend.store_dirs),  # a root kept in its project
+        since_ns=since_ns,
     )
 
 

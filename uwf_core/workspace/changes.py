@@ -25,8 +25,10 @@ class Change:
     def to_json(self) -> dict:
         data = {"path": show_path(self.path), "status": self.status}
         try:
-            self.path.decode("utf-8")
-        except UnicodeDecodeError:  # "path" shows \xNN escapes; these are the bytes
+            exact = self.path.decode("utf-8") == data["path"]
+        except UnicodeDecodeError:
+            exact = False
+        if not exact:  # "path" shows \xNN escapes (undecodable bytes, control characters); these are the bytes
             data["pathBase64"] = base64.b64encode(self.path).decode("ascii")
         for side, entry in (("old", self.old), ("new", self.new)):
             if entry is not None:

@@ -28,8 +28,9 @@ def inside_any(path: str, parents: list[str]) -> bool:
 def check_workspace(workspace: str, home: str, store_dirs: tuple[str, ...] = (), forks_dir: str | None = None) -> None:
     """Refuse a workspace (a real path) that is the system, a system tree, the home or holds it,
     or inside the store (a fork's own directory in the root's workspaces directory is not the
-    store). One that holds the store (a project-local root) is fine: the sandbox keeps the store
-    read-only or hidden, and snapshots leave it out."""
+    store). One that holds the store (a project-local root) at its top is fine: the sandbox keeps
+    the store read-only or hidden, and snapshots leave it out; deeper, its directory could be
+    moved away and another root put in its place."""
     forks_dir = os.path.realpath(forks_dir) if forks_dir else None
     if forks_dir and workspace != forks_dir and under(workspace, forks_dir):
         store_dirs = ()
@@ -45,6 +46,13 @@ def check_workspace(workspace: str, home: str, store_dirs: tuple[str, ...] = (),
             f"{_what(workspace, home, store_dirs)} (give the thread a directory of its own with `uwf thread start -w DIR`, "
             f"or step it from one)"
         )
+    for store in store_dirs:
+        if under(store, workspace) and store != workspace and os.path.dirname(store) != workspace:
+            raise WorkspaceError(
+                f"the storage root {store} is inside the workspace {workspace} below its top: an agent may rename the "
+                f"directory that holds it and put a root of its own in its place, which your next `uwf` would read; keep "
+                f"the root at the workspace's top ({os.path.join(workspace, '.uwf')}) or outside it"
+            )
 
 
 def _what(workspace: str, home: str, store_dirs: tuple[str, ...]) -> str:

@@ -40,6 +40,7 @@ class Snapshot:
     bytes: int = 0
     read: int = 0  # files whose bytes were read (the rest came from the stat cache)
     notes: list[str] = field(default_factory=list)
+    hidden_new: list[str] = field(default_factory=list)  # new paths made since `since_ns` that ignore rules left out
 
 
 def take_snapshot(
@@ -51,15 +52,18 @@ def take_snapshot(
     trusted: str | None = None,
     redactions: tuple[tuple[bytes, bytes], ...] = (),
     exclude: tuple[str, ...] = (),
+    since_ns: int = 0,
 ) -> Snapshot:
     """Snapshot `workspace`. `trusted`: a tree the thread's head names (its nodes are there).
     `redactions`: (secret, replacement) pairs; a file holding a secret is stored with it
     replaced, as everything uwf stores is (config/env.Secrets), and a note says so. `exclude`:
-    absolute paths left out as if ignored (a storage root kept inside its project)."""
+    absolute paths left out as if ignored (a storage root kept inside its project). `since_ns`:
+    list in `hidden_new` what ignore rules left out that was made since then (a step's own)."""
     ensure_schemas(store)
     cache = StatCache.load(cache_path) if cache_path else StatCache()
     walker = _Walker(store, limits, cache, trust=trusted is not None and cache.root == trusted)
     walker.redactions = redactions
+    walker.since_ns = since_ns
     root = os.path.abspath(workspace)
     real = os.path.realpath(workspace)
     walker.exclude = {os.path.relpath(path, real) + "/" for path in exclude if path.startswith(real.rstrip("/") + "/")}
@@ -79,7 +83,7 @@ def take_snapshot(
             f"the largest files: {named}"
         ) from None
     cache.save(tree, walker.visited)
-    return Snapshot(tree, walker.count, walker.total, walker.read, walker.notes)
+    return Snapshot(tree, walker.count, walker.total, walker.read, walker.notes, walker.hidden_new)
 
 
 KIND_BITS = stat.S_IFMT(0o170000) | stat.S_IXUSR
@@ -126,6 +130,8 @@ class _Walker:
         self.total = self.count = self.read = 0
         self.redactions: tuple[tuple[bytes, bytes], ...] = ()
         self.exclude: set[str] = set()  # directories left out, by their path in the workspace ("a/b/")
+        self.since_ns = 0  # with it: new entries the ignore rules leave out, made since then, are listed
+        self.hidden_new: list[str] = []
 
     def directory(self, path: str, rel: str, rules: Rules, tracked: _Tracked, ignored: bool = False) -> str:
         """The tree of one directory: its cached tree when every entry is as the cache saw it.
@@ -174,6 +180,8 @@ class _Walker:
                     continue
                 left_out = ignored or bool(rules.patterns) and rules.ignored(rel, name, is_dir)
                 if left_out and not tracked.holds(name, is_dir):
+                    if self.since_ns and _ctime(item) >= self.since_ns and len(self.hidden_new) < 100:
+                        self.hidden_new.append(rel + name + ("/" if is_dir else ""))  # made by the step, and no record would say so
                     continue
             if is_dir:
                 inner = rel + name + "/"
@@ -347,6 +355,13 @@ class _Tracked:
                 except UwfError:
                     pass  # a previous tree that cannot be read tracks nothing
         return self._entries
+
+
+def _ctime(item: os.DirEntry) -> int:
+    try:
+        return item.stat(follow_symlinks=False).st_ctime_ns
+    except OSError:
+        return 0
 
 
 def _redacted(value: bytes | None, redactions: tuple[tuple[bytes, bytes], ...]) -> bytes | None:
