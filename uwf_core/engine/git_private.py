@@ -21,6 +21,7 @@ import os
 import re
 
 from ..encoding.records import record
+from ..store.files import read_regular
 from .private_copy import PrivateCopy
 
 KEEP = ("hooks", "modules", "worktrees", "lfs")  # the real ones, read-only
@@ -366,23 +367,8 @@ def _git(gitdir: str, *args: str, stdin: str | None = None, stdin_bytes: bytes |
 
 
 def _read(path: str, limit: int = 1 << 24) -> bytes | None:
-    """A regular file's bytes; never through a link, never a fifo that would wait (the copy's
-    files are the agent's to make), at most `limit`."""
-    import stat
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(limit)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    """A file of the copy (the agent's to make): only a regular one, at most `limit`."""
+    return read_regular(path, limit)
 
 
 def _stamp(path: str) -> tuple | None:

@@ -122,6 +122,26 @@ def read_text(path: str) -> str | None:
         raise UwfError(f"cannot read {path}: not UTF-8 text") from None
 
 
+def read_regular(path: str, limit: int) -> bytes | None:
+    """A regular file's bytes, at most `limit`; None for anything else. Never through a link,
+    never a fifo that would wait for a writer: for files an agent may have made."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 class FileLock:
     """An exclusive flock. With `wait=False` a held lock raises LockedError naming the holder."""
 

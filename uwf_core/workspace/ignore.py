@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import re
 
+from ..store.files import read_regular
+
 IGNORE_FILES = (".gitignore", ".uwfignore")
 ALWAYS = (".git",)
 
@@ -34,7 +36,7 @@ class Rules:
         for name in IGNORE_FILES:
             if name not in names:
                 continue
-            data = _read_regular(directory + "/" + name)
+            data = read_regular(directory + "/" + name, 1 << 20)
             if data is None:
                 continue
             sources.append(name.encode() + b"\0" + data)
@@ -58,26 +60,6 @@ class Rules:
             if regex.match(path[len(base) :]):
                 result = not negated
         return result
-
-
-def _read_regular(path: str) -> bytes | None:
-    """An ignore file's bytes: only a regular file, never followed through a link, never a fifo
-    that would wait for a writer (an agent may leave any of these)."""
-    import stat
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(1 << 20)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _compile(line: str):
