@@ -309,7 +309,7 @@ def test_i_then_enter_at_start_waits_for_the_list(asking):
         app = UwfApp(root, poll_seconds=0.2)
         async with app.run_test(size=(80, 24)) as pilot:
             burst(app, "i", "enter")
-            opened = await until(pilot, lambda: is_form(app))
+            opened = await until(pilot, lambda: is_form(app) and bool(app.screen.query(".title")))  # mounted, not only pushed
             title = str(app.screen.query_one(".title").render()) if opened else ""
             await pilot.press("escape")
             return title
