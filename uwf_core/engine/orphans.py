@@ -38,6 +38,21 @@ def become_subreaper() -> bool:
     return _SUBREAPER[0]
 
 
+def reap_strays() -> None:
+    """Reap the ended processes re-parented to this uwf that no one waits for: once uwf is a
+    subreaper (an agent ran without bubblewrap), a sandbox's inner bubblewrap whose outer one was
+    killed first comes here when it ends, and a TUI or worker would gather them by the thousand.
+    Never an agent (a leader: its Popen waits for it), the watchdog, or a child of uwf's session."""
+    if not (_SUBREAPER and _SUBREAPER[0]):
+        return
+    me, my_session = os.getpid(), os.getsid(0)
+    with SPAWN_LOCK:
+        table = process_table()
+        for pid, (ppid, _, state, _, session) in table.items():
+            if ppid == me and state == b"Z" and pid not in LEADERS and pid != WATCHDOG.pid and session != my_session:
+                Orphans._reap(pid)
+
+
 def process_table() -> dict[int, tuple[int, int, bytes, int, int]]:
     """pid -> (ppid, process group, state, start time, session) of every process, from /proc."""
     table = {}

@@ -137,7 +137,7 @@ def run_process(
 ) -> ProcessOutcome:
     """Run `argv` to its end. With a `policy`, contained: in the sandbox it describes (where
     `prompt_data` becomes its /tmp/uwf-prompt.md), or else under uwf as subreaper."""
-    from .orphans import LEADERS, SPAWN_LOCK, Orphans, become_subreaper
+    from .orphans import LEADERS, SPAWN_LOCK, Orphans, become_subreaper, reap_strays
     from .sandbox import BUBBLEWRAP, bwrap_argv, containment, empty_document
 
     started = time.monotonic()
@@ -185,6 +185,8 @@ def run_process(
         with SPAWN_LOCK:
             LEADERS.discard(proc.pid)
         WATCHDOG.release(proc.pid)
+        if boxed:
+            reap_strays()
     exit_code = _inner_exit(proc.returncode) if boxed else proc.returncode
     return ProcessOutcome(
         exit_code=exit_code,
