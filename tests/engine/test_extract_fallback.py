@@ -463,3 +463,20 @@ def test_llm_extractor_refuses_bad_answers(content, fragment):
     with pytest.raises(ExtractError) as info:
         extractor(PROSE, SCHEMA)
     assert fragment in info.value.message
+
+
+@pytest.mark.parametrize(
+    "answer, said",
+    [
+        ("---\nthesis: t\nkeyPoints: [a]\nthesis: other\n---\nbody", "the frontmatter gives the field 'thesis' twice (lines 1 and 3)"),
+        ("---\nthesis: t\nkeyPoints:\n  - {a: 1, a: 2}\n---\n", "the frontmatter gives the field 'a' twice"),
+        ('{"thesis": "t", "keyPoints": [], "thesis": "u"}', "the JSON answer gives the field 'thesis' twice"),
+    ],
+)
+def test_a_field_given_twice_is_a_correction(answer, said):
+    """YAML and JSON keep the last of two values silently; which one the agent meant is not
+    uwf's to guess (`workflow put` refuses the same in a workflow)."""
+    retry = Retry(GOOD)
+    outcome = extract_with_corrections(answer, SCHEMA, retry=retry)
+    assert outcome.corrections == 1 and outcome.text == GOOD
+    assert said in retry.messages[0]

@@ -36,10 +36,26 @@ def _json_object(text: str) -> dict | None:
     if not (stripped.startswith("{") and stripped.endswith("}")):
         return None
     try:
-        value = json.loads(stripped)  # NaN and Infinity parse to floats: _check_storable refuses them
+        value = json.loads(stripped, object_pairs_hook=_unique_keys)  # NaN and Infinity parse to floats: _check_storable refuses them
+    except _DuplicateKey as exc:
+        raise ExtractError(f"the JSON answer gives the field '{exc.key}' twice: give each field once") from None
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_keys(pairs: list) -> dict:
+    """An object whose every key is given once: which of two values the agent meant is not ours to guess."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set = set()
+        raise _DuplicateKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return value
 
 
 def parse_answer(text: str) -> tuple[dict, str, str]:
@@ -71,7 +87,7 @@ def parse_answer(text: str) -> tuple[dict, str, str]:
     import yaml
 
     try:
-        data = yaml.safe_load(block[0])
+        data = _load_unique(block[0])
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (frontmatter line {mark.line + 1})" if mark is not None else ""
@@ -81,6 +97,35 @@ def parse_answer(text: str) -> tuple[dict, str, str]:
     output = _jsonable(data)
     check_storable(output)
     return output, block[1], "frontmatter"
+
+
+def _load_unique(text: str) -> object:
+    """The frontmatter's YAML, refusing a mapping that gives a key twice (yaml keeps the last
+    silently; `workflow put` refuses the same in a workflow): ExtractError with its line."""
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        stack = [node] if node is not None else []
+        while stack:
+            current = stack.pop()
+            if isinstance(current, yaml.MappingNode):
+                seen: dict[object, int] = {}
+                for key_node, value_node in current.value:
+                    key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                    if key is not None and key in seen:
+                        raise ExtractError(
+                            f"the frontmatter gives the field '{key}' twice (lines {seen[key]} and {key_node.start_mark.line + 1}): give each field once"
+                        )
+                    if key is not None:
+                        seen[key] = key_node.start_mark.line + 1
+                    stack.append(value_node)
+            elif isinstance(current, yaml.SequenceNode):
+                stack.extend(current.value)
+        return loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
 
 
 INT_LIMIT = 2**64  # CBOR's integers; the reference stores no more either
