@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES
 
 from uwf_core.encoding.cbor import encode
 from uwf_core.encoding.ids import xxh64_hash
@@ -355,3 +356,36 @@ def test_a_refused_bundle_leaves_a_root_that_did_not_exist_absent(uwf, tmp_path)
     result = uwf("bundle", "import", str(garbage), env={"UWF_STORAGE_ROOT": str(root)})
     assert result.code == 1 and "Traceback" not in result.err
     assert not root.exists()
+
+
+def _real_bundle(tmp_path, edit) -> str:
+    """A bundle `export_bundle` wrote, its manifest changed by `edit`."""
+    from uwf_core.api import Repo, export_bundle, put_workflow, start_thread
+
+    source = Repo.open(str(tmp_path / "source"))
+    put_workflow(source, str(EXAMPLES / "analyze-topic.yaml"))
+    thread = start_thread(source, "analyze-topic", "a topic").thread
+    plain = tmp_path / "plain.uwfb"
+    export_bundle(source, [thread], str(plain))
+    with tarfile.open(plain) as tar:
+        entries = [(member.name, tar.extractfile(member).read()) for member in tar]
+    data = json.loads(dict(entries)[MANIFEST])
+    edit(data)
+    return write(tmp_path, [(name, json.dumps(data).encode() if name == MANIFEST else body) for name, body in entries])
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda m: m["workflows"][0].update(name="../../evil\nname"), "not a valid workflow name"),
+        (lambda m: m["workflows"][0].update(name="-rf"), "not a valid workflow name"),
+        (lambda m: m["workflows"][0].update(hash=m["threads"][0]["head"]), "not a workflow node of the bundle"),
+    ],
+)
+def test_a_workflow_name_is_registered_only_as_workflow_put_would(root, tmp_path, edit, message):
+    """`workflow put` refuses a name that is a path or holds a line break; a bundle brought one
+    into the registry as it was."""
+    path = _real_bundle(tmp_path, edit)
+    with pytest.raises(BundleError, match=message):
+        import_bundle(root, path)
+    assert root.registry.entries() == {} and root.threads.heads() == {}

@@ -393,4 +393,9 @@ def _check_manifest(manifest: object, where: str) -> set[str]:
     workflows = manifest.get("workflows") or []
     if not isinstance(workflows, list) or not all(isinstance(item, dict) and isinstance(item.get("name"), str) and is_cas_ref(str(item.get("hash"))) for item in workflows):
         raise BundleError(f"{where}: the manifest's workflows must be a list of {{name, hash}}")
+    from ..workflow.lint import NAME_RULE, valid_workflow_name
+
+    for item in workflows:  # registered as they are: the names `workflow put` takes, and no other
+        if not valid_workflow_name(item["name"]):
+            raise BundleError(f"{where}: the manifest names a workflow {item['name']!r}, not a valid workflow name ({NAME_RULE}); nothing was imported")
     return set(listed)

@@ -132,8 +132,8 @@ class _Parser:
             if key not in TOP_FIELDS:
                 self.error((key,), f"unknown field '{key}'{_suggest(key, TOP_FIELDS)}")
         name = self.text(data, "name", (), required=True)
-        if name and (not NAME_CHARS.issuperset(name) or not name[0].isalnum()):
-            self.error(("name",), f"'{name}' is not a valid workflow name (letters, digits, '.', '_', '-')")
+        if name and not valid_workflow_name(name):
+            self.error(("name",), f"'{name}' is not a valid workflow name ({NAME_RULE})")
         description = self.text(data, "description", (), required=False)
         max_steps = data.get("maxSteps", DEFAULT_MAX_STEPS)
         if max_steps is None:
@@ -387,6 +387,14 @@ class _Parser:
         elif _renders_blank(prompt):
             self.error(path + ("prompt",), "the prompt is empty: it would hand the next role no instruction (leave it out instead)")
         return prompt
+
+
+NAME_RULE = "letters, digits, '.', '_', '-', beginning with a letter or digit"
+
+
+def valid_workflow_name(name: str) -> bool:
+    """The names `workflow put` registers (and a bundle may bring): never a path or a line break."""
+    return bool(name) and NAME_CHARS.issuperset(name) and name[0].isalnum()
 
 
 def _valid_role_name(name: object) -> bool:
