@@ -97,6 +97,15 @@ class Repo:
             self._config = upgrade_presets(parse_config(self.backend.config.read(), self.backend.config.location))
         return self._config
 
+    def edit_config(self, change: Callable[[Config], Config]) -> Config:
+        """config.yaml read afresh, changed and written back under its lock: another process's
+        edit meanwhile is kept, not overwritten with what this one read earlier."""
+        with self.backend.config_lock():
+            self._config = None
+            config = change(self.config)
+            self.save_config(config)
+            return config
+
     def save_config(self, config: Config) -> None:
         from .config.model import dump_config
 

@@ -716,3 +716,22 @@ def test_the_watchdog_kills_what_is_still_listed_when_uwf_goes_and_is_started_ag
     assert done.poll() is None  # released: not the watchdog's to kill
     done.kill()
     done.wait()
+
+
+def test_a_step_agent_that_stages_a_flood_is_refused_before_it_is_read(uwf, solve, root_dir, tmp_path):
+    """Its staging file is the agent's to fill: 100,001 rows (or a gigabyte) are refused from the
+    file's own count and size, before one row is read into uwf's memory."""
+    from uwf_core.engine.sandbox import BUBBLEWRAP, containment
+
+    if containment().kind != BUBBLEWRAP:
+        pytest.skip("staging is for sandboxed step agents")
+    flood = (
+        "import os, sqlite3; db = sqlite3.connect(os.path.join(os.environ['UWF_STAGING'], 'nodes.sqlite'));"
+        "db.executemany('insert into nodes (hash, type, data, touched) values (?, ?, ?, 0)',"
+        " ((f'J{i:012d}', 'x', b'junk') for i in range(100_001))); db.commit()"
+    )
+    agent = make_agent(tmp_path, "flood.sh", f'H=$(uwf-script --script "{SOLVE_SCRIPT}" "$@") || exit 1\npython3 -c "{flood}"\necho "$H"\n')
+    failed = uwf("thread", "step", solve["thread"], "--agent", agent)
+    assert failed.code == 1 and "Traceback" not in failed.err
+    assert "staged 100,001" in error_line(failed) or "staged 100,0" in failed.err, failed.err
+    assert head_of(uwf, solve["thread"]) == solve["start"]

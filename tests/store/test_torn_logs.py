@@ -23,22 +23,25 @@ def _parse(data):
     return data if "n" in data else None
 
 
-def test_an_append_after_a_torn_tail_starts_its_own_line(tmp_path):
+def test_an_append_after_a_torn_tail_cuts_the_tail_off_first(tmp_path):
+    """A tail torn by a crash was never acknowledged: the next append moves it to `.torn` and
+    cuts it off, so no half record is left in the middle of the log (where it would be a
+    damaged line for good, and gc would refuse to run)."""
     log = tmp_path / "log.jsonl"
     log.write_text('{"n": 1}\n{"n": 2, "cut sh')
     append_line(str(log), json.dumps({"n": 3}))
     records, damaged = load_jsonl(str(log), _parse)
-    assert [r["n"] for r in records] == [1, 3]
-    assert [(d.line, d.problem) for d in damaged] == [(2, "not a JSON record of this log")]
-    assert log.read_text().endswith('{"n": 3}\n')
+    assert [r["n"] for r in records] == [1, 3] and damaged == []
+    assert log.read_text() == '{"n": 1}\n{"n": 3}\n'
+    assert (tmp_path / "log.jsonl.torn").read_text() == '{"n": 2, "cut sh\n'
 
 
-def test_a_torn_last_line_is_reported_as_cut_short(tmp_path):
+def test_a_torn_last_line_is_never_written(tmp_path):
+    """Read while a crash left it (or while a writer is midway): skipped, and nothing hides."""
     log = tmp_path / "log.jsonl"
     log.write_text('{"n": 1}\n{"n": 2')
     records, damaged = load_jsonl(str(log), _parse)
-    assert [r["n"] for r in records] == [1]
-    assert damaged[0].line == 2 and "cut short" in damaged[0].problem
+    assert [r["n"] for r in records] == [1] and damaged == []
 
 
 def test_an_append_cut_short_by_a_full_disk_is_cut_back_off(tmp_path, monkeypatch):
@@ -236,8 +239,45 @@ def test_a_torn_runs_line_loses_nothing_after_it(uwf, root_dir):
     runs_listed = uwf("thread", "runs", thread)
     records = runs_listed.json()
     assert len(records) == 2  # the torn one is gone; the two after it are whole
-    assert "runs.jsonl:1:" in runs_listed.err  # and said
+    assert runs_listed.err == "" and (root_dir / "runs.jsonl.torn").read_text().strip()  # cut off, kept aside
     assert all(record["status"] == "ok" for record in records)
+
+
+def test_repair_sets_unreadable_state_lines_aside_and_gc_works_again(uwf, root_dir):
+    """No command mended a damaged line: gc refused for good and the user edited files by hand.
+    `cas fsck --repair` moves each into `<file>.damaged-<UTC>` with its line number."""
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    threads = [uwf("thread", "start", "solve-issue", "-p", f"r{i}").json()["thread"] for i in range(3)]
+    assert uwf("thread", "step", threads[0], "--agent", AGENT).code == 0
+    assert uwf("thread", "kill", threads[1]).code == 0
+    assert uwf("thread", "kill", threads[2]).code == 0
+    assert uwf("thread", "run", threads[0], "--detach").code == 0
+    history = root_dir / "history.jsonl"
+    lines = history.read_text().splitlines()
+    history.write_text(lines[0][:-9] + "\n" + lines[1] + "\n")  # the first record torn mid-file
+    for name in ("threads.yaml", "queue.yaml"):
+        (root_dir / name).write_text((root_dir / name).read_text() + "garbage: [\n")
+    runs = root_dir / "runs.jsonl"
+    runs.write_text("{not json\n" + runs.read_text())
+    assert uwf("cas", "gc", "--grace", "0").code == 1
+    repaired = uwf("cas", "fsck", "--repair")
+    assert repaired.code == 0, repaired.err
+    assert "set aside 4 unreadable line(s)" in repaired.err and "Traceback" not in repaired.err
+    assert len(repaired.json()["stateSetAside"]) == 4
+    aside = sorted(path.name for path in root_dir.iterdir() if ".damaged-" in path.name)
+    assert [name.split(".damaged-")[0] for name in aside] == ["history.jsonl", "queue.yaml", "runs.jsonl", "threads.yaml"]
+    kept = next(root_dir.glob("history.jsonl.damaged-*")).read_text()
+    assert kept.startswith("line 1 (") and lines[0][:-9] in kept
+    listed = uwf("thread", "list", "--all")
+    assert listed.code == 0 and listed.err == ""
+    assert {item["thread"] for item in listed.json()} == {threads[0], threads[2]}  # the torn record's thread is set aside with it
+    assert uwf("cas", "gc", "--grace", "0").code == 0
+    head = json.loads(lines[0])["head"]
+    assert head in kept  # its nodes are kept: a hand (or a fork) can put it back
+    forked = uwf("thread", "fork", head)
+    assert forked.code == 0 and uwf("thread", "read", forked.json()["thread"]).code == 0
+    assert uwf("cas", "fsck").code == 0
+    assert uwf("cas", "fsck", "--repair").err.strip().endswith("not damaged: nothing was changed")
 
 
 def test_a_bad_queue_entry_hides_only_itself(uwf, root_dir):

@@ -122,7 +122,7 @@ def cmd_add(args) -> int:
         state=args.state, git=args.git, python=args.python, isolate=args.isolate,
     )
     repo = repo_of(args)
-    repo.save_config(add_agent(repo.config, agent, replace_existing=args.replace))
+    repo.edit_config(lambda config: add_agent(config, agent, replace_existing=args.replace))
     note(f"added agent '{agent.name}' to {repo.backend.config.location}; try it with `uwf agent test {agent.name}`")
     emit_json(agent.to_dict() | {"name": agent.name})
     return 0
@@ -132,7 +132,7 @@ def cmd_remove(args) -> int:
     from ..config.agents import remove_agent
 
     repo = repo_of(args)
-    repo.save_config(remove_agent(repo.config, args.name))
+    repo.edit_config(lambda config: remove_agent(config, args.name))
     note(f"removed agent '{args.name}' from {repo.backend.config.location}")
     return 0
 

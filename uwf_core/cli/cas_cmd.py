@@ -24,7 +24,7 @@ def register(groups, common) -> None:
     walk.add_argument("hash")
     command(sub, common, "reindex", cmd_reindex, "rebuild the type index from the nodes")
     fsck = command(sub, common, "fsck", cmd_fsck, "verify every node, reference and index entry")
-    fsck.add_argument("--repair", action="store_true", help="rebuild a damaged node file from what can still be read (a directory root)")
+    fsck.add_argument("--repair", action="store_true", help="set aside unreadable lines of the state files and rebuild a damaged node file from what can still be read (a directory root)")
     gc = command(sub, common, "gc", cmd_gc, "delete nodes unreachable from threads, history and the registry")
     gc.add_argument("--dry-run", action="store_true", help="report what would be deleted")
     gc.add_argument("--grace", type=float, default=3600, metavar="SECONDS", help="keep nodes younger than this (default 3600)")
@@ -133,8 +133,11 @@ def _repair(repo) -> int:
 
     report = repair_root(repo)
     emit_json(report.to_dict())
+    if report.state_set_aside:
+        first, more = report.state_set_aside[0], len(report.state_set_aside) - 1
+        note(f"set aside {len(report.state_set_aside)} unreadable line(s) of the state files: {first}" + (f" (and {more} more)" if more else ""))
     if not report.damaged:
-        note("the node file is not damaged: nothing was changed")
+        note("the node file is not damaged" + ("" if report.state_set_aside else ": nothing was changed"))
         return 0
     kept = f"cas/{report.set_aside[0]}" + (" (with its -wal and -shm)" if len(report.set_aside) > 1 else "") if report.set_aside else "nowhere"
     note(f"recovered {report.recovered} node(s); the damaged file is kept as {kept}")

@@ -32,7 +32,15 @@ def load_env_file(path: str) -> dict[str, str]:
 
 
 def update_env_file(path: str, updates: dict[str, str]) -> None:
-    """Set keys in .env, keeping other lines; the file is always mode 0600."""
+    """Set keys in .env, keeping other lines; the file is always mode 0600. Read and written under
+    `.env.lock` beside it: parallel `setup --api-key` runs each keep their key."""
+    from ..store.files import FileLock
+
+    with FileLock(os.path.join(os.path.dirname(os.path.abspath(path)), ".env.lock")):
+        _update(path, updates)
+
+
+def _update(path: str, updates: dict[str, str]) -> None:
     text = read_text(path) or ""
     lines = text.splitlines()
     remaining = dict(updates)

@@ -156,8 +156,10 @@ def preset_warnings(config: Config, presets: list[str]) -> list[str]:
 def apply_setup(repo: Repo, request: SetupRequest) -> Config:
     """Merge the request into the root's config and this host's .env; returns the new config.
     The key is written before the config that names it, and only after every check passed."""
-    config, secrets = merge_setup(repo.config, request)
-    if secrets:
-        repo.update_env(secrets)
-    repo.save_config(config)
+    with repo.backend.config_lock():  # read afresh and written back whole: a parallel setup's change is kept
+        repo.reload_config()
+        config, secrets = merge_setup(repo.config, request)
+        if secrets:
+            repo.update_env(secrets)
+        repo.save_config(config)
     return config

@@ -211,6 +211,26 @@ class Backend(Protocol):
 
     def delete_temp_file(self, name: str) -> None: ...
 
+    def publishing(self) -> ContextManager:
+        """Held by a command from before it writes its first node until its nodes are reachable (a
+        head, a registered name): gc sweeps only when none is held, so whatever its grace it never
+        takes a node a writer is about to publish. Shared: writers never wait for each other."""
+
+    def sweeping(self, timeout: float) -> ContextManager:
+        """Held by gc's sweep (and a repair): no writer is between its first node and its publish
+        meanwhile, and none starts. LockedError after `timeout` seconds of writers."""
+
+    def config_lock(self) -> ContextManager:
+        """Held while config.yaml is read, changed and written back: parallel `agent add` and
+        `setup` each keep their change."""
+
+    def kept_aside(self) -> list[str]:
+        """Nodes the lines a repair set aside name (gc's roots too: a set-aside record can be put back)."""
+
+    def repair_state(self) -> list[str]:
+        """Set aside the lines of the state files that cannot be read, each into a
+        `<file>.damaged-<UTC>` beside it (`uwf cas fsck --repair`); one `file:line -> aside` each."""
+
     def repair_nodes(self) -> RepairReport:
         """Rebuild damaged node storage from what can still be read (`uwf cas fsck --repair`); a
         backend with nothing of the kind to repair says so in one line (UwfError)."""

@@ -50,11 +50,12 @@ def copy_root(source: str, destination: str, *, progress: bool = False) -> CopyR
         more = f" (and {len(hiding) - 1} more)" if len(hiding) > 1 else ""
         raise UwfError(f"the source's thread index has a line that cannot be read: {hiding[0].where}: {hiding[0].problem}{more}; fix or delete it, nothing was copied")
     show = _Progress(progress)
-    copied, there = _copy_nodes(src, dst, show)
-    workflows = _copy_registry(src, dst)
-    threads, archived = _copy_threads(src, dst)
-    runs = _copy_runs(src, dst)
-    config = _copy_config(src, dst)
+    with dst.backend.publishing():  # the destination's gc sweeps no node copied before its thread or name
+        copied, there = _copy_nodes(src, dst, show)
+        workflows = _copy_registry(src, dst)
+        threads, archived = _copy_threads(src, dst)
+        runs = _copy_runs(src, dst)
+        config = _copy_config(src, dst)
     show.done()
     from .fsck import fsck
 

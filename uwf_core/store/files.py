@@ -57,9 +57,10 @@ def append_line(path: str, line: str, *, sync: bool = True) -> None:
     """Append one line, whole or not at all (callers hold the file's lock).
 
     A write cut short (a full disk) is cut back off, so readers never see half a record; a tail
-    torn earlier (a crash mid-write) is ended with a newline first, so this record is never glued
-    onto it. `sync=False` for a log whose last line may be lost in a power cut without losing
-    anything else."""
+    torn earlier (a crash mid-write, never acknowledged: readers skip it) is cut off too, into
+    `<path>.torn` beside it, so this record is never glued onto it and no half record is left
+    in the middle of the log. `sync=False` for a log whose last line may be lost in a power cut
+    without losing anything else."""
     ensure_dir(os.path.dirname(path))
     data = (line.rstrip("\n") + "\n").encode("utf-8")
     try:
@@ -69,7 +70,7 @@ def append_line(path: str, line: str, *, sync: bool = True) -> None:
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data
+            size = _cut_torn_tail(path, fd, size)
         try:
             view = memoryview(data)
             while view:
@@ -83,6 +84,35 @@ def append_line(path: str, line: str, *, sync: bool = True) -> None:
         raise UwfError(f"cannot append to {path}: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def _cut_torn_tail(path: str, fd: int, size: int) -> int:
+    """Move the bytes after the last newline to `<path>.torn` (appended, durably), then cut them
+    off; the new size. Should the move fail, the tail is ended with a newline instead: a damaged
+    line readers skip, which `cas fsck --repair` sets aside."""
+    start = size
+    while start > 0:
+        chunk = os.pread(fd, min(65536, start), max(0, start - 65536))
+        found = chunk.rfind(b"\n")
+        if found >= 0:
+            start = start - len(chunk) + found + 1
+            break
+        start -= len(chunk)
+    tail = os.pread(fd, size - start, start)
+    try:
+        aside = os.open(path + ".torn", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            view = memoryview(tail + b"\n")
+            while view:
+                view = view[os.write(aside, view) :]
+            os.fsync(aside)
+        finally:
+            os.close(aside)
+        os.ftruncate(fd, start)
+        return start
+    except OSError:
+        os.write(fd, b"\n")
+        return size + 1
 
 
 def _cut_back(fd: int, size: int) -> None:
@@ -140,6 +170,15 @@ def read_regular(path: str, limit: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+def read_text_lossy(path: str, limit: int = 1 << 26) -> str:
+    """A file's text as far as it can be read (at most `limit` bytes), "" when it cannot."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 class FileLock:
@@ -207,6 +246,61 @@ class FileLock:
 
     def __exit__(self, *exc_info: object) -> None:
         self.release()
+
+
+class SharedFileLock:
+    """A shared flock: many holders at once, and an exclusive FileLock of the same file waits for
+    all of them. Where the file cannot be made (a read-only root) nothing is held: nothing can
+    be written there either, and the write itself says why."""
+
+    __slots__ = ("path", "fd")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    def __enter__(self) -> SharedFileLock:
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o644)
+        except OSError:
+            return self
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError as exc:
+            os.close(fd)
+            raise UwfError(f"cannot lock {self.path}: {exc.strerror}") from None
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing drops the flock
+            self.fd = None
+
+
+class PatientLock:
+    """An exclusive FileLock tried for `seconds`, then LockedError naming what it waited for."""
+
+    __slots__ = ("lock", "seconds", "waiting_for")
+
+    def __init__(self, lock: FileLock, seconds: float, waiting_for: str) -> None:
+        self.lock, self.seconds, self.waiting_for = lock, seconds, waiting_for
+
+    def __enter__(self) -> FileLock:
+        import time
+
+        deadline = time.monotonic() + self.seconds
+        while True:
+            try:
+                return self.lock.acquire()
+            except LockedError:
+                if time.monotonic() >= deadline:
+                    raise LockedError(f"{self.waiting_for} for {self.seconds:g} s; try again") from None
+                time.sleep(0.05)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.lock.release()
 
 
 def _read_holder(fd: int) -> str:

@@ -200,9 +200,12 @@ def _check_index(store: CasStore, types: dict[str, list[str]]) -> list[FsckProbl
 
 
 def repair_root(repo) -> RepairReport:
-    """`uwf cas fsck --repair`: the backend rebuilds its damaged node file from what can still be
-    read (a healthy one is left as it is); then what is gone that something needs, by thread."""
+    """`uwf cas fsck --repair`: the state files' unreadable lines set aside; the backend rebuilds
+    its damaged node file from what can still be read (a healthy one is left as it is); then what
+    is gone that something needs, by thread."""
+    state = repo.backend.repair_state()  # first: gc and the step's reads need whole state files
     report = repo.backend.repair_nodes()
+    report.state_set_aside = state
     if report.damaged:
         report.lost = lost_nodes(CasStore(repo.backend.nodes), repo.backend)
     return report

@@ -1,7 +1,8 @@
 """`uwf cas gc`: mark and sweep, with a grace period like git's prune.
 
 Roots: threads.yaml heads, history.jsonl heads, every registry version (and
-its source), the meta-schema and the built-in schemas. A damaged line of
+its source), the meta-schema and the built-in schemas, and the nodes that lines
+set aside by a repair name. A damaged line of
 threads.yaml or history.jsonl may hide a head (a hand edit that cut one
 character of it): gc deletes nothing until it is fixed. Marking follows
 references and each node's type. Nodes younger than the grace period are
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from .base import Backend
 
 DEFAULT_GRACE_SECONDS = 3600
+SWEEP_WAIT_SECONDS = 60.0  # writers hold the sweep off this long at most (each holds it for its command)
 TEMP_FILE_GRACE_SECONDS = 60  # a state file's rewrite takes milliseconds: older temp files are leftovers
 
 
@@ -60,6 +62,7 @@ def gc_roots(backend: Backend) -> list[str]:
                 roots.append(version.source)
     roots.extend(backend.threads.heads().values())
     roots.extend(record.head for record in backend.threads.history())
+    roots.extend(backend.kept_aside())
     return list(dict.fromkeys(roots))
 
 
@@ -90,7 +93,8 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
     """Mark from every root, then sweep with the heads held still.
 
     Whatever the grace, a node written since the oldest running step began is kept: that
-    step may be about to make it a head. The sweep runs under the thread index's lock, after
+    step may be about to make it a head; and the sweep waits for every other writer (a start, a
+    put, an import, a fork, a copy) to publish what it wrote, and holds new ones off. The sweep runs under the thread index's lock, after
     marking again from the heads as they are then, so no head can move onto a node while
     it is being deleted.
     """
@@ -99,7 +103,7 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
         more = f" (and {len(hiding) - 1} more damaged line{'s' if len(hiding) > 2 else ''})" if len(hiding) > 1 else ""
         raise UwfError(
             f"gc deletes nothing while a line of the thread index cannot be read: {hiding[0].where}: {hiding[0].problem}{more}; "
-            "it may hide a thread whose nodes would be deleted: fix or delete the line"
+            "it may hide a thread whose nodes would be deleted: fix the line, or set it aside with `uwf cas fsck --repair`"
         )
     report = GcReport(dry_run=dry_run)
     nodes = backend.nodes
@@ -115,10 +119,13 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
             f"that threads or workflows need {'are' if len(report.missing) > 1 else 'is'} missing ({', '.join(report.missing[:3])}"
             f"{', ...' if len(report.missing) > 3 else ''}); `uwf cas fsck` names the threads, `--dry-run` shows what gc would delete"
         )
-    from contextlib import nullcontext
+    from contextlib import ExitStack
 
     # A dry run writes nothing and holds nothing still: it works on a read-only root too.
-    with nullcontext() if dry_run else backend.threads.exclusive():
+    with ExitStack() as held:
+        if not dry_run:
+            held.enter_context(backend.sweeping(SWEEP_WAIT_SECONDS))  # no writer between its first node and its publish
+            held.enter_context(backend.threads.exclusive())
         marked, _ = mark(store, gc_roots(backend), marked)  # heads that moved while we marked
         cutoff = min(time.time() - grace_seconds, _oldest_running_step(backend))
         touched = nodes.touched_all()
@@ -138,7 +145,7 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
                 report.temp_files.append(name)
                 if not dry_run:
                     backend.delete_temp_file(name)
-        with nullcontext() if dry_run else nodes.batch():  # one commit for the whole sweep
+        with ExitStack() if dry_run else nodes.batch():  # one commit for the whole sweep
             for hash_ in hashes:
                 if hash_ in marked:
                     continue

@@ -264,6 +264,7 @@ class RepairReport:
     rejected: int = 0  # rows shaped like nodes whose bytes did not verify (torn or stale copies)
     set_aside: list[str] = field(default_factory=list)  # the damaged file(s), renamed beside the new one
     lost: dict[str, list[str]] = field(default_factory=dict)  # hash -> what needs it
+    state_set_aside: list[str] = field(default_factory=list)  # `file:line -> aside`: state file lines taken out
 
     def to_dict(self) -> dict:
         return {
@@ -273,4 +274,5 @@ class RepairReport:
             "rejected": self.rejected,
             "setAside": self.set_aside,
             "lost": [{"hash": hash_, "neededBy": needed} for hash_, needed in self.lost.items()],
+            "stateSetAside": self.state_set_aside,
         }

@@ -239,6 +239,11 @@ def verify_bundle(repo: Repo, path: str, manifest: dict, nodes: SpilledNodes):
             raise BundleError(f"{where} was refused, nothing was imported: thread {item['thread']}'s head {head} is not in the bundle")
         if overlay.get(head).type not in STEP_TYPES | START_TYPES:
             raise BundleError(f"{where} was refused, nothing was imported: thread {item['thread']}'s head {head} is not a StartNode or StepNode")
+    from ..workflow.ops import WORKFLOW_TYPES
+
+    for item in manifest.get("workflows") or []:
+        if not overlay.has(item["hash"]) or overlay.get(item["hash"]).type not in WORKFLOW_TYPES:
+            raise BundleError(f"{where} was refused, nothing was imported: workflow {item['name']!r} is {item['hash']}, not a workflow node of the bundle")
     return overlay
 
 
@@ -262,33 +267,34 @@ class _Overlay:
 def import_bundle(repo: Repo, path: str) -> ImportReport:
     """Verify the bundle whole, then add its nodes, workflow names and threads to the root."""
     manifest, nodes = read_bundle(path, repo.backend.scratch_dir)
-    with nodes:
-        overlay = verify_bundle(repo, path, manifest, nodes)
-        heads = repo.threads.heads()  # a damaged threads.yaml, history or registry is refused before any write
-        archived = {record.thread: record for record in repo.threads.history()}
-        registry = repo.registry.entries()
-        own_dirs = _own_directories(repo, manifest, nodes, overlay)  # refused before any write when there is nowhere to put them
-        backend_nodes = repo.nodes.nodes
-        new = [hash_ for hash_ in sorted(nodes) if not backend_nodes.exists(hash_)]
-        if new:
-            with backend_nodes.batch():
-                for hash_ in new:
-                    backend_nodes.write(hash_, nodes.type_of(hash_), nodes.read(hash_))
-    workflows = {}
-    for item in manifest.get("workflows") or []:
-        name, hash_ = item["name"], item["hash"]
-        known = registry.get(name)
-        if known is None:
-            source = item.get("source") if is_cas_ref(str(item.get("source"))) and repo.nodes.has(str(item.get("source"))) else None
-            repo.registry.register(name, hash_, source)
-            workflows[name] = "registered"
-        else:
-            workflows[name] = "present" if known.hash == hash_ else "kept"
-    threads = []
-    for item in manifest["threads"]:
-        if item["thread"] in own_dirs and item["thread"] not in heads and item["thread"] not in archived:
-            repo.threads.set_workspace(item["thread"], own_dirs[item["thread"]])
-        threads.append(_register(repo, item, heads, archived))
+    with repo.backend.publishing():  # gc sweeps none of its nodes before its threads and names hold them
+        with nodes:
+            overlay = verify_bundle(repo, path, manifest, nodes)
+            heads = repo.threads.heads()  # a damaged threads.yaml, history or registry is refused before any write
+            archived = {record.thread: record for record in repo.threads.history()}
+            registry = repo.registry.entries()
+            own_dirs = _own_directories(repo, manifest, nodes, overlay)  # refused before any write when there is nowhere to put them
+            backend_nodes = repo.nodes.nodes
+            new = [hash_ for hash_ in sorted(nodes) if not backend_nodes.exists(hash_)]
+            if new:
+                with backend_nodes.batch():
+                    for hash_ in new:
+                        backend_nodes.write(hash_, nodes.type_of(hash_), nodes.read(hash_))
+        workflows = {}
+        for item in manifest.get("workflows") or []:
+            name, hash_ = item["name"], item["hash"]
+            known = registry.get(name)
+            if known is None:
+                source = item.get("source") if is_cas_ref(str(item.get("source"))) and repo.nodes.has(str(item.get("source"))) else None
+                repo.registry.register(name, hash_, source)
+                workflows[name] = "registered"
+            else:
+                workflows[name] = "present" if known.hash == hash_ else "kept"
+        threads = []
+        for item in manifest["threads"]:
+            if item["thread"] in own_dirs and item["thread"] not in heads and item["thread"] not in archived:
+                repo.threads.set_workspace(item["thread"], own_dirs[item["thread"]])
+            threads.append(_register(repo, item, heads, archived))
     return ImportReport(os.path.abspath(path), len(nodes), len(new), tuple(threads), workflows, manifest.get("createdBy"))
 
 

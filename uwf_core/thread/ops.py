@@ -147,9 +147,10 @@ def start_thread(
     start = StartNode(
         workflow_hash, prompt, workspace, None, dict(agents) if agents else None, max_tokens, _cost_number(max_cost), snapshot=snapshot
     )
-    head = put_start(store, _with_files(repo, start, say=say))
-    thread = thread or new_ulid()
-    repo.threads.add(thread, head)
+    with repo.backend.publishing():  # gc sweeps nothing of it before the head names it
+        head = put_start(store, _with_files(repo, start, say=say))
+        thread = thread or new_ulid()
+        repo.threads.add(thread, head)
     return ThreadInfo(thread, workflow_hash, head, True)
 
 
@@ -257,11 +258,12 @@ def fork_thread(repo: Repo, node_hash: str, workspace: str | None = None, say: C
 
     store = repo.nodes
     _refuse_thread_id(repo, node_hash)
-    hash_ = store.resolve(node_hash)
-    thread_node(store, hash_)
-    thread = new_ulid()
-    give_workspace(repo, thread, hash_, workspace, say)
-    repo.threads.add(thread, hash_)
+    with repo.backend.publishing():  # the step forked from may be reachable from nothing else
+        hash_ = store.resolve(node_hash)
+        thread_node(store, hash_)
+        thread = new_ulid()
+        give_workspace(repo, thread, hash_, workspace, say)
+        repo.threads.add(thread, hash_)
     return ThreadInfo(thread, _workflow_of(store, hash_), hash_, True)
 
 
@@ -302,8 +304,9 @@ def resume_thread(repo: Repo, thread: str, prompt: str, say: Callable[[str], Non
         old_start.workflow, prompt, old_start.workspace, info.head, old_start.agents, old_start.max_tokens, old_start.max_cost,
         snapshot=old_start.snapshot,
     )
-    head = put_start(store, _resumed_files(repo, info, start, say))
-    repo.threads.add(info.thread, head)
+    with repo.backend.publishing():
+        head = put_start(store, _resumed_files(repo, info, start, say))
+        repo.threads.add(info.thread, head)
     return ThreadInfo(info.thread, old_start.workflow, head, True)
 
 
@@ -345,28 +348,29 @@ def fork_with_output(
     role = workflow.roles.get(step.role)
     if role is None:
         raise UwfError(f"step {hash_} is for role '{step.role}', which workflow '{workflow.name}' does not have")
-    store.ensure_builtins()
-    from .write import (
-        write_step,  # only a fork with an edited output writes a step here
-    )
+    with repo.backend.publishing():
+        store.ensure_builtins()
+        from .write import (
+            write_step,  # only a fork with an edited output writes a step here
+        )
 
-    head = write_step(
-        store,
-        start=step.start,
-        prev=step.prev,
-        role=step.role,
-        meta=role.meta,
-        output=output,
-        agent="human",
-        instruction=step.instruction,
-        detail={"agent": "human", "protocol": "edit", "editedFrom": hash_, "originalOutput": step.output},
-        what=f"edited output of role '{step.role}'",
-        files=step.files,
-        files_before=step.files_before,
-    )
-    thread = new_ulid()
-    from .files import give_workspace
+        head = write_step(
+            store,
+            start=step.start,
+            prev=step.prev,
+            role=step.role,
+            meta=role.meta,
+            output=output,
+            agent="human",
+            instruction=step.instruction,
+            detail={"agent": "human", "protocol": "edit", "editedFrom": hash_, "originalOutput": step.output},
+            what=f"edited output of role '{step.role}'",
+            files=step.files,
+            files_before=step.files_before,
+        )
+        thread = new_ulid()
+        from .files import give_workspace
 
-    give_workspace(repo, thread, head, workspace, say)
-    repo.threads.add(thread, head)
+        give_workspace(repo, thread, head, workspace, say)
+        repo.threads.add(thread, head)
     return ThreadInfo(thread, start.workflow, head, True)

@@ -52,26 +52,27 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
     draft.raise_first_error()
     repo.registry.entries()  # a damaged registry is refused before anything is written
     _check_map_workflows(repo, draft)
-    store = repo.nodes
-    store.ensure_builtins()
-    metas = {role: store.put_schema(schema, where=f"roles.{role}.meta") for role, schema in draft.schemas.items()}
-    workflow = draft.workflow
-    roles = {name: replace(role, meta=metas[name]) for name, role in workflow.roles.items()}
-    stored = replace(workflow, roles=roles)
-    type_hash = BUILTIN_HASHES["workflow"]
-    if stored.maps:
-        type_hash = store.put_schema(WORKFLOW_WITH_MAPS)
-    elif stored.supervisor_interval is not None:
-        type_hash = store.put_schema(WORKFLOW_WITH_SUPERVISOR)
-    elif not stored.snapshot:
-        type_hash = store.put_schema(WORKFLOW_WITH_WORKSPACE)
-    elif stored.has_budget:
-        type_hash = store.put_schema(WORKFLOW_WITH_BUDGET)
-    elif stored.names_locations:
-        type_hash = store.put_schema(WORKFLOW_WITH_LOCATIONS)
-    hash_ = store.put(type_hash, stored.to_payload(), what="workflow")
-    source = store.put(BUILTIN_HASHES["content"], draft.document.text, what="workflow source")
-    changed = repo.registry.register(workflow.name, hash_, source)
+    with repo.backend.publishing():  # gc sweeps nothing of it before the name holds it
+        store = repo.nodes
+        store.ensure_builtins()
+        metas = {role: store.put_schema(schema, where=f"roles.{role}.meta") for role, schema in draft.schemas.items()}
+        workflow = draft.workflow
+        roles = {name: replace(role, meta=metas[name]) for name, role in workflow.roles.items()}
+        stored = replace(workflow, roles=roles)
+        type_hash = BUILTIN_HASHES["workflow"]
+        if stored.maps:
+            type_hash = store.put_schema(WORKFLOW_WITH_MAPS)
+        elif stored.supervisor_interval is not None:
+            type_hash = store.put_schema(WORKFLOW_WITH_SUPERVISOR)
+        elif not stored.snapshot:
+            type_hash = store.put_schema(WORKFLOW_WITH_WORKSPACE)
+        elif stored.has_budget:
+            type_hash = store.put_schema(WORKFLOW_WITH_BUDGET)
+        elif stored.names_locations:
+            type_hash = store.put_schema(WORKFLOW_WITH_LOCATIONS)
+        hash_ = store.put(type_hash, stored.to_payload(), what="workflow")
+        source = store.put(BUILTIN_HASHES["content"], draft.document.text, what="workflow source")
+        changed = repo.registry.register(workflow.name, hash_, source)
     return PutResult(workflow.name, hash_, changed, [p.format(draft.document) for p in draft.warnings])
 
 

@@ -55,8 +55,13 @@ def _take_in(call: AgentCall, stage: str) -> None:
 
     from ...store.verify import NodesRefused, verify_nodes
 
-    staged = call.repo.backend.staged(stage)
+    from ...errors import UwfError
+
     label = call.resolved.label
+    try:
+        staged = call.repo.backend.staged(stage)
+    except UwfError as exc:
+        raise StepError(f"agent '{label}' wrote nodes uwf refuses: {exc.message}; nothing it wrote was kept") from None
     try:
         decoded = verify_nodes(call.repo.nodes, staged, "among the nodes it wrote")
     except NodesRefused as exc:

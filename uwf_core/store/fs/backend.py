@@ -6,10 +6,12 @@ import os
 from functools import cached_property
 
 from ...errors import UwfError
-from ..files import atomic_write, read_text
+from ..files import atomic_write, read_text, read_text_lossy
 from ..location import not_a_directory
-from .root import Root
+from .root import PUBLISH_LOCK, Root
 
+STAGED_NODES = 100_000  # a step agent writes a handful: its step, output, detail
+STAGED_BYTES = 256 << 20  # stored (compressed) bytes in all; each inflates to at most node_db.MAX_NODE_BYTES
 POLL_SECONDS = 0.1  # how often wait_for_change looks at the state files
 
 
@@ -98,10 +100,21 @@ class FsBackend:
         return os.path.realpath(tempfile.mkdtemp(prefix="stage-", dir=self.scratch_dir))  # as the sandbox mounts it
 
     def staged(self, stage: str) -> dict[str, bytes]:
-        """The nodes an agent wrote there, in the order it wrote them."""
+        """The nodes an agent wrote there, in the order it wrote them; UwfError, before any is read,
+        when they are more than a step writes (STAGED_*: the agent's file is no one's to trust)."""
         from .node_db import NodeDb, node_data
 
-        return {hash_: node_data(data) for hash_, data in NodeDb(stage).read_query("select hash, data from nodes order by seq")}
+        db = NodeDb(stage)
+        ((count, total),) = db.read_query("select count(*), coalesce(sum(length(data)), 0) from nodes")
+        if count > STAGED_NODES or total > STAGED_BYTES:
+            raise UwfError(f"it staged {count:,} nodes of {total:,} bytes, more than a step may write ({STAGED_NODES:,} nodes, {STAGED_BYTES:,} bytes)")
+        nodes, inflated = {}, 0
+        for hash_, data in db.read_query("select hash, data from nodes order by seq"):
+            nodes[hash_] = node_data(data)
+            inflated += len(nodes[hash_])
+            if inflated > STAGED_BYTES * 2:  # a compressed row that inflates a thousandfold
+                raise UwfError(f"its nodes inflate to more than a step may write ({STAGED_BYTES * 2:,} bytes)")
+        return nodes
 
     def staged_derived(self, stage: str) -> dict[str, bytes]:
         """The derived data an agent wrote there (uwf takes in only what it can check)."""
@@ -114,6 +127,19 @@ class FsBackend:
 
         shutil.rmtree(stage, ignore_errors=True)
 
+    # -- gc against writers (store/base.py: publishing, sweeping) ---------------------------
+
+    def publishing(self):
+        from ..files import SharedFileLock
+
+        return SharedFileLock(os.path.join(self.root.locks_dir, PUBLISH_LOCK + ".lock"))
+
+    def sweeping(self, timeout: float):
+        from ..files import PatientLock
+
+        lock = self.root.lock(PUBLISH_LOCK, wait=False)
+        return PatientLock(lock, timeout, "gc waited for commands writing nodes (a start, a put, an import, a fork, a copy)")
+
     def repair_nodes(self):
         """`uwf cas fsck --repair`: rebuild a damaged cas/nodes.sqlite (store/fs/repair.py)."""
         from .nodes import FsNodeStore
@@ -122,6 +148,33 @@ class FsBackend:
         if not isinstance(self.nodes, FsNodeStore):
             raise UwfError("a step agent cannot repair the node store: it only adds nodes")
         return repair_node_file(self.root, self.nodes.db)
+
+    def config_lock(self):
+        return self.root.lock("config")
+
+    def kept_aside(self) -> list[str]:
+        """Nodes named in the lines a repair or an append set aside (`*.damaged-*`, `*.torn`): gc keeps
+        them, so a thread whose record was set aside can still be put back by hand."""
+        import re
+
+        from .root import SET_ASIDE_SUFFIX
+
+        found: set[str] = set()
+        try:
+            names = [name for name in os.listdir(self.root.path) if SET_ASIDE_SUFFIX in name or name.endswith(".torn")]
+        except OSError:
+            return []
+        for name in names:
+            data = read_text_lossy(self.root.join(name))
+            found.update(re.findall(r"\b[0-9A-HJKMNP-TV-Z]{13}\b", data))
+        return sorted(hash_ for hash_ in found if self.nodes.exists(hash_))
+
+    def repair_state(self) -> list[str]:
+        """`uwf cas fsck --repair`: every state file's unreadable lines set aside (store/fs/root.py)."""
+        import time
+
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        return self.threads.mend(stamp) + self.runs.mend(stamp) + self.queue.mend(stamp)
 
     def wait_for_change(self, token, timeout: float):
         """Polled: a directory root has no one to notify it. Ten times a second (a stat of a dozen

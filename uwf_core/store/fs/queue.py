@@ -14,7 +14,7 @@ from ...encoding.simple_yaml import dumps
 from ...errors import LockedError
 from ..files import atomic_write
 from ..records import DamagedEntry, QueuedThread, this_host
-from .root import Root, flat_state_bytes, load_flat_state
+from .root import Root, flat_state_bytes, load_flat_state, set_aside
 from .threads import FsThreadIndex
 
 HEADER = "uwf work queue: thread id -> when it was queued (ms)[ and the head it waits for a person at]; `uwf worker` steps them"
@@ -65,6 +65,16 @@ class FsWorkQueue:
 
     def damaged(self) -> list[DamagedEntry]:
         return self._load()[1]
+
+    def mend(self, stamp: str) -> list[str]:
+        """Set aside the lines that cannot be read (`cas fsck --repair`)."""
+        with self.root.lock("queue"):
+            queued, damaged = self._load()
+            if not damaged:
+                return []
+            done = set_aside(self.path, damaged, stamp)
+            self._save(queued, [])
+            return done
 
     def enqueue(self, thread: str) -> bool:
         with self.root.lock("queue"):

@@ -8,7 +8,7 @@ nothing readable is left out. The verified nodes are written to a new file throu
 schema and version), in the order they were first written; the damaged file and its -wal/-shm are
 renamed `nodes.sqlite.damaged-<UTC time>` beside it, and the new file takes its place.
 
-Meanwhile no head moves (the index lock), gc and reindex wait (the type index's lock), no workflow
+Meanwhile no command writes nodes (the lock gc sweeps under), no head moves (the index lock), gc and reindex wait (the type index's lock), no workflow
 is registered (the registry's) and no step runs: each thread's step lock is tried once, and a step
 in progress makes the repair refuse, since its nodes would go to the file being set aside. It
 refuses too while another process has the file open (see `_refuse_if_open`). Derived data is not
@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from ...errors import LockedError, UwfError
 from ..records import SET_ASIDE, RepairReport
 from .node_db import DB_FILES, DB_NAME, NodeDb, check_result, node_data, open_read_only
-from .root import Root
+from .root import PUBLISH_LOCK, Root
 from .salvage import header_problem, node_rows
 
 
@@ -249,7 +249,10 @@ def _refuse_if_open(path: str) -> None:
 
 @contextmanager
 def _held(root: Root):
-    with root.lock("cas-index"), root.lock("index"), root.lock("registry"):
+    from ..files import PatientLock
+
+    publish = PatientLock(root.lock(PUBLISH_LOCK, wait=False), 60, "the repair waited for commands writing nodes")
+    with publish, root.lock("cas-index"), root.lock("index"), root.lock("registry"):
         held: list[int] = []
         try:
             for thread in _threads(root):

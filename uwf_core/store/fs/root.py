@@ -8,6 +8,8 @@ from ...errors import StateFileError
 from ..files import FileLock, read_lines, read_text
 from ..records import DamagedEntry
 
+PUBLISH_LOCK = "publish"  # locks/publish.lock: shared by commands writing nodes, exclusive for gc's sweep and a repair
+
 
 class Root:
     """Paths inside one storage root. Creating it touches nothing on disk."""
@@ -134,7 +136,8 @@ def flat_state_bytes(text: str, damaged: list[DamagedEntry]) -> bytes:
 
 def load_jsonl(path: str, parse, wanted=None) -> tuple[list, list[DamagedEntry]]:
     """An append-only log's records, oldest first, with the lines `parse` (a JSON object ->
-    record or None) cannot read. A last line without its newline is a write cut short.
+    record or None) cannot read. A last line without its newline is a write cut short (a crash, or
+    one going on): it was never written, and the next append cuts it off.
     `wanted(line)`: a cheap test that skips a line before it is parsed (a thread's id in it)."""
     import json
 
@@ -154,7 +157,39 @@ def load_jsonl(path: str, parse, wanted=None) -> tuple[list, list[DamagedEntry]]
         if record is not None:
             records.append(record)
         elif number == last:
-            damaged.append(DamagedEntry(path, number, line, "a record cut short (a crash or a full disk mid-write)"))
+            continue  # no newline yet: a write cut short (or going on now), never written
         else:
             damaged.append(DamagedEntry(path, number, line, "not a JSON record of this log"))
     return records, damaged
+
+
+SET_ASIDE_SUFFIX = ".damaged-"  # `<file>.damaged-<UTC>`: lines `cas fsck --repair` took out of a state file
+
+
+def set_aside(path: str, damaged: list[DamagedEntry], stamp: str) -> list[str]:
+    """Append the damaged lines to `<path>.damaged-<stamp>`, each after its line number, durably
+    and byte for byte, before the file loses them; one `file:line -> aside` for each."""
+    aside = f"{path}{SET_ASIDE_SUFFIX}{stamp}"
+    data = "".join(f"line {entry.line} ({entry.problem}): {entry.text}\n" for entry in damaged).encode("utf-8", "surrogateescape")
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return [f"{os.path.basename(path)}:{entry.line} -> {os.path.basename(aside)}" for entry in damaged]
+
+
+def without_lines(path: str, damaged: list[DamagedEntry], stamp: str) -> list[str]:
+    """An append-only log rewritten without its damaged lines (set aside first). Callers hold its lock."""
+    from ..files import atomic_write
+
+    if not damaged:
+        return []
+    done = set_aside(path, damaged, stamp)
+    drop = {entry.line for entry in damaged}
+    kept = [line for number, line in enumerate(read_lines(path) or [], 1) if number not in drop and line.strip()]
+    atomic_write(path, "".join(line + "\n" for line in kept).encode("utf-8", "surrogateescape"))
+    return done

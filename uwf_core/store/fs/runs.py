@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..files import append_line
 from ..records import DamagedEntry, RunRecord
-from .root import Root, load_jsonl
+from .root import Root, load_jsonl, without_lines
 
 
 class FsRunLog:
@@ -18,6 +18,11 @@ class FsRunLog:
             # Not fsynced: the head and the nodes are what must survive a power cut; a lost last
             # attempt line costs nothing else (and readers skip a torn one).
             append_line(self.root.runs_file, record.to_json(), sync=False)
+
+    def mend(self, stamp: str) -> list[str]:
+        """Set aside the lines that cannot be read (`cas fsck --repair`)."""
+        with self.root.lock("runs"):
+            return without_lines(self.root.runs_file, self.damaged(), stamp)
 
     def damaged(self) -> list[DamagedEntry]:
         return load_jsonl(self.root.runs_file, RunRecord.from_dict)[1]

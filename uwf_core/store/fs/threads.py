@@ -11,7 +11,7 @@ from ...encoding.simple_yaml import dumps
 from ...errors import ConflictError
 from ..files import append_line, atomic_write
 from ..records import ArchivedThread, DamagedEntry
-from .root import Root, flat_state_bytes, load_flat_state, load_jsonl, load_yaml_state
+from .root import Root, flat_state_bytes, load_flat_state, load_jsonl, load_yaml_state, set_aside, without_lines
 
 HEADER = "uwf active threads: thread id -> head node (a StartNode or the newest StepNode)"
 WORKSPACES_HEADER = "uwf threads' own workspaces: thread id -> directory (a fork's; others use their StartNode's)"
@@ -43,6 +43,15 @@ class FsThreadIndex:
             active = any(thread in entry.text for thread in heads)
             damaged.append(replace(entry, hides=False) if active else entry)
         return damaged
+
+    def mend(self, stamp: str) -> list[str]:
+        """Set aside the lines of threads.yaml and history.jsonl that cannot be read (`cas fsck --repair`)."""
+        with self.root.lock("index"):
+            threads, damaged = self._load()
+            done = set_aside(self.root.threads_file, damaged, stamp) if damaged else []
+            if damaged:
+                self._save(threads, [])
+            return done + without_lines(self.root.history_file, self._read_history()[1], stamp)
 
     def add(self, thread: str, head: str) -> None:
         with self.root.lock("index"):

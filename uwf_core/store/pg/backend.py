@@ -49,10 +49,32 @@ class PgBackend:
     def drop_stage(self, stage: str) -> None:
         pass
 
+    def publishing(self):
+        from .locks import PgPublishing
+
+        return PgPublishing(self.db)
+
+    def sweeping(self, timeout: float):
+        from .locks import PgSweeping
+
+        return PgSweeping(self.db, timeout)
+
     def repair_nodes(self):
         from ...errors import UwfError
 
         raise UwfError("--repair rebuilds a directory root's node file; a PostgreSQL root keeps its nodes in the database, which checks its own pages")
+
+    def config_lock(self):
+        from .locks import PgHeld
+
+        return PgHeld(self.db, "config")
+
+    def kept_aside(self) -> list[str]:
+        return []
+
+    def repair_state(self) -> list[str]:
+        """Rows are whole or not there: nothing to set aside."""
+        return []
 
     def check(self) -> None:
         """Connect once (creating or migrating the schema): an unreachable URL is one clear error."""

@@ -299,3 +299,76 @@ class PgWorkQueue:
                 return True
             time.sleep(0.05)
         return False
+
+
+PUBLISH_KEY = advisory_key("publish")  # shared by writers, exclusive for gc (store/base.py)
+
+
+class PgPublishing:
+    """A writer's shared hold, on a session of its own for as long as the command writes."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.conn = None
+
+    def __enter__(self) -> PgPublishing:
+        conn = self.db.borrow_session()
+        with self.db.errors("write to"):
+            conn.execute("select pg_advisory_lock_shared(%s)", (PUBLISH_KEY,))
+        self.conn = conn
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        try:
+            self.conn.execute("select pg_advisory_unlock_shared(%s)", (PUBLISH_KEY,))
+        except Exception:
+            self.conn.close()  # the session ended: the lock with it
+            return
+        self.db.return_session(self.conn)
+
+
+class PgSweeping:
+    """gc's exclusive hold, tried for `seconds` (pg_try_advisory_lock: a writer is never made to
+    queue behind gc for longer than gc waits)."""
+
+    def __init__(self, db: Database, seconds: float) -> None:
+        self.db, self.seconds = db, seconds
+        self.conn = None
+
+    def __enter__(self) -> PgSweeping:
+        conn = self.db.connect()
+        deadline = time.monotonic() + self.seconds
+        with self.db.errors("lock the nodes of"):
+            while not conn.execute("select pg_try_advisory_lock(%s)", (PUBLISH_KEY,)).fetchone()[0]:
+                if time.monotonic() >= deadline:
+                    conn.close()
+                    raise LockedError(f"gc waited for commands writing nodes (a start, a put, an import, a fork, a copy) for {self.seconds:g} s; try again")
+                time.sleep(0.05)
+        self.conn = conn
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.conn.close()  # the session's end releases the lock
+
+
+class PgHeld:
+    """An exclusive session lock on a name (`config`: config.yaml's read-modify-write), waited for."""
+
+    def __init__(self, db: Database, name: str) -> None:
+        self.db, self.key = db, advisory_key(name)
+        self.conn = None
+
+    def __enter__(self) -> PgHeld:
+        conn = self.db.borrow_session()
+        with self.db.errors("lock"):
+            conn.execute("select pg_advisory_lock(%s)", (self.key,))
+        self.conn = conn
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        try:
+            self.conn.execute("select pg_advisory_unlock(%s)", (self.key,))
+        except Exception:
+            self.conn.close()
+            return
+        self.db.return_session(self.conn)
