@@ -70,3 +70,35 @@ def test_post_init_runs_and_order_of_defaults_is_checked():
         class Wrong:
             a: int = 1
             b: int
+
+
+def test_a_killed_holder_not_yet_reaped_has_died(tmp_path):
+    """A SIGKILLed worker whose parent has not waited for it is a zombie: `kill(pid, 0)` still
+    finds it, but its locks and database sessions are gone. The next step says it died (a
+    PostgreSQL root said it 'lost its session'), and a step lock it named is free."""
+    import json
+    import signal
+    import subprocess
+    import time
+
+    from uwf_core.store.fs.locks import FsStepLocks
+    from uwf_core.store.fs.root import Root
+    from uwf_core.store.pg.locks import _why_lost
+    from uwf_core.store.records import process_alive, this_host
+
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert process_alive(child.pid)
+        child.send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while process_alive(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not process_alive(child.pid)  # a zombie: not reaped yet
+        thread = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+        root = Root(str(tmp_path))
+        (tmp_path / "locks").mkdir()
+        (tmp_path / "locks" / f"thread-{thread}.lock").write_text(json.dumps({"pid": child.pid, "host": this_host()}))
+        assert FsStepLocks(root).running(thread) is None
+        assert _why_lost({"pid": child.pid, "host": this_host(), "serverStart": "s"}, "s") is None  # died
+    finally:
+        child.wait()

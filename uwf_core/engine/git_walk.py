@@ -125,15 +125,9 @@ def _dead_markers(cache: str) -> list[str]:
 
 
 def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    from ..store.records import process_alive
+
+    return process_alive(pid)
 
 
 def forget(taken: Walk, path: str) -> None:

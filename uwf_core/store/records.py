@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from ..encoding.records import asdict, field, record
 
@@ -251,6 +252,25 @@ def this_host() -> str:
     import socket
 
     return socket.gethostname()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process of this host runs: a zombie (killed, not yet reaped by its parent) has
+    died, and the lock it held is free (its flock, its database session)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError, ValueError):
+        return False
+    except PermissionError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] != b"Z"
+    except OSError:
+        return True  # no /proc: alive as far as kill says
 
 
 SET_ASIDE = ".damaged-"  # in the name a repaired node file is kept under (store/fs/repair.py)

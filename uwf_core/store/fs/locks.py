@@ -14,7 +14,7 @@ import os
 import time
 
 from ...errors import LockedError
-from ..records import RunningStep, this_host
+from ..records import RunningStep, process_alive, this_host
 from .root import Root
 
 
@@ -78,10 +78,4 @@ class FsStepLocks:
         info = _running_from_file(os.path.join(self.root.locks_dir, f"thread-{thread}.lock"))
         if info is None:
             return None
-        try:
-            os.kill(info.pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            pass
-        return info
+        return info if process_alive(info.pid) else None

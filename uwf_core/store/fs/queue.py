@@ -13,7 +13,7 @@ from ...encoding.ids import is_ulid
 from ...encoding.simple_yaml import dumps
 from ...errors import LockedError
 from ..files import atomic_write
-from ..records import DamagedEntry, QueuedThread, this_host
+from ..records import DamagedEntry, QueuedThread, process_alive, this_host
 from .root import Root, flat_state_bytes, load_flat_state, set_aside
 from .threads import FsThreadIndex
 
@@ -114,13 +114,8 @@ class FsWorkQueue:
             return None
         if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
             return None
-        if info.get("host") == this_host():
-            try:
-                os.kill(info["pid"], 0)
-            except ProcessLookupError:
-                return None
-            except PermissionError:
-                pass
+        if info.get("host") == this_host() and not process_alive(info["pid"]):
+            return None
         return str(info.get("worker") or f"pid {info['pid']}")
 
     def claim(self, worker: str, skip: set[str] | None = None) -> FsClaim | None:

@@ -19,7 +19,7 @@ import time
 
 from ...encoding.ids import xxh64_digest
 from ...errors import LockedError
-from ..records import QueuedThread, RunningStep, this_host
+from ..records import QueuedThread, RunningStep, process_alive, this_host
 from .db import Database
 
 
@@ -58,12 +58,8 @@ def _why_lost(data: dict, server_start: str) -> str | None:
         return RESTARTED
     if data.get("host") != this_host():
         return "its session ended (the process died, or its host lost its link to the database)"
-    try:
-        os.kill(data["pid"], 0)
-    except ProcessLookupError:
-        return None
-    except (PermissionError, OverflowError, TypeError):
-        pass
+    if isinstance(data.get("pid"), int) and not process_alive(data["pid"]):
+        return None  # it died (a zombie not yet reaped has died too)
     return "its session to the database ended while it ran (its link, or the server, dropped it)"
 
 
