@@ -116,7 +116,7 @@ def cmd_fsck(args) -> int:
     repo = repo_of(args)
     if args.repair:
         return _repair(repo)
-    report = fsck(repo.nodes, repo.backend)
+    report = fsck(repo.nodes, repo.backend, workspaces=_workspaces(repo))
     if report.readable:
         report.problems.extend(FsckProblem(target, message) for target, message in tree_problems(repo.nodes))
     emit_json(report.to_dict())
@@ -154,9 +154,20 @@ def cmd_gc(args) -> int:
     if args.grace < 0:
         return error("--grace must not be negative")
     repo = repo_of(args)
-    report = gc(repo.nodes, repo.backend, grace_seconds=args.grace, dry_run=args.dry_run)
+    report = gc(repo.nodes, repo.backend, grace_seconds=args.grace, dry_run=args.dry_run, workspaces=_workspaces(repo))
     emit_json(report.to_dict())
     return 0
+
+
+def _workspaces(repo) -> str | None:
+    """Where forks' workspaces go, or None where this root keeps none (no workspace.dir on PostgreSQL)."""
+    from ..errors import UwfError
+    from ..thread.files import workspaces_dir
+
+    try:
+        return workspaces_dir(repo)
+    except UwfError:
+        return None
 
 
 def cmd_schema_list(args) -> int:

@@ -220,9 +220,18 @@ class Backend(Protocol):
         """Held by gc's sweep (and a repair): no writer is between its first node and its publish
         meanwhile, and none starts. LockedError after `timeout` seconds of writers."""
 
+    def idle_locks(self, active: set[str], cutoff: float) -> list[str]:
+        """Lock files of threads not in `active`, last changed before `cutoff` (gc removes them)."""
+
+    def drop_idle_lock(self, path: str) -> bool:
+        """Remove one unless someone holds it (False then)."""
+
     def config_lock(self) -> ContextManager:
         """Held while config.yaml is read, changed and written back: parallel `agent add` and
         `setup` each keep their change."""
+
+    def set_aside(self) -> list[str]:
+        """Names of the files a repair or an append set aside (`cas fsck` lists them)."""
 
     def kept_aside(self) -> list[str]:
         """Nodes the lines a repair set aside name (gc's roots too: a set-aside record can be put back)."""

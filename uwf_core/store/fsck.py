@@ -43,7 +43,7 @@ class FsckReport:
         return {"checked": self.checked, "ok": not self.errors, "problems": [p.to_dict() for p in self.problems]}
 
 
-def fsck(store: CasStore, backend: Backend | None = None) -> FsckReport:
+def fsck(store: CasStore, backend: Backend | None = None, workspaces: str | None = None) -> FsckReport:
     """With `backend`, the threads and the registry are checked too: a head whose chain lost a node
     names its thread."""
     report = FsckReport()
@@ -52,6 +52,7 @@ def fsck(store: CasStore, backend: Backend | None = None) -> FsckReport:
         report.problems.append(FsckProblem(name, _stray_message(name, is_temp), "warning"))
     if backend is not None:
         report.problems.extend(_check_state_lines(backend))
+        report.problems.extend(_leftovers(backend, workspaces))
     damage = nodes.damage()
     if damage:
         report.problems.append(FsckProblem(*damage))
@@ -84,6 +85,23 @@ def _check_state_lines(backend: Backend) -> list[FsckProblem]:
     for entry in [*backend.runs.damaged(), *backend.queue.damaged()]:
         problems.append(FsckProblem(entry.where, entry.detail, "warning"))
     return problems
+
+
+def _leftovers(backend: Backend, workspaces: str | None) -> list[FsckProblem]:
+    """Leftovers older than gc's default grace (a younger one may be a command at work), and the
+    files a repair set aside."""
+    import time
+
+    from .gc import DEFAULT_GRACE_SECONDS
+    from .leftovers import leftovers
+
+    try:
+        found = leftovers(backend, workspaces, time.time() - DEFAULT_GRACE_SECONDS)
+    except UwfError:
+        found = []  # a damaged thread index: its own problem is listed
+    problems = [FsckProblem(item.path, f"{item.what} (gc removes it)", "warning") for item in found]
+    aside = "lines set aside from a state file (gc keeps the nodes they name; delete it once nothing more is wanted from it)"
+    return problems + [FsckProblem(name, aside, "warning") for name in backend.set_aside()]
 
 
 def _stray_message(name: str, is_temp: bool) -> str:

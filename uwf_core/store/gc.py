@@ -40,6 +40,7 @@ class GcReport:
     temp_files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     packed: int = 0  # loose node files of an older root moved into the node file
+    leftovers: list[dict] = field(default_factory=list)  # what interrupted commands left (store/leftovers.py)
 
     def to_dict(self) -> dict:
         return {
@@ -50,6 +51,7 @@ class GcReport:
             "keptYoung": self.young,
             "tempFiles": self.temp_files,
             "missing": self.missing,
+            "leftovers" if not self.dry_run else "wouldRemove": self.leftovers,
         }
 
 
@@ -89,14 +91,17 @@ def mark(store: CasStore, roots: list[str], marked: set[str] | None = None) -> t
     return marked, missing
 
 
-def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False) -> GcReport:
+def gc(
+    store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False, workspaces: str | None = None
+) -> GcReport:
     """Mark from every root, then sweep with the heads held still.
 
     Whatever the grace, a node written since the oldest running step began is kept: that
     step may be about to make it a head; and the sweep waits for every other writer (a start, a
     put, an import, a fork, a copy) to publish what it wrote, and holds new ones off. The sweep runs under the thread index's lock, after
     marking again from the heads as they are then, so no head can move onto a node while
-    it is being deleted.
+    it is being deleted. What interrupted commands left (a failed fork's workspace under
+    `workspaces`, scratch directories, idle lock files) goes too.
     """
     hiding = [entry for entry in backend.threads.damaged() if entry.hides]
     if hiding:  # a dry run too: it would list the hidden thread's nodes as garbage
@@ -140,6 +145,11 @@ def gc(store: CasStore, backend: Backend, *, grace_seconds: float = DEFAULT_GRAC
                 report.temp_files.append(name)
                 if not dry_run:
                     nodes.delete_stray(name)
+        from .leftovers import leftovers, remove
+
+        for leftover in leftovers(backend, workspaces, cutoff):
+            if dry_run or remove(backend, leftover):
+                report.leftovers.append(leftover.to_dict())
         for name, mtime in backend.temp_files():
             if mtime < time.time() - max(grace_seconds, TEMP_FILE_GRACE_SECONDS):  # a rewrite in progress is seconds old
                 report.temp_files.append(name)

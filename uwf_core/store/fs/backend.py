@@ -152,19 +152,59 @@ class FsBackend:
     def config_lock(self):
         return self.root.lock("config")
 
-    def kept_aside(self) -> list[str]:
-        """Nodes named in the lines a repair or an append set aside (`*.damaged-*`, `*.torn`): gc keeps
-        them, so a thread whose record was set aside can still be put back by hand."""
-        import re
+    def idle_locks(self, active: set[str], cutoff: float) -> list[str]:
+        from ...encoding.ids import is_ulid
 
-        from .root import SET_ASIDE_SUFFIX
-
-        found: set[str] = set()
+        found = []
         try:
-            names = [name for name in os.listdir(self.root.path) if SET_ASIDE_SUFFIX in name or name.endswith(".torn")]
+            names = sorted(os.listdir(self.root.locks_dir))
         except OSError:
             return []
         for name in names:
+            thread = name.removesuffix(".lock").partition("-")[2]
+            if name.startswith(("thread-", "claim-")) and name.endswith(".lock") and is_ulid(thread) and thread not in active:
+                path = os.path.join(self.root.locks_dir, name)
+                try:
+                    if os.lstat(path).st_mtime < cutoff:
+                        found.append(path)
+                except OSError:
+                    continue
+        return found
+
+    def drop_idle_lock(self, path: str) -> bool:
+        """Removed while held, so no one can hold the file being removed."""
+        from ...errors import LockedError
+        from ..files import FileLock
+
+        lock = FileLock(path, wait=False)
+        try:
+            lock.acquire()
+        except (LockedError, UwfError):
+            return False
+        try:
+            os.unlink(path)
+        except OSError:
+            return False
+        finally:
+            lock.release()
+        return True
+
+    def set_aside(self) -> list[str]:
+        """The files a repair or an append set aside in the root (`*.damaged-*`, `*.torn`)."""
+        from .root import SET_ASIDE_SUFFIX
+
+        try:
+            return sorted(name for name in os.listdir(self.root.path) if SET_ASIDE_SUFFIX in name or name.endswith(".torn"))
+        except OSError:
+            return []
+
+    def kept_aside(self) -> list[str]:
+        """Nodes named in the lines a repair or an append set aside: gc keeps them, so a thread
+        whose record was set aside can still be put back by hand."""
+        import re
+
+        found: set[str] = set()
+        for name in self.set_aside():
             data = read_text_lossy(self.root.join(name))
             found.update(re.findall(r"\b[0-9A-HJKMNP-TV-Z]{13}\b", data))
         return sorted(hash_ for hash_ in found if self.nodes.exists(hash_))

@@ -64,10 +64,19 @@ class PgBackend:
 
         raise UwfError("--repair rebuilds a directory root's node file; a PostgreSQL root keeps its nodes in the database, which checks its own pages")
 
+    def idle_locks(self, active: set[str], cutoff: float) -> list[str]:
+        return []  # advisory locks: nothing is left when a session ends
+
+    def drop_idle_lock(self, path: str) -> bool:
+        return False
+
     def config_lock(self):
         from .locks import PgHeld
 
         return PgHeld(self.db, "config")
+
+    def set_aside(self) -> list[str]:
+        return []
 
     def kept_aside(self) -> list[str]:
         return []
