@@ -735,3 +735,18 @@ def test_a_step_agent_that_stages_a_flood_is_refused_before_it_is_read(uwf, solv
     assert failed.code == 1 and "Traceback" not in failed.err
     assert "staged 100,001" in error_line(failed) or "staged 100,0" in failed.err, failed.err
     assert head_of(uwf, solve["thread"]) == solve["start"]
+
+
+def test_a_condition_that_fails_on_the_new_output_is_said_by_the_step_that_wrote_it(uwf, tmp_path):
+    """Deciding "done" after a step evaluates the conditions on its output: a failure there was
+    swallowed (`done: false`, exit 0) and met only by the next step. The step stands (its head is
+    recorded) and says it: exit 1, `nextError` in its JSON."""
+    agent = loop_workflow(uwf, tmp_path, "fails-after", again="$number(steps[-1].output.text) > 1")
+    thread = ok(uwf("thread", "start", "fails-after", "-p", "go")).json()["thread"]
+    stepped = uwf("thread", "step", thread, "--agent", agent)
+    assert stepped.code == 1 and "Traceback" not in stepped.err
+    result = stepped.json()
+    assert result["done"] is False and result["role"] == "writer" and "number" in result["nextError"]
+    said = stepped.err.rstrip("\n").splitlines()[-1]
+    assert said.startswith(f"uwf: error: the step is recorded (head {result['head']}), but what comes next cannot be decided:")
+    assert head_of(uwf, thread) == result["head"]

@@ -154,11 +154,14 @@ def cmd_step(args) -> int:
 
 
 def _killed(result) -> int:
-    """Return code 1 when the supervisor ended the thread (the seeds' returnCode), with its reason."""
+    """Return code 1 when the supervisor ended the thread (the seeds' returnCode), with its reason;
+    or when what comes after the step cannot be decided (the step itself stands)."""
+    from .output import error, note
+
+    if result.next_error:
+        return error(f"the step is recorded (head {result.head}), but what comes next cannot be decided: {result.next_error}")
     if not result.killed_by:
         return 0
-    from .output import note
-
     note(f"thread {result.thread} {result.killed_by}")
     return 1
 

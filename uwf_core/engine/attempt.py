@@ -110,6 +110,7 @@ class StepResult:
     reused_from: str | None = None  # the earlier step whose output this step reused (no agent ran)
     killed_by: str | None = None  # why the supervisor ended the thread (engine/oversight.py)
     step: str | None = None  # the role's own StepNode, when a check after it is the head
+    next_error: str | None = None  # deciding what comes after the step failed (a condition's error): the step stands
 
     def to_json(self) -> dict:
         data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
@@ -125,6 +126,8 @@ class StepResult:
             data["killedBy"] = self.killed_by
         if self.step and self.step != self.head:
             data["step"] = self.step
+        if self.next_error:
+            data["nextError"] = self.next_error
         return data
 
 

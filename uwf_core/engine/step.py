@@ -195,7 +195,7 @@ def _land(
     """Move the head to the step written (archiving when the thread is done), record the attempt,
     then run the checks due after it."""
     left = max(0.001, deadline - time.monotonic()) if deadline is not None else None
-    done, after = _next_is_end(repo, workflow, context, new_head, left)
+    done, after, next_error = _next_is_end(repo, workflow, context, new_head, left)
     summarize = done and options.checks and summarizer_on(repo)  # then archived after its summary, below
     try:
         repo.threads.compare_and_set(
@@ -225,7 +225,9 @@ def _land(
         reason = REASON_KILLED if killed_by else None
         if head != new_head:
             repo.remember_context(after.at_head(head))  # `thread run`'s next step starts from the check
-    return StepResult(info.workflow, info.thread, head, reason is not None, decision.role, label, reason, reused_from, killed_by, new_head)
+    return StepResult(
+        info.workflow, info.thread, head, reason is not None, decision.role, label, reason, reused_from, killed_by, new_head, next_error
+    )
 
 
 def _agent_name(repo: Repo, agent: object) -> str | None:
@@ -302,20 +304,24 @@ def _finish(repo: Repo, info: ThreadInfo, decision: Decision, workflow: Workflow
     return StepResult(info.workflow, info.thread, head, True, reason=REASON_DONE)
 
 
-def _next_is_end(repo: Repo, workflow: Workflow, context: ThreadContext, new_head: str, time_limit: float | None = None) -> tuple[bool, ThreadContext]:
-    """Ask the moderator again: does the thread end after this step? With the context at it.
+def _next_is_end(
+    repo: Repo, workflow: Workflow, context: ThreadContext, new_head: str, time_limit: float | None = None
+) -> tuple[bool, ThreadContext, str | None]:
+    """Ask the moderator again: does the thread end after this step? With the context at it, and
+    the routing error, if deciding failed (a condition that fails on this step's output).
 
     The extended context is kept on the Repo, so `thread run`'s next step starts from it.
-    A routing error here does not undo the step; the next step reports it.
+    A routing error here does not undo the step: the step's result says it (`uwf thread step`
+    exits 1 with it), and the thread stays where the step put it.
     """
     step = StepNode.from_payload(repo.nodes.get(new_head).payload)
     extended = context.extended(step_context(repo.nodes, new_head, step))
     repo.remember_context(extended)
     try:
         decision = evaluate(workflow, extended, time_limit)
-    except UwfError:
-        return False, extended
-    return decision.is_end and decision.end_reason == REASON_DONE, extended
+    except UwfError as exc:
+        return False, extended, exc.message
+    return decision.is_end and decision.end_reason == REASON_DONE, extended, None
 
 
 def _time_left(deadline: float | None):
