@@ -584,3 +584,39 @@ def test_complex_mapping_key_is_refused_cleanly(write, root):
 def test_status_enum_with_a_non_scalar_value_is_refused_cleanly(write, root, status_schema):
     text = _replace(STATUS_BASE, "        $status: {type: string, enum: [good, bad]}", f"        $status: {status_schema}")
     _refused(root, write(text))
+
+
+# -- sizes: refused in one line, before the costly part ---------------------------------------------
+
+
+def test_a_condition_too_long_is_refused_before_it_is_compiled(write, root):
+    """A 2 MB condition took 30 s and 1 GB to compile before it was refused as a syntax error."""
+    import time
+
+    long = " and ".join(["steps[-1].output.ok = false"] * 2_000)
+    text = _replace(BASE, 'expression: "steps[-1].output.ok = false"', f'expression: "{long}"')
+    began = time.monotonic()
+    message = _refused(root, write(text))
+    assert f"condition 'rejected': {len(long):,} characters, more than a condition may have (10,000)" in message
+    assert time.monotonic() - began < 5
+
+
+def test_more_roles_than_a_workflow_may_have_are_refused_at_once(write, root):
+    role = "  r{i}:\n    description: R\n    goal: G.\n    procedure: P.\n    output: O.\n    meta: {{type: object}}\n"
+    many = "".join(role.format(i=i) for i in range(501))
+    text = BASE.replace("roles:\n", "roles:\n" + many, 1)
+    assert "roles: 503 roles, more than a workflow may have (500)" in _refused(root, write(text))  # and writer, checker
+
+
+def test_a_workflow_file_past_a_megabyte_is_refused_before_it_is_parsed(write, root):
+    text = BASE + "# " + "x" * 1_000_000 + "\n"
+    assert "more than a workflow may have (1,000,000)" in _refused(root, write(text))
+
+
+def test_a_bundled_condition_too_long_is_refused_when_it_would_run():
+    """A workflow that came in a bundle was never linted: the limit holds where it is compiled."""
+    from uwf_core.errors import UwfError
+    from uwf_core.workflow.jsonata_expr import evaluate
+
+    with pytest.raises(UwfError, match="more than a condition may have"):
+        evaluate("$count(steps) > 0 or " * 600 + "true", {"steps": []})

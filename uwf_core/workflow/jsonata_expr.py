@@ -31,6 +31,10 @@ def _compile(expression: str):
     cached = _compiled.get(expression)
     if cached is not None:
         return cached
+    from .model import MAX_CONDITION_CHARS
+
+    if len(expression) > MAX_CONDITION_CHARS:  # a workflow from a bundle is not linted
+        raise UwfError(f"the expression has {len(expression):,} characters, more than a condition may have ({MAX_CONDITION_CHARS:,})")
     import jsonata
 
     from .linear_regex import linear_regex

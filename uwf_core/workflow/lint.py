@@ -18,6 +18,8 @@ from ..store.schemas import check_schema
 from .model import (
     DEFAULT_MAX_STEPS,
     END,
+    MAX_CONDITION_CHARS,
+    MAX_ROLES,
     START,
     STATUS_FIELD,
     Condition,
@@ -193,6 +195,9 @@ class _Parser:
         if not isinstance(data, dict) or not data:
             self.error(("roles",), "must be a non-empty mapping of role name to role")
             return {}
+        if len(data) > MAX_ROLES:
+            self.error(("roles",), f"{len(data):,} roles, more than a workflow may have ({MAX_ROLES:,})")
+            return {}
         roles = {}
         for name, spec in data.items():
             path = ("roles", name)
@@ -276,6 +281,8 @@ class _Parser:
             description = self.text(spec, "description", path, required=False)
             if "expression" in spec and isinstance(spec["expression"], str) and not expression.strip():
                 self.error(path + ("expression",), f"condition '{name}': the expression is empty")
+            elif expression and len(expression) > MAX_CONDITION_CHARS:
+                self.error(path + ("expression",), f"condition '{name}': {len(expression):,} characters, more than a condition may have ({MAX_CONDITION_CHARS:,})")
             elif expression:
                 message = _jsonata_compile_error(expression)
                 if message:

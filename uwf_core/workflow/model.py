@@ -8,6 +8,8 @@ START = "$START"
 END = "$END"
 STATUS_FIELD = "$status"
 DEFAULT_MAX_STEPS = 100
+MAX_ROLES = 500  # a workflow of more is generated, and each role costs a schema and a lint
+MAX_CONDITION_CHARS = 10_000  # a condition is a few path lookups; compiling 2 MB of one took 30 s and 1 GB
 
 
 ON_FAILURE = ("fail", "collect")  # a map's child that fails: the step fails, or its failure is collected

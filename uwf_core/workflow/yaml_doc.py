@@ -30,6 +30,9 @@ class YamlDocument:
         return self.lines.get(())
 
 
+MAX_WORKFLOW_CHARS = 1_000_000  # the largest example is 4 KB
+
+
 def read_yaml_document(file: str) -> YamlDocument:
     try:
         with open(file, encoding="utf-8") as handle:
@@ -50,6 +53,8 @@ def parse_yaml_document(text: str, file: str = "<string>") -> YamlDocument:
 
     from ..encoding.limits import StructureError, check_yaml_text
 
+    if len(text) > MAX_WORKFLOW_CHARS:  # before the parser: a workflow this size is a mistake or an attack
+        raise WorkflowError(f"{file}: {len(text):,} characters, more than a workflow may have ({MAX_WORKFLOW_CHARS:,})")
     try:
         check_yaml_text(text, file)
     except StructureError as exc:
