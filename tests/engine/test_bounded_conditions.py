@@ -176,3 +176,51 @@ def _on_screen(session: str, text: str, timeout: float) -> None:
             return
         time.sleep(0.2)
     raise AssertionError(f"{text!r} did not appear on screen:\n{screen}")
+
+
+# -- one expensive built-in: bounded in time and memory (workflow/condition_box.py) --------------
+
+EXPENSIVE = '$length($replace($pad("", 1000000, "a"), "a", $pad("", 1000, "b"))) > 0'  # ~1 GB, ~40 s before
+
+
+def test_one_built_in_that_runs_for_long_is_stopped_at_the_limit():
+    """jsonata-python's clock is checked between steps of an expression, not inside `$replace`:
+    this condition held a step for 40 s at 1 GB. It runs in a child now, killed at the limit."""
+    began = time.monotonic()
+    with pytest.raises(UwfError, match=r"ran longer than 1 s|needed more than 512 MB"):
+        evaluate(EXPENSIVE, {"steps": []}, time_limit=1.0)
+    assert time.monotonic() - began < 3
+
+
+def test_a_built_in_that_wants_a_gigabyte_is_refused_in_one_line():
+    began = time.monotonic()
+    with pytest.raises(UwfError, match="needed more than 512 MB"):
+        evaluate('$length($pad("", 400000000)) > 0', {"steps": []})
+    assert time.monotonic() - began < 5
+
+
+def test_values_and_errors_come_back_from_the_child_as_they_were():
+    assert evaluate("$count(steps) + 1", {"steps": [1, 2]}) == 3
+    assert evaluate("steps[0].output", {"steps": [{"output": {"a": [1, "x", None, True]}}]}) == {"a": [1, "x", None, True]}
+    with pytest.raises(UwfError, match="convert|D3030"):
+        evaluate('$number("abc")', {"steps": []})
+
+
+def test_a_step_routed_by_an_expensive_condition_ends_within_its_limit(uwf, tmp_path):
+    text = _edited(
+        BASE,
+        ("name: demo\n", "name: expensive\n"),
+        ('expression: "steps[-1].output.ok = false"', f"expression: '{EXPENSIVE}'"),
+    )
+    path = tmp_path / "expensive.yaml"
+    path.write_text(text)
+    assert uwf("workflow", "put", str(path)).code == 0
+    thread = uwf("thread", "start", "expensive", "-p", "go").json()["thread"]
+    script = tmp_path / "s.yaml"
+    script.write_text("writer:\n  - output: {text: t}\nchecker:\n  - output: {ok: false}\n")
+    assert uwf("thread", "step", thread, "--agent", f"uwf-script --script {script}").code == 0
+    began = time.monotonic()
+    stepped = uwf("thread", "step", thread, "--agent", f"uwf-script --script {script}")
+    assert time.monotonic() - began < 15
+    assert stepped.code == 1 and "Traceback" not in stepped.err
+    assert "ran longer than" in stepped.err or "needed more than 512 MB" in stepped.err

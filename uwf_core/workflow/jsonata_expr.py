@@ -55,6 +55,7 @@ UWF_FUNCTIONS = ("first", "last", "firstStep", "lastStep")
 # A condition is a few path lookups: one that runs for seconds or recurses this deep is runaway
 # (a tail call such as `$f := function($x){ $f($x) }` never hits Python's recursion limit).
 TIME_LIMIT_SECONDS = 5.0
+GRACE_SECONDS = 0.5  # past the limit, for jsonata's own clock to say it first
 MAX_DEPTH = 500
 
 
@@ -63,7 +64,8 @@ def evaluate(expression: str, context: object, time_limit: float | None = None, 
     `time_limit` seconds (default TIME_LIMIT_SECONDS); a runtime failure raises UwfError with
     JSONata's message. `functions` gives UWF_FUNCTIONS by name (role -> value); without them they
     look through the steps in `context`. Conditions in simple_condition's subset are evaluated
-    without importing jsonata-python, with its exact result."""
+    without importing jsonata-python, with its exact result; others in a child process with a
+    hard deadline and a memory cap (condition_box.py)."""
     simple = _simple(expression)
     if simple is not None:
         from .simple_condition import UNDEFINED, Unsupported
@@ -80,13 +82,22 @@ def evaluate(expression: str, context: object, time_limit: float | None = None, 
     for name in UWF_FUNCTIONS:
         compiled.register_lambda(name, functions[name])
     limit = TIME_LIMIT_SECONDS if time_limit is None else min(time_limit, TIME_LIMIT_SECONDS)
-    compiled.environment.set_runtime_bounds(max(1, int(limit * 1000)), MAX_DEPTH)  # the clock starts now
-    try:
-        return compiled.evaluate(context)
-    except RecursionError:
-        raise UwfError("the expression recursed too deeply (more than Python's stack allows)") from None
-    except Exception as exc:
-        raise UwfError(_message(exc)) from None
+
+    def work() -> object:
+        compiled.environment.set_runtime_bounds(max(1, int(limit * 1000)), MAX_DEPTH)  # the clock starts now
+        try:
+            return compiled.evaluate(context)
+        except RecursionError:
+            raise UwfError("the expression recursed too deeply (more than Python's stack allows)") from None
+        except MemoryError:
+            raise  # the box says how much it was allowed
+        except Exception as exc:
+            raise UwfError(_message(exc)) from None
+
+    from .condition_box import run_boxed
+
+    # In a child of its own: the time limit holds inside one built-in too, and memory is capped.
+    return run_boxed(work, limit, GRACE_SECONDS)
 
 
 def _functions_over(steps: list) -> dict:
