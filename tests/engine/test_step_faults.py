@@ -495,8 +495,9 @@ def loop_workflow(uwf, tmp_path, name, *, again="true", again_condition="again",
 def test_condition_failing_at_runtime(uwf, root_dir, tmp_path):
     agent = loop_workflow(uwf, tmp_path, "broken-cond", again="steps[-1].output.text + 1")
     thread = start(uwf, "broken-cond")["thread"]
-    first = ok(uwf("thread", "step", thread, "--agent", agent)).json()
-    assert first["done"] is False
+    stepped = uwf("thread", "step", thread, "--agent", agent)
+    first = stepped.json()  # the step stands, and says its route failed
+    assert stepped.code == 1 and first["done"] is False and "condition 'again'" in first["nextError"]
     result = attempt(uwf, root_dir, "step", thread, "--agent", agent)
     assert_failed_step(uwf, root_dir, thread, first["head"], result, "failed", "condition 'again'", "steps[-1].output.text + 1", "'writer'")
     assert ok(uwf("thread", "show", thread)).json()["done"] is False
@@ -672,8 +673,10 @@ def test_a_runaway_condition_is_stopped_by_the_steps_timeout_and_the_head_stays(
     assert uwf("workflow", "put", str(wf)).code == 0
     thread = uwf("thread", "start", "solve-issue", "-p", "loop").json()["thread"]
     agent = f"uwf-script --script {EXAMPLES / 'solve-issue.script.yaml'}"
-    for _ in range(3):  # planner, developer, reviewer: the reviewer's route runs the condition
+    for _ in range(2):  # planner, developer
         assert uwf("thread", "step", thread, "--agent", agent).code == 0
+    reviewed = uwf("thread", "step", thread, "--agent", agent)  # the reviewer's route runs the condition: said at once
+    assert reviewed.code == 1 and "timeout" in reviewed.json()["nextError"].lower()
     head = uwf("thread", "show", thread).json()["head"]
     began = time.monotonic()
     result = uwf("thread", "step", thread, "--agent", agent, "--timeout", "1")

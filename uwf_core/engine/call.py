@@ -232,7 +232,7 @@ class AgentCall:
             env=self.env,
             runs_steps=self.is_ours("uwf-subflow"),
             stage=self.stage,
-            reader_files=backend.reader_files,
+            private_dirs=backend.private_dirs,
             writable=self.resolved.writable,
             readable=self.resolved.readable,
             hide=self.resolved.hide,
@@ -258,7 +258,6 @@ class AgentCall:
         """A staging directory for a sandboxed step agent's nodes (uwf takes them in after checking
         them); None where it writes the store itself: no sandbox, uwf-subflow, a PostgreSQL root."""
         if self.sees_store and self.contained and not self.is_ours("uwf-subflow"):
-            self.repo.backend.nodes.exists(self.info.head)  # the node file open here: its -wal and -shm are there to share
             self.stage = self.repo.backend.new_stage()
         return self.stage
 
@@ -291,7 +290,7 @@ class AgentCall:
             fds = (secrets_file(self.step_agent_keys()),)
             env = {**env, SECRETS_FD_ENV: str(fds[0])}
         if self.stage:
-            env = {**env, "UWF_STAGING": self.stage}
+            env = {**env, **self.repo.backend.stage_env(self.stage)}
         with self.agent_span(self.resolved.argv) as span:
             pipe = _trace_pipe(span, stdin_text if stdin_text is not None else prompt_data)
             if pipe is not None:

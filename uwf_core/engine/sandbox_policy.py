@@ -52,7 +52,7 @@ def agent_policy(
     env: dict[str, str],
     runs_steps: bool = False,
     stage: str | None = None,
-    reader_files: tuple[str, ...] = (),
+    private_dirs: tuple[str, ...] = (),
     writable: tuple[str, ...] = (),
     readable: tuple[str, ...] = (),
     hide: tuple[str, ...] = (),
@@ -63,8 +63,8 @@ def agent_policy(
     forks_dir: str | None = None,
 ) -> Policy:
     """The Policy of one agent run. `store` is the backend's (store_dirs, node_dirs, socket_dirs);
-    a step agent given a `stage` writes its nodes there and reads the node file (`reader_files`:
-    what a reader writes beside it), else it writes `node_dirs`. `hide` names workspace files,
+    a step agent given a `stage` writes its nodes there and reads them through uwf, never seeing
+    `private_dirs` (the node file and its shared memory, the lock files), else it writes `node_dirs`. `hide` names workspace files,
     looked for in the workspace and in `cwd` (a role's location). `state` names the entry's state
     directories (their credentials are the agent's to see; engine/state_dirs.py mounts a private
     copy of each per run). `scratch`, uwf's scratch space for this root, is hidden: other runs'
@@ -79,7 +79,9 @@ def agent_policy(
         hidden_dirs.append(os.path.realpath(scratch))
     store_writes: tuple[str, ...] = ()
     if sees_store:
-        store_writes = store_dirs if runs_steps else (stage, *reader_files) if stage else node_dirs
+        store_writes = store_dirs if runs_steps else (stage,) if stage else node_dirs
+        if stage and not runs_steps:
+            hidden_dirs.extend(path for path in map(os.path.realpath, private_dirs) if os.path.isdir(path))
     extra_writable = [*_writable(writable, env), *map(os.path.realpath, store_writes)]
     hidden_files = [*env_files, *(os.path.join(base, item) for item in hide for base in dict.fromkeys((workspace, cwd)))]
     chosen_readable = [expand(item, env) for item in readable]

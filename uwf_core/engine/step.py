@@ -308,7 +308,7 @@ def _next_is_end(
     repo: Repo, workflow: Workflow, context: ThreadContext, new_head: str, time_limit: float | None = None
 ) -> tuple[bool, ThreadContext, str | None]:
     """Ask the moderator again: does the thread end after this step? With the context at it, and
-    the routing error, if deciding failed (a condition that fails on this step's output).
+    the error of a condition that failed on this step's output.
 
     The extended context is kept on the Repo, so `thread run`'s next step starts from it.
     A routing error here does not undo the step: the step's result says it (`uwf thread step`
@@ -317,10 +317,14 @@ def _next_is_end(
     step = StepNode.from_payload(repo.nodes.get(new_head).payload)
     extended = context.extended(step_context(repo.nodes, new_head, step))
     repo.remember_context(extended)
+    from ..thread.moderator import ConditionFailed
+
     try:
         decision = evaluate(workflow, extended, time_limit)
-    except UwfError as exc:
+    except ConditionFailed as exc:
         return False, extended, exc.message
+    except UwfError:
+        return False, extended, None  # no route yet (an output no transition takes): the next step says so
     return decision.is_end and decision.end_reason == REASON_DONE, extended, None
 
 

@@ -191,11 +191,15 @@ class Backend(Protocol):
     cache_dir: str  # this host's caches (the workspaces' stat caches): losing it costs time only
     store_dirs: tuple[str, ...]  # the directories the store is (a step agent's sandbox shows them read-only; a text agent's hides them)
     node_dirs: tuple[str, ...]  # where nodes are written (a step agent without staging writes them)
-    reader_files: tuple[str, ...]  # files a reader of the store must write (SQLite's shared memory)
+    private_dirs: tuple[str, ...]  # what a staged step agent never sees (the node file, the locks): it reads through uwf
     socket_dirs: tuple[str, ...]  # Unix-socket directories the store is reached through (shown to step agents)
 
     def new_stage(self) -> str | None:
         """A staging directory for one sandboxed step agent's nodes, or None (it writes the store)."""
+    def stage_env(self, stage: str) -> dict[str, str]:
+        """The environment that points a step agent's kit at its stage (and at uwf for its reads)."""
+    def serve_nodes(self, stage: str):
+        """Serve a staged step agent's reads until `.close()` (None where it reads the store itself)."""
     def staged(self, stage: str) -> dict[str, bytes]: ...
     def staged_derived(self, stage: str) -> dict[str, bytes]: ...
     def drop_stage(self, stage: str) -> None: ...

@@ -30,6 +30,10 @@ class ModeratorError(UwfError):
     """No route matched, a condition failed at runtime, or a status is missing."""
 
 
+class ConditionFailed(ModeratorError):
+    """A condition's expression failed at runtime (an error, its time or memory limit)."""
+
+
 @record(frozen=True)
 class Decision:
     """The next role (or END) and why: the reason travels with the route, so a dry run or a diff
@@ -174,7 +178,7 @@ def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes
                 data[window] = context.to_json(window)
             value = evaluate_expression(condition.expression, data[window], time_limit, functions)
         except UwfError as exc:
-            raise ModeratorError(
+            raise ConditionFailed(
                 f"condition '{transition.condition}' ({condition.expression}) failed after '{key}': {exc.message}"
             ) from None
         if truthy(value):

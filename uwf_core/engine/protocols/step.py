@@ -18,11 +18,15 @@ def run(call: AgentCall) -> str:
     from ..watchdog import WATCHDOG
 
     stage = call.open_stage()
+    broker = None
     if stage:
         WATCHDOG.guard_file(stage)  # uwf SIGKILLed: nothing staged is left behind
+        broker = call.repo.backend.serve_nodes(stage)  # its reads: the node file itself it never sees
     try:
         return _run(call, stage)
     finally:
+        if broker is not None:
+            broker.close()
         if stage:
             call.repo.backend.drop_stage(stage)
             WATCHDOG.release_file(stage)

@@ -45,20 +45,22 @@ class FsBackend:
         self.cache_dir = self.root.join("cache")  # the workspaces' stat caches
         self.store_dirs = (self.root.path,)  # the whole store: hidden from text agents, read-only to step agents
         self.node_dirs = (self.root.cas_dir,)  # where nodes are written (a step agent without a sandbox writes there)
-        self.reader_files = (self.root.join("cas", "nodes.sqlite-shm"),)  # what a reader of the node file writes
+        self.private_dirs = (self.root.cas_dir, self.root.locks_dir)  # never shown to a staged step agent: it reads through uwf
         self.socket_dirs: tuple[str, ...] = ()
 
     @cached_property
     def nodes(self):
         from .nodes import FsNodeStore
 
-        main = FsNodeStore(self.root)
         stage = os.environ.get("UWF_STAGING")  # a sandboxed step agent: its writes go to uwf's staging file
         if stage:
+            from .node_broker import NODES_ENV, BrokeredNodes
             from .staged import StagedNodeStore
 
+            broker = os.environ.get(NODES_ENV)  # and its reads come through uwf (node_broker.py)
+            main = BrokeredNodes(broker, self.root.cas_dir) if broker else FsNodeStore(self.root)
             return StagedNodeStore(main, stage)
-        return main
+        return FsNodeStore(self.root)
 
     @cached_property
     def threads(self):
@@ -99,13 +101,29 @@ class FsBackend:
         os.makedirs(self.scratch_dir, exist_ok=True)
         return os.path.realpath(tempfile.mkdtemp(prefix="stage-", dir=self.scratch_dir))  # as the sandbox mounts it
 
+    def stage_env(self, stage: str) -> dict[str, str]:
+        """What tells the agent's kit where it writes (the staging file) and reads (uwf's broker)."""
+        from .node_broker import NODES_ENV, socket_path
+
+        return {"UWF_STAGING": stage, NODES_ENV: socket_path(stage)}
+
+    def serve_nodes(self, stage: str):
+        """uwf's side of the agent's reads, until closed (store/fs/node_broker.py)."""
+        from .node_broker import NodeBroker
+        from .nodes import FsNodeStore
+
+        return NodeBroker(FsNodeStore(self.root), stage)
+
     def staged(self, stage: str) -> dict[str, bytes]:
         """The nodes an agent wrote there, in the order it wrote them; UwfError, before any is read,
         when they are more than a step writes (STAGED_*: the agent's file is no one's to trust)."""
         from .node_db import NodeDb, node_data
 
         db = NodeDb(stage)
-        ((count, total),) = db.read_query("select count(*), coalesce(sum(length(data)), 0) from nodes")
+        rows = db.read_query("select count(*), coalesce(sum(length(data)), 0) from nodes")
+        if not rows:
+            return {}  # it staged nothing: no file
+        ((count, total),) = rows
         if count > STAGED_NODES or total > STAGED_BYTES:
             raise UwfError(f"it staged {count:,} nodes of {total:,} bytes, more than a step may write ({STAGED_NODES:,} nodes, {STAGED_BYTES:,} bytes)")
         nodes, inflated = {}, 0

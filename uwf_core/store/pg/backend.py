@@ -30,7 +30,7 @@ class PgBackend:
         self.cache_dir = os.path.join(self.scratch_dir, "cache")  # host-local, as the workspaces are
         self.store_dirs: tuple[str, ...] = ()  # nothing of the store is a directory here
         self.node_dirs: tuple[str, ...] = ()
-        self.reader_files: tuple[str, ...] = ()
+        self.private_dirs: tuple[str, ...] = ()
         self.socket_dirs = socket_dirs(url)
 
     def __repr__(self) -> str:
@@ -38,6 +38,12 @@ class PgBackend:
 
     def new_stage(self) -> str | None:
         """No staging: a step agent reaches the database itself (README: Agents run contained)."""
+        return None
+
+    def stage_env(self, stage: str) -> dict[str, str]:
+        return {}
+
+    def serve_nodes(self, stage: str):
         return None
 
     def staged(self, stage: str) -> dict[str, bytes]:
