@@ -343,3 +343,59 @@ def test_a_row_whose_hash_text_is_damaged_is_recovered_under_its_contents_name(b
     assert report["damaged"] is True and not report["lost"], report
     assert _rows(root) == base_rows
     assert _run(root, "thread", "show", threads[0]).returncode == 0
+
+
+def test_a_bad_frame_in_the_wal_loses_none_of_the_frames_after_it(base, tmp_path):
+    """One byte flipped in a frame of the WAL: SQLite reads up to it and takes the rest for garbage,
+    and the next connection to close deleted the WAL with every node committed after it. Now fsck
+    names it with --repair, no command writes to the file or deletes the WAL meanwhile, reads go
+    on (up to the bad frame), and --repair recovers every node of every intact frame."""
+    from uwf_core.repo import Repo
+    from uwf_core.store.builtin_schemas import BUILTIN_HASHES
+
+    live = tmp_path / "live"
+    shutil.copytree(base[0], live)
+    repo = Repo.open(str(live))
+    db = repo.backend.nodes.db
+    db.write_query("pragma wal_autocheckpoint=0")
+    added = []
+    for index in range(40):  # one transaction each: frames 1..N, commits all along
+        with repo.nodes.nodes.batch():
+            added.append(repo.nodes.put(BUILTIN_HASHES["content"], f"committed {index} " + "y" * 300))
+    root = tmp_path / "root"
+    shutil.copytree(live, root)  # the file and its WAL as a crash would leave them
+    db.close()
+    wal = Path(str(db_path(root)) + "-wal")
+    frames = (wal.stat().st_size - 32) // (24 + PAGE)
+    assert frames > 30
+    bad = 32 + (frames // 2) * (24 + PAGE) + 24 + 100  # a byte in the middle frame's page
+    data = bytearray(wal.read_bytes())
+    data[bad] ^= 0xFF
+    wal.write_bytes(bytes(data))
+    (root / "cas" / f"{DB_NAME}-shm").unlink(missing_ok=True)
+
+    checked = _run(root, "cas", "fsck")
+    assert checked.returncode == 1 and "damaged WAL" in checked.stderr and "--repair" in checked.stderr
+    size = wal.stat().st_size
+    assert _run(root, "thread", "list").returncode == 0  # reads go on...
+    assert wal.exists() and wal.stat().st_size == size  # ...and leave the WAL as it was
+    refused = _run(root, "cas", "put", "content", '"new"')
+    assert refused.returncode == 1 and "damaged" in refused.stderr and "Traceback" not in refused.stderr
+    assert wal.stat().st_size == size
+
+    report = _repair(root)
+    assert report["damaged"] and "WAL" in report["problem"] and not report["lost"]
+    assert set(added) <= set(_rows(root))  # the frames after the bad one included
+    assert _run(root, "cas", "fsck").returncode == 0
+
+
+def test_an_empty_node_file_is_named_as_such(base, tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(base[0], root)
+    for suffix in ("-wal", "-shm"):
+        Path(str(db_path(root)) + suffix).unlink(missing_ok=True)
+    db_path(root).write_bytes(b"")
+    checked = _run(root, "cas", "fsck")
+    assert checked.returncode == 1 and "the file is empty (0 bytes)" in checked.stderr and "--repair" in checked.stderr
+    repaired = _run(root, "cas", "fsck", "--repair")
+    assert "not damaged" not in repaired.stderr and "empty" in json.loads(repaired.stdout)["problem"]

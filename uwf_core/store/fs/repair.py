@@ -26,9 +26,9 @@ from contextlib import contextmanager
 
 from ...errors import LockedError, UwfError
 from ..records import SET_ASIDE, RepairReport
-from .node_db import DB_FILES, DB_NAME, NodeDb, check_result, node_data, open_read_only
+from .node_db import DB_FILES, DB_NAME, NodeDb, check_result, file_problem, node_data, open_read_only
 from .root import PUBLISH_LOCK, Root
-from .salvage import header_problem, node_rows
+from .salvage import node_rows
 
 
 def repair_node_file(root: Root, db: NodeDb) -> RepairReport:
@@ -56,9 +56,9 @@ def damage_of(path: str) -> str | None:
     """What is wrong with the file (its header, or what SQLite's integrity check says), or None."""
     if not os.path.lexists(path):
         return None
-    header = header_problem(path)
-    if header:
-        return f"damaged header: {header}"
+    whole = file_problem(path)
+    if whole:
+        return whole
     try:
         conn = open_read_only(path, held=True)
         try:

@@ -1,0 +1,110 @@
+"""Is the node file's WAL whole? SQLite reads a WAL up to its first frame that fails its checksum
+and takes the rest for garbage: one bad byte in frame 24 of 56 hid the 11 nodes committed in
+frames 29-55, and the next connection to close checkpointed what it saw and deleted the WAL with
+them. So before the file is opened for writing (which would overwrite those frames) and by
+`cas fsck`, uwf looks past the frames SQLite took: a frame of the same generation (its salts)
+that ends a transaction there means the WAL was damaged, not merely cut by a crash. Then nothing
+is written, reads open the file read-only (a read-only connection never checkpoints or deletes
+the WAL), and `cas fsck --repair` salvages every intact frame (salvage.py).
+
+The cheap look (the WAL index's frame count, then the headers of the frames past it) runs only
+when a WAL is there; the checksums are computed only when it finds something (a commit in flight
+in another process looks the same for a moment).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+WAL_HEADER, FRAME_HEADER = 32, 24
+MAGIC = {0x377F0682: "<", 0x377F0683: ">"}  # the checksums' word order
+MAX_FRAMES = 1 << 20
+
+
+def wal_damage(path: str) -> str | None:
+    """What is wrong with `<path>-wal`, or None: committed frames SQLite cannot reach."""
+    try:
+        with open(path + "-wal", "rb") as handle:
+            header = handle.read(WAL_HEADER)
+            if len(header) < WAL_HEADER:
+                return None
+            magic, _, page_size, _, salts, _ = struct.unpack(">IIII8s8s", header)
+            if magic not in MAGIC or not page_size or page_size & (page_size - 1):
+                return None  # not a WAL SQLite would read: salvage.py's business
+            valid = _valid_frames(path, header)
+            if valid is None:
+                return None
+            frame = FRAME_HEADER + page_size
+            size = os.fstat(handle.fileno()).st_size
+            total = min((size - WAL_HEADER) // frame, MAX_FRAMES)
+            orphans = [i for i in range(valid, total) if _commits(handle, WAL_HEADER + i * frame, salts)]
+            if not orphans:
+                return None
+            first_bad = _first_bad_frame(handle, header, page_size, total)
+            if first_bad is None or first_bad > orphans[-1]:
+                return None  # a commit another process made meanwhile: the chain holds
+            return (
+                f"the WAL's frame {first_bad + 1} of {total} fails its checksum, and {len(orphans)} frame(s) after it end "
+                f"transactions SQLite no longer reads: run `uwf cas fsck --repair` to recover them"
+            )
+    except OSError:
+        return None
+
+
+def _commits(handle, offset: int, salts: bytes) -> bool:
+    """Whether the frame at `offset` is of this WAL's generation and ends a transaction."""
+    handle.seek(offset)
+    head = handle.read(FRAME_HEADER)
+    return len(head) == FRAME_HEADER and head[8:16] == salts and struct.unpack(">I", head[4:8])[0] != 0
+
+
+def _valid_frames(path: str, header: bytes) -> int | None:
+    """How many frames SQLite reads (the WAL index's count, after a read-only connection has
+    rebuilt it if it had to), or None when the index is not this WAL's."""
+    import sqlite3
+
+    from .node_db import open_read_only
+
+    try:
+        conn = open_read_only(path)
+        try:
+            conn.execute("select 1 from sqlite_master limit 1").fetchall()
+        finally:
+            conn.close()  # read-only: no checkpoint, the WAL stays as it is
+        with open(path + "-shm", "rb") as shm:
+            index = shm.read(48)
+    except (sqlite3.Error, OSError):
+        return None
+    if len(index) < 48 or index[32:40] != header[16:24]:
+        return None
+    return struct.unpack("=I", index[16:20])[0]
+
+
+def _first_bad_frame(handle, header: bytes, page_size: int, total: int) -> int | None:
+    """The first frame of this generation whose checksum fails (SQLite's running checksum over
+    each frame's first 8 header bytes and its page), or None when every one holds."""
+    order = MAGIC[struct.unpack(">I", header[:4])[0]]
+    s0, s1 = _checksum(header[:24], 0, 0, order)
+    if (s0, s1) != struct.unpack(">II", header[24:32]):
+        return 0
+    salts = header[16:24]
+    frame = FRAME_HEADER + page_size
+    for i in range(total):
+        handle.seek(WAL_HEADER + i * frame)
+        data = handle.read(frame)
+        if len(data) < frame or data[8:16] != salts:
+            return None
+        s0, s1 = _checksum(data[:8], s0, s1, order)
+        s0, s1 = _checksum(data[FRAME_HEADER:], s0, s1, order)
+        if (s0, s1) != struct.unpack(">II", data[16:24]):
+            return i
+    return None
+
+
+def _checksum(data: bytes, s0: int, s1: int, order: str) -> tuple[int, int]:
+    words = struct.unpack(f"{order}{len(data) // 4}I", data)
+    for i in range(0, len(words), 2):
+        s0 = (s0 + words[i] + s1) & 0xFFFFFFFF
+        s1 = (s1 + words[i + 1] + s0) & 0xFFFFFFFF
+    return s0, s1
