@@ -539,3 +539,41 @@ def test_a_worker_that_became_a_subreaper_gathers_no_zombies(tmp_path):
     done = subprocess.run([sys.executable, "-c", ZOMBIES, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.strip()) <= 1, done.stdout  # the last run's may end a moment after it is looked for
+
+
+def test_a_step_agent_sees_no_file_of_the_store_it_could_lock(uwf, root_dir, tmp_path):
+    """A step agent had the node file's -shm to write and the lock files to open: taking SQLite's
+    WAL-index lock bytes there failed another thread's step after 10 s ("locking protocol"). It now
+    sees neither the node file nor the locks (it reads nodes through uwf), and a step beside it
+    goes at its own pace while it tries."""
+    import time
+
+    _needs({})
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    thread = _thread(uwf, workspace)
+    other = uwf("thread", "start", "analyze-topic", "-p", "beside", "-w", str(workspace)).json()["thread"]
+    grab = (
+        "import fcntl, glob, os, time\n"
+        f"paths = glob.glob('{root_dir}/cas/*') + glob.glob('{root_dir}/locks/*')\n"
+        "held = []\n"
+        "for path in paths:\n"
+        "    try:\n"
+        "        fd = os.open(path, os.O_RDONLY); fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 0, 0); held.append(fd)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        f"open('{workspace}/seen.txt', 'w').write(repr(sorted(os.path.basename(p) for p in paths)))\n"
+        "time.sleep(4)\n"
+    )
+    script = f'python3 -c "$GRAB"\nuwf-script --script "{EXAMPLES / "analyze-topic.script.yaml"}" "$@"\n'
+    _agent(root_dir, "grabber", script, extra=f"    env: {{GRAB: {json.dumps(grab)}}}\n", protocol="step", args=("grabber",))
+    grabbing = _step_in_background(root_dir, thread, "grabber", {})
+    time.sleep(1.5)
+    began = time.monotonic()
+    beside = uwf("thread", "step", other, "--agent", f"uwf-script --script {EXAMPLES / 'analyze-topic.script.yaml'}")
+    assert beside.code == 0, beside.err
+    assert time.monotonic() - began < 3  # not held up by the agent beside it
+    _, err = grabbing.communicate(timeout=60)
+    assert grabbing.returncode == 0, err  # its own reads went through uwf
+    assert (workspace / "seen.txt").read_text() == "[]"
+    assert uwf("cas", "fsck").json()["ok"] is True
