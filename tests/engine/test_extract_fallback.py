@@ -480,3 +480,9 @@ def test_a_field_given_twice_is_a_correction(answer, said):
     outcome = extract_with_corrections(answer, SCHEMA, retry=retry)
     assert outcome.corrections == 1 and outcome.text == GOOD
     assert said in retry.messages[0]
+
+
+def test_a_field_given_twice_is_not_settled_by_the_extract_model():
+    fallback, retry = Fallback(), Retry(GOOD)
+    outcome = extract_with_corrections("---\nthesis: a\nkeyPoints: [k]\nthesis: b\n---\n", SCHEMA, fallback=fallback, retry=retry)
+    assert fallback.calls == [] and outcome.corrections == 1 and outcome.text == GOOD

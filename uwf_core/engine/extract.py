@@ -23,6 +23,10 @@ class ExtractError(UwfError):
         self.usage = None  # tokens an LLM spent on a failed extract, when one was asked
 
 
+class AmbiguousAnswer(ExtractError):
+    """An answer that gives a field twice: corrected by the agent, never settled by the extract model."""
+
+
 @record(frozen=True)
 class Extracted:
     output: dict
@@ -38,7 +42,7 @@ def _json_object(text: str) -> dict | None:
     try:
         value = json.loads(stripped, object_pairs_hook=_unique_keys)  # NaN and Infinity parse to floats: _check_storable refuses them
     except _DuplicateKey as exc:
-        raise ExtractError(f"the JSON answer gives the field '{exc.key}' twice: give each field once") from None
+        raise AmbiguousAnswer(f"the JSON answer gives the field '{exc.key}' twice: give each field once") from None
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -115,7 +119,7 @@ def _load_unique(text: str) -> object:
                 for key_node, value_node in current.value:
                     key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
                     if key is not None and key in seen:
-                        raise ExtractError(
+                        raise AmbiguousAnswer(
                             f"the frontmatter gives the field '{key}' twice (lines {seen[key]} and {key_node.start_mark.line + 1}): give each field once"
                         )
                     if key is not None:
@@ -255,7 +259,7 @@ def _extract_with_corrections(text: str, schema: dict, cache_key, fallback, retr
             return ExtractOutcome(extract_fast(text, schema, cache_key=cache_key), text, corrections, usage)
         except ExtractError as exc:
             error = exc
-        if fallback is not None:
+        if fallback is not None and not isinstance(error, AmbiguousAnswer):  # which value was meant is the agent's to say
             try:
                 extracted, used = fallback(text, schema)
                 usage = used if usage is None else usage + used
