@@ -19,10 +19,10 @@ MEMORY_BYTES = 512 << 20  # what an evaluation may add to the process's address 
 RESULT_BYTES = 64 << 20  # a value larger than this is no routing decision
 
 
-def run_boxed(work, seconds: float, grace: float = 0.0, memory: int = MEMORY_BYTES) -> object:
+def run_boxed(work, seconds: float, grace: float = 0.0, memory: int = MEMORY_BYTES, what: str = "the expression") -> object:
     """`work()`'s value, computed in a child; UwfError when it raises one, runs past `seconds`
     (killed `grace` seconds later, for its own clock to say so first), or needs more than
-    `memory` bytes."""
+    `memory` bytes (`what` names it in the message)."""
     import select
     import signal
     import time
@@ -43,7 +43,7 @@ def run_boxed(work, seconds: float, grace: float = 0.0, memory: int = MEMORY_BYT
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise UwfError(f"the expression ran longer than {seconds:g} s and was stopped")
+                raise UwfError(f"{what} ran longer than {seconds:g} s and was stopped")
             ready, _, _ = select.select([reader], [], [], left)
             if not ready:
                 continue
@@ -52,7 +52,7 @@ def run_boxed(work, seconds: float, grace: float = 0.0, memory: int = MEMORY_BYT
                 break
             size += len(chunk)
             if size > RESULT_BYTES:
-                raise UwfError(f"the expression's value is larger than {RESULT_BYTES >> 20} MB")
+                raise UwfError(f"{what}: its value is larger than {RESULT_BYTES >> 20} MB")
             chunks.append(chunk)
     finally:
         os.close(reader)
@@ -61,7 +61,7 @@ def run_boxed(work, seconds: float, grace: float = 0.0, memory: int = MEMORY_BYT
         except ProcessLookupError:
             pass
         os.waitpid(pid, 0)
-    return _outcome(b"".join(chunks), memory)
+    return _outcome(b"".join(chunks), memory, what)
 
 
 def _child(work, writer: int, memory: int) -> None:
@@ -89,7 +89,7 @@ def _child(work, writer: int, memory: int) -> None:
         view = view[os.write(writer, view) :]
 
 
-def _outcome(data: bytes, memory: int) -> object:
+def _outcome(data: bytes, memory: int, what: str) -> object:
     import pickle
 
     kind, body = data[:1], data[1:]
@@ -98,5 +98,5 @@ def _outcome(data: bytes, memory: int) -> object:
     if kind == b"e":
         raise UwfError(body.decode("utf-8", "replace"))
     if kind == b"m":
-        raise UwfError(f"the expression needed more than {memory >> 20} MB and was stopped")
-    raise UwfError("the expression's evaluation ended without a value (its process was killed)")
+        raise UwfError(f"{what} needed more than {memory >> 20} MB and was stopped")
+    raise UwfError(f"{what} ended without a value (its process was killed)")

@@ -178,43 +178,13 @@ def _grep_files(ws: Workspace, regex: re.Pattern, files: list[str]) -> str:
 def _with_deadline(work, seconds: float, what: str) -> str:
     """Run `work` in a forked child and kill it after `seconds`: Python's `re` cannot be
     interrupted, and a catastrophic pattern would otherwise hang the agent for good."""
-    import signal
-    import time
+    from ...errors import UwfError
+    from ...workflow.condition_box import run_boxed
 
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: compute, write, exit without cleanup handlers
-        try:
-            os.close(reader)
-            data = work().encode("utf-8", "replace")
-            while data:
-                data = data[os.write(writer, data):]
-        finally:
-            os._exit(0)
-    os.close(writer)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + seconds
     try:
-        import select
-
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise ToolError(f"{what} ran longer than {seconds:g}s and was stopped (a pattern that backtracks badly?)")
-            ready, _, _ = select.select([reader], [], [], min(left, 0.5))
-            if ready:
-                chunk = os.read(reader, 65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-    finally:
-        os.close(reader)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(pid, 0)
-    return b"".join(chunks).decode("utf-8", "replace")
+        return run_boxed(work, seconds, what=what)
+    except UwfError as exc:
+        raise ToolError(f"{exc.message} (a pattern that backtracks badly?)") from None
 
 
 def _walk_files(ws: Workspace, base: str):
