@@ -64,10 +64,9 @@ def _valid_frames(path: str, header: bytes) -> int | None:
     rebuilt it if it had to), or None when the index is not this WAL's."""
     import sqlite3
 
-    from .node_db import open_read_only
-
+    uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
     try:
-        conn = open_read_only(path)
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
         try:
             conn.execute("select 1 from sqlite_master limit 1").fetchall()
         finally:
