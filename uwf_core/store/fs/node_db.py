@@ -24,6 +24,7 @@ from _thread import (
 from contextlib import contextmanager
 
 from ...errors import CorruptError, UwfError
+from .file_check import empty_file, file_problem, has_frames, wal_damage
 
 DB_NAME = "nodes.sqlite"
 DB_FILES = (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal")
@@ -81,15 +82,13 @@ class NodeDb:
             conn.close()
 
     def _open(self, write: bool) -> tuple[sqlite3.Connection, bool]:
-        if self.durable and _has_frames(self.path + "-wal"):
-            from .wal_check import wal_damage
-
+        if self.durable and has_frames(self.path + "-wal"):
             damage = wal_damage(self.path)
             if damage:  # nothing is written, and no connection that could checkpoint it is opened
                 if write:
                     raise CorruptError(f"cannot write the node store {self.path}: its WAL is damaged: {damage}")
                 return open_read_only(self.path), False
-        if self.durable and _empty(self.path):  # set up anew, it would hide that every node is gone
+        if self.durable and empty_file(self.path):  # set up anew, it would hide that every node is gone
             raise CorruptError(f"the node store {self.path} is empty (0 bytes): run `uwf cas fsck --repair`")
         try:
             if write:
@@ -338,46 +337,11 @@ def open_read_only(path: str, *, held: bool = False) -> sqlite3.Connection:
     return sqlite3.connect(f"{uri}?{mode}", uri=True, isolation_level=None)
 
 
-def _empty(path: str) -> bool:
-    """0 bytes, and still so a moment later (another process may be setting a new file up)."""
-    for wait in (0.0, 0.05, 0.2):
-        time.sleep(wait)
-        try:
-            if os.path.getsize(path) != 0:
-                return False
-        except OSError:
-            return False
-    return True
-
-
-def _has_frames(wal: str) -> bool:
-    try:
-        return os.path.getsize(wal) > 32
-    except OSError:
-        return False
-
-
 def check_result(rows: list[tuple]) -> str | None:
     """The first problem `pragma integrity_check` (or quick_check) reports, on one line; None for ok."""
     lines = [line for row in rows for line in str(row[0]).splitlines() if line != "ok" and not line.startswith("***")]
     more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
     return lines[0] + more if lines else None
-
-
-def file_problem(path: str) -> str | None:
-    """What is wrong with the file as a whole — its header, its size, its WAL — or None."""
-    try:
-        if os.path.getsize(path) == 0:
-            return "the file is empty (0 bytes): cut short, or emptied"
-    except OSError:
-        return None
-    header = _damaged_header(path)
-    if header:
-        return f"damaged header: {header}"
-    from .wal_check import wal_damage
-
-    wal = wal_damage(path)
-    return f"damaged WAL: {wal}" if wal else None
 
 
 def _damaged_header(path: str) -> str | None:

@@ -1,5 +1,5 @@
-"""Is the node file's WAL whole? SQLite reads a WAL up to its first frame that fails its checksum
-and takes the rest for garbage: one bad byte in frame 24 of 56 hid the 11 nodes committed in
+"""Is the node file whole — not emptied, its header sane (salvage.py), its WAL? SQLite reads a
+WAL up to its first frame that fails its checksum and takes the rest for garbage: one bad byte in frame 24 of 56 hid the 11 nodes committed in
 frames 29-55, and the next connection to close checkpointed what it saw and deleted the WAL with
 them. So before the file is opened for writing (which would overwrite those frames) and by
 `cas fsck`, uwf looks past the frames SQLite took: a frame of the same generation (its salts)
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 
 WAL_HEADER, FRAME_HEADER = 32, 24
 MAGIC = {0x377F0682: "<", 0x377F0683: ">"}  # the checksums' word order
@@ -107,3 +108,38 @@ def _checksum(data: bytes, s0: int, s1: int, order: str) -> tuple[int, int]:
         s0 = (s0 + words[i] + s1) & 0xFFFFFFFF
         s1 = (s1 + words[i + 1] + s0) & 0xFFFFFFFF
     return s0, s1
+
+
+def file_problem(path: str) -> str | None:
+    """What is wrong with the file as a whole — its header, its size, its WAL — or None."""
+    try:
+        if os.path.getsize(path) == 0:
+            return "the file is empty (0 bytes): cut short, or emptied"
+    except OSError:
+        return None
+    from .salvage import header_problem  # only when the file looks wrong or a check was asked for
+
+    header = header_problem(path)
+    if header:
+        return f"damaged header: {header}"
+    wal = wal_damage(path)
+    return f"damaged WAL: {wal}" if wal else None
+
+
+def empty_file(path: str) -> bool:
+    """0 bytes, and still so a moment later (another process may be setting a new file up)."""
+    for wait in (0.0, 0.05, 0.2):
+        time.sleep(wait)
+        try:
+            if os.path.getsize(path) != 0:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def has_frames(wal: str) -> bool:
+    try:
+        return os.path.getsize(wal) > 32
+    except OSError:
+        return False
