@@ -92,7 +92,7 @@ def _scripted_step(root, thread: str, answers: dict, index: dict, usage: tuple[i
         label = "builtin"
     step = complete_step(ctx, AgentAnswer(text, detail), agent_label=label, started_ms=started)
     CLOCK.advance(2.0)
-    done, _ = _next_is_end(root, ctx.workflow, ctx.context, step)
+    done, _, _ = _next_is_end(root, ctx.workflow, ctx.context, step)
     root.threads.compare_and_set(thread, info.head, step, archive_reason="done" if done else None, workflow=info.workflow)
     return step
 
