@@ -753,3 +753,25 @@ def test_a_condition_that_fails_on_the_new_output_is_said_by_the_step_that_wrote
     said = stepped.err.rstrip("\n").splitlines()[-1]
     assert said.startswith(f"uwf: error: the step is recorded (head {result['head']}), but what comes next cannot be decided:")
     assert head_of(uwf, thread) == result["head"]
+
+
+def test_a_staging_file_with_a_view_of_its_own_is_refused_not_run(uwf, solve, root_dir, tmp_path):
+    """The staging file is the agent's: a `nodes` that is a recursive view would run forever in
+    uwf's reading it. Only the tables NodeDb makes are read, and every query has a time bound."""
+    from uwf_core.engine.sandbox import BUBBLEWRAP, containment
+
+    if containment().kind != BUBBLEWRAP:
+        pytest.skip("staging is for sandboxed step agents")
+    trap = (
+        "import os, sqlite3; db = sqlite3.connect(os.path.join(os.environ['UWF_STAGING'], 'nodes.sqlite'));"
+        "db.execute('drop table nodes');"
+        "db.execute('create view nodes as with recursive r(seq, hash, type, data, touched) as "
+        "(select 1, 1, 1, 1, 1 union all select seq + 1, hash, type, data, touched from r) select * from r'); db.commit()"
+    )
+    agent = make_agent(tmp_path, "trap.sh", f'H=$(uwf-script --script "{SOLVE_SCRIPT}" "$@") || exit 1\npython3 -c "{trap}"\necho "$H"\n')
+    began = time.monotonic()
+    failed = uwf("thread", "step", solve["thread"], "--agent", agent)
+    assert time.monotonic() - began < 20
+    assert failed.code == 1 and "Traceback" not in failed.err
+    assert "which uwf never makes" in failed.err, failed.err
+    assert head_of(uwf, solve["thread"]) == solve["start"]

@@ -10,8 +10,6 @@ from ..files import atomic_write, read_text, read_text_lossy
 from ..location import not_a_directory
 from .root import PUBLISH_LOCK, Root
 
-STAGED_NODES = 100_000  # a step agent writes a handful: its step, output, detail
-STAGED_BYTES = 256 << 20  # stored (compressed) bytes in all; each inflates to at most node_db.MAX_NODE_BYTES
 POLL_SECONDS = 0.1  # how often wait_for_change looks at the state files
 
 
@@ -115,30 +113,17 @@ class FsBackend:
         return NodeBroker(FsNodeStore(self.root), stage)
 
     def staged(self, stage: str) -> dict[str, bytes]:
-        """The nodes an agent wrote there, in the order it wrote them; UwfError, before any is read,
-        when they are more than a step writes (STAGED_*: the agent's file is no one's to trust)."""
-        from .node_db import NodeDb, node_data
+        """The nodes an agent wrote there, in the order it wrote them (refused when too many, or
+        not the shape uwf makes: store/fs/staged.py)."""
+        from .staged import staged_nodes
 
-        db = NodeDb(stage)
-        rows = db.read_query("select count(*), coalesce(sum(length(data)), 0) from nodes")
-        if not rows:
-            return {}  # it staged nothing: no file
-        ((count, total),) = rows
-        if count > STAGED_NODES or total > STAGED_BYTES:
-            raise UwfError(f"it staged {count:,} nodes of {total:,} bytes, more than a step may write ({STAGED_NODES:,} nodes, {STAGED_BYTES:,} bytes)")
-        nodes, inflated = {}, 0
-        for hash_, data in db.read_query("select hash, data from nodes order by seq"):
-            nodes[hash_] = node_data(data)
-            inflated += len(nodes[hash_])
-            if inflated > STAGED_BYTES * 2:  # a compressed row that inflates a thousandfold
-                raise UwfError(f"its nodes inflate to more than a step may write ({STAGED_BYTES * 2:,} bytes)")
-        return nodes
+        return staged_nodes(stage)
 
     def staged_derived(self, stage: str) -> dict[str, bytes]:
         """The derived data an agent wrote there (uwf takes in only what it can check)."""
-        from .node_db import NodeDb
+        from .staged import staged_derived
 
-        return {key: bytes(value) for key, value in NodeDb(stage).read_query("select key, value from derived")}
+        return staged_derived(stage)
 
     def drop_stage(self, stage: str) -> None:
         import shutil

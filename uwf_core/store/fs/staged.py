@@ -90,3 +90,94 @@ class StagedNodeStore:
 
 def _refuse(what: str):
     raise UwfError(f"a step agent cannot {what}: it adds nodes, which uwf takes in after checking them")
+
+
+# -- uwf reading what the agent staged: its file, so nothing of it is trusted ---------------------
+
+STAGED_NODES = 100_000  # a step agent writes a handful: its step, output, detail
+STAGED_BYTES = 256 << 20  # stored (compressed) bytes in all; each inflates to at most node_db.MAX_NODE_BYTES
+STAGED_SECONDS = 30.0  # every query of it together
+SHAPE = {  # what NodeDb makes, and nothing else: a view or a trigger would run the agent's SQL in uwf
+    ("table", "meta"), ("table", "nodes"), ("table", "derived"), ("index", "nodes_by_type"),
+    ("index", "sqlite_autoindex_meta_1"), ("index", "sqlite_autoindex_nodes_1"), ("index", "sqlite_autoindex_derived_1"),
+}
+COLUMNS = {"nodes": ["seq", "hash", "type", "data", "touched"], "derived": ["key", "value"], "meta": ["key", "value"]}
+
+
+def staged_nodes(stage: str) -> dict[str, bytes]:
+    """The nodes an agent wrote there, in the order it wrote them; UwfError, before any is read,
+    when they are more than a step writes or the file is not the shape uwf makes."""
+    from .node_db import node_data
+
+    conn = _checked(stage)
+    if conn is None:
+        return {}  # it staged nothing: no file
+    try:
+        ((count, total),) = _query(conn, "select count(*), coalesce(sum(length(data)), 0) from nodes")
+        if count > STAGED_NODES or total > STAGED_BYTES:
+            raise UwfError(f"it staged {count:,} nodes of {total:,} bytes, more than a step may write ({STAGED_NODES:,} nodes, {STAGED_BYTES:,} bytes)")
+        nodes, inflated = {}, 0
+        for hash_, data in _query(conn, "select hash, data from nodes order by seq"):
+            nodes[str(hash_)] = node_data(data)
+            inflated += len(nodes[str(hash_)])
+            if inflated > STAGED_BYTES * 2:  # a compressed row that inflates a thousandfold
+                raise UwfError(f"its nodes inflate to more than a step may write ({STAGED_BYTES * 2:,} bytes)")
+        return nodes
+    finally:
+        conn.close()
+
+
+def staged_derived(stage: str) -> dict[str, bytes]:
+    """The derived data an agent wrote there (uwf takes in only what it can check)."""
+    conn = _checked(stage)
+    if conn is None:
+        return {}
+    try:
+        rows = _query(conn, "select key, value from derived limit 10000")
+        return {str(key): bytes(value) for key, value in rows if isinstance(value, bytes)}
+    finally:
+        conn.close()
+
+
+def _checked(stage: str):
+    """A read-only connection to the staging file, its time bounded; None when there is none."""
+    import os
+    import sqlite3
+    import stat
+    import time
+
+    from .node_db import DB_NAME
+
+    path = os.path.join(stage, DB_NAME)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UwfError(f"its staging file cannot be read: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise UwfError("its staging file is not a regular file")
+    uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+    deadline = time.monotonic() + STAGED_SECONDS
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+    try:
+        shape = {(str(kind), str(name)) for kind, name in _query(conn, "select type, name from sqlite_master")}
+        if not shape <= SHAPE:
+            raise UwfError(f"its staging file holds {'/'.join(sorted(shape - SHAPE)[0])}, which uwf never makes")
+        for table, names in COLUMNS.items():
+            if ("table", table) in shape and [row[1] for row in _query(conn, f"pragma table_xinfo({table})")] != names:
+                raise UwfError(f"its staging file's {table} table is not the one uwf makes")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _query(conn, sql: str) -> list[tuple]:
+    import sqlite3
+
+    try:
+        return conn.execute(sql).fetchall()
+    except sqlite3.Error as exc:
+        raise UwfError(f"its staging file cannot be read: {exc}") from None
