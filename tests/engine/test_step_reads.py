@@ -27,7 +27,9 @@ reads = collections.Counter()
 read_node = FsNodeStore.read
 
 def counted(self, hash_):
-    reads["node:" + hash_] += 1
+    import threading
+    if threading.current_thread().name != "uwf-node-reader":  # a step agent's own reads, served by uwf (node_broker.py)
+        reads["node:" + hash_] += 1
     return read_node(self, hash_)
 
 FsNodeStore.read = counted
