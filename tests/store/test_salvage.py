@@ -345,7 +345,19 @@ def test_a_row_whose_hash_text_is_damaged_is_recovered_under_its_contents_name(b
     assert _run(root, "thread", "show", threads[0]).returncode == 0
 
 
-def test_a_bad_frame_in_the_wal_loses_none_of_the_frames_after_it(base, tmp_path):
+WAL_FLIPS = {  # where a byte of the WAL is flipped: (frame index or None for the header, offset in it)
+    "a frame's page": ("middle", 24 + 100),
+    "a frame's salt": ("middle", 8),
+    "a frame's page number": ("middle", 1),
+    "the header's magic": (None, 0),
+    "the header's page size": (None, 10),
+    "the header's salt": (None, 16),
+    "the header's checksum": (None, 24),
+}
+
+
+@pytest.mark.parametrize("flip", WAL_FLIPS)
+def test_a_bad_frame_in_the_wal_loses_none_of_the_frames_after_it(base, tmp_path, flip):
     """One byte flipped in a frame of the WAL: SQLite reads up to it and takes the rest for garbage,
     and the next connection to close deleted the WAL with every node committed after it. Now fsck
     names it with --repair, no command writes to the file or deletes the WAL meanwhile, reads go
@@ -368,7 +380,8 @@ def test_a_bad_frame_in_the_wal_loses_none_of_the_frames_after_it(base, tmp_path
     wal = Path(str(db_path(root)) + "-wal")
     frames = (wal.stat().st_size - 32) // (24 + PAGE)
     assert frames > 30
-    bad = 32 + (frames // 2) * (24 + PAGE) + 24 + 100  # a byte in the middle frame's page
+    frame, offset = WAL_FLIPS[flip]
+    bad = offset if frame is None else 32 + (frames // 2) * (24 + PAGE) + offset
     data = bytearray(wal.read_bytes())
     data[bad] ^= 0xFF
     wal.write_bytes(bytes(data))
@@ -384,7 +397,7 @@ def test_a_bad_frame_in_the_wal_loses_none_of_the_frames_after_it(base, tmp_path
     assert wal.stat().st_size == size
 
     report = _repair(root)
-    assert report["damaged"] and "WAL" in report["problem"] and not report["lost"]
+    assert report["damaged"] and "WAL" in report["problem"] and not report["lost"], report
     assert set(added) <= set(_rows(root))  # the frames after the bad one included
     assert _run(root, "cas", "fsck").returncode == 0
 

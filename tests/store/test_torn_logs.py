@@ -323,3 +323,17 @@ def test_bytes_that_are_not_utf8_in_a_log_record_print(uwf, root_dir):
     listed = uwf("thread", "list", "--all", env={"PYTHONIOENCODING": "utf-8"})
     assert listed.code == 0, listed
     assert [item["reason"] for item in listed.json()] == ["kil\ufffdled"]
+
+
+def test_a_head_cut_short_by_hand_keeps_its_chain_after_the_line_is_set_aside(uwf, root_dir):
+    """threads.yaml is rewritten whole by uwf, never torn; by hand it can be. A line set aside
+    with its hash cut to 9 characters still keeps every node that hash begins: gc sweeps none of them."""
+    assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+    thread = uwf("thread", "start", "solve-issue", "-p", "cut by hand").json()["thread"]
+    assert uwf("thread", "step", thread, "--agent", AGENT).code == 0
+    head = uwf("thread", "show", thread).json()["head"]
+    state = root_dir / "threads.yaml"
+    state.write_text(state.read_text().replace(f'"{head}"', f'"{head[:9]}'))
+    assert uwf("cas", "fsck", "--repair").code == 0
+    assert uwf("cas", "gc", "--grace", "0").code == 0
+    assert uwf("cas", "walk", head).code == 0  # the head and all it reaches

@@ -620,3 +620,10 @@ def test_a_bundled_condition_too_long_is_refused_when_it_would_run():
 
     with pytest.raises(UwfError, match="more than a condition may have"):
         evaluate("$count(steps) > 0 or " * 600 + "true", {"steps": []})
+
+
+def test_more_conditions_than_a_workflow_may_have_and_a_name_past_100_are_refused(write, root):
+    many = "".join(f"  c{i}: 'true'\n" for i in range(501))
+    text = BASE.replace("conditions:\n", "conditions:\n" + many, 1)
+    assert "conditions: 502 conditions, more than a workflow may have (500)" in _refused(root, write(text))  # and rejected
+    assert "is not a valid workflow name" in _refused(root, write(_replace(BASE, "name: demo", "name: " + "n" * 101)))

@@ -19,6 +19,7 @@ from .model import (
     DEFAULT_MAX_STEPS,
     END,
     MAX_CONDITION_CHARS,
+    MAX_CONDITIONS,
     MAX_ROLES,
     START,
     STATUS_FIELD,
@@ -266,6 +267,9 @@ class _Parser:
         if not isinstance(data, dict):
             self.error(("conditions",), "must be a mapping of condition name to {description, expression}")
             return {}
+        if len(data) > MAX_CONDITIONS:
+            self.error(("conditions",), f"{len(data):,} conditions, more than a workflow may have ({MAX_CONDITIONS:,})")
+            return {}
         conditions = {}
         for name, spec in data.items():
             path = ("conditions", name)
@@ -396,12 +400,12 @@ class _Parser:
         return prompt
 
 
-NAME_RULE = "letters, digits, '.', '_', '-', beginning with a letter or digit"
+NAME_RULE = "letters, digits, '.', '_', '-', beginning with a letter or digit, at most 100"
 
 
 def valid_workflow_name(name: str) -> bool:
     """The names `workflow put` registers (and a bundle may bring): never a path or a line break."""
-    return bool(name) and NAME_CHARS.issuperset(name) and name[0].isalnum()
+    return 0 < len(name) <= 100 and NAME_CHARS.issuperset(name) and name[0].isalnum()
 
 
 def _valid_role_name(name: object) -> bool:

@@ -9,6 +9,7 @@ END = "$END"
 STATUS_FIELD = "$status"
 DEFAULT_MAX_STEPS = 100
 MAX_ROLES = 500  # a workflow of more is generated, and each role costs a schema and a lint
+MAX_CONDITIONS = 500
 MAX_CONDITION_CHARS = 10_000  # a condition is a few path lookups; compiling 2 MB of one took 30 s and 1 GB
 
 

@@ -203,14 +203,19 @@ class FsBackend:
 
     def kept_aside(self) -> list[str]:
         """Nodes named in the lines a repair or an append set aside: gc keeps them, so a thread
-        whose record was set aside can still be put back by hand."""
+        whose record was set aside can still be put back by hand. A hash cut short (a line torn
+        by hand) keeps every node it is the start of."""
         import re
 
         found: set[str] = set()
         for name in self.set_aside():
             data = read_text_lossy(self.root.join(name))
-            found.update(re.findall(r"\b[0-9A-HJKMNP-TV-Z]{13}\b", data))
-        return sorted(hash_ for hash_ in found if self.nodes.exists(hash_))
+            found.update(re.findall(r"(?<![0-9A-Z])[0-9A-HJKMNP-TV-Z]{8,13}(?![0-9A-Z])", data))
+        if not found:
+            return []
+        whole = {token for token in found if len(token) == 13}
+        cut = tuple(token for token in found if len(token) < 13)
+        return sorted(hash_ for hash_ in self.nodes.hashes() if hash_ in whole or (cut and hash_.startswith(cut)))
 
     def repair_state(self) -> list[str]:
         """`uwf cas fsck --repair`: every state file's unreadable lines set aside (store/fs/root.py)."""

@@ -21,6 +21,7 @@ import time
 WAL_HEADER, FRAME_HEADER = 32, 24
 MAGIC = {0x377F0682: "<", 0x377F0683: ">"}  # the checksums' word order
 MAX_FRAMES = 1 << 20
+PAGE_SIZES = {1 << n for n in range(9, 17)}
 
 
 def wal_damage(path: str) -> str | None:
@@ -31,13 +32,18 @@ def wal_damage(path: str) -> str | None:
             if len(header) < WAL_HEADER:
                 return None
             magic, _, page_size, _, salts, _ = struct.unpack(">IIII8s8s", header)
-            if magic not in MAGIC or not page_size or page_size & (page_size - 1):
-                return None  # not a WAL SQLite would read: salvage.py's business
+            size = os.fstat(handle.fileno()).st_size
+            if size < WAL_HEADER + FRAME_HEADER + 512:
+                return None  # no frame to lose
+            # SQLite reads no frame of a WAL whose header is not whole: all of them would be lost.
+            if magic not in MAGIC or page_size not in PAGE_SIZES:
+                return f"the WAL's header is damaged (its magic number or page size), and {size - WAL_HEADER:,} bytes of frames follow it"
+            if _checksum(header[:24], 0, 0, MAGIC[magic]) != struct.unpack(">II", header[24:32]):
+                return f"the WAL's header fails its checksum, and {size - WAL_HEADER:,} bytes of frames follow it"
             valid = _valid_frames(path, header)
             if valid is None:
                 return None
             frame = FRAME_HEADER + page_size
-            size = os.fstat(handle.fileno()).st_size
             total = min((size - WAL_HEADER) // frame, MAX_FRAMES)
             orphans = [i for i in range(valid, total) if _commits(handle, WAL_HEADER + i * frame, salts)]
             if not orphans:
@@ -46,8 +52,8 @@ def wal_damage(path: str) -> str | None:
             if first_bad is None or first_bad > orphans[-1]:
                 return None  # a commit another process made meanwhile: the chain holds
             return (
-                f"the WAL's frame {first_bad + 1} of {total} fails its checksum, and {len(orphans)} frame(s) after it end "
-                f"transactions SQLite no longer reads: run `uwf cas fsck --repair` to recover them"
+                f"the WAL's frame {first_bad + 1} of {total} is damaged, and {len(orphans)} frame(s) after it end "
+                f"transactions SQLite no longer reads"
             )
     except OSError:
         return None
@@ -93,8 +99,10 @@ def _first_bad_frame(handle, header: bytes, page_size: int, total: int) -> int |
     for i in range(total):
         handle.seek(WAL_HEADER + i * frame)
         data = handle.read(frame)
-        if len(data) < frame or data[8:16] != salts:
+        if len(data) < frame:
             return None
+        if data[8:16] != salts:
+            return i  # a damaged salt (the caller knows frames of this generation follow)
         s0, s1 = _checksum(data[:8], s0, s1, order)
         s0, s1 = _checksum(data[FRAME_HEADER:], s0, s1, order)
         if (s0, s1) != struct.unpack(">II", data[16:24]):

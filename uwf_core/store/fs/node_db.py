@@ -86,7 +86,7 @@ class NodeDb:
             damage = wal_damage(self.path)
             if damage:  # nothing is written, and no connection that could checkpoint it is opened
                 if write:
-                    raise CorruptError(f"cannot write the node store {self.path}: its WAL is damaged: {damage}")
+                    raise CorruptError(f"cannot write the node store {self.path}: damaged WAL: {damage}; run `uwf cas fsck --repair` to recover them")
                 return open_read_only(self.path), False
         if self.durable and empty_file(self.path):  # set up anew, it would hide that every node is gone
             raise CorruptError(f"the node store {self.path} is empty (0 bytes): run `uwf cas fsck --repair`")

@@ -148,7 +148,8 @@ class _Pages:
     def __init__(self, files: _Files, page_size: int, wal: bool = True) -> None:
         self.file = files.file
         self.page_size = page_size
-        use_wal = wal and files.wal is not None and _wal_page_size(files.wal) == page_size
+        # A WAL whose header lost its page size is read under the file's (its frames are the same size).
+        use_wal = wal and files.wal is not None and _wal_page_size(files.wal) in (page_size, None)
         self.wal = _wal_frames(files.wal, page_size) if use_wal else {}
 
     def main(self, number: int) -> bytes | None:
@@ -179,10 +180,20 @@ def _wal_page_size(wal: mmap.mmap | None) -> int | None:
     return size if magic in WAL_MAGIC and size in PAGE_SIZES else None
 
 
+def _generation(wal: mmap.mmap, page_size: int) -> bytes:
+    """The salts of the WAL's current frames: the header's when a frame has them, else (a damaged
+    header) the ones most frames have."""
+    from collections import Counter
+
+    found = Counter(wal[offset + 8 : offset + 16] for offset in range(WAL_HEADER, len(wal) - WAL_FRAME_HEADER - page_size + 1, WAL_FRAME_HEADER + page_size))
+    header = wal[16:24]
+    return header if header in found or not found else found.most_common(1)[0][0]
+
+
 def _wal_frames(wal: mmap.mmap, page_size: int) -> dict[int, tuple[mmap.mmap, int]]:
     """Page number -> (the WAL, offset) of its newest frame. Frames of an earlier WAL generation
     (their salts differ from the header's) are older than the file itself and are left out."""
-    salts = wal[16:24]
+    salts = _generation(wal, page_size)
     frames: dict[int, tuple[mmap.mmap, int]] = {}
     offset = WAL_HEADER
     while offset + WAL_FRAME_HEADER + page_size <= len(wal):
