@@ -174,7 +174,8 @@ def _check(race: Race) -> None:
     assert len(race.started) >= 10 and len(race.versions) >= 10 and len(race.imported) >= 5 and len(race.forked) >= 3
     code, out, err = race.uwf("cas", "fsck")
     assert code == 0, out + err
-    assert json.loads(out)["problems"] == []
+    report = json.loads(out)  # warnings may name a killed writer's temp file, which gc removes
+    assert report["ok"] is True and [p for p in report["problems"] if p["severity"] == "error"] == []
     for thread in race.started + race.forked + race.imported:
         code, out, err = race.uwf("thread", "read", thread)
         assert code == 0, (thread, err)

@@ -78,13 +78,34 @@ def _valid_frames(path: str, header: bytes) -> int | None:
             conn.execute("select 1 from sqlite_master limit 1").fetchall()
         finally:
             conn.close()  # read-only: no checkpoint, the WAL stays as it is
-        with open(path + "-shm", "rb") as shm:
-            index = shm.read(48)
+        index = os.pread(_kept_open(path + "-shm"), 48, 0)
     except (sqlite3.Error, OSError):
         return None
     if len(index) < 48 or index[32:40] != header[16:24]:
         return None
     return struct.unpack("=I", index[16:20])[0]
+
+
+_KEPT: dict[str, int] = {}
+
+
+def _kept_open(path: str) -> int:
+    """A descriptor of `path` this process never closes while the file is there: closing any
+    descriptor of a file drops every fcntl lock the process holds on it, SQLite's connections'
+    among them — the WAL index's, whose loss let another process take it for unused, truncate
+    it, and end this one with SIGBUS."""
+    fd = _KEPT.get(path)
+    if fd is not None:
+        try:
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+            if os.fstat(fd).st_nlink == 0:
+                os.close(fd)  # a deleted file's: no connection uses it any more
+        except OSError:
+            pass
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    _KEPT[path] = fd
+    return fd
 
 
 def _first_bad_frame(handle, header: bytes, page_size: int, total: int) -> int | None:
