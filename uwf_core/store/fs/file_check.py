@@ -25,38 +25,59 @@ PAGE_SIZES = {1 << n for n in range(9, 17)}
 
 
 def wal_damage(path: str) -> str | None:
-    """What is wrong with `<path>-wal`, or None: committed frames SQLite cannot reach."""
+    """What is wrong with `<path>-wal`, or None: committed frames SQLite cannot reach. Said only
+    when three looks 50 ms apart find it under the same header: another process's commit, or a
+    checkpoint that starts the WAL over, can look like damage for a moment."""
+    seen = None
+    for attempt in range(3):
+        if attempt:
+            time.sleep(0.05)
+        problem, header = _looked(path)
+        if problem is None or (seen is not None and header != seen):
+            return None
+        seen = header
+    return problem
+
+
+def _looked(path: str) -> tuple[str | None, bytes]:
+    problem, header = None, b""
     try:
         with open(path + "-wal", "rb") as handle:
             header = handle.read(WAL_HEADER)
-            if len(header) < WAL_HEADER:
-                return None
-            magic, _, page_size, _, salts, _ = struct.unpack(">IIII8s8s", header)
-            size = os.fstat(handle.fileno()).st_size
-            if size < WAL_HEADER + FRAME_HEADER + 512:
-                return None  # no frame to lose
-            # SQLite reads no frame of a WAL whose header is not whole: all of them would be lost.
-            if magic not in MAGIC or page_size not in PAGE_SIZES:
-                return f"the WAL's header is damaged (its magic number or page size), and {size - WAL_HEADER:,} bytes of frames follow it"
-            if _checksum(header[:24], 0, 0, MAGIC[magic]) != struct.unpack(">II", header[24:32]):
-                return f"the WAL's header fails its checksum, and {size - WAL_HEADER:,} bytes of frames follow it"
-            valid = _valid_frames(path, header)
-            if valid is None:
-                return None
-            frame = FRAME_HEADER + page_size
-            total = min((size - WAL_HEADER) // frame, MAX_FRAMES)
-            orphans = [i for i in range(valid, total) if _commits(handle, WAL_HEADER + i * frame, salts)]
-            if not orphans:
-                return None
-            first_bad = _first_bad_frame(handle, header, page_size, total)
-            if first_bad is None or first_bad > orphans[-1]:
-                return None  # a commit another process made meanwhile: the chain holds
-            return (
-                f"the WAL's frame {first_bad + 1} of {total} is damaged, and {len(orphans)} frame(s) after it end "
-                f"transactions SQLite no longer reads"
-            )
+            problem = _problem(path, handle, header)
     except OSError:
+        pass
+    return problem, header
+
+
+def _problem(path: str, handle, header: bytes) -> str | None:
+    """What is wrong with the WAL open as `handle`, whose header is `header`, or None."""
+    if len(header) < WAL_HEADER:
         return None
+    magic, _, page_size, _, salts, _ = struct.unpack(">IIII8s8s", header)
+    size = os.fstat(handle.fileno()).st_size
+    if size < WAL_HEADER + FRAME_HEADER + 512:
+        return None  # no frame to lose
+    # SQLite reads no frame of a WAL whose header is not whole: all of them would be lost.
+    if magic not in MAGIC or page_size not in PAGE_SIZES:
+        return f"the WAL's header is damaged (its magic number or page size), and {size - WAL_HEADER:,} bytes of frames follow it"
+    if _checksum(header[:24], 0, 0, MAGIC[magic]) != struct.unpack(">II", header[24:32]):
+        return f"the WAL's header fails its checksum, and {size - WAL_HEADER:,} bytes of frames follow it"
+    valid = _valid_frames(path, header)
+    if valid is None:
+        return None
+    frame = FRAME_HEADER + page_size
+    total = min((size - WAL_HEADER) // frame, MAX_FRAMES)
+    orphans = [i for i in range(valid, total) if _commits(handle, WAL_HEADER + i * frame, salts)]
+    if not orphans:
+        return None
+    first_bad = _first_bad_frame(handle, header, page_size, total)
+    if first_bad is None or first_bad > orphans[-1]:
+        return None  # a commit another process made meanwhile: the chain holds
+    return (
+        f"the WAL's frame {first_bad + 1} of {total} is damaged, and {len(orphans)} frame(s) after it end "
+        f"transactions SQLite no longer reads"
+    )
 
 
 def _commits(handle, offset: int, salts: bytes) -> bool:
@@ -78,11 +99,11 @@ def _valid_frames(path: str, header: bytes) -> int | None:
             conn.execute("select 1 from sqlite_master limit 1").fetchall()
         finally:
             conn.close()  # read-only: no checkpoint, the WAL stays as it is
-        index = os.pread(_kept_open(path + "-shm"), 48, 0)
+        index = os.pread(_kept_open(path + "-shm"), 96, 0)
     except (sqlite3.Error, OSError):
         return None
-    if len(index) < 48 or index[32:40] != header[16:24]:
-        return None
+    if len(index) < 96 or index[:48] != index[48:] or index[32:40] != header[16:24]:
+        return None  # being written (its two copies differ), or not this WAL's
     return struct.unpack("=I", index[16:20])[0]
 
 
