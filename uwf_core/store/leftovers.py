@@ -28,6 +28,7 @@ SCRATCH = {"repair-": "a repair's scratch directory (the repair was killed)", "s
 class Leftover:
     path: str
     what: str
+    lock: bool = False  # a lock file: removed only while held by no one
 
     def to_dict(self) -> dict:
         return {"path": self.path, "what": self.what}
@@ -47,13 +48,13 @@ def leftovers(backend: Backend, workspaces: str | None, cutoff: float) -> list[L
             what = next((text for prefix, text in SCRATCH.items() if os.path.basename(path).startswith(prefix)), None)
             if what and os.path.isdir(path) and not os.path.islink(path) and _older(path, cutoff):
                 found.append(Leftover(path, what))
-    found += [Leftover(path, "the lock file of a thread that is not active") for path in backend.idle_locks(set(heads), cutoff)]
+    found += [Leftover(path, "the lock file of a thread that is not active", lock=True) for path in backend.idle_locks(set(heads), cutoff)]
     return found
 
 
 def remove(backend: Backend, leftover: Leftover) -> bool:
     """Remove it; False when it could not be (a lock someone holds, a file that would not go)."""
-    if leftover.what.startswith("the lock file"):
+    if leftover.lock:
         return backend.drop_idle_lock(leftover.path)
     import shutil
 

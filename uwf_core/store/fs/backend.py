@@ -102,8 +102,9 @@ class FsBackend:
     def stage_env(self, stage: str) -> dict[str, str]:
         """What tells the agent's kit where it writes (the staging file) and reads (uwf's broker)."""
         from .node_broker import NODES_ENV, socket_path
+        from .staged import STAGING_ENV
 
-        return {"UWF_STAGING": stage, NODES_ENV: socket_path(stage)}
+        return {STAGING_ENV: stage, NODES_ENV: socket_path(stage)}
 
     def serve_nodes(self, stage: str):
         """uwf's side of the agent's reads, until closed (store/fs/node_broker.py)."""
