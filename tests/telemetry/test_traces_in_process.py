@@ -85,8 +85,9 @@ def test_a_thread_stepped_by_a_cli_step_and_two_workers_is_one_trace(backend, re
         try:
             run("thread", "run", thread, "--detach")
             deadline = time.monotonic() + 90
-            while run("thread", "show", thread).get("active", True) and time.monotonic() < deadline:
+            while not run("thread", "show", thread).get("done") and time.monotonic() < deadline:
                 time.sleep(0.2)
+            assert run("thread", "show", thread)["done"], "the workers did not finish the thread"
             spans = receiver.wait_for(3, **{"uwf__status": "ok"})
         finally:
             for worker in workers:
