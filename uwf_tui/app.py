@@ -1,19 +1,20 @@
 """`uwf-tui`: the Textual workbench over uwf_core.
 
 Workflows as graphs, threads as step timelines, CAS nodes as expandable
-trees; step, run, fork and kill by keypress. This module is the wiring: the
-app, its keys, view switching, polling and the message handlers. The views
-are in widgets/, the dialogs in screens/, and the long calls into the core in
-workers.py, which post messages (messages.py) that the handlers here turn into
-UI. Changes made by `uwf` in another terminal show up within a fraction of a
-second (the root's change token is polled; a PostgreSQL root notifies).
+trees; step, run, fork and kill by keypress. This module is the app: its
+layout, its keys (keys.py says where each applies) and the handlers that hand
+them on. Its parts: view_keys.py (which view, panes, tabs, cursor keys),
+stepping.py (s, r, x and what a step's end says), live.py (the timers and the
+reload when the root changes), commands.py (fork, edit, kill, new thread,
+diff, preview: the dialogs), launch.py (`uwf-tui` itself). The views are in
+widgets/, the dialogs in screens/, and the long calls into the core in
+workers.py, which post messages (messages.py). Changes made by `uwf` in
+another terminal show up within a fraction of a second (the root's change
+token is polled; a PostgreSQL root notifies).
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -29,30 +30,22 @@ from textual.widgets import (
     TabPane,
 )
 
-from uwf_core.api import Cancel, Repo, UwfError, display_location, not_a_directory, set_trace_warning_handler, thread_info
+from uwf_core.api import Repo, display_location, set_trace_warning_handler
 
-from . import keys, moves, workers
+from . import keys, workers
 from .commands import Commands
-from .formatting import brief, elapsed, root_title, spinner
+from .formatting import brief, root_title
 from .keys import HELP, TEXTUAL_COMMANDS, key_applies, why_not
-from .messages import (
-    AgentChecked,
-    AgentOutput,
-    FsckDone,
-    HumanAnswerRequested,
-    InboxAnswered,
-    InboxLoaded,
-    KillDone,
-    RootChanged,
-    StepDone,
-)
-from .runner import AgentRunner, WorkerThreads
+from .live import LiveRefresh
+from .messages import AgentChecked, HumanAnswerRequested, InboxAnswered, InboxLoaded
+from .runner import AgentRunner, WorkerThreads, resolve
 from .screens.modals import ConfirmScreen, HelpScreen
+from .stepping import Stepping
+from .view_keys import ViewKeys
 from .widgets.cas_view import CasView
 from .widgets.damage import DamageBanner
 from .widgets.footer import SteadyFooter
 from .widgets.inbox_view import InboxView
-from .widgets.panes import focus_now, move_focus, switch_tab
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
@@ -60,7 +53,9 @@ NARROW_COLUMNS = 110
 SAYS_WHY_NOT = ("step", "run", "preview", "diff", "queue", "cancel", "fork")  # keys that say why they cannot act, rather than nothing
 SHORT_ROWS = 34
 INBOX_TITLE = "i Inbox"
-class UwfApp(App):
+
+
+class UwfApp(ViewKeys, Stepping, LiveRefresh, App):
     TITLE = "uwf"
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses defined elsewhere find it
     BINDINGS = keys.BINDINGS  # every key, where each applies and its help: keys.py
@@ -118,9 +113,10 @@ class UwfApp(App):
         super().notify(text, title=title, severity=severity, timeout=timeout, markup=False)
 
     def note(self, message: str, title: str = "", severity: str = "information") -> None:
-        if self.query(ThreadsView):  # not while the app is closing
+        views = self.live_views()
+        if views is not None:  # not while the app is closing
             style = {"error": "bold red", "warning": "yellow"}.get(severity, "")
-            self.threads_view.log_note(f"{title}: {message}" if title else message, style)
+            views[0].log_note(f"{title}: {message}" if title else message, style)
 
     async def action_quit(self) -> None:
         """Leave; with agents running, ask first (No by default), then stop them: their
@@ -164,116 +160,17 @@ class UwfApp(App):
         asyncio.get_running_loop().set_default_executor(self.worker_threads)  # before any thread worker starts
         self.inbox_view.reload()  # the first read of the inbox, in one of them
         self._fit(self.size)
-        self._signature = self.repo.backend.change_token()
-        self.set_interval(self.poll_seconds, self.poll_state)  # also the fallback where nothing notifies
-        self.set_interval(1.0, self.tick)
+        self.start_timers()
         if getattr(self.repo.backend, "notifies", False):  # another host's change reloads at once
             self.run_worker(partial(workers.listen, self.repo, self.post_message), thread=True, exit_on_error=False, group="listen")
         self.query_one("#threads", DataTable).focus()
         set_trace_warning_handler(self._trace_warning)
 
-    def _trace_warning(self, message: str) -> None:
-        """Trace export's one-line warnings (a collector that is down) as a notice, from any thread."""
-        try:
-            self.call_from_thread(self.notify, message, title="traces", severity="warning")
-        except RuntimeError:  # on the app's own thread, or once it has ended
-            if self.is_running:
-                self.notify(message, title="traces", severity="warning")
-            else:
-                sys.stderr.write(f"uwf-tui: warning: {message}\n")
-
-    def on_root_changed(self, message: RootChanged) -> None:
-        self.poll_state()
-
     # -- views ---------------------------------------------------------------------------
-
-    @property
-    def threads_view(self) -> ThreadsView:
-        return self.query_one(ThreadsView)
-
-    @property
-    def cas_view(self) -> CasView:
-        return self.query_one(CasView)
-
-    @property
-    def inbox_view(self) -> InboxView:
-        return self.query_one(InboxView)
-
-    @property
-    def current_view(self) -> str:
-        return self.query_one("#views", TabbedContent).active.removeprefix("pane-")
-
-    def action_view(self, name: str, _twin: str = "") -> None:
-        self.query_one("#views", TabbedContent).active = f"pane-{name}"
-        focus = {"workflows": "#workflows", "threads": "#threads", "cas": "#cas-tree", "inbox": "#inbox"}[name]
-        focus_now(self.query_one(focus))  # at once: the keys after `1` act in the view it opens
-
-    def action_focus_pane(self, delta: int) -> None:
-        """Tab / shift+tab (bound by each view, so they come in order with the other keys): the
-        next or previous pane of the view, round. In a dialog they are the screen's: its fields."""
-        move_focus(self.view_widget.panes(), self.focused, delta, wrap=True)
-
-    def action_switch_tab(self, delta: int) -> None:
-        """[ and ]: the previous or next tab of the view's tabbed pane; the focus follows when it
-        was in the tab being left, so j/k scroll what is shown."""
-        tabs = self.view_widget.tabs()
-        if tabs is not None:
-            switch_tab(tabs, self.focused, delta)
-
-    @property
-    def view_widget(self):
-        return self.query_one({"workflows": WorkflowsView, "threads": ThreadsView, "cas": CasView, "inbox": InboxView}[self.current_view])
-
-    def action_cursor_down(self) -> None:
-        moves.step(self.focused, 1)
-
-    def action_cursor_up(self) -> None:
-        moves.step(self.focused, -1)
-
-    def action_copy_hash(self) -> None:
-        """y: the selected node's hash (a step, a start, a CAS node) or thread id, to the terminal's
-        clipboard through OSC 52, which reaches the local clipboard over ssh and through tmux
-        (with `set -g set-clipboard on`)."""
-        self._after_keys("copy_hash", self._copy_hash)
-
-    def _copy_hash(self) -> None:
-        if self.current_view == "threads":
-            view = self.threads_view
-            on_list = self.focused is not None and view.thread_list in self.focused.ancestors_with_self
-            value = view.current_thread() if on_list else view.selected_node() or view.current_thread()  # the list's row: its thread
-        elif self.current_view == "cas":
-            value = self.query_one(CasView).shown
-        elif self.current_view == "inbox":
-            item = self.inbox_view.selected()
-            value = item.thread if item is not None else None
-        else:
-            value = None
-        if not value:
-            self.notify("nothing selected to copy", severity="warning")
-            return
-        self.copy_to_clipboard(value)
-        self.notify(f"copied {value}")
-
-    def action_zoom(self) -> None:
-        moves.zoom(self.screen, self.focused)
 
     def action_help_quit(self) -> None:
         """ctrl+c: Textual says how to quit in markup, which this app's toasts show as written."""
         self.notify("ctrl+c does not quit here (in a field it copies): q quits")
-
-    def action_half_page(self, direction: int) -> None:
-        moves.half_page(self.focused, direction)
-
-    def action_last_row(self) -> None:
-        moves.last_row(self.focused)
-
-    def action_pane(self, delta: int) -> None:
-        """h/l: the pane left or right of the focused one, within the current view."""
-        move_focus(self.view_widget.panes(), self.focused, delta)
-
-    def action_back(self) -> None:
-        """Esc: out of the step pane, the timeline, the filter, one level at a time."""
-        self.view_widget.back()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """False hides a key from the footer (and ignores it) where it cannot apply (keys.py)."""
@@ -318,138 +215,21 @@ class UwfApp(App):
 
     # -- live refresh --------------------------------------------------------------------
 
-    def tick(self) -> None:
-        """Once a second while agents run here: a spinner and the elapsed time in the header
-        and on the running timeline row."""
-        self._ticks += 1
-        if not self.query(ThreadsView) or not self.query(InboxView):  # the screen is being torn down (quit)
-            return
-        self.threads_view.tick_running(self._ticks)
-        self.inbox_view.refresh_ages()
-        if self.running:
-            if self._idle_title is None:
-                self._idle_title = self.sub_title
-            started = self.runner.oldest_start()
-            count = len(self.running)
-            self.sub_title = f"{spinner(self._ticks)} {count} agent{'s' if count > 1 else ''} running · {elapsed(time.time() - started)}"
-        elif self._idle_title is not None:
-            self.sub_title, self._idle_title = self._idle_title, None
-
-    def poll_state(self) -> None:
-        if not self.query(ThreadsView):
-            return  # the app is closing: its views are already gone
-        try:
-            signature = self.repo.backend.change_token()
-        except UwfError as exc:
-            self.notify(exc.message, severity="error")
-            return
-        if signature != self._signature:
-            self._signature = signature
-            self.repo.reload_config()  # config.yaml or .env may have changed too
-            self.reload_views()
-
-    def reload_views(self) -> None:
-        self.clear_damage()
-        self.threads_view.reload()
-        self.query_one(WorkflowsView).reload()
-        self.query_one(CasView).refresh_roots()
-        self.inbox_view.reload()  # read off the UI thread; on_inbox_loaded shows it
-        self.refresh_bindings()
-
-    def show_damage(self, message: str) -> None:
-        self.query_one(DamageBanner).show(message)
-
-    def on_fsck_done(self, message: FsckDone) -> None:
-        self.query_one(DamageBanner).fsck_done(message.summary)
-
-    def clear_damage(self) -> None:
-        self.query_one(DamageBanner).clear()
-
     # -- stepping: the runner owns the agents, the handlers show what happened ---------------
 
-    @property
-    def running(self) -> dict[str, Cancel]:
-        return self.runner.running
-
-    def action_step(self) -> None:
-        self._after_keys("step", lambda: self._start(self.threads_view.current_thread(), run=False))
-
-    def action_run(self) -> None:
-        self._after_keys("run", lambda: self._start(self.threads_view.current_thread(), run=True))
-
-    def _start(self, thread: str | None, *, run: bool) -> None:
-        if not thread:
-            return
-        if not self.runner.start(thread, run=run):
-            self.notify(f"thread {thread[:10]} is already running", severity="warning")
-            return
-        self.running_count = len(self.runner)
-        self.threads_view.log_line(thread, "run until done" if run else "step", "bold")
-
-    def on_agent_output(self, message: AgentOutput) -> None:
-        self.threads_view.log_line(message.thread, message.line)
-
-    def on_step_done(self, message: StepDone) -> None:
-        """The log says what happened, whole; a brief toast too, for the log may be off screen."""
-        self.runner.finished(message.thread)
-        self.running_count = len(self.runner)
-        if message.error:
-            self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")
-            self.toast(f"step failed: {message.error}", severity="error")
-        elif message.summary == "cancelled" and (message.thread in self.runner.killing or self._killed(message.thread)):
-            self.threads_view.log_line(message.thread, "☠ killed: the thread is archived and its step stopped (f forks a step to go on)", "magenta")
-            self.toast("thread killed", severity="warning")
-        elif message.summary == "cancelled":
-            self.threads_view.log_line(message.thread, "■ cancelled; the head did not move (s steps again)", "yellow")
-            self.toast("step cancelled", severity="warning")
-        else:
-            self.threads_view.log_line(message.thread, f"■ {message.summary}", "bold green")
-            self.toast(message.summary)
-        self._force_refresh()
-
-    def _killed(self, thread: str) -> bool:
-        """Whether a stopped step was stopped by a kill (K, or `uwf thread kill` anywhere)."""
-        try:
-            info = thread_info(self.repo, thread)
-        except UwfError:
-            return False
-        return not info.active and info.reason == "killed"
-
-    def _still_cancelling(self, thread: str) -> None:
-        if thread in self.runner and self.query(ThreadsView):
-            self.threads_view.log_line(
-                thread, "the agent has not stopped yet: a python function in this process stops when it returns or calls ctx.check()", "yellow"
-            )
-
-    def action_cancel(self) -> None:
-        self._after_keys("cancel", self._cancel)
-
-    def _cancel(self) -> None:
-        thread = self.threads_view.current_thread()
-        if not thread:
-            return
-        if self.runner.cancel(thread):
-            self.threads_view.log_line(thread, "cancelling the running agent…", "yellow")
-            self.set_timer(3.0, lambda: self._still_cancelling(thread))
-            return
-        elsewhere = self.repo.locks.running(thread)
-        if elsewhere is not None:
-            self.notify(
-                f"this step was started by another process (pid {elsewhere.pid}): x cancels only steps started here; "
-                f"stop it where it runs, or K kills the thread (and its agent)",
-                severity="warning",
-                timeout=8,
-            )
-
     def on_human_answer_requested(self, message: HumanAnswerRequested) -> None:
+        if self.live_views() is None:  # quitting: nobody is there to answer
+            resolve(message.answer, None)
+            return
         self.commands.answer_human(message)
 
     # -- the inbox: threads waiting for a person, answered here --------------------------------
 
     def on_inbox_loaded(self, message: InboxLoaded) -> None:
-        if not self.query(InboxView):
-            return  # the app is closing
-        view = self.inbox_view
+        views = self.live_views()
+        if views is None:
+            return
+        view = views[1]
         view.loaded(message.items, message.error)
         tab = self.query_one("#views", TabbedContent).get_tab("pane-inbox")
         tab.label = f"{INBOX_TITLE} ({view.count})" if view.count else INBOX_TITLE
@@ -473,6 +253,8 @@ class UwfApp(App):
         return self.commands.answer_inbox(item)
 
     def on_inbox_answered(self, message: InboxAnswered) -> None:
+        if self.live_views() is None:
+            return
         self.commands.inbox_answered(message)
         self._force_refresh()
 
@@ -536,18 +318,6 @@ class UwfApp(App):
         if thread:
             await self.commands.preview(thread, self.threads_view.node_label(thread))
 
-    def on_kill_done(self, message: KillDone) -> None:
-        self.runner.killing.discard(message.thread)
-        if message.error:
-            self.notify(message.error, severity="error")
-            return
-        self.notify(f"killed thread {message.thread}")
-        self._force_refresh()
-
-    def _force_refresh(self) -> None:
-        self._signature = None
-        self.poll_state()
-
     def action_new_thread(self, _twin: str = ""):
         """n: the dialog on the selected thread's workflow in the Threads view (the one a person
         most likely starts again), else on the Workflows view's. Its mount is returned: Textual
@@ -557,10 +327,6 @@ class UwfApp(App):
         if self.current_view == "threads":
             selected = self.threads_view.workflow_name(self.threads_view.current_thread()) or selected
         return self.commands.new_thread(workflows.names(), selected)
-
-    def action_filter(self) -> None:
-        """`/` filters the list of the view you are in (threads, workflows, the CAS roots)."""
-        self.view_widget.toggle_filter()
 
     def action_cost(self) -> None:
         self._after_keys("cost", lambda: self.call_later(self._cost))
@@ -588,7 +354,8 @@ class UwfApp(App):
         self.commands.test_agent()
 
     def on_agent_checked(self, message: AgentChecked) -> None:
-        self.commands.agent_checked(message)
+        if self.live_views() is not None:
+            self.commands.agent_checked(message)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Each of our commands titled by what it does (a binding without a tooltip is plain
@@ -604,105 +371,9 @@ class UwfApp(App):
                 title, help_line = TEXTUAL_COMMANDS[command.title]
                 yield SystemCommand(title, help_line, command.callback)
 
-
     async def press_binding(self, key: str) -> None:
         """What a palette command does: what its key does here, the first of the key's bindings (the
         key and its hidden twins) that applies, as pressing it would (n starts a thread everywhere)."""
         for binding in self.BINDINGS:
             if binding.key == key and await self.run_action(binding.action):
                 return
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="uwf-tui", description="The uwf workbench: workflows, threads and the CAS in a terminal, or served to a browser.")
-    parser.add_argument("--root", metavar="ROOT", help="storage root: a directory or a postgresql:// URL (default: $UWF_STORAGE_ROOT, else ~/.uwf)")
-    parser.add_argument(
-        "--demo",
-        action="store_true",
-        help="set up a demo root (./.uwf-demo unless --root) with the examples and the scripted agent, and open it",
-    )
-    serving = parser.add_argument_group("in a browser")
-    serving.add_argument("--serve", action="store_true", help="serve the workbench to a browser (textual-serve); prints the URL to open")
-    serving.add_argument("--host", help="the address to listen on (default: 127.0.0.1, this machine only)")
-    serving.add_argument("--port", type=int, help="the port to listen on (default: 8765; 0 picks a free one)")
-    serving.add_argument("--token", help="the token every request needs (default: $UWF_SERVE_TOKEN, else a random one)")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if not args.serve and (args.host is not None or args.port is not None or args.token is not None):
-        parser.error("--host, --port and --token go with --serve")
-    try:
-        if args.demo:
-            from .demo import default_demo_root, setup_demo
-
-            repo = setup_demo(args.root or default_demo_root())
-        else:
-            repo = Repo.open(args.root)
-    except UwfError as exc:
-        sys.stderr.write(f"uwf-tui: error: {exc.message}\n")
-        return 1
-    problem = _unusable_root(repo.location)
-    if problem:
-        sys.stderr.write(f"uwf-tui: error: {problem}\n")
-        return 1
-    os.environ["UWF_STORAGE_ROOT"] = repo.location  # the agents this session starts open the same root
-    if args.serve:
-        return _serve(repo.location, args)
-    app = UwfApp(repo)
-    app.run()
-    set_trace_warning_handler(None)  # spans still queued go at exit; a warning then is the terminal's again
-    if len(app.runner) and app.worker_threads.alive():  # a python agent's function that neither returned nor checked its context
-        sys.stderr.write(
-            f"uwf-tui: a step running in this process did not stop within {WorkerThreads.GRACE_SECONDS:g}s (a python agent's "
-            f"function stops when it returns or calls ctx.check()); leaving without it: its attempt is recorded as killed "
-            f"when its thread next steps\n"
-        )
-    return 0
-
-
-def _serve(location: str, args: argparse.Namespace) -> int:
-    from .serve import (  # aiohttp and textual-serve, only here
-        ServeError,
-        ServeOptions,
-        serve,
-    )
-
-    try:
-        return serve(ServeOptions(location, host=args.host or "127.0.0.1", port=8765 if args.port is None else args.port, token=args.token))
-    except ServeError as exc:
-        sys.stderr.write(f"uwf-tui: error: {exc}\n")
-        return 1
-
-
-def _unusable_root(location: str) -> str | None:
-    """What makes a root impossible to open at all: not a directory, unreadable, or (when it does
-    not exist yet) impossible to create. A damaged root still opens, showing the damage. (A
-    PostgreSQL root was reached when it was opened.)"""
-    if "://" in location:
-        return None
-    if os.path.isdir(location):
-        return None if os.access(location, os.R_OK | os.X_OK) else f"the root {location} cannot be read (permission denied)"
-    problem = not_a_directory(location)  # a file, or a symbolic link that leads nowhere (a loop)
-    if problem:
-        return problem
-    parent = os.path.dirname(location.rstrip(os.sep)) or os.sep
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        return f"the root {location} cannot be created: {parent} is a file, not a directory"
-    return _creatable(location, parent)
-
-
-def _creatable(location: str, parent: str) -> str | None:
-    """A missing root opens empty, to be created by the first write: check now that it can be
-    (os.access is not enough: root passes it on /proc), with a directory made and removed at once."""
-    import tempfile
-
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".uwf-tui-probe-", dir=parent))
-    except OSError as exc:
-        return f"the root {location} cannot be created in {parent}: {exc.strerror or exc}"
-    return None
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-

@@ -22,14 +22,33 @@ from .screens.modals import (
 )
 
 if TYPE_CHECKING:
-    from uwf_core.api import InboxItem
+    from typing import Any, Protocol
 
-    from .app import UwfApp
+    from textual.screen import Screen
+
+    from uwf_core.api import InboxItem, Repo
+
     from .messages import AgentChecked, HumanAnswerRequested, InboxAnswered
+    from .widgets.threads_view import ThreadsView
+
+    class Workbench(Protocol):
+        """What these commands need of the app (app.py), named here so that this module does not
+        import the app that imports it."""
+
+        repo: Repo
+
+        @property
+        def threads_view(self) -> ThreadsView: ...
+
+        def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None, markup: bool = False) -> None: ...
+
+        def poll_state(self) -> None: ...
+
+        def push_screen(self, screen: Screen, callback: Any = None, wait_for_dismiss: bool = False) -> Any: ...
 
 
 class Commands:
-    def __init__(self, app: UwfApp) -> None:
+    def __init__(self, app: Workbench) -> None:
         self.app = app
         self.new_thread_draft = None  # a NewThreadDraft: what the dialog held when closed without starting
 

@@ -926,7 +926,7 @@ def test_uwf_tui_refuses_a_root_that_is_a_file_in_one_line(tmp_path):
 
     file = tmp_path / "not-a-dir"
     file.write_text("x")
-    done = subprocess.run([sys.executable, "-m", "uwf_tui.app", "--root", str(file)], capture_output=True, text=True, timeout=30)
+    done = subprocess.run([sys.executable, "-m", "uwf_tui", "--root", str(file)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [f"uwf-tui: error: the root {file} is a file, not a directory (give a directory with --root or UWF_STORAGE_ROOT)"]
 
@@ -945,7 +945,7 @@ def test_a_root_that_is_a_symbolic_link_to_nowhere_says_so_in_one_line(tmp_path,
     else:
         os.symlink(tmp_path / "gone", link)
         said = f"the root {link} is a symbolic link to {tmp_path / 'gone'}, which does not exist"
-    for command in ([sys.executable, "-m", "uwf_tui.app"], [sys.executable, "-m", "uwf_core.cli.main", "thread", "list"]):
+    for command in ([sys.executable, "-m", "uwf_tui"], [sys.executable, "-m", "uwf_core.cli.main", "thread", "list"]):
         done = subprocess.run([*command, "--root", str(link)], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         assert done.returncode == 1
         lines = done.stderr.strip().splitlines()
@@ -967,7 +967,7 @@ def test_uwf_tui_refuses_a_root_it_cannot_create_in_one_line(root, said):
     top = "/" + root.split("/")[1]
     if not os.path.exists(top):
         pytest.skip(f"no {top} here")
-    done = subprocess.run([sys.executable, "-m", "uwf_tui.app", "--root", root], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    done = subprocess.run([sys.executable, "-m", "uwf_tui", "--root", root], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert done.returncode == 1
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"uwf-tui: error: {said}"), line

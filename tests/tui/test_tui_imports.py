@@ -39,9 +39,9 @@ def test_plain_uwf_tui_never_loads_the_web_server(tmp_path):
 
     code = (
         "import json, sys\n"
-        "from uwf_tui import app\n"
+        "from uwf_tui import app, launch\n"
         "app.UwfApp.run = lambda self: None\n"  # everything main() does but the terminal session
-        f"assert app.main(['--root', {str(tmp_path)!r}]) == 0\n"
+        f"assert launch.main(['--root', {str(tmp_path)!r}]) == 0\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

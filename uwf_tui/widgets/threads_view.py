@@ -2,7 +2,8 @@
 detail, and the log where running agents' stderr streams. This module keeps the selection, the
 node marked to diff against (`m`), and the keyboard path through them (Enter goes in, Esc comes
 back out); the parts draw themselves. What the steps cost comes from the ledger, read off the UI
-thread: the rows' in the timeline's worker, the thread's total and its forks' subtrees after."""
+thread: the rows' in the timeline's worker, the thread's total and its forks' subtrees after
+(thread_header.py, with the title)."""
 
 from __future__ import annotations
 
@@ -18,30 +19,28 @@ from uwf_core.api import (
     Timeline,
     UwfError,
     damaged_entries,
-    find_branches,
     list_threads,
     map_progress,
     step_body,
     step_cost,
     step_details,
     step_files_text,
-    thread_cost,
     thread_statuses,
     thread_timeline,
-    tree_cost,
     workflow_of,
 )
 
-from ..formatting import STATUS_STYLES, budget_text, short, spend_text
+from ..formatting import short, spend_text
 from . import timeline as timeline_rows
 from .panes import PANE_KEYS, focus_now
 from .step_pane import StepPane, child_text
+from .thread_header import ThreadHeader
 from .thread_list import ThreadList
 from .timeline import TimelineTable, row_at_cursor
 from .welcome import Welcome
 
 
-class ThreadsView(Horizontal):
+class ThreadsView(ThreadHeader, Horizontal):
     """Owns no agent: stepping is the app's; this view shows what the core says."""
 
     BINDINGS = PANE_KEYS
@@ -276,98 +275,6 @@ class ThreadsView(Horizontal):
             self.app.call_from_thread(self.timeline_table.ready, False)  # nothing to wait for: drop the keys
             return
         self.app.call_from_thread(self.fill_timeline, timeline, costs)
-
-    def load_ledger(self, timeline: Timeline) -> None:
-        """Read the ledger of `timeline` behind its rows, one read at a time: a thread worker runs
-        to its end (a 10,000-step ledger is a second of work), so while one reads, only the
-        newest timeline asked for waits for it; the heads in between are never read."""
-        if self.ledger_reading:
-            self.ledger_next = timeline
-        else:
-            self.ledger_reading = True
-            self._read_ledger(timeline)
-
-    def ledger_read(self) -> None:
-        self.ledger_reading = False
-        waiting, self.ledger_next = self.ledger_next, None
-        if waiting is not None and waiting is self.timeline:
-            self.load_ledger(waiting)
-
-    @work(thread=True, group="ledger", exit_on_error=False)
-    def _read_ledger(self, timeline: Timeline) -> None:
-        try:
-            self._read_ledger_of(timeline)
-        finally:
-            self.app.call_from_thread(self.ledger_read)
-
-    def _read_ledger_of(self, timeline: Timeline) -> None:
-        """The thread's total and budget and each fork's subtree: whole chains, so after the rows."""
-        forks = [branch for found in timeline.branches.values() for branch in found]
-        try:
-            ledger = thread_cost(self.repo, timeline.info.thread)
-            subtrees = {branch.thread: tree_cost(self.repo, branch.thread).total for branch in forks}
-        except UwfError:
-            return  # the timeline shows the thread; a ledger it cannot read is the damage banner's to say
-        self.app.call_from_thread(self.show_ledger, timeline, ledger, subtrees)
-
-    @work(thread=True, exclusive=True, group="forks", exit_on_error=False)
-    def load_forks(self, timeline: Timeline) -> None:
-        """The threads forked from this one: the whole chain is read when some thread may be one."""
-        try:
-            branches = find_branches(self.repo, timeline, list(self.infos.values()))
-        except UwfError:
-            branches = timeline.branches
-        self.app.call_from_thread(self.show_branches, timeline, branches)
-
-    def show_branches(self, timeline: Timeline, branches: dict) -> None:
-        """The forks are known: draw the rows again if they differ from those drawn (the cursor
-        where it was), let the keys that waited for them act, then read the ledger."""
-        if self.timeline is not timeline:
-            return  # a newer timeline is shown: it reads its own
-        table = self.timeline_table
-        table.forks_pending = False
-        if branches != timeline.branches:
-            timeline.branches = branches
-            table.drawn = None
-            self.fill_timeline(timeline, self.step_costs, follow_up=False)
-        else:
-            table.ready()
-        self.load_ledger(timeline)
-
-    def show_ledger(self, timeline: Timeline, ledger, subtrees: dict) -> None:
-        if self.timeline is not timeline:
-            return  # another thread (or head) is shown by now
-        self.ledger, self.subtrees = ledger, subtrees
-        self.query_one("#thread-title", Static).update(self.title_text(timeline))
-        self.show_subtrees(timeline)
-        if self.selected_step and self.selected_step.startswith("branch:"):
-            self.show_entry(self.selected_step)
-
-    def show_subtrees(self, timeline: Timeline) -> None:
-        """Each fork row's subtree total, as the thread's last ledger read added them up."""
-        if self.ledger is None or self.ledger.thread != timeline.info.thread:
-            return
-        for found in timeline.branches.values():
-            for branch in found:
-                if branch.thread in self.subtrees:
-                    self.timeline_table.show_subtree(branch, self.subtrees[branch.thread])
-
-    def title_text(self, timeline: Timeline) -> Text:
-        """Workflow, status, what the thread spent and its budget (once the ledger has them), id, head."""
-        info = timeline.info
-        status = self.statuses.get(info.thread, "")
-        shown = f"{status} on worker {self.running_worker}" if status == "running" and self.running_worker else status
-        progress = self.map_progress.get((info.thread, info.head)) if status == "mapping" else None
-        if progress is not None:
-            shown = f"{status}: {progress[0]} of {progress[1]} children ended"
-        parts: list = [(self._workflow_name(info.workflow), "bold"), " · ", (shown, STATUS_STYLES.get(status, ""))]
-        ledger = self.ledger if self.ledger is not None and self.ledger.head == info.head and self.ledger.thread == info.thread else None
-        if ledger is not None and ledger.total.steps:
-            parts += [" · ", spend_text(ledger.total)]
-        if ledger is not None and ledger.budget is not None:
-            parts += [" · ", (budget_text(ledger.budget), "bold red" if ledger.budget.exceeded else "")]
-        parts += [" · ", (info.thread, "dim"), f" · head {info.head}"]
-        return Text.assemble(*parts)
 
     # -- the timeline ------------------------------------------------------------------
 

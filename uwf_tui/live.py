@@ -1,0 +1,108 @@
+"""The workbench kept live: the timers (a poll of the root's change token, a one-second tick for
+the spinner and the ages), the reload of every view when the root changed, the damage banner.
+
+Mixed into UwfApp (app.py): `self` is the app. Every timer and every late message asks
+`live_views()` first: while the app shuts down (`q`, ctrl+c, SIGTERM) its views are removed one
+by one before its timers stop, and a tick or a worker's message then finds nothing to draw on.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from uwf_core.api import UwfError
+
+from .formatting import elapsed, spinner
+from .messages import FsckDone, RootChanged
+from .widgets.cas_view import CasView
+from .widgets.damage import DamageBanner
+from .widgets.inbox_view import InboxView
+from .widgets.threads_view import ThreadsView
+from .widgets.workflows_view import WorkflowsView
+
+
+class LiveRefresh:
+    def start_timers(self) -> None:
+        self._signature = self.repo.backend.change_token()
+        self.set_interval(self.poll_seconds, self.poll_state)  # also the fallback where nothing notifies
+        self.set_interval(1.0, self.tick)
+
+    def live_views(self) -> tuple[ThreadsView, InboxView] | None:
+        """The views a timer or a message draws on, or None once the app is closing (its views
+        are being removed, or already are)."""
+        if not self.is_running:
+            return None
+        threads, inbox = self.query(ThreadsView), self.query(InboxView)
+        if not threads or not inbox:
+            return None
+        return threads.first(), inbox.first()
+
+    def _trace_warning(self, message: str) -> None:
+        """Trace export's one-line warnings (a collector that is down) as a notice, from any thread."""
+        try:
+            self.call_from_thread(self.notify, message, title="traces", severity="warning")
+        except RuntimeError:  # on the app's own thread, or once it has ended
+            if self.is_running:
+                self.notify(message, title="traces", severity="warning")
+            else:
+                sys.stderr.write(f"uwf-tui: warning: {message}\n")
+
+    def on_root_changed(self, message: RootChanged) -> None:
+        self.poll_state()
+
+    def tick(self) -> None:
+        """Once a second while agents run here: a spinner and the elapsed time in the header
+        and on the running timeline row."""
+        self._ticks += 1
+        views = self.live_views()
+        if views is None:
+            return
+        threads, inbox = views
+        threads.tick_running(self._ticks)
+        inbox.refresh_ages()
+        if self.running:
+            if self._idle_title is None:
+                self._idle_title = self.sub_title
+            started = self.runner.oldest_start()
+            count = len(self.running)
+            self.sub_title = f"{spinner(self._ticks)} {count} agent{'s' if count > 1 else ''} running · {elapsed(time.time() - started)}"
+        elif self._idle_title is not None:
+            self.sub_title, self._idle_title = self._idle_title, None
+
+    def poll_state(self) -> None:
+        if self.live_views() is None:
+            return
+        try:
+            signature = self.repo.backend.change_token()
+        except UwfError as exc:
+            self.notify(exc.message, severity="error")
+            return
+        if signature != self._signature:
+            self._signature = signature
+            self.repo.reload_config()  # config.yaml or .env may have changed too
+            self.reload_views()
+
+    def reload_views(self) -> None:
+        if self.live_views() is None:
+            return
+        self.clear_damage()
+        self.threads_view.reload()
+        self.query_one(WorkflowsView).reload()
+        self.query_one(CasView).refresh_roots()
+        self.inbox_view.reload()  # read off the UI thread; on_inbox_loaded shows it
+        self.refresh_bindings()
+
+    def show_damage(self, message: str) -> None:
+        self.query_one(DamageBanner).show(message)
+
+    def on_fsck_done(self, message: FsckDone) -> None:
+        if self.live_views() is not None:
+            self.query_one(DamageBanner).fsck_done(message.summary)
+
+    def clear_damage(self) -> None:
+        self.query_one(DamageBanner).clear()
+
+    def _force_refresh(self) -> None:
+        self._signature = None
+        self.poll_state()
