@@ -2,7 +2,9 @@
 
 Every import in uwf_core — at the top of a module or inside a function —
 may reach its own layer or one below, never one above. Imports under
-`if TYPE_CHECKING:` are annotations only and are not counted.
+`if TYPE_CHECKING:` are annotations only and are not counted. Inside
+engine/, its rooms are layers of their own (ENGINE_LAYERS), as each room's
+`__init__` says.
 """
 
 from __future__ import annotations
@@ -25,6 +27,19 @@ LAYERS = [
     ("engine",),
     ("agents",),
     ("cli", "api", "agent_kit", "__init__"),
+]
+
+# engine/ inside, bottom to top: the step's terms; the rooms a step is built on; answers written
+# and replayed; one agent call and the snapshots around it; the protocols and what runs beside a
+# step's agent; the step transaction; what drives steps from outside one.
+ENGINE_LAYERS = [
+    ("attempt", "resolve", "prompt", "tracing"),
+    ("contain", "extraction", "python"),
+    ("record", "reuse"),
+    ("call", "files"),
+    ("protocols", "oversight", "fanout.map"),
+    ("step",),
+    ("control", "dry_run", "check", "fanout", "queue", "__init__"),  # fanout.map is the longer prefix: layer 4
 ]
 
 
@@ -77,6 +92,25 @@ def _targets(module: str, node: ast.AST) -> list[str]:
     return [alias.name for alias in node.names]  # `from . import x` at the top of uwf_core
 
 
+def engine_layer_of(module: str) -> int:
+    """`module` is relative to uwf_core.engine, e.g. "contain.sandbox"; its longest matching prefix."""
+    best = None
+    for index, names in enumerate(ENGINE_LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and (best is None or len(name) > len(best[1])):
+                best = (index, name)
+    if best is None:
+        raise AssertionError(f"uwf_core.engine.{module} is in no engine layer: add it to ENGINE_LAYERS and docs/architecture.md")
+    return best[0]
+
+
+def _engine_part(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "engine":
+        return None
+    return ".".join(parts[1:]) or "__init__"
+
+
 @pytest.mark.parametrize("module,path", _modules(), ids=[name for name, _ in _modules()])
 def test_imports_never_reach_a_higher_layer(module, path):
     own = layer_of(module)
@@ -87,6 +121,30 @@ def test_imports_never_reach_a_higher_layer(module, path):
             if layer_of(target) > own:
                 upward.append(f"line {node.lineno}: uwf_core.{target} (layer {layer_of(target)} > {own})")
     assert not upward, f"uwf_core.{module} imports upward: {upward}"
+
+
+ENGINE_MODULES = [(name, path) for name, path in _modules() if _engine_part(name) is not None]
+
+
+@pytest.mark.parametrize("module,path", ENGINE_MODULES, ids=[name for name, _ in ENGINE_MODULES])
+def test_the_engines_rooms_never_import_a_higher_room(module, path):
+    own = engine_layer_of(_engine_part(module))
+    tree = ast.parse(path.read_text(), str(path))
+    upward = []
+    for node in _imports(tree):
+        for target in _targets(module, node):
+            part = _engine_part(target)
+            if part is not None and engine_layer_of(part) > own:
+                upward.append(f"line {node.lineno}: uwf_core.{target} (engine layer {engine_layer_of(part)} > {own})")
+    assert not upward, f"uwf_core.{module} imports a higher room of the engine: {upward}"
+
+
+def test_the_engine_check_sees_its_imports():
+    """A guard against a check that passes because it finds nothing: step.py imports lower rooms."""
+    path = CORE / "engine" / "step.py"
+    targets = {_engine_part(t) for node in _imports(ast.parse(path.read_text())) for t in _targets("engine.step", node)}
+    assert {"attempt", "protocols", "files"} <= targets
+    assert engine_layer_of("contain.sandbox") < engine_layer_of("call") < engine_layer_of("step") < engine_layer_of("queue.worker")
 
 
 def test_every_package_is_in_a_layer():

@@ -89,5 +89,5 @@ def test_mypy_sees_the_real_types(installed, tmp_path):
     assert "def (repo: uwf_core.repo.Repo) -> uwf_core.store.fsck.FsckReport" in out, out
     assert 'Incompatible types in assignment (expression has type "str", variable has type "int")' in out, out
     assert 'Unsupported operand types for + ("str" and "int")' in out, out
-    assert "def (ctx: uwf_core.engine.python_context.PythonContext) -> builtins.dict[builtins.str, builtins.object]" in out or \
-        "def (ctx: uwf_core.engine.python_context.PythonContext) -> dict[str, object]" in out, out
+    assert "def (ctx: uwf_core.engine.python.context.PythonContext) -> builtins.dict[builtins.str, builtins.object]" in out or \
+        "def (ctx: uwf_core.engine.python.context.PythonContext) -> dict[str, object]" in out, out

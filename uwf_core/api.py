@@ -64,8 +64,8 @@ _EXPORTS = {
     "STATUS_QUEUED": "thread.details",
     "STATUS_MAPPING": "thread.details",
     "STATUS_ASKING": "thread.details",
-    "queue_thread": "engine.worker",
-    "Worker": "engine.worker",
+    "queue_thread": "engine.queue.worker",
+    "Worker": "engine.queue.worker",
     "copy_root": "store.copy",
     "Timeline": "thread.timeline",
     "Branch": "thread.timeline",
@@ -91,17 +91,17 @@ _EXPORTS = {
     "structural_diff": "thread.diff",
     "thread_cost": "thread.ledger",
     "tree_cost": "thread.ledger",
-    "step_cost": "thread.ledger",
+    "step_cost": "thread.spend",
     "thread_cost_text": "thread.ledger_text",
     "tree_cost_text": "thread.ledger_text",
-    "budget_status": "thread.ledger",
+    "budget_status": "thread.budget",
     "ThreadCost": "thread.ledger",
     "TreeCost": "thread.ledger",
     "TreeThread": "thread.ledger",
-    "StepCost": "thread.ledger",
-    "ModelSpend": "thread.ledger",
-    "Spend": "thread.ledger",
-    "BudgetStatus": "thread.ledger",
+    "StepCost": "thread.spend",
+    "ModelSpend": "thread.spend",
+    "Spend": "thread.spend",
+    "BudgetStatus": "thread.budget",
     "export_bundle": "thread.bundle",
     "import_bundle": "thread.bundle",
     "ExportReport": "thread.bundle",
@@ -112,30 +112,30 @@ _EXPORTS = {
     "StepResult": "engine.attempt",
     "StepError": "engine.attempt",
     "HumanRequest": "engine.attempt",
-    "Cancel": "engine.process",
+    "Cancel": "engine.contain.process",
     "perform_step": "engine.step",
     "run_thread": "engine.step",
-    "MAP_AGENT": "engine.map_step",
-    "map_progress": "engine.map_step",
-    "step_side_by_side": "engine.side_by_side",
-    "pick_step": "engine.side_by_side",
-    "SideBySide": "engine.side_by_side",
-    "Candidate": "engine.side_by_side",
-    "Picked": "engine.side_by_side",
+    "MAP_AGENT": "engine.fanout.map",
+    "map_progress": "engine.fanout.map",
+    "step_side_by_side": "engine.fanout.side_by_side",
+    "pick_step": "engine.fanout.side_by_side",
+    "SideBySide": "engine.fanout.side_by_side",
+    "Candidate": "engine.fanout.side_by_side",
+    "Picked": "engine.fanout.side_by_side",
     "dry_run": "engine.dry_run",
     # people across hosts: threads waiting for a person, answered from anywhere
-    "inbox": "engine.inbox",
-    "InboxItem": "engine.inbox",
-    "waiting_item": "engine.inbox",
-    "answer_thread": "engine.inbox",
+    "inbox": "engine.queue.inbox",
+    "InboxItem": "engine.queue.inbox",
+    "waiting_item": "engine.queue.inbox",
+    "answer_thread": "engine.queue.inbox",
     "frontmatter_template": "engine.prompt",  # the template a person fills in (`uwf thread answer`'s $EDITOR)
     "DryRun": "engine.dry_run",
     "AgentChoice": "engine.dry_run",
     "agent_problem": "engine.dry_run",
     "choose_agent_spec": "engine.resolve",
     "kill_thread": "engine.control",
-    "extract_fast": "engine.extract",
-    "ExtractError": "engine.extract",
+    "extract_fast": "engine.extraction.extract",
+    "ExtractError": "engine.extraction.extract",
     "validation_errors": "store.schemas",
     "fsck": "store.fsck:fsck_root",
     "FsckReport": "store.fsck",
@@ -153,9 +153,9 @@ _EXPORTS = {
     "AgentCheck": "engine.check",
     "check_agent": "engine.check",
     # writing agents: Python functions (the python protocol), and step-protocol programs (the kit)
-    "PythonContext": "engine.python_context",
-    "PythonAnswer": "engine.python_context",
-    "WrittenStep": "engine.python_context",
+    "PythonContext": "engine.python.context",
+    "PythonAnswer": "engine.python.context",
+    "WrittenStep": "engine.python.context",
     "AgentFunctions": "repo",  # the type of repo.agents, where a program registers functions as agents
     "run_agent": "agents.kit",
     "AgentAnswer": "agents.kit",
@@ -189,7 +189,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     )
     from .engine.check import AgentCheck as AgentCheck, check_agent as check_agent
     from .engine.control import kill_thread as kill_thread
-    from .engine.inbox import (
+    from .engine.queue.inbox import (
         inbox as inbox,
         InboxItem as InboxItem,
         waiting_item as waiting_item,
@@ -202,17 +202,17 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         AgentChoice as AgentChoice,
         agent_problem as agent_problem,
     )
-    from .engine.extract import extract_fast as extract_fast, ExtractError as ExtractError
-    from .engine.process import Cancel as Cancel
+    from .engine.extraction.extract import extract_fast as extract_fast, ExtractError as ExtractError
+    from .engine.contain.process import Cancel as Cancel
     from .telemetry.export import flush_all as _flush_all, set_warning_handler as _set_warning_handler
-    from .engine.python_context import (
+    from .engine.python.context import (
         PythonContext as PythonContext,
         PythonAnswer as PythonAnswer,
         WrittenStep as WrittenStep,
     )
     from .engine.resolve import choose_agent_spec as choose_agent_spec
-    from .engine.map_step import MAP_AGENT as MAP_AGENT, map_progress as map_progress
-    from .engine.side_by_side import (
+    from .engine.fanout.map import MAP_AGENT as MAP_AGENT, map_progress as map_progress
+    from .engine.fanout.side_by_side import (
         step_side_by_side as step_side_by_side,
         pick_step as pick_step,
         SideBySide as SideBySide,
@@ -220,7 +220,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         Picked as Picked,
     )
     from .engine.step import perform_step as perform_step, run_thread as run_thread
-    from .engine.worker import queue_thread as queue_thread, Worker as Worker
+    from .engine.queue.worker import queue_thread as queue_thread, Worker as Worker
     from .errors import UwfError as UwfError, NotFoundError as NotFoundError
     from .repo import Repo as Repo, AgentFunctions as AgentFunctions
     from .store.copy import copy_root as copy_root
@@ -266,14 +266,18 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     from .thread.ledger import (
         thread_cost as thread_cost,
         tree_cost as tree_cost,
-        step_cost as step_cost,
-        budget_status as budget_status,
         ThreadCost as ThreadCost,
         TreeCost as TreeCost,
         TreeThread as TreeThread,
+    )
+    from .thread.spend import (
+        step_cost as step_cost,
         StepCost as StepCost,
         ModelSpend as ModelSpend,
         Spend as Spend,
+    )
+    from .thread.budget import (
+        budget_status as budget_status,
         BudgetStatus as BudgetStatus,
     )
     from .thread.ledger_text import thread_cost_text as thread_cost_text, tree_cost_text as tree_cost_text

@@ -194,7 +194,8 @@ class AgentFunctions:
 
     def _add(self, name: str, func: Callable, *, isolate: bool = False, timeout: float | None = None,
              secrets: tuple[str, ...] | list[str] = (), reuse: bool = False) -> Callable:
-        from .config.model import AgentConfig, is_env_name
+        from .config.model import AgentConfig
+        from .config.values import is_env_name
         from .errors import UwfError
 
         if not callable(func):

@@ -20,7 +20,7 @@ import pytest
 from conftest import EXAMPLES
 from fake_openai import FakeOpenAI, grounded, reply
 from uwf_core.config.presets import PRESETS
-from uwf_core.engine.sandbox import BUBBLEWRAP, containment
+from uwf_core.engine.contain.sandbox import BUBBLEWRAP, containment
 
 pytestmark = pytest.mark.agent_cli
 

@@ -1,4 +1,4 @@
-"""The cost of what a run may leave behind (engine/run_guard.py), side by side in one run: a CLI step
+"""The cost of what a run may leave behind (engine/contain/run_guard.py), side by side in one run: a CLI step
 in a git workspace with its .git as a private copy and the workspace checked for repositories
 (`git: read`, the default) against the same step trusted with the real .git (`git: write`: none
 of it), and a step whose agent's state directory is a private copy against one with none."""

@@ -432,7 +432,7 @@ def tui(report: Report, uwf: Uwf, length: int) -> None:
 def sandbox(report: Report, uwf: Uwf, runs: int) -> None:
     """A step's cost in bubblewrap's sandbox against the same step in a process group only (the
     fallback, UWF_BWRAP set empty), interleaved in one run."""
-    from uwf_core.engine.sandbox import BUBBLEWRAP, containment
+    from uwf_core.engine.contain.sandbox import BUBBLEWRAP, containment
 
     print("the agents' sandbox", flush=True)
     box = containment()

@@ -15,7 +15,7 @@ from conftest import EXAMPLES
 from fake_openai import FakeOpenAI, reply
 
 from uwf_core.config.model import AgentConfig, Config, ModelConfig, ProviderConfig, with_agent
-from uwf_core.engine.extract import (
+from uwf_core.engine.extraction.extract import (
     MAX_CORRECTIONS,
     Extracted,
     ExtractError,
@@ -23,7 +23,7 @@ from uwf_core.engine.extract import (
     extract_fast,
     extract_with_corrections,
 )
-from uwf_core.engine.extract_llm import LlmExtractor, fallback_for
+from uwf_core.engine.extraction.llm import LlmExtractor, fallback_for
 from uwf_core.errors import UwfError
 from uwf_core.llm.client import Usage
 from uwf_core.repo import Repo

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from uwf_core.engine.extract import ExtractError, extract_fast, parse_answer, split_frontmatter
+from uwf_core.engine.extraction.extract import ExtractError, extract_fast, parse_answer, split_frontmatter
 from uwf_core.engine.prompt import SCOPE_LINE, build_prompt, history_section, output_format_instruction
 from uwf_core.thread.model import StartNode, StepContext, ThreadContext
 from uwf_core.workflow.model import END, START, Role, Workflow, routes_from_payload

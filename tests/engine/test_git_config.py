@@ -1,4 +1,4 @@
-"""uwf reads git's config files itself (engine/git_config.py: a git process would cost every step
+"""uwf reads git's config files itself (engine/contain/git/config.py: a git process would cost every step
 ~10 ms); what it reads is held to what `git config --list` says of the same file."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from uwf_core.engine.git_config import config_entries, parse
+from uwf_core.engine.contain.git.config import config_entries, parse
 
 SAMPLES = [
     "[core]\n\tfsmonitor = touch /x\n\tbare = false\n",

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES
-from uwf_core.engine.sandbox import BUBBLEWRAP, containment
+from uwf_core.engine.contain.sandbox import BUBBLEWRAP, containment
 
 ANSWER = "---\nthesis: t\nkeyPoints: [a]\n---\nbody\n"
 GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@example.com", "GIT_COMMITTER_NAME": "u",

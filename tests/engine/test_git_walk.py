@@ -1,4 +1,4 @@
-"""The walk that finds git repositories in a workspace (engine/git_walk.py): refreshed by listing
+"""The walk that finds git repositories in a workspace (engine/contain/git/walk.py): refreshed by listing
 only the directories whose ctime moved, it finds exactly what a walk from scratch finds, whatever
 was made, moved or removed; a walk saved before a run that never ended is checked by the next."""
 
@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from uwf_core.engine import git_walk
-from uwf_core.engine.git_walk import load, refresh, save, walk
+from uwf_core.engine.contain.git import walk as git_walk
+from uwf_core.engine.contain.git.walk import load, refresh, save, walk
 
 
 def _found(taken) -> set[tuple[str, str]]:

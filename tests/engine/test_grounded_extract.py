@@ -12,8 +12,8 @@ import pytest
 
 from conftest import EXAMPLES
 from fake_openai import FakeOpenAI, fill_any_schema, grounded, reply
-from uwf_core.engine.extract import ExtractError
-from uwf_core.engine.extract_llm import _parse
+from uwf_core.engine.extraction.extract import ExtractError
+from uwf_core.engine.extraction.llm import _parse
 
 SCHEMA = {"type": "object", "properties": {"thesis": {"type": "string"}, "approved": {"type": "boolean"}}, "required": ["thesis"]}
 OUTPUT = "I looked at it closely.\nMy thesis: cats rule the internet.\nI would not approve this change as it stands."
@@ -192,7 +192,7 @@ def test_an_answer_only_the_extract_model_read_from_an_agent_that_reported_an_ap
     "Credit balance is too low", "Authentication failed",
 ])
 def test_an_error_line_is_one(line):
-    from uwf_core.engine.evidence import error_line
+    from uwf_core.engine.extraction.evidence import error_line
 
     assert error_line(line) is not None
 
@@ -203,6 +203,6 @@ def test_an_error_line_is_one(line):
     "Failed: 0 of 12 tests", "Invalidation of the cache is handled", "- error budget: 5%",
 ])
 def test_an_answer_about_errors_is_no_error_line(line):
-    from uwf_core.engine.evidence import error_line
+    from uwf_core.engine.extraction.evidence import error_line
 
     assert error_line(line) is None

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from uwf_core.encoding.cbor import decode, encode
-from uwf_core.engine.extract import ExtractError, extract_fast, parse_answer
+from uwf_core.engine.extraction.extract import ExtractError, extract_fast, parse_answer
 from uwf_core.errors import UwfError, WorkflowError
 from uwf_core.workflow.yaml_doc import parse_yaml_document
 
@@ -185,7 +185,7 @@ def test_random_bytes_from_an_agent_never_move_the_head_unless_they_are_an_answe
 
 def test_an_agent_flooding_stdout_is_stopped_not_buffered(root, tmp_path):
     from uwf_core.config.model import AgentConfig, Config
-    from uwf_core.engine import process
+    from uwf_core.engine.contain import process
     from uwf_core.thread.ops import start_thread
     from uwf_core.workflow.ops import put_workflow
 

@@ -1,4 +1,4 @@
-"""engine/reuse.py: the key of a step's inputs, the prompt hash computed without writing, and an
+"""engine/reuse/replay.py: the key of a step's inputs, the prompt hash computed without writing, and an
 index that never hands back a step that is not there whole."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from uwf_core.config.env import Secrets
 from uwf_core.engine.record import store_prompt
 from uwf_core.engine.resolve import ResolvedAgent
-from uwf_core.engine.reuse import prompt_node_hash
-from uwf_core.engine.reuse_index import (
+from uwf_core.engine.reuse.replay import prompt_node_hash
+from uwf_core.engine.reuse.index import (
     KEY,
     agent_fingerprint,
     find_reusable,

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, _uwf_command, processes_with
-from uwf_core.engine.sandbox import BUBBLEWRAP, containment
+from uwf_core.engine.contain.sandbox import BUBBLEWRAP, containment
 
 ANSWER = "---\nthesis: t\nkeyPoints: [a]\n---\nbody\n"
 BWRAP = pytest.param({}, id="bubblewrap")
@@ -217,7 +217,7 @@ def test_without_a_sandbox_uwf_says_so_once_and_agent_list_shows_it(uwf, root_di
 
 
 def test_mounts_go_shallowest_first_so_a_workspace_inside_a_hidden_root_stays_visible():
-    from uwf_core.engine.sandbox import Policy, bwrap_argv
+    from uwf_core.engine.contain.sandbox import Policy, bwrap_argv
 
     policy = Policy(cwd="/r/ws/sub", writable=("/r/ws", "/home/u/.cli"), readable=("/tmp/t/agent",),
                     hidden_dirs=("/r",), hidden_files=("/r/ws/.env",), network=False)
@@ -231,7 +231,7 @@ def test_mounts_go_shallowest_first_so_a_workspace_inside_a_hidden_root_stays_vi
 
 
 def test_configured_paths_expand_home_variables_and_defaults():
-    from uwf_core.engine.sandbox_policy import expand
+    from uwf_core.engine.contain.policy import expand
 
     env = {"HOME": "/home/u", "CODEX_HOME": "/opt/codex"}
     assert expand("${CODEX_HOME:-~/.codex}/", env) == "/opt/codex"
@@ -241,7 +241,7 @@ def test_configured_paths_expand_home_variables_and_defaults():
 
 
 def test_a_text_agent_is_shown_neither_the_store_nor_env_files_and_a_step_agent_writes_the_store(tmp_path):
-    from uwf_core.engine.sandbox_policy import agent_policy
+    from uwf_core.engine.contain.policy import agent_policy
 
     root, workspace, scripts = tmp_path / "root", tmp_path / "ws", tmp_path / "scripts"
     for path in (root, workspace, scripts):
@@ -362,8 +362,8 @@ def test_a_link_that_leads_around_a_hidden_root_shows_it_hidden(uwf, tmp_path):
 
 NEIGHBOURS = """
 import os, sys, threading, time
-from uwf_core.engine.process import run_process
-from uwf_core.engine.sandbox import Policy
+from uwf_core.engine.contain.process import run_process
+from uwf_core.engine.contain.sandbox import Policy
 
 here, marker = sys.argv[1], sys.argv[2]
 open_policy = Policy(cwd=here, writable=(here,), sandbox=False)
@@ -479,7 +479,7 @@ def test_a_cli_installed_under_tmp_runs_from_its_whole_install(uwf, root_dir, tm
 
 
 def test_install_trees_are_the_venv_the_npm_prefix_or_the_bin_prefix():
-    from uwf_core.engine.sandbox_policy import install_tree
+    from uwf_core.engine.contain.policy import install_tree
 
     assert install_tree("/tmp/p/lib/node_modules/@openai/codex/bin") == "/tmp/p"
     assert install_tree("/tmp/proj/node_modules/.bin") == "/tmp/proj"
@@ -506,8 +506,8 @@ def test_no_agent_writes_a_kernel_setting(uwf, root_dir, tmp_path):
 
 ZOMBIES = """
 import os, sys
-from uwf_core.engine.process import run_process
-from uwf_core.engine.sandbox import Policy
+from uwf_core.engine.contain.process import run_process
+from uwf_core.engine.contain.sandbox import Policy
 
 here = sys.argv[1]
 run_process(["sh", "-c", "true"], cwd=here, env=dict(os.environ), policy=Policy(cwd=here, writable=(here,), sandbox=False))

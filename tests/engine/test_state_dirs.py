@@ -17,8 +17,8 @@ import pytest
 
 from conftest import EXAMPLES
 from uwf_core.config.presets import PRESETS
-from uwf_core.engine.sandbox import BUBBLEWRAP, containment
-from uwf_core.engine.sandbox_policy import expand
+from uwf_core.engine.contain.sandbox import BUBBLEWRAP, containment
+from uwf_core.engine.contain.policy import expand
 
 ANSWER = "---\nthesis: t\nkeyPoints: [a]\n---\nbody\n"
 
@@ -264,7 +264,7 @@ def test_two_sandboxes_share_no_abstract_socket_nor_one_of_the_hosts(uwf, root_d
     import time
 
     from conftest import _uwf_command
-    from uwf_core.engine.landlock import scoped
+    from uwf_core.engine.contain.landlock import scoped
 
     if scoped(containment().bwrap) is None:
         pytest.skip("no Landlock scopes here (Linux 6.12+)")
@@ -329,7 +329,7 @@ def test_a_storage_root_below_the_workspaces_top_is_refused(uwf, tmp_path):
 
 def test_uwf_itself_is_read_only_in_a_workspace_that_holds_its_checkout(tmp_path):
     """An editable install maps both packages to the checkout: the next `uwf-tui` imports uwf_tui."""
-    from uwf_core.engine.sandbox_policy import agent_policy, uwf_itself
+    from uwf_core.engine.contain.policy import agent_policy, uwf_itself
 
     packages = [path for path in uwf_itself() if path.endswith(("uwf_core", "uwf_tui"))]
     checkout = os.path.dirname(packages[0])
@@ -341,7 +341,7 @@ def test_uwf_itself_is_read_only_in_a_workspace_that_holds_its_checkout(tmp_path
 def test_a_refreshed_id_token_must_name_the_same_person():
     import base64
 
-    from uwf_core.engine.state_dirs import _same_login
+    from uwf_core.engine.contain.state_dirs import _same_login
 
     def jwt(claims: dict) -> str:
         body = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")

@@ -424,7 +424,7 @@ echo "$H"
     out, err = victim.communicate(timeout=60)
     assert victim.returncode == -signal.SIGKILL, err
     assert out == ""
-    from uwf_core.engine.sandbox import BUBBLEWRAP, containment
+    from uwf_core.engine.contain.sandbox import BUBBLEWRAP, containment
 
     if containment().kind == BUBBLEWRAP:
         assert uwf("cas", "has", orphan).code == 1  # staged, never taken in
@@ -687,7 +687,7 @@ def test_a_runaway_condition_is_stopped_by_the_steps_timeout_and_the_head_stays(
 
 
 def test_a_long_stderr_tail_starts_at_a_line():
-    from uwf_core.engine.process import _tail
+    from uwf_core.engine.contain.process import _tail
 
     text = "".join(f"line {n} says something\n" for n in range(500))
     tail = _tail(text, 2000)
@@ -699,7 +699,7 @@ def test_a_long_stderr_tail_starts_at_a_line():
 def test_the_watchdog_kills_what_is_still_listed_when_uwf_goes_and_is_started_again_if_killed():
     """End of file on its pipe (uwf gone) kills the groups still listed, not the released ones;
     a watchdog killed by hand is started again and told every live group."""
-    from uwf_core.engine.watchdog import Watchdog
+    from uwf_core.engine.contain.watchdog import Watchdog
 
     def group() -> subprocess.Popen:
         return subprocess.Popen(["sleep", "300"], start_new_session=True)
@@ -724,7 +724,7 @@ def test_the_watchdog_kills_what_is_still_listed_when_uwf_goes_and_is_started_ag
 def test_a_step_agent_that_stages_a_flood_is_refused_before_it_is_read(uwf, solve, root_dir, tmp_path):
     """Its staging file is the agent's to fill: 100,001 rows (or a gigabyte) are refused from the
     file's own count and size, before one row is read into uwf's memory."""
-    from uwf_core.engine.sandbox import BUBBLEWRAP, containment
+    from uwf_core.engine.contain.sandbox import BUBBLEWRAP, containment
 
     if containment().kind != BUBBLEWRAP:
         pytest.skip("staging is for sandboxed step agents")
@@ -758,7 +758,7 @@ def test_a_condition_that_fails_on_the_new_output_is_said_by_the_step_that_wrote
 def test_a_staging_file_with_a_view_of_its_own_is_refused_not_run(uwf, solve, root_dir, tmp_path):
     """The staging file is the agent's: a `nodes` that is a recursive view would run forever in
     uwf's reading it. Only the tables NodeDb makes are read, and every query has a time bound."""
-    from uwf_core.engine.sandbox import BUBBLEWRAP, containment
+    from uwf_core.engine.contain.sandbox import BUBBLEWRAP, containment
 
     if containment().kind != BUBBLEWRAP:
         pytest.skip("staging is for sandboxed step agents")

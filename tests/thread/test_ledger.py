@@ -1,4 +1,4 @@
-"""thread/ledger.py: pricing (never a made-up number), roll-ups, the running total behind budgets."""
+"""thread/spend.py, budget.py, ledger.py: pricing (never a made-up number), roll-ups, the running total behind budgets."""
 
 from __future__ import annotations
 
@@ -6,16 +6,11 @@ import json
 
 import pytest
 
-from uwf_core.config.model import ConfigError, parse_config
+from uwf_core.config.model import parse_config
+from uwf_core.config.values import ConfigError
 from uwf_core.llm.usage import Usage
-from uwf_core.thread.ledger import (
-    UNKNOWN_MODEL,
-    BudgetStatus,
-    Spend,
-    detail_parts,
-    priced,
-    spend_of,
-)
+from uwf_core.thread.budget import BudgetStatus
+from uwf_core.thread.spend import UNKNOWN_MODEL, Spend, detail_parts, priced, spend_of
 
 CONFIG = parse_config(
     "models:\n  fast: {provider: p, name: vendor/fast-1}\nproviders:\n  p: {baseUrl: 'http://x'}\n"
@@ -98,7 +93,7 @@ def test_prices_and_reuse_survive_a_rewrite_of_config_yaml():
 def test_the_running_total_is_kept_as_derived_data_only_when_asked(root, tmp_path):
     """Budgets read one step per check: the total behind a head is derived data, rebuilt if dropped."""
     from uwf_core.store.builtin_schemas import BUILTIN_HASHES
-    from uwf_core.thread.ledger import KEY, spend_since_start
+    from uwf_core.thread.budget import KEY, spend_since_start
     from uwf_core.thread.model import StartNode
     from uwf_core.thread.nodes import put_start
     from uwf_core.thread.write import write_step
@@ -119,7 +114,7 @@ def test_the_running_total_is_kept_as_derived_data_only_when_asked(root, tmp_pat
 
 
 def test_a_step_that_recorded_no_usage_makes_the_cost_unknown_but_a_person_or_a_reuse_spent_nothing():
-    from uwf_core.thread.ledger import usage_recorded
+    from uwf_core.thread.spend import usage_recorded
 
     assert usage_recorded({"usage": Usage().to_json()})
     assert usage_recorded({"protocol": "human"}) and usage_recorded({"protocol": "edit"}) and usage_recorded({"protocol": "reuse"})

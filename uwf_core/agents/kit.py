@@ -125,9 +125,9 @@ def complete_step(
     fallback: Callable | None = None,
 ) -> str:
     """Extract the structured output (fast path, fallback, corrections) and write the step."""
-    from ..engine.extract import extract_with_corrections
+    from ..engine.extraction.extract import extract_with_corrections
     from ..engine.record import write_answer
-    from ..engine.reuse_index import kit_agent_fingerprint
+    from ..engine.reuse.index import kit_agent_fingerprint
 
     secrets = ctx.repo.secrets
     current = [answer]
@@ -144,7 +144,7 @@ def complete_step(
     if outcome.extracted.evidence is not None:
         detail["extractEvidence"] = outcome.extracted.evidence
     if outcome.usage is not None:
-        from ..engine.extract import usage_detail
+        from ..engine.extraction.extract import usage_detail
 
         detail.update(usage_detail(ctx.repo.config, outcome.usage))
     detail.update(current[0].detail)
@@ -168,7 +168,7 @@ def complete_step(
 def _llm_fallback(repo: Repo):
     """The LLM extractor (None when no extract model is configured); built only if the fast path fails."""
     from ..config.env import env_with_secrets
-    from ..engine.extract_llm import fallback_for
+    from ..engine.extraction.llm import fallback_for
 
     return fallback_for(repo.config, env_with_secrets(repo.env_values), secrets=repo.secrets)
 
@@ -197,7 +197,7 @@ def run_agent(
         repo = Repo.open()  # .env stays on the Repo: a child agent (uwf-subflow's) must not inherit it
         ctx = load_agent_context(repo, args.thread, args.role, vars(args))
         answer = _answer(run(ctx))
-        from ..engine.extract import lazy_fallback
+        from ..engine.extraction.extract import lazy_fallback
 
         fallback = lazy_fallback(lambda: _llm_fallback(repo)) if llm_fallback else None
         step = complete_step(ctx, answer, agent_label=_agent_label(name), started_ms=started, continue_=continue_, fallback=fallback)

@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 
-from ..engine.process import Cancel
+from ..engine.contain.process import Cancel
 from ..errors import UwfError
 from .kit import AgentAnswer, AgentContext, make_undumpable, run_agent
 

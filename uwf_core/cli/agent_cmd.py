@@ -82,7 +82,7 @@ def cmd_list(args) -> int:
 
 def _with_containment(entry) -> dict:
     """The entry, and how it would run here: in a bubblewrap sandbox, or a process group only."""
-    from ..engine.sandbox import BUBBLEWRAP, PROCESS_GROUP, containment
+    from ..engine.contain.sandbox import BUBBLEWRAP, PROCESS_GROUP, containment
 
     data = entry.to_json()
     if entry.protocol == "python" and not entry.isolate:

@@ -31,7 +31,7 @@ def register_answer(sub, common) -> None:
 
 
 def cmd_inbox(args) -> int:
-    from ..engine.inbox import inbox
+    from ..engine.queue.inbox import inbox
 
     items = inbox(repo_of(args))
     if args.json:
@@ -51,7 +51,7 @@ def cmd_inbox(args) -> int:
 
 
 def cmd_answer(args) -> int:
-    from ..engine.inbox import answer_thread
+    from ..engine.queue.inbox import answer_thread
     from ..errors import UwfError
 
     repo = repo_of(args)
@@ -81,7 +81,7 @@ def _answer_text(args, repo) -> str | None:
             raise UwfError(f"cannot read {args.output}: no such file")
         return text
     from ..engine.attempt import HumanRequest
-    from ..engine.inbox import waiting_item
+    from ..engine.queue.inbox import waiting_item
     from ..engine.prompt import frontmatter_template
     from ..errors import UwfError
     from .human_editor import editor_answer

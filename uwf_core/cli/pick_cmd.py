@@ -34,7 +34,7 @@ def _agent_list(text: str) -> list[str]:
 
 def cmd_step_agents(args, repo, options) -> int:
     """`thread step --agents`: cmd_step's, once it has built the step options."""
-    from ..engine.side_by_side import step_side_by_side
+    from ..engine.fanout.side_by_side import step_side_by_side
     from ..errors import UsageError
 
     if args.agent:
@@ -45,7 +45,7 @@ def cmd_step_agents(args, repo, options) -> int:
 
 
 def cmd_pick(args) -> int:
-    from ..engine.side_by_side import pick_step
+    from ..engine.fanout.side_by_side import pick_step
 
     emit_json(pick_step(repo_of(args), args.step, args.thread).to_json())
     return 0

@@ -191,7 +191,7 @@ def cmd_run(args) -> int:
 
 
 def _detach(args) -> int:
-    from ..engine.worker import queue_thread
+    from ..engine.queue.worker import queue_thread
     from ..errors import UsageError
     from ..thread.ops import resolve_thread_id
 

@@ -28,7 +28,7 @@ def cmd_worker(args) -> int:
     import socket
     import time
 
-    from ..engine.worker import Worker
+    from ..engine.queue.worker import Worker
 
     repo = repo_of(args)
     name = args.name or f"{socket.gethostname()}:{os.getpid()}"
@@ -46,7 +46,7 @@ def cmd_worker(args) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     sys.stderr.write(f"uwf worker {name}: {args.concurrency} lane{'s' if args.concurrency > 1 else ''} on {repo.location}\n")
-    from ..engine.sandbox import BUBBLEWRAP, containment
+    from ..engine.contain.sandbox import BUBBLEWRAP, containment
 
     box = containment()
     if box.kind != BUBBLEWRAP and not box.nested:  # said once here: a worker streams no agent's stderr

@@ -9,7 +9,8 @@ import os
 from ..encoding.records import record, replace
 from ..errors import UsageError, UwfError
 from .env import is_key_name
-from .model import GIT_MODES, PROTOCOLS, AgentConfig, Config, is_env_name
+from .model import GIT_MODES, PROTOCOLS, AgentConfig, Config
+from .values import is_env_name
 from .presets import PRESETS
 
 # Step-protocol commands installed with uwf (and the `human` pseudo-agent): usable by name
@@ -155,7 +156,8 @@ def new_agent(
     )
     if python is None:
         return entry
-    from .model import ConfigError, python_target
+    from .model import python_target
+    from .values import ConfigError
 
     try:
         target = python_target(python, "--python")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from ..store.files import atomic_write, read_text
-from .model import Config, ConfigError, is_env_name
+from .model import Config
+from .values import ConfigError, is_env_name
 
 
 def load_env_file(path: str) -> dict[str, str]:

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from ..encoding.records import field, record, replace
 from ..encoding.simple_yaml import YamlSyntaxError, dumps, loads
-from ..errors import UwfError
+from .values import ConfigError, flag, interval, is_env_name, mapping, none, paths, size, text
 
 PROTOCOLS = ("step", "text")
-# What an agent may do to the git repository of its workspace (engine/git_private.py): `read`
+# What an agent may do to the git repository of its workspace (engine/contain/git/private.py): `read`
 # (the default) works on a private copy of .git that is thrown away; `commit` keeps the objects,
 # branches and index of its own commits; `write` writes the real .git as it is (an agent you trust).
 GIT_MODES = ("read", "commit", "write")
 HEADER = "uwf configuration: providers, models, agents and overrides. API keys live in .env, never here."
-
-
-class ConfigError(UwfError):
-    """config.yaml or .env is malformed."""
 
 
 @record(frozen=True)
@@ -51,12 +47,12 @@ class AgentConfig:
     env: dict[str, str] = field(default_factory=dict)
     secrets: tuple[str, ...] = ()  # the .env keys this agent receives; none unless named
     reuse: bool = False  # memoized replay: a step with the same inputs as an earlier one reuses its output
-    sandbox: bool = True  # run contained (engine/sandbox.py); false: a process group only
+    sandbox: bool = True  # run contained (engine/contain/sandbox.py); false: a process group only
     network: bool = True  # false: the sandbox has no network but loopback
     writable: tuple[str, ...] = ()  # paths besides the workspace the agent may write (~ and $VARS expanded)
     readable: tuple[str, ...] = ()  # paths the sandbox would hide (under /tmp) that the agent may read
     hide: tuple[str, ...] = ()  # workspace files the agent must not read as config (shown empty in the sandbox)
-    state: tuple[str, ...] = ()  # its CLI's state directories: a private copy for each run (engine/state_dirs.py)
+    state: tuple[str, ...] = ()  # its CLI's state directories: a private copy for each run (engine/contain/state_dirs.py)
     git: str = "read"  # what it may do to the workspace's .git: one of GIT_MODES
     python: str | None = None  # protocol python: the function, "package.module:function" or "/path/file.py:function"
     isolate: bool = False  # python: call it in a child process of its own (killable, contained), not in uwf's
@@ -225,75 +221,46 @@ def parse_config(text: str | None, where: str) -> Config:
     return _parse(raw, where)
 
 
-def _none(value: object) -> bool:
-    return value is None or value in ("", "null", "~")
-
-
-def _mapping(raw: dict, key: str, where: str) -> dict:
-    value = raw.get(key)
-    if _none(value) or value == {}:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}: '{key}' must be a mapping")
-    return value
-
-
-def _text(value: object, where: str) -> str:
-    if not isinstance(value, str) or _none(value):
-        raise ConfigError(f"{where} must be a non-empty string")
-    return value
-
-
 def _parse(raw: dict, file: str) -> Config:
     known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides", "prices", "workspace", "supervisorInterval", "otel"}
     providers = {}
-    for name, spec in _mapping(raw, "providers", file).items():
+    for name, spec in mapping(raw, "providers", file).items():
         where = f"{file}: providers.{name}"
         if not isinstance(spec, dict):
             raise ConfigError(f"{where} must be a mapping with baseUrl")
         key_env = spec.get("apiKeyEnv")
-        providers[name] = ProviderConfig(name, _text(spec.get("baseUrl"), f"{where}.baseUrl"), None if _none(key_env) else key_env)
+        providers[name] = ProviderConfig(name, text(spec.get("baseUrl"), f"{where}.baseUrl"), None if none(key_env) else key_env)
     models = {}
-    for alias, spec in _mapping(raw, "models", file).items():
+    for alias, spec in mapping(raw, "models", file).items():
         where = f"{file}: models.{alias}"
         if not isinstance(spec, dict):
             raise ConfigError(f"{where} must be a mapping with provider and name")
-        models[alias] = ModelConfig(alias, _text(spec.get("provider"), f"{where}.provider"), _text(spec.get("name"), f"{where}.name"))
-    agents = {name: _agent(name, spec, f"{file}: agents.{name}") for name, spec in _mapping(raw, "agents", file).items()}
+        models[alias] = ModelConfig(alias, text(spec.get("provider"), f"{where}.provider"), text(spec.get("name"), f"{where}.name"))
+    agents = {name: _agent(name, spec, f"{file}: agents.{name}") for name, spec in mapping(raw, "agents", file).items()}
     overrides = {}
-    for workflow, roles in _mapping(raw, "agentOverrides", file).items():
+    for workflow, roles in mapping(raw, "agentOverrides", file).items():
         if not isinstance(roles, dict):
             raise ConfigError(f"{file}: agentOverrides.{workflow} must map role names to agents")
-        overrides[workflow] = {role: _text(agent, f"{file}: agentOverrides.{workflow}.{role}") for role, agent in roles.items()}
+        overrides[workflow] = {role: text(agent, f"{file}: agentOverrides.{workflow}.{role}") for role, agent in roles.items()}
     model_overrides = {
-        scenario: _text(alias, f"{file}: modelOverrides.{scenario}") for scenario, alias in _mapping(raw, "modelOverrides", file).items()
+        scenario: text(alias, f"{file}: modelOverrides.{scenario}") for scenario, alias in mapping(raw, "modelOverrides", file).items()
     }
-    prices = {str(model): _price(str(model), spec, f"{file}: prices.{model}") for model, spec in _mapping(raw, "prices", file).items()}
+    prices = {str(model): _price(str(model), spec, f"{file}: prices.{model}") for model, spec in mapping(raw, "prices", file).items()}
     settings = {key: value for key, value in raw.items() if key not in known}
     return Config(
         providers=providers,
         models=models,
         agents=agents,
-        default_agent=None if _none(raw.get("defaultAgent")) else _text(raw.get("defaultAgent"), f"{file}: defaultAgent"),
+        default_agent=None if none(raw.get("defaultAgent")) else text(raw.get("defaultAgent"), f"{file}: defaultAgent"),
         agent_overrides=overrides,
-        default_model=None if _none(raw.get("defaultModel")) else _text(raw.get("defaultModel"), f"{file}: defaultModel"),
+        default_model=None if none(raw.get("defaultModel")) else text(raw.get("defaultModel"), f"{file}: defaultModel"),
         model_overrides=model_overrides,
         prices=prices,
-        workspace=_workspace(_mapping(raw, "workspace", file), f"{file}: workspace"),
-        supervisor_interval=_interval(raw.get("supervisorInterval"), f"{file}: supervisorInterval"),
+        workspace=_workspace(mapping(raw, "workspace", file), f"{file}: workspace"),
+        supervisor_interval=interval(raw.get("supervisorInterval"), f"{file}: supervisorInterval"),
         otel=_otel(raw.get("otel"), f"{file}: otel"),
         settings=settings,
     )
-
-
-def _interval(value: object, where: str) -> int:
-    """config.yaml's scalars are read as text: a whole number of steps, 0 for none."""
-    if _none(value):
-        return 0
-    text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit():
-        raise ConfigError(f"{where} must be a whole number of steps (0: no supervisor), got {value!r}")
-    return int(text)
 
 
 def _otel(raw: object, where: str) -> OtelConfig:
@@ -304,7 +271,7 @@ def _otel(raw: object, where: str) -> OtelConfig:
 
 
 def _otel_section(raw: object, where: str) -> OtelConfig:
-    if _none(raw) or raw == {}:
+    if none(raw) or raw == {}:
         return OtelConfig()
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} must be a mapping (endpoint, content)")
@@ -312,11 +279,11 @@ def _otel_section(raw: object, where: str) -> OtelConfig:
     if unknown:
         raise ConfigError(f"{where}: unknown key '{sorted(unknown)[0]}' (endpoint, content)")
     endpoint = raw.get("endpoint")
-    if not _none(endpoint):
-        endpoint = _text(endpoint, f"{where}.endpoint").strip()
+    if not none(endpoint):
+        endpoint = text(endpoint, f"{where}.endpoint").strip()
         if not endpoint.startswith(("http://", "https://")):
             raise ConfigError(f"{where}.endpoint must be an http:// or https:// URL (OTLP over HTTP), not {endpoint!r}")
-    return OtelConfig(None if _none(endpoint) else endpoint, _flag(raw.get("content"), f"{where}.content"))
+    return OtelConfig(None if none(endpoint) else endpoint, flag(raw.get("content"), f"{where}.content"))
 
 
 def _workspace(raw: dict, where: str) -> WorkspaceConfig:
@@ -325,30 +292,11 @@ def _workspace(raw: dict, where: str) -> WorkspaceConfig:
         raise ConfigError(f"{where}: unknown key '{sorted(unknown)[0]}' (snapshot, maxFileBytes, maxSnapshotBytes, dir)")
     default = WorkspaceConfig()
     return WorkspaceConfig(
-        snapshot=_flag(raw.get("snapshot"), f"{where}.snapshot", True),
-        max_file_bytes=_size(raw.get("maxFileBytes"), f"{where}.maxFileBytes", default.max_file_bytes),
-        max_snapshot_bytes=_size(raw.get("maxSnapshotBytes"), f"{where}.maxSnapshotBytes", default.max_snapshot_bytes),
-        dir=None if _none(raw.get("dir")) else _text(raw.get("dir"), f"{where}.dir"),
+        snapshot=flag(raw.get("snapshot"), f"{where}.snapshot", True),
+        max_file_bytes=size(raw.get("maxFileBytes"), f"{where}.maxFileBytes", default.max_file_bytes),
+        max_snapshot_bytes=size(raw.get("maxSnapshotBytes"), f"{where}.maxSnapshotBytes", default.max_snapshot_bytes),
+        dir=None if none(raw.get("dir")) else text(raw.get("dir"), f"{where}.dir"),
     )
-
-
-_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "k": 1 << 10, "mb": 1 << 20, "m": 1 << 20, "gb": 1 << 30, "g": 1 << 30}
-
-
-def _size(value: object, where: str, default: int) -> int:
-    """A size in bytes: a number, or one with KB, MB or GB (powers of 1024)."""
-    if _none(value):
-        return default
-    text = str(value).strip().lower().replace(" ", "")
-    number = text.rstrip("kmgb")
-    unit = text[len(number) :]
-    try:
-        size = int(float(number) * _UNITS[unit])
-    except (ValueError, KeyError):
-        raise ConfigError(f"{where} must be a size such as 50MB, not {value!r}") from None
-    if size <= 0:
-        raise ConfigError(f"{where} must be more than zero, not {value!r}")
-    return size
 
 
 def _price(model: str, spec: object, where: str) -> Price:
@@ -366,16 +314,6 @@ def _price(model: str, spec: object, where: str) -> Price:
     return Price(model, values[0], values[1])
 
 
-def _flag(value: object, where: str, default: bool = False) -> bool:
-    if _none(value):
-        return default
-    if value is False or str(value).lower() in ("false", "no", "off"):
-        return False
-    if value is True or str(value).lower() in ("true", "yes", "on"):
-        return True
-    raise ConfigError(f"{where} must be true or false, not {value!r}")
-
-
 def _agent(name: str, spec: object, where: str) -> AgentConfig:
     if isinstance(spec, str):
         spec = {"command": spec}
@@ -384,21 +322,21 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
     unknown = sorted(set(spec) - AGENT_KEYS)
     if unknown:
         raise ConfigError(f"{where} has no setting {unknown[0]!r} (known: {', '.join(sorted(AGENT_KEYS))})")
-    if not _none(spec.get("python")):
+    if not none(spec.get("python")):
         return _python_agent(name, spec, where)
-    if not _none(spec.get("isolate")):
+    if not none(spec.get("isolate")):
         raise ConfigError(f"{where}.isolate is for python agents (python: module:function)")
     args = spec.get("args")
-    if _none(args) or args == []:
+    if none(args) or args == []:
         args = []
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"{where}.args must be a list of strings")
     protocol = spec.get("protocol")
-    protocol = "step" if _none(protocol) else protocol
+    protocol = "step" if none(protocol) else protocol
     if protocol not in PROTOCOLS:
         raise ConfigError(f"{where}.protocol must be 'step' or 'text', not {protocol!r}")
     timeout = spec.get("timeout")
-    if _none(timeout):
+    if none(timeout):
         timeout = None
     else:
         try:
@@ -408,28 +346,28 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
         if timeout <= 0:
             raise ConfigError(f"{where}.timeout must be positive")
     env = spec.get("env")
-    env = {} if _none(env) else env
+    env = {} if none(env) else env
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise ConfigError(f"{where}.env must map variable names to strings")
     secrets = spec.get("secrets")
-    secrets = [] if _none(secrets) or secrets == [] else secrets
+    secrets = [] if none(secrets) or secrets == [] else secrets
     if not isinstance(secrets, list) or not all(isinstance(s, str) and is_env_name(s) for s in secrets):
         raise ConfigError(f"{where}.secrets must be a list of .env key names")
     return AgentConfig(
-        name, _text(spec.get("command"), f"{where}.command"), tuple(args), protocol, timeout, dict(env), tuple(secrets),
-        _flag(spec.get("reuse"), f"{where}.reuse"),
-        sandbox=_flag(spec.get("sandbox"), f"{where}.sandbox", default=True),
-        network=_flag(spec.get("network"), f"{where}.network", default=True),
-        writable=_paths(spec.get("writable"), f"{where}.writable"),
-        readable=_paths(spec.get("readable"), f"{where}.readable"),
-        hide=_paths(spec.get("hide"), f"{where}.hide", relative=True),
-        state=_paths(spec.get("state"), f"{where}.state"),
+        name, text(spec.get("command"), f"{where}.command"), tuple(args), protocol, timeout, dict(env), tuple(secrets),
+        flag(spec.get("reuse"), f"{where}.reuse"),
+        sandbox=flag(spec.get("sandbox"), f"{where}.sandbox", default=True),
+        network=flag(spec.get("network"), f"{where}.network", default=True),
+        writable=paths(spec.get("writable"), f"{where}.writable"),
+        readable=paths(spec.get("readable"), f"{where}.readable"),
+        hide=paths(spec.get("hide"), f"{where}.hide", relative=True),
+        state=paths(spec.get("state"), f"{where}.state"),
         git=_git_mode(spec.get("git"), f"{where}.git"),
     )
 
 
 def _git_mode(value: object, where: str) -> str:
-    if _none(value):
+    if none(value):
         return "read"
     if value not in GIT_MODES:
         raise ConfigError(f"{where} must be one of {', '.join(GIT_MODES)}, not {value!r}")
@@ -452,12 +390,12 @@ def _python_agent(name: str, spec: dict, where: str) -> AgentConfig:
     stray = sorted(set(spec) - PYTHON_KEYS)
     if stray:
         raise ConfigError(f"{where}.{stray[0]} does not apply to a python agent (it runs a function, not a command)")
-    target = python_target(_text(spec.get("python"), f"{where}.python"), f"{where}.python")
+    target = python_target(text(spec.get("python"), f"{where}.python"), f"{where}.python")
     protocol = spec.get("protocol")
-    if not _none(protocol) and protocol != "python":
+    if not none(protocol) and protocol != "python":
         raise ConfigError(f"{where}.protocol must be python (or left out) for a python agent, not {protocol!r}")
     isolate = spec.get("isolate")
-    if not (_none(isolate) or isolate in ("process", "none", False)):
+    if not (none(isolate) or isolate in ("process", "none", False)):
         raise ConfigError(f"{where}.isolate must be process (or none), not {isolate!r}")
     base = _agent(name, {key: value for key, value in spec.items() if key not in ("python", "isolate", "protocol")} | {"command": "python"}, where)
     return replace(base, command="", protocol="python", python=target, isolate=isolate == "process")
@@ -475,25 +413,6 @@ def python_target(text: str, where: str) -> str:
     elif not all(part.isidentifier() for part in place.split(".")):
         raise ConfigError(f"{where}: {place!r} is not a module name")
     return f"{place}:{name}"
-
-
-def _paths(value: object, where: str, *, relative: bool = False) -> tuple[str, ...]:
-    """A list of paths: absolute (or ~ / $VAR) for writable, readable and state, inside the workspace for hide."""
-    if _none(value) or value == []:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
-        raise ConfigError(f"{where} must be a list of paths")
-    for item in value:
-        if relative and (item.startswith(("/", "~", "$")) or ".." in item.split("/")):
-            raise ConfigError(f"{where}: {item!r} must be a path inside the workspace (relative, no '..')")
-        if not relative and not item.startswith(("/", "~", "$")):
-            raise ConfigError(f"{where}: {item!r} must be absolute (or start with ~ or $VAR)")
-    return tuple(value)
-
-
-def is_env_name(name: str) -> bool:
-    """A name a .env line or an environment variable can have."""
-    return bool(name) and not name[0].isdigit() and name.replace("_", "").isalnum() and name.isascii()
 
 
 def dump_config(config: Config) -> str:

@@ -3,7 +3,7 @@
 Each line runs unattended (no question can hang a step) and runs only what the user asked:
 nothing installs software, scrapes URLs, or runs commands a workspace configures (hooks,
 test and lint commands, a `.env` that points the CLI elsewhere). Each names its CLI's state
-directory as `state`: the agent gets a private copy of it for each run (engine/state_dirs.py),
+directory as `state`: the agent gets a private copy of it for each run (engine/contain/state_dirs.py),
 so what it writes there — memories, transcripts, config it rewrites, skills — never reaches the
 sessions you run yourself; no preset writes anything outside the workspace as it is.
 docs/agents.md records the version each was tried with, inside the sandbox, and what it may

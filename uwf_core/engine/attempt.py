@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..config.env import Secrets
     from ..repo import Repo
     from ..thread.ops import ThreadInfo
-    from .process import Cancel
+    from .contain.process import Cancel
 
 if TYPE_CHECKING:
     OutputCallback = Callable[[str], None]
@@ -108,7 +108,7 @@ class StepResult:
     agent: str | None = None
     reason: str | None = None
     reused_from: str | None = None  # the earlier step whose output this step reused (no agent ran)
-    killed_by: str | None = None  # why the supervisor ended the thread (engine/oversight.py)
+    killed_by: str | None = None  # why the supervisor ended the thread (engine/oversight/supervisor.py)
     step: str | None = None  # the role's own StepNode, when a check after it is the head
     next_error: str | None = None  # deciding what comes after the step failed (a condition's error): the step stands
 

@@ -17,7 +17,7 @@ from ..errors import UwfError
 from ..store.records import OutsideWrites
 from ..telemetry.spans import Span
 from .attempt import StepError, StepOptions
-from .process import MAX_STDOUT_BYTES, ProcessOutcome, run_process
+from .contain.process import MAX_STDOUT_BYTES, ProcessOutcome, run_process
 from .resolve import ResolvedAgent
 
 if TYPE_CHECKING:
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from ..thread.ops import ThreadInfo
     from ..workflow.model import Role, Workflow
     from .prompt import Prompt
-    from .python_load import PythonFunction
-    from .sandbox import Policy
+    from .python.load import PythonFunction
+    from .contain.sandbox import Policy
 
 
 def agent_env(repo: Repo, resolved: ResolvedAgent) -> dict[str, str]:
@@ -78,7 +78,7 @@ class AgentCall:
     deadline: float | None = None  # time.monotonic() when the step's --timeout (or the entry's) runs out
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     stage: str | None = None  # a sandboxed step agent's staging directory (engine/protocols/step.py)
-    outside: OutsideWrites | None = None  # what its runs wrote outside the workspace (engine/run_guard.py)
+    outside: OutsideWrites | None = None  # what its runs wrote outside the workspace (engine/contain/run_guard.py)
     ran: bool = False  # its protocol ran (a reused step runs none)
 
     @property
@@ -125,14 +125,14 @@ class AgentCall:
     def agent_key(self) -> str:
         """The resolved agent entry's fingerprint (memoized replay indexes answers under it); a
         python agent's includes its code's identity, so changed code is not replayed."""
-        from .reuse_index import agent_fingerprint
+        from .reuse.index import agent_fingerprint
 
         return agent_fingerprint(self.resolved, self.python.identity if self.resolved.protocol == "python" else None)
 
     @cached_property
     def python(self) -> PythonFunction:
         """A python agent's function (registered for this session, or imported)."""
-        from .python_load import function_of
+        from .python.load import function_of
 
         try:
             return function_of(self.repo, self.resolved)
@@ -147,7 +147,7 @@ class AgentCall:
     @cached_property
     def contained(self) -> bool:
         """In a bubblewrap sandbox (else in the fallback containment, or uncontained)."""
-        from .sandbox import BUBBLEWRAP, containment
+        from .contain.sandbox import BUBBLEWRAP, containment
 
         return self.resolved.sandbox and containment().kind == BUBBLEWRAP
 
@@ -158,11 +158,11 @@ class AgentCall:
 
     @cached_property
     def env(self) -> dict[str, str]:
-        from .reuse_index import AGENT_ENV
+        from .reuse.index import AGENT_ENV
 
         env = agent_env(self.repo, self.resolved)
         if self.resolved.sandbox:
-            from .sandbox_policy import agent_environment
+            from .contain.policy import agent_environment
 
             env = agent_environment(env)  # no agent socket or session bus: a way out of any sandbox
         if self.sees_store or not self.contained:
@@ -217,8 +217,8 @@ class AgentCall:
 
     @cached_property
     def policy(self) -> Policy:
-        """What the agent may see and touch (engine/sandbox.py)."""
-        from .sandbox_policy import agent_policy
+        """What the agent may see and touch (engine/contain/sandbox.py)."""
+        from .contain.policy import agent_policy
 
         backend = self.repo.backend
         env_files = (self.repo.env_path, os.environ.get("UWF_ENV_FILE") or "", os.path.join(os.path.expanduser("~"), ".uwf", ".env"))
@@ -297,7 +297,7 @@ class AgentCall:
                 env, fds = {**env, **pipe.env}, (*fds, pipe.fd)
             guard = None
             try:
-                from .run_guard import RunGuard
+                from .contain.run_guard import RunGuard
 
                 guard = RunGuard.open(
                     self.resolved, workspace=self.workspace, env=self.env, scratch=self.repo.backend.scratch_dir,
@@ -384,7 +384,7 @@ class AgentCall:
         if outcome.exit_code == 0:
             return  # a kill meanwhile is caught by the compare-and-set of the head
         if self.contained:
-            from .sandbox import setup_failure
+            from .contain.sandbox import setup_failure
 
             failure = setup_failure(outcome.raw_exit_code, outcome.stderr_tail)
             if failure:
@@ -406,7 +406,7 @@ _WARNED: set[str] = set()
 def containment_of(resolved: ResolvedAgent) -> str:
     """bubblewrap, process-group (and why: no bubblewrap here), none (`sandbox: false`), or in
     uwf's process (a python agent not isolated)."""
-    from .sandbox import BUBBLEWRAP, containment
+    from .contain.sandbox import BUBBLEWRAP, containment
 
     if resolved.protocol == "python" and not resolved.isolate:
         return "in uwf's process"
@@ -437,7 +437,7 @@ def _trace_pipe(span, prompt: str | bytes | None):
 def _warn_uncontained(resolved: ResolvedAgent, on_output) -> None:
     """Once per process (and per agent that turned it off): an agent about to run without a
     sandbox is said to, and why, before it runs."""
-    from .sandbox import BUBBLEWRAP, containment
+    from .contain.sandbox import BUBBLEWRAP, containment
 
     if not resolved.sandbox:
         key, message = resolved.label, (

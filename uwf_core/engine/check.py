@@ -84,7 +84,7 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
     from ..thread.ops import start_thread
     from ..workflow.ops import put_workflow
     from .resolve import resolve_agent
-    from .sandbox import BUBBLEWRAP, PROCESS_GROUP, containment
+    from .contain.sandbox import BUBBLEWRAP, PROCESS_GROUP, containment
     from .step import perform_step
 
     config = repo.config
@@ -138,7 +138,7 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
 def _check_function(repo: Repo, resolved: ResolvedAgent, report: dict) -> AgentCheck:
     """A python agent is written for its own roles (the check's pong role is not one): it is
     imported, as a step would, and named by what identifies its code; a step of its role tries it."""
-    from .python_load import check_unrun, function_of
+    from .python.load import check_unrun, function_of
 
     started = time.monotonic()
     try:

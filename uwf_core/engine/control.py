@@ -15,8 +15,8 @@ KILL_GRACE_SECONDS = 5.0  # longer than an agent's own grace, so a sub-workflow 
 def kill_thread(repo: Repo, thread: str) -> ThreadInfo:
     """Archive with reason 'killed', and terminate the agent of a step in progress; a map step's
     children still active are killed with it."""
-    from .map_step import active_children
-    from .process import kill_group
+    from .fanout.map import active_children
+    from .contain.process import kill_group
 
     info = active_thread(repo, thread)
     children = active_children(repo, info)

@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 
 from ..errors import UwfError
 from ..thread.context import context_of
-from ..thread.ledger import REASON_BUDGET, BudgetStatus, budget_status
+from ..thread.budget import REASON_BUDGET, BudgetStatus, budget_status
 from ..thread.moderator import Decision, evaluate, route_to
 from ..thread.ops import active_thread
 from ..workflow.ops import workflow_of
@@ -119,7 +119,7 @@ class DryRun:
 def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | None = None, reuse: bool = False) -> DryRun:
     """What `uwf thread step THREAD [--agent A] [--reuse]` would do now, without doing any of it.
     `role` previews that role's step instead of the moderator's choice."""
-    from .reuse_index import find_reusable
+    from .reuse.index import find_reusable
 
     info = active_thread(repo, thread)
     context = context_of(repo, info.head, keep=False)
@@ -161,7 +161,7 @@ def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | No
 
 def _map_note(repo: Repo, info, context, workflow, role: str) -> str:
     """What a map step would start: how many children of which workflow, and how many exist."""
-    from .map_step import child_ids, map_items
+    from .fanout.map import child_ids, map_items
 
     spec = workflow.roles[role].map
     try:
@@ -193,7 +193,7 @@ def cannot_start(repo: Repo, resolved: ResolvedAgent) -> str | None:
     from .call import agent_env
 
     if resolved.protocol == "python":
-        from .python_load import function_of
+        from .python.load import function_of
 
         try:
             function_of(repo, resolved)
@@ -231,14 +231,14 @@ def next_prompt(workflow, decision: Decision, schema: dict, context) -> str:
 
 def _key(repo: Repo, workflow, decision: Decision, resolved: ResolvedAgent, schema: dict, context) -> str:
     from .prompt import build_prompt_parts
-    from .reuse import prompt_node_hash
-    from .reuse_index import agent_fingerprint, inputs_key
+    from .reuse.replay import prompt_node_hash
+    from .reuse.index import agent_fingerprint, inputs_key
 
     role = workflow.roles[decision.role]
     parts = build_prompt_parts(workflow, role, schema, context, decision.instruction)
     code = None
     if resolved.protocol == "python":
-        from .python_load import function_of
+        from .python.load import function_of
 
         code = function_of(repo, resolved).identity
     key = inputs_key(role, agent_fingerprint(resolved, code), prompt_node_hash(repo.nodes, parts, repo.secrets, context))
@@ -251,7 +251,7 @@ def _with_head_files(repo: Repo, context, key: str) -> str:
     if not context.start.workspace:
         return key
     from ..thread.files import files_of, snapshots_on
-    from .reuse_index import with_files
+    from .reuse.index import with_files
 
     tree = files_of(repo.nodes, context.head) if snapshots_on(repo, context.start) else None
     return with_files(key, tree) if tree else key

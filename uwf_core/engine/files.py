@@ -2,7 +2,7 @@
 
 Before the agent runs, the workspace is snapshot and held against the tree the head names: a
 difference was made by hand between steps, and the step records it (`filesBefore`) and says so.
-After the agent (whose processes have all ended: engine/sandbox.py), the workspace is snapshot
+After the agent (whose processes have all ended: engine/contain/sandbox.py), the workspace is snapshot
 again and the new StepNode names that tree (`files`). A step-protocol agent's StepNode is
 rewritten with it; the agent's own copy is left for gc. A failed snapshot fails the step: the
 head stays.
@@ -92,8 +92,8 @@ def after_step(call: AgentCall, before: Before, new_head: str) -> str:
 def files_key(call: AgentCall, before: Before, step_hash: str) -> str | None:
     """The reuse key of a step just taken with the files it found; None when its detail names no
     prompt (an agent that records none is not indexed)."""
-    from .reuse import taken_key
-    from .reuse_index import with_files
+    from .reuse.replay import taken_key
+    from .reuse.index import with_files
 
     key = taken_key(call, step_hash)
     return with_files(key, before.tree) if key is not None else None

@@ -31,7 +31,7 @@ def write_answer(
 ) -> str:
     """Store the step; `detail` holds what the protocol adds (extract method, corrections, usage...).
     Its nodes are one batch: durable together, with one commit, before anything names them.
-    `agent_key` (the agent entry's fingerprint) indexes the answer for memoized replay (engine/reuse_index.py).
+    `agent_key` (the agent entry's fingerprint) indexes the answer for memoized replay (engine/reuse/index.py).
     A python agent may have neither prompt (it did not read one) nor answer text (it returned a dict)."""
     with store.nodes.batch():
         return _write_answer(store, context=context, role=role, agent=agent, protocol=protocol, prompt=prompt, answer=answer,
@@ -63,7 +63,7 @@ def _write_answer(store: CasStore, *, context, role, agent, protocol, prompt, an
         history=prompt is not None,  # a python agent that read no prompt: its entry waits for a prompt that shows it
     )
     if agent_key and prompt_node is not None:
-        from .reuse_index import remember_answer
+        from .reuse.index import remember_answer
 
         remember_answer(store, role, agent_key, prompt_node, step_hash)
     return step_hash

@@ -38,7 +38,7 @@ class ResolvedAgent:
     origin: str = ORIGIN_OPTION  # which rule chose it: one of ORIGINS
     spec: str = ""  # what that rule named (an alias or a command line)
     reuse: bool = False  # the entry opts in to memoized replay (`reuse: true`)
-    sandbox: bool = True  # contained (engine/sandbox.py) unless the entry says `sandbox: false`
+    sandbox: bool = True  # contained (engine/contain/sandbox.py) unless the entry says `sandbox: false`
     network: bool = True
     writable: tuple[str, ...] = ()
     readable: tuple[str, ...] = ()

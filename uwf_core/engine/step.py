@@ -33,7 +33,7 @@ from .call import AgentCall
 from .protocols import run_protocol
 from .resolve import resolve_agent
 from .tracing import step_trace
-from .step_checks import (
+from .oversight.step_checks import (
     committed,
     due,
     finish_done,
@@ -133,7 +133,7 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         return _finish(repo, info, decision, workflow, context, options, _time_left(deadline))
     attempt.role = decision.role
     if workflow.roles[decision.role].map is not None:  # a fan-out: child threads do the role's work
-        from .map_step import MAP_AGENT, run_map
+        from .fanout.map import MAP_AGENT, run_map
 
         attempt.agent = MAP_AGENT
         lease.update(role=decision.role, agent=MAP_AGENT)
@@ -158,8 +158,8 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         before = before_step(repo, info.thread, context, options.on_output)
     new_head = reused_from = reuse_key = None
     if reuse_enabled(options, resolved):
-        from .reuse import write_reused
-        from .reuse_index import find_reusable
+        from .reuse.replay import write_reused
+        from .reuse.index import find_reusable
 
         reuse_key = _reuse_key(call, before)
         reused_from = find_reusable(repo.nodes, reuse_key, decision.role)
@@ -255,8 +255,8 @@ def reuse_enabled(options: StepOptions, resolved: ResolvedAgent) -> bool:
 
 def _reuse_key(call: AgentCall, before: Before | None) -> str:
     """The step's inputs key; with snapshots on, the files the step found are part of it."""
-    from .reuse import call_key
-    from .reuse_index import with_files
+    from .reuse.replay import call_key
+    from .reuse.index import with_files
 
     key = call_key(call)
     return with_files(key, before.tree) if before is not None else key
@@ -265,7 +265,7 @@ def _reuse_key(call: AgentCall, before: Before | None) -> str:
 def _remember_run(repo: Repo, key: str, new_head: str, *, overwrite: bool) -> None:
     """Index a step run with reuse on, unless its agent did (an agent that writes its StepNode
     itself); a step with files always (its StepNode is uwf's, the key is uwf's alone)."""
-    from .reuse_index import KEY, remember
+    from .reuse.index import KEY, remember
 
     if overwrite or repo.nodes.nodes.derived(KEY + key) is None:
         remember(repo.nodes, key, new_head)
@@ -274,7 +274,7 @@ def _remember_run(repo: Repo, key: str, new_head: str, *, overwrite: bool) -> No
 def _check_budget(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: Workflow) -> None:
     """Stop the thread before an agent runs once its budget is used up: archived with reason
     `budget`, like maxSteps. A maxCost that unpriced tokens make unknowable stops the step only."""
-    from ..thread.ledger import REASON_BUDGET, budget_status
+    from ..thread.budget import REASON_BUDGET, budget_status
 
     status = budget_status(repo, context, workflow, keep=True)
     if status is None:

@@ -336,7 +336,7 @@ def _shared_steps(steps: list[StepContext], ancestor: str | None) -> int:
 
 
 def _diff_step(repo: Repo, steps: list[StepContext], number: int, runs: dict[str, RunRecord]) -> DiffStep:
-    from .ledger import step_cost
+    from .spend import step_cost
     from .read import step_body
 
     step = steps[number - 1]

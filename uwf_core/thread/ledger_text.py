@@ -8,7 +8,8 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 from .model import is_check_role
 
 if TYPE_CHECKING:
-    from .ledger import Spend, ThreadCost, TreeCost
+    from .ledger import ThreadCost, TreeCost
+    from .spend import Spend
 
 
 def money(value: float | None) -> str:

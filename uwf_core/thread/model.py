@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 # A thread's chain may hold uwf's own checks beside its roles' steps: StepNodes whose role is one
 # of these (a workflow's roles cannot start with `$`). The moderator, conditions, step counts and
-# agents' history never see them; timelines, the ledger and forks do (engine/oversight.py).
+# agents' history never see them; timelines, the ledger and forks do (engine/oversight/supervisor.py).
 SUPERVISOR_ROLE = "$supervisor"
 SUMMARY_ROLE = "$summary"
 SUPERVISOR_AGENT = "uwf-supervisor"  # the agent such a step names

@@ -23,7 +23,7 @@ from .model import ThreadContext
 
 REASON_DONE = "done"
 REASON_MAX_STEPS = "max-steps"
-REASON_KILLED = "killed"  # by `thread kill`, or by the supervisor (engine/oversight.py)
+REASON_KILLED = "killed"  # by `thread kill`, or by the supervisor (engine/oversight/supervisor.py)
 
 
 class ModeratorError(UwfError):

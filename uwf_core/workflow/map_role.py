@@ -1,5 +1,5 @@
 """A role's `map:` as written in YAML: parsed and linted into a MapSpec (the fan-out itself runs
-in engine/map_step.py)."""
+in engine/fanout/map.py)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from .model import Workflow
 if TYPE_CHECKING:
     from ..repo import Repo
     from ..store.registry_model import RegistryEntry
-    from .lint import Draft
+    from .draft import Draft
 
 
 @record(frozen=True)
@@ -79,7 +79,7 @@ def put_workflow(repo: Repo, path: str) -> PutResult:
 def _check_map_workflows(repo: Repo, draft: Draft) -> None:
     """A map's children run a registered workflow, and no chain of maps leads back to the one
     being put (names are resolved when a map runs, so a cycle is refused here, where it forms)."""
-    from .lint import Problem
+    from .draft import Problem
 
     workflow = draft.workflow
     for role in workflow.roles.values():

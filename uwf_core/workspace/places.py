@@ -1,6 +1,6 @@
 """Which directories can be a thread's workspace: an agent may write all of it, and uwf snapshots
 all of it, so never the whole system or a system tree, the whole home, or the store itself.
-Checked when a thread starts and again when an agent is about to run (engine/sandbox_policy.py)."""
+Checked when a thread starts and again when an agent is about to run (engine/contain/policy.py)."""
 
 from __future__ import annotations
 

@@ -205,7 +205,7 @@ def run_command(ws: Workspace, settings: ToolSettings, args: dict) -> str:
         raise ToolError("run_command needs a 'command' string")
     cwd = ws.resolve(args.get("cwd") or ".", must_exist=True)
     timeout = min(MAX_COMMAND_TIMEOUT, float(args.get("timeout") or settings.command_timeout))
-    from ...engine.process import run_process
+    from ...engine.contain.process import run_process
 
     # The shell gets neither the API keys nor the way to the root; it runs in this agent's sandbox
     # (the workspace writable, .env hidden), where this process cannot be read (see agent.py).

@@ -1,5 +1,8 @@
 """How uwf talks to an agent, one module per protocol, each `run(call) -> new StepNode hash`:
-step (the agent writes its nodes), text (uwf prompts, extracts and writes), human (a person answers)."""
+step (the agent writes its nodes), text (uwf prompts, extracts and writes), human (a person answers),
+python (a function uwf calls: its machinery is engine/python/).
+
+May import: one agent call (call.py, files.py), record.py, reuse/ and the rooms below them."""
 
 from __future__ import annotations
 

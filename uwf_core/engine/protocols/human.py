@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def run(call: AgentCall) -> str:
-    from ..extract import ExtractError, extract_fast
+    from ..extraction.extract import ExtractError, extract_fast
     from ..prompt import frontmatter_template
 
     role = call.role

@@ -16,17 +16,17 @@ import time
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..attempt import StepError
-from ..extract import MAX_CORRECTIONS  # as for text agents
-from ..python_context import json_copy
+from ..extraction.extract import MAX_CORRECTIONS  # as for text agents
+from ..python.context import json_copy
 from ..record import write_answer
 
 if TYPE_CHECKING:
     from ..call import AgentCall, KillWatch
-    from ..python_context import PythonContext
+    from ..python.context import PythonContext
 
 
 def run(call: AgentCall) -> str:
-    from ..python_context import WrittenStep
+    from ..python.context import WrittenStep
 
     call.python  # noqa: B018  (imported now: a module that cannot be is the step's one-line error)
     ctx = _context(call, _cancel(call))
@@ -58,7 +58,7 @@ def run(call: AgentCall) -> str:
     if call.timeout is not None:
         detail["deadline"] = "process" if call.resolved.isolate else "cooperative"
     if usage is not None:
-        from ..extract import usage_detail
+        from ..extraction.extract import usage_detail
 
         detail.update(usage_detail(call.repo.config, usage))
     return write_answer(
@@ -93,7 +93,7 @@ def _written(call: AgentCall, step: str) -> str:
 
 def _context(call: AgentCall, cancel: KillWatch) -> PythonContext:
     from ..call import named_secrets
-    from ..python_context import PythonContext
+    from ..python.context import PythonContext
 
     start = call.context.start
     return PythonContext(
@@ -120,7 +120,7 @@ def _ask(call: AgentCall, ctx: PythonContext) -> object:
     """One call of the function, in this process or in its own."""
     if call.resolved.isolate:
         return _ask_isolated(call, ctx)
-    from ..python_call import FunctionFailed, Overran, Stopped, call_function
+    from ..python.call import FunctionFailed, Overran, Stopped, call_function
 
     try:
         with call.agent_span((call.python.target,)):
@@ -161,7 +161,7 @@ def _raised(call: AgentCall, kind: str, message: str, trace: str) -> StepError:
 
 
 def _ask_isolated(call: AgentCall, ctx: PythonContext) -> object:
-    from ..python_context import PythonAnswer
+    from ..python.context import PythonAnswer
 
     request = {"target": call.python.target, "context": ctx.to_json()}
     try:
@@ -194,7 +194,7 @@ def _ask_isolated(call: AgentCall, ctx: PythonContext) -> object:
 
 def _spawn_host(call: AgentCall, request: dict):
     # -P: the workspace (its cwd) is not put on sys.path: a json.py or uwf_core/ there is not what it imports
-    return call.spawn([sys.executable, "-P", "-m", "uwf_core.engine.python_host"], json.dumps(request, ensure_ascii=False))
+    return call.spawn([sys.executable, "-P", "-m", "uwf_core.engine.python.host"], json.dumps(request, ensure_ascii=False))
 
 
 def _again(call: AgentCall, ctx: PythonContext, message: str, corrections: int) -> object:
@@ -205,7 +205,7 @@ def _again(call: AgentCall, ctx: PythonContext, message: str, corrections: int) 
 
 def _parts(call: AgentCall, answer: object) -> tuple[dict | None, str | None, dict]:
     """(output, text, detail fields) of what the function returned."""
-    from ..python_context import PythonAnswer, WrittenStep
+    from ..python.context import PythonAnswer, WrittenStep
 
     label = call.resolved.label
     if isinstance(answer, WrittenStep):
@@ -262,7 +262,7 @@ def _usage(label: str, usage: object) -> dict:
 
 def _check_plain(label: str, value: object, what: str) -> None:
     """JSON's values only (a node holds nothing else): one line naming where, not a traceback."""
-    from ..python_context import json_problem
+    from ..python.context import json_problem
 
     problem = json_problem(value)
     if problem is not None:
@@ -273,7 +273,7 @@ def _errors(call: AgentCall, output: object) -> list[str]:
     """What is wrong with an output, as a correction tells it: what the store cannot hold (as for
     an extracted answer), then the schema's errors."""
     from ...store.schemas import validation_errors
-    from ..extract import ExtractError, check_storable
+    from ..extraction.extract import ExtractError, check_storable
 
     if not isinstance(output, dict):
         return [f"at $: the output must be an object, not {type(output).__name__}"]
@@ -285,14 +285,14 @@ def _errors(call: AgentCall, output: object) -> list[str]:
 
 
 def _correction(errors: list[str], schema: dict) -> str:
-    from ..extract import ExtractError, correction_message
+    from ..extraction.extract import ExtractError, correction_message
 
     return correction_message(ExtractError(errors[0], errors), schema)
 
 
 def _extract(call: AgentCall, ctx: PythonContext, text: str, corrections: int):
     """An answer text, read as a text agent's is: frontmatter or JSON, the LLM fallback, corrections."""
-    from ..extract import ExtractError, extract_with_corrections, lazy_fallback
+    from ..extraction.extract import ExtractError, extract_with_corrections, lazy_fallback
     from .text import llm_fallback
 
     asked = [corrections]

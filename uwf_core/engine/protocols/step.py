@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def run(call: AgentCall) -> str:
-    from ..watchdog import WATCHDOG
+    from ..contain.watchdog import WATCHDOG
 
     stage = call.open_stage()
     broker = None
@@ -88,8 +88,8 @@ def _take_in_reuse_entry(call: AgentCall, stage: str, step: str) -> None:
     """The kit indexes its answer for memoized replay; uwf keeps that entry only for this step,
     under the key of this call's role and agent entry and the prompt the step's detail names (an
     agent may index nothing else)."""
-    from ..reuse import taken_key
-    from ..reuse_index import KEY, remember
+    from ..reuse.replay import taken_key
+    from ..reuse.index import KEY, remember
 
     staged = call.repo.backend.staged_derived(stage)
     if not any(key.startswith(KEY) and value == step.encode("ascii") for key, value in staged.items()):

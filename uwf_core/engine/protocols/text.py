@@ -15,14 +15,14 @@ from ..record import write_answer
 
 if TYPE_CHECKING:
     from ..call import AgentCall
-    from ..process import ProcessOutcome
+    from ..contain.process import ProcessOutcome
 
 PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|thread|role)\}")
 MAX_ARGUMENT_BYTES = 128 * 1024  # MAX_ARG_STRLEN: the kernel refuses one longer argument with E2BIG
 
 
 def run(call: AgentCall) -> str:
-    from ..extract import ExtractError, extract_with_corrections, lazy_fallback
+    from ..extraction.extract import ExtractError, extract_with_corrections, lazy_fallback
 
     prompt = call.prompt
     secrets = call.secrets
@@ -61,7 +61,7 @@ def run(call: AgentCall) -> str:
     if result.extracted.evidence is not None:
         detail["extractEvidence"] = result.extracted.evidence  # what of the answer each field rests on
     if result.usage is not None:
-        from ..extract import usage_detail
+        from ..extraction.extract import usage_detail
 
         detail.update(usage_detail(call.repo.config, result.usage))
     return write_answer(
@@ -84,7 +84,7 @@ def run(call: AgentCall) -> str:
 def _refuse_error_answer(call: AgentCall, outcome: ProcessOutcome) -> None:
     """An answer only the extract model could read, from an agent whose last words (on stdout or
     stderr) report a failed API call or a crash, is not an answer (design §16): the attempt fails."""
-    from ..evidence import error_line
+    from ..extraction.evidence import error_line
 
     for where, text in (("its answer", outcome.stdout), ("its stderr", outcome.stderr_tail)):
         failure = error_line(call.secrets.text(text), last=5)
@@ -116,7 +116,7 @@ def _looked_like(stdout: str) -> str:
 def llm_fallback(call: AgentCall):
     """The LLM extractor for this call (None when no extract model is configured)."""
     from ...config.env import env_with_secrets
-    from ..extract_llm import fallback_for
+    from ..extraction.llm import fallback_for
 
     return fallback_for(call.repo.config, env_with_secrets(call.repo.env_values), time_left=call.time_left, secrets=call.secrets)
 
@@ -124,12 +124,12 @@ def llm_fallback(call: AgentCall):
 def _run_text(call: AgentCall, prompt: str) -> ProcessOutcome:
     """In a sandbox, {prompt_file} is a file of its private /tmp that exists only in memory;
     otherwise a file in the root's scratch directory, which the watchdog removes if uwf dies."""
-    from ..watchdog import WATCHDOG
+    from ..contain.watchdog import WATCHDOG
 
     wants_file = any("{prompt_file}" in arg for arg in call.resolved.argv)
     prompt_file = None
     if wants_file and call.contained:
-        from ..sandbox import PROMPT_PATH
+        from ..contain.sandbox import PROMPT_PATH
 
         prompt_file = PROMPT_PATH
     elif wants_file:

@@ -3,7 +3,7 @@ connection of its own, so they hold for as long as a step or a worker needs and 
 session when its process dies or its host is lost. What a lock's holder says about itself (pid,
 host, role, agent, the server's start) is a row beside it.
 
-A claim is also a lease: its worker beats it (every 5 s, engine/worker.py) on the claim's session. A claim
+A claim is also a lease: its worker beats it (every 5 s, engine/queue/worker.py) on the claim's session. A claim
 not beaten for LEASE_SECONDS (by the server's clock) is lapsed, and a worker that wants the
 thread ends the holder's sessions (`pg_terminate_backend`), which frees its claim and step lock
 at once — so a partitioned worker loses its thread within LEASE_SECONDS plus one look, whatever

@@ -1,0 +1,107 @@
+"""A Python agent's function called: awaited if it is async, stopped at the deadline or on
+cancel when it can be, what it raised kept with its traceback. Nothing here imports asyncio or
+traceback until a function needs them: a synchronous function that returns is a plain call."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ..attempt import StepError
+from .output import routed_output
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from ..contain.process import Cancel
+
+
+class FunctionFailed(Exception):
+    """The function raised: its exception's type, message and traceback (kept for the record)."""
+
+    def __init__(self, kind: str, message: str, trace: str) -> None:
+        super().__init__(f"{kind}: {message}" if message else kind)
+        self.kind = kind
+        self.message = message
+        self.trace = trace
+
+
+class Overran(Exception):
+    """An async function stopped at the deadline, or a call that came back after it."""
+
+
+class Stopped(Exception):
+    """An async function stopped because the step was cancelled (K, kill, a worker stopping)."""
+
+
+def call_function(func: Callable, argument: object, *, deadline: float | None, cancel: Cancel | None, on_output: Callable[[str], None] | None) -> object:
+    """`func(argument)`, awaited if it is async. What it prints on this thread goes to `on_output`
+    line by line (never to uwf's stdout, which is the CLI's JSON). An async function is stopped
+    at the deadline or on cancel (Overran, Stopped); a synchronous one cannot be and is told
+    through its context; it raised: FunctionFailed."""
+    with routed_output(on_output):
+        try:
+            result = func(argument)
+            if hasattr(result, "__await__"):
+                result = _await(result, deadline, cancel, on_output)
+        except (Overran, Stopped, StepError, KeyboardInterrupt):
+            raise  # StepError: the context's check(), the step's own stop
+        except BaseException as exc:
+            raise _failed(exc) from None
+    return result
+
+
+def _failed(exc: BaseException) -> FunctionFailed:
+    import traceback
+
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return FunctionFailed(type(exc).__name__, str(exc), trace)
+
+
+def _await(awaitable, deadline: float | None, cancel: Cancel | None, on_output: Callable[[str], None] | None) -> object:
+    """Run a coroutine to its end on a loop of its own (on a thread of its own when this thread
+    already runs a loop: a caller inside async code)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_guarded(awaitable, deadline, cancel))
+    box: list = []
+
+    def runner() -> None:
+        try:
+            with routed_output(on_output):
+                box.append((True, asyncio.run(_guarded(awaitable, deadline, cancel))))
+        except BaseException as exc:  # noqa: BLE001  (handed back to the calling thread)
+            box.append((False, exc))
+
+    thread = threading.Thread(target=runner, name="uwf-python-agent")
+    thread.start()
+    thread.join()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
+async def _guarded(awaitable, deadline: float | None, cancel: Cancel | None):
+    import asyncio
+
+    task = asyncio.ensure_future(awaitable)
+    while True:
+        wait = 0.05 if cancel is not None else None
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            wait = left if wait is None else min(wait, left)
+            if left <= 0:
+                task.cancel()
+                raise Overran()
+        done, _ = await asyncio.wait({task}, timeout=wait)
+        if done:
+            return task.result()
+        if cancel is not None and cancel.is_set():
+            task.cancel()
+            raise Stopped()
