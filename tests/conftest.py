@@ -23,6 +23,15 @@ def _uwf_command() -> list[str]:
     return [script] if script else [sys.executable, "-m", "uwf_core.cli.main"]
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (pyproject's addopts): most tests wait on processes, sockets, locks and timers more
+    than they compute, so twice the cores this process may use, at least 4, at most 16. Each worker
+    has its own PostgreSQL cluster, ports, tmux sessions and temp directories; `-n 0` runs the
+    suite in this one process."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(4, min(16, 2 * cores))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory, monkeypatch):
     """Point HOME and UWF_STORAGE_ROOT away from the real ~/.uwf for every test."""
