@@ -64,6 +64,19 @@ def store(root):
     return root.nodes
 
 
+@pytest.fixture
+def fixed(tmp_path, monkeypatch):
+    """The fixed demo root the workbench's Pilot tests share (support/fixed_root.py), opened, with
+    the ids of what it holds; `uwf` in a subprocess finds it too."""
+    from fixed_root import build_fixed_root
+    from uwf_core.repo import Repo
+
+    path = tmp_path / "root"
+    ids = build_fixed_root(str(path))
+    monkeypatch.setenv("UWF_STORAGE_ROOT", str(path))
+    return Repo.open(str(path)), ids
+
+
 # -- a real PostgreSQL, for the PostgreSQL root ----------------------------------------------------
 
 

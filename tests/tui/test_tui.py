@@ -11,20 +11,11 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES  # noqa: E402
-from fixed_root import build_fixed_root  # noqa: E402
 from tui_capture import workers_settled  # noqa: E402
 
 from uwf_core.api import Repo, context_of, list_threads, thread_info  # noqa: E402
 
 SIZE = (160, 50)
-
-
-@pytest.fixture
-def fixed(tmp_path, monkeypatch):
-    path = tmp_path / "root"
-    ids = build_fixed_root(str(path))
-    monkeypatch.setenv("UWF_STORAGE_ROOT", str(path))
-    return Repo.open(str(path)), ids
 
 
 def run_app(root: Repo, script, size=SIZE, toasts: bool = False):

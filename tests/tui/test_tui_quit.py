@@ -9,22 +9,11 @@ import asyncio
 from concurrent.futures import Future
 
 import pytest
-from fixed_root import build_fixed_root  # noqa: E402
-
-from uwf_core.api import Repo
-
-
-@pytest.fixture
-def fixed(tmp_path, monkeypatch):
-    path = tmp_path / "root"
-    ids = build_fixed_root(str(path))
-    monkeypatch.setenv("UWF_STORAGE_ROOT", str(path))
-    return Repo.open(str(path)), ids
 
 
 def _late_calls(app, thread: str):
-    """What a timer or a worker thread may deliver after the views went (each handler as Textual
-    would call it), with what each must leave behind."""
+    """What a timer or a worker thread may deliver after the views went, each handler called as
+    Textual would; and the Future a person's question waits on."""
     from uwf_tui.messages import (
         AgentChecked,
         AgentOutput,
