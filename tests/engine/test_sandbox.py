@@ -46,10 +46,10 @@ def _thread(uwf, workspace: Path) -> str:
     return uwf("thread", "start", "analyze-topic", "-p", "topic", "-w", str(workspace)).json()["thread"]
 
 
-def _step_in_background(root_dir: Path, thread: str, agent: str, mode: dict) -> subprocess.Popen:
+def _step_in_background(root_dir: Path, thread: str, agent: str, mode: dict, stderr=subprocess.DEVNULL) -> subprocess.Popen:
     env = {**os.environ, "UWF_STORAGE_ROOT": str(root_dir), **mode}
     argv = [*_uwf_command(), "thread", "step", thread, "--agent", agent]
-    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
 
 
 def _gone_within(marker: str, seconds: float = 3.0) -> list[str]:
@@ -565,9 +565,12 @@ def test_a_step_agent_sees_no_file_of_the_store_it_could_lock(uwf, root_dir, tmp
         f"open('{workspace}/seen.txt', 'w').write(repr(sorted(os.path.basename(p) for p in paths)))\n"
         "time.sleep(4)\n"
     )
-    script = f'python3 -c "$GRAB"\nuwf-script --script "{EXAMPLES / "analyze-topic.script.yaml"}" "$@"\n'
-    _agent(root_dir, "grabber", script, extra=f"    env: {{GRAB: {json.dumps(grab)}}}\n", protocol="step", args=("grabber",))
-    grabbing = _step_in_background(root_dir, thread, "grabber", {})
+    # the script's path is named in the agent's environment: a path only a shell script's text names
+    # is not one the sandbox can know to show (a checkout in /tmp is private to the agent)
+    script = 'python3 -c "$GRAB"\nuwf-script --script "$SCRIPT" "$@"\n'
+    env = f"    env: {{GRAB: {json.dumps(grab)}, SCRIPT: {json.dumps(str(EXAMPLES / 'analyze-topic.script.yaml'))}}}\n"
+    _agent(root_dir, "grabber", script, extra=env, protocol="step", args=("grabber",))
+    grabbing = _step_in_background(root_dir, thread, "grabber", {}, stderr=subprocess.PIPE)  # its error, for the assert
     time.sleep(1.5)
     began = time.monotonic()
     beside = uwf("thread", "step", other, "--agent", f"uwf-script --script {EXAMPLES / 'analyze-topic.script.yaml'}")

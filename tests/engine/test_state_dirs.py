@@ -329,9 +329,12 @@ def test_a_storage_root_below_the_workspaces_top_is_refused(uwf, tmp_path):
 
 def test_uwf_itself_is_read_only_in_a_workspace_that_holds_its_checkout(tmp_path):
     """An editable install maps both packages to the checkout: the next `uwf-tui` imports uwf_tui."""
+    import uwf_core
+    import uwf_tui
     from uwf_core.engine.contain.policy import agent_policy, uwf_itself
 
     packages = [path for path in uwf_itself() if path.endswith(("uwf_core", "uwf_tui"))]
+    assert packages == [os.path.dirname(os.path.realpath(uwf_core.__file__)), os.path.dirname(os.path.realpath(uwf_tui.__file__))]
     checkout = os.path.dirname(packages[0])
     policy = agent_policy(cwd=checkout, workspace=checkout, sees_store=False, store=((), (), ()), env_files=(), argv=("true",),
                           env={"HOME": str(tmp_path), "PATH": "/usr/bin"})

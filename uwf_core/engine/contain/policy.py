@@ -114,8 +114,13 @@ def agent_policy(
 def uwf_itself() -> list[str]:
     """What the next `uwf` or `uwf-tui` runs from: this Python's environment and uwf's packages
     (both, for an editable install from a checkout)."""
-    core = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    core = os.path.realpath(core_dir())
     return [os.path.realpath(sys.prefix), core, os.path.join(os.path.dirname(core), "uwf_tui")]
+
+
+def core_dir() -> str:
+    """uwf_core's own directory (this file is uwf_core/engine/contain/policy.py)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def agent_environment(env: dict[str, str]) -> dict[str, str]:
@@ -203,7 +208,7 @@ def _named_paths(argv: tuple[str, ...], env: dict[str, str], cwd: str) -> list[s
     files beside it. Sockets are never shown."""
     import shutil
 
-    candidates = [sys.prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    candidates = [sys.prefix, core_dir()]
     program = shutil.which(argv[0], path=env.get("PATH")) if argv and os.sep not in argv[0] else None
     program = program or (os.path.join(cwd, argv[0]) if argv and os.sep in argv[0] else None)
     if program:
