@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
-from test_tui import fixed, run_app, select_thread  # noqa: F401 (fixed: a fixture)
+from test_tui import run_app, select_thread
 from test_tui_forks import cursor_to, open_report
 from textual.geometry import Region
 

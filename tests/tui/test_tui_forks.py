@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import snapshot_tree  # noqa: E402
-from test_tui import fixed, log_text, run_app, select_thread, settle, until  # noqa: F401 (fixed: a fixture)
+from test_tui import log_text, run_app, select_thread, settle, until
 from textual import events
 
 from uwf_core.api import dry_run, thread_info

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_tui import fixed, log_text, run_app, settle, until  # noqa: F401 (fixed: a fixture)
+from test_tui import log_text, run_app, settle, until
 from textual import events
 from tmux_pane import open_session, send_keys, wait_for_screen
 

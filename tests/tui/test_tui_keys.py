@@ -4,7 +4,7 @@ expect."""
 from __future__ import annotations
 
 import pytest
-from test_tui import fixed, run_app, select_thread, settle  # noqa: F401  (fixed: a fixture)
+from test_tui import run_app, select_thread, settle
 
 
 def test_d_with_nothing_marked_says_how_to_mark(fixed):

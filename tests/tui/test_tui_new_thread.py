@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_tui import fixed, run_app, settle, until  # noqa: F401  (fixed: a fixture)
+from test_tui import run_app, settle, until
 from textual import events
 
 from uwf_core.api import context_of, list_threads, thread_info

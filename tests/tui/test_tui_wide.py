@@ -6,7 +6,7 @@ its row without drawing the others again; the footer is rebuilt only when its ke
 from __future__ import annotations
 
 import pytest
-from test_tui import fixed, run_app, select_thread, settle, until  # noqa: F401  (fixed: a fixture)
+from test_tui import run_app, select_thread, settle, until
 
 from uwf_core.api import Repo, perform_step, thread_info
 
