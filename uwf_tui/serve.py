@@ -66,8 +66,10 @@ def served_command(location: str) -> str:
     venv's, not whatever `python` is on PATH) running the workbench over the same root. A
     URL with a password stays out of the command line, where `ps` would show it: the child
     gets it from UWF_STORAGE_ROOT, which main() has set. textual-serve runs it through a shell,
-    which `exec` replaces, so the session's process is uwf-tui itself."""
-    argv = [sys.executable, "-m", "uwf_tui"]
+    which `exec` replaces, so the session's process is uwf-tui itself. `-P`: the server's current
+    directory (a thread's workspace, say, where an agent may have written a `uwf_tui/` or a
+    `json.py`) is not put first on sys.path, so nothing an agent wrote runs here."""
+    argv = [sys.executable, "-P", "-m", "uwf_tui"]
     if display_location(location) == location:
         argv += ["--root", location]
     return "exec " + shlex.join(argv)  # the shell becomes uwf-tui: the process the server waits for

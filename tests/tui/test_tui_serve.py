@@ -230,7 +230,25 @@ def test_a_session_that_does_not_quit_is_killed(monkeypatch):
 def test_the_served_command_names_this_python_and_the_root():
     from uwf_tui.serve import served_command
 
-    assert served_command("/tmp/a root") == f"exec {sys.executable} -m uwf_tui --root '/tmp/a root'"
+    assert served_command("/tmp/a root") == f"exec {sys.executable} -P -m uwf_tui --root '/tmp/a root'"
     # A password stays off the command line (ps shows it); the session reads UWF_STORAGE_ROOT.
-    assert served_command("postgresql://me:secret@db/uwf") == f"exec {sys.executable} -m uwf_tui"
-    assert served_command("postgresql:///uwf?host=/tmp/s") == f"exec {sys.executable} -m uwf_tui --root 'postgresql:///uwf?host=/tmp/s'"
+    assert served_command("postgresql://me:secret@db/uwf") == f"exec {sys.executable} -P -m uwf_tui"
+    assert served_command("postgresql:///uwf?host=/tmp/s") == f"exec {sys.executable} -P -m uwf_tui --root 'postgresql:///uwf?host=/tmp/s'"
+
+
+def test_the_served_command_runs_no_module_from_the_directory_it_is_started_in(tmp_path):
+    """textual-serve starts each session in the server's current directory: a workspace where an
+    agent wrote a `uwf_tui` package (or a stdlib name) must not be what the session imports."""
+    from uwf_tui.serve import served_command
+
+    marker = tmp_path / "ran"
+    planted = tmp_path / "ws" / "uwf_tui"
+    planted.mkdir(parents=True)
+    (planted / "__init__.py").write_text("")
+    (planted / "__main__.py").write_text(f"open({str(marker)!r}, 'w').write('agent code ran')\nprint('hijacked')\n")
+    (tmp_path / "ws" / "json.py").write_text(f"open({str(marker)!r}, 'w').write('agent code ran')\n")
+    done = subprocess.run(["sh", "-c", served_command(str(tmp_path / "root")) + " --help"], cwd=tmp_path / "ws",
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "usage: uwf-tui" in done.stdout and "hijacked" not in done.stdout
+    assert not marker.exists()
