@@ -389,6 +389,38 @@ print("boxed", results["boxed"].exit_code, results["boxed"].stdout.strip(), "hel
 """
 
 
+CLOSES_ITS_OUTPUT = """
+import os, sys, threading, time
+from uwf_core.api import Cancel
+from uwf_core.engine.contain.process import run_process
+from uwf_core.engine.contain.sandbox import Policy
+
+here, boxed = sys.argv[1], sys.argv[2] == "boxed"
+policy = Policy(cwd=here, writable=(here,), sandbox=boxed)
+argv = ["sh", "-c", "exec >/dev/null 2>&1; sleep 30"]
+began = time.monotonic()
+timed = run_process(argv, cwd=here, env=dict(os.environ), policy=policy, timeout=1.5)
+print("timeout", timed.timed_out, round(time.monotonic() - began) < 10, flush=True)
+cancel = Cancel()
+threading.Timer(1.0, cancel.set).start()
+began = time.monotonic()
+stopped = run_process(argv, cwd=here, env=dict(os.environ), policy=policy, cancel=cancel)
+print("cancel", stopped.cancelled, round(time.monotonic() - began) < 10, flush=True)
+"""
+
+
+@pytest.mark.parametrize("contained", ["boxed", "fallback"])
+def test_an_agent_that_closes_its_output_is_still_held_to_its_timeout_and_cancel(tmp_path, contained):
+    """`exec >/dev/null 2>&1; sleep 30`: both pipes close while the agent runs on; the deadline and
+    a cancel still stop it (uwf-builtin's run_command is this call too)."""
+    import sys
+
+    if contained == "boxed":
+        _needs({})
+    done = subprocess.run([sys.executable, "-c", CLOSES_ITS_OUTPUT, str(tmp_path), contained], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == ["timeout True True", "cancel True True"], done.stderr
+
+
 def test_one_agents_end_never_kills_another_agents_processes(tmp_path):
     """A TUI or worker runs agents side by side (here: one process, three agents): a fallback-
     contained agent that ends cleans up only what it started, not a sandboxed agent beside it nor

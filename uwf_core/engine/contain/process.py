@@ -298,13 +298,11 @@ def _supervise(proc, timeout, on_output, cancel, started, orphans=None):
     out_bytes = 0
     err_tail = bytearray()
     partial = bytearray()
-    timed_out = cancelled = overflowed = False
+    overflowed = False
+    watch = _Watch(proc, timeout, cancel, started, orphans)
     exited_at = None
-    next_look = started + LOOK_EVERY_SECONDS  # a quick agent's processes are looked up at its end
     while selector.get_map():
-        if orphans is not None and time.monotonic() >= next_look:
-            orphans.look()
-            next_look = time.monotonic() + LOOK_EVERY_SECONDS
+        watch.look()
         for key, _ in selector.select(timeout=0.1):
             data = os.read(key.fileobj.fileno(), 65536)
             if not data:
@@ -334,12 +332,7 @@ def _supervise(proc, timeout, on_output, cancel, started, orphans=None):
             elif time.monotonic() - exited_at > 1.0:
                 break
             continue
-        if cancel is not None and cancel.is_set() and not cancelled:
-            cancelled = True
-            kill_group(proc.pid, proc)
-        elif timeout is not None and not timed_out and time.monotonic() - started > timeout:
-            timed_out = True
-            kill_group(proc.pid, proc)
+        watch.stop_if_due()
     if partial:
         _emit(on_output, bytes(partial))
     for fileobj in (proc.stdout, proc.stderr):
@@ -348,9 +341,39 @@ def _supervise(proc, timeout, on_output, cancel, started, orphans=None):
         except OSError:
             pass
     selector.close()
-    proc.wait()
+    while proc.poll() is None:  # both pipes closed (`exec >/dev/null 2>&1`), the agent still runs
+        watch.look()
+        watch.stop_if_due()
+        try:
+            proc.wait(timeout=0.1)
+        except subprocess.TimeoutExpired:
+            pass
     tail = _tail(err_tail.decode("utf-8", "replace"), STDERR_TAIL_CHARS)
-    return b"".join(out_chunks).decode("utf-8", "replace"), tail, timed_out, cancelled, overflowed
+    return b"".join(out_chunks).decode("utf-8", "replace"), tail, watch.timed_out, watch.cancelled, overflowed
+
+
+class _Watch:
+    """The step's timeout and cancel over one agent run, checked while its pipes are read and,
+    once it has closed them, while it is waited for: an agent that closes its output keeps
+    running under the same deadline. Its processes are looked up every LOOK_EVERY_SECONDS."""
+
+    def __init__(self, proc, timeout, cancel, started, orphans) -> None:
+        self.proc, self.timeout, self.cancel, self.started, self.orphans = proc, timeout, cancel, started, orphans
+        self.timed_out = self.cancelled = False
+        self.next_look = started + LOOK_EVERY_SECONDS  # a quick agent's processes are looked up at its end
+
+    def look(self) -> None:
+        if self.orphans is not None and time.monotonic() >= self.next_look:
+            self.orphans.look()
+            self.next_look = time.monotonic() + LOOK_EVERY_SECONDS
+
+    def stop_if_due(self) -> None:
+        if self.cancel is not None and self.cancel.is_set() and not self.cancelled:
+            self.cancelled = True
+            kill_group(self.proc.pid, self.proc)
+        elif self.timeout is not None and not self.timed_out and time.monotonic() - self.started > self.timeout:
+            self.timed_out = True
+            kill_group(self.proc.pid, self.proc)
 
 
 def _tail(text: str, limit: int) -> str:
