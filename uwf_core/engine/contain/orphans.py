@@ -6,9 +6,7 @@ stopped and killed, and the watchdog is told of each, so a SIGKILLed uwf takes t
 
 It is best effort, as a PID namespace is not: a process orphaned between two looks is known
 only as a child of uwf that no agent claimed, and is killed when the last agent running in this
-uwf ends (a TUI or worker runs several; one's end never kills another's processes). Until then
-the watchdog is told of it (and of what it starts) at the next look, so a SIGKILLed uwf still
-takes it along.
+uwf ends (a TUI or worker runs several; one's end never kills another's processes).
 """
 
 from __future__ import annotations
@@ -23,8 +21,6 @@ PR_SET_CHILD_SUBREAPER = 36
 LEADERS: set[int] = set()  # every agent this uwf runs now (sandboxed too): its children that are no orphans
 SPAWN_LOCK = threading.Lock()  # held while an agent starts: a look meanwhile would take it for an orphan
 _SUBREAPER: list[bool] = []
-_UNCLAIMED: dict[int, int] = {}  # orphans no agent has claimed yet, pid -> start time: guarded by the watchdog
-_UNCLAIMED_LOCK = threading.Lock()
 
 
 def become_subreaper() -> bool:
@@ -111,8 +107,6 @@ class Orphans:
                 WATCHDOG.guard_pid(pid)
         for pid in [pid for pid in self.seen if pid not in table]:
             self._forget(pid)
-        if not alone:
-            _guard_unclaimed([pid for pid in strays if pid not in self.seen], children, table)
 
     def end(self) -> None:
         """Stop and kill every process the agent left, and reap those that were re-parented to uwf."""
@@ -146,22 +140,3 @@ class Orphans:
             os.waitpid(pid, os.WNOHANG)
         except (ChildProcessError, OSError):
             pass
-
-
-def _guard_unclaimed(strays: list[int], children: dict[int, list[int]], table: dict) -> None:
-    """Tell the watchdog of orphans no agent claimed yet and of their descendants: which agent
-    left them is not known (another may run beside), so none is killed here, but uwf's death
-    takes them along as it does every agent's processes. Released once they are gone."""
-    with _UNCLAIMED_LOCK:
-        stack = list(strays)
-        while stack:
-            pid = stack.pop()
-            stack.extend(children.get(pid, []))
-            started, state = table[pid][3], table[pid][2]
-            if state != b"Z" and _UNCLAIMED.get(pid) != started:
-                _UNCLAIMED[pid] = started
-                WATCHDOG.guard_pid(pid)
-        for pid, started in list(_UNCLAIMED.items()):
-            if pid not in table or table[pid][3] != started:
-                del _UNCLAIMED[pid]
-                WATCHDOG.release_pid(pid)
