@@ -116,7 +116,7 @@ def bwrap_argv(
     The file system is read-only with a private /tmp, /dev, /proc and /run; then the policy's
     mounts, shallowest first, so a deeper one (the workspace inside a hidden root, a `.env` inside
     the workspace, a private copy of .git in the workspace, a real entry shown read-only in a
-    private copy) lands on top of the one that holds it. A mount's source is always the host's. A policy never names /, /tmp, /dev or /proc themselves (sandbox_policy refuses)."""
+    private copy) lands on top of the one that holds it. A mount's source is always the host's. A policy never names /, /tmp, /dev or /proc themselves (policy.py refuses)."""
     mounts: list[tuple[str, list[str]]] = []
     writable = set()
     for path in policy.writable:
