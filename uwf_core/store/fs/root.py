@@ -139,14 +139,38 @@ def load_jsonl(path: str, parse, wanted=None) -> tuple[list, list[DamagedEntry]]
     record or None) cannot read. A last line without its newline is a write cut short (a crash, or
     one going on): it was never written, and the next append cuts it off.
     `wanted(line)`: a cheap test that skips a line before it is parsed (a thread's id in it)."""
-    import json
-
     lines = read_lines(path, errors="replace")  # never rewritten: its records only need to print
     if not lines:
         return [], []
-    records, damaged = [], []
-    last = len(lines)
-    for number, line in enumerate(lines, 1):
+    records: list = []
+    damaged: list[DamagedEntry] = []
+    parse_lines(path, lines[:-1], 1, parse, records, damaged, wanted)
+    if wanted is None or wanted(lines[-1]):
+        records += unterminated(lines[-1], parse)
+    return records, damaged
+
+
+def unterminated(line: str, parse) -> list:
+    """The text after a log's last newline: a record already whole but not yet ended, or nothing
+    (a write cut short, or one going on)."""
+    import json
+
+    if not line.strip():
+        return []
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return []
+    record = parse(data) if isinstance(data, dict) else None
+    return [record] if record is not None else []
+
+
+def parse_lines(path: str, lines: list[str], first: int, parse, records: list, damaged: list[DamagedEntry], wanted=None) -> None:
+    """Whole lines of a log (each ended by its newline), numbered from `first`: each record into
+    `records`, each line that is none into `damaged`."""
+    import json
+
+    for number, line in enumerate(lines, first):
         if not line.strip() or (wanted is not None and not wanted(line)):
             continue
         try:
@@ -156,11 +180,8 @@ def load_jsonl(path: str, parse, wanted=None) -> tuple[list, list[DamagedEntry]]
         record = parse(data) if isinstance(data, dict) else None
         if record is not None:
             records.append(record)
-        elif number == last:
-            continue  # no newline yet: a write cut short (or going on now), never written
         else:
             damaged.append(DamagedEntry(path, number, line, "not a JSON record of this log"))
-    return records, damaged
 
 
 SET_ASIDE_SUFFIX = ".damaged-"  # `<file>.damaged-<UTC>`: lines `cas fsck --repair` took out of a state file
