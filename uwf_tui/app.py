@@ -75,6 +75,8 @@ class UwfApp(ViewKeys, Stepping, LiveRefresh, App):
         self._ticks = 0
         self._idle_title: str | None = None  # the sub-title to restore when no agent runs any more
         self._signature: object = None
+        self._reloaded = 0.0  # when the views were last reloaded (time.monotonic())
+        self._stale: set[str] = set()  # views not shown when the root changed: reloaded when they are (live.py)
         self.sub_title = root_title(display_location(repo.location))
 
     def compose(self) -> ComposeResult:
@@ -232,7 +234,9 @@ class UwfApp(ViewKeys, Stepping, LiveRefresh, App):
         view = views[1]
         view.loaded(message.items, message.error)
         tab = self.query_one("#views", TabbedContent).get_tab("pane-inbox")
-        tab.label = f"{INBOX_TITLE} ({view.count})" if view.count else INBOX_TITLE
+        label = f"{INBOX_TITLE} ({view.count})" if view.count else INBOX_TITLE
+        if str(tab.label) != label:  # a new label lays the screen out again: not at every change to the root
+            tab.label = label
         self.refresh_bindings()
 
     def action_answer(self):

@@ -21,6 +21,8 @@ from .widgets.inbox_view import InboxView
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
+RUNNING_RELOAD = 0.5  # seconds between two reloads at least, while agents run here
+
 
 class LiveRefresh:
     def start_timers(self) -> None:
@@ -61,6 +63,10 @@ class LiveRefresh:
         threads, inbox = views
         threads.tick_running(self._ticks)
         inbox.refresh_ages()
+        self.running_title()
+
+    def running_title(self) -> None:
+        """The header: how many agents run here and for how long, or the root again once none does."""
         if self.running:
             if self._idle_title is None:
                 self._idle_title = self.sub_title
@@ -70,8 +76,13 @@ class LiveRefresh:
         elif self._idle_title is not None:
             self.sub_title, self._idle_title = self._idle_title, None
 
-    def poll_state(self) -> None:
+    def poll_state(self, *, now: bool = False) -> None:
+        """Reload the views when the root changed. While agents run here, at most every
+        RUNNING_RELOAD seconds (`now`: at once): a thread that steps many times a second would
+        otherwise have the screen laid out again at every poll, and take the time its steps need."""
         if self.live_views() is None:
+            return
+        if not now and self.running and time.monotonic() - self._reloaded < RUNNING_RELOAD:
             return
         try:
             signature = self.repo.backend.change_token()
@@ -80,6 +91,7 @@ class LiveRefresh:
             return
         if signature != self._signature:
             self._signature = signature
+            self._reloaded = time.monotonic()
             self.repo.reload_config()  # config.yaml or .env may have changed too
             self.reload_views()
 
@@ -88,10 +100,23 @@ class LiveRefresh:
             return
         self.clear_damage()
         self.threads_view.reload()
-        self.query_one(WorkflowsView).reload()
-        self.query_one(CasView).refresh_roots()
-        self.inbox_view.reload()  # read off the UI thread; on_inbox_loaded shows it
+        self.inbox_view.reload()  # read off the UI thread; on_inbox_loaded shows it (and the tab its count)
+        self._stale = {"workflows", "cas"}  # hidden, they wait to be shown: a stepping thread changes the root often
+        self._reload_shown()
         self.refresh_bindings()
+
+    def _reload_shown(self) -> None:
+        view = self.current_view
+        if view in self._stale:
+            self._stale.discard(view)
+            if view == "workflows":
+                self.query_one(WorkflowsView).reload()
+            else:
+                self.query_one(CasView).refresh_roots()
+
+    def on_tabbed_content_tab_activated(self) -> None:
+        if self.live_views() is not None:
+            self._reload_shown()
 
     def show_damage(self, message: str) -> None:
         self.query_one(DamageBanner).show(message)
@@ -105,4 +130,4 @@ class LiveRefresh:
 
     def _force_refresh(self) -> None:
         self._signature = None
-        self.poll_state()
+        self.poll_state(now=True)

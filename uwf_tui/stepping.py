@@ -11,6 +11,7 @@ from __future__ import annotations
 from uwf_core.api import Cancel, UwfError, thread_info
 
 from .messages import AgentOutput, KillDone, StepDone
+from .workers import RUN_STOPPED
 
 
 class Stepping:
@@ -36,7 +37,7 @@ class Stepping:
     def on_agent_output(self, message: AgentOutput) -> None:
         if self.live_views() is None:
             return
-        self.threads_view.log_line(message.thread, message.line)
+        self.threads_view.log_stream(message.thread, message.line)
 
     def on_step_done(self, message: StepDone) -> None:
         """The log says what happened, whole; a brief toast too, for the log may be off screen."""
@@ -44,7 +45,11 @@ class Stepping:
         self.running_count = len(self.runner)
         if self.live_views() is None:
             return
-        if message.error:
+        self.running_title()  # the header says at once when no agent runs any more
+        if message.summary.startswith(RUN_STOPPED):
+            self.threads_view.log_line(message.thread, f"■ {message.summary}", "yellow")
+            self.toast(message.summary.partition(";")[0], severity="warning")
+        elif message.error:
             self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")
             self.toast(f"step failed: {message.error}", severity="error")
         elif message.summary == "cancelled" and (message.thread in self.runner.killing or self._killed(message.thread)):

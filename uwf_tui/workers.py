@@ -24,6 +24,7 @@ from uwf_core.api import (
     kill_thread,
     perform_step,
     run_thread,
+    step_counts,
     waiting_item,
 )
 
@@ -41,6 +42,7 @@ from .messages import (
 )
 
 Post = Callable[[Message], object]
+RUN_STOPPED = "run stopped"  # a run's StepDone after x: the step in flight ended, no other began
 
 
 def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending: dict[str, Future]) -> None:
@@ -67,9 +69,15 @@ def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending
         return text
 
     options = StepOptions(on_output=on_output, cancel=cancel, human=human, on_commit=landed)
+    taken = 0
+
+    def counted(_result) -> None:
+        nonlocal taken
+        taken += 1
+
     try:
         if run:
-            result = run_thread(repo, thread, options)
+            result = run_thread(repo, thread, options, on_step=counted)
         else:
             result = perform_step(repo, thread, options)
     except UwfError as exc:
@@ -79,7 +87,9 @@ def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending
     except Exception as exc:  # a bug: report it in the UI rather than kill the app
         post(StepDone(thread, "failed", f"internal error: {type(exc).__name__}: {exc}"))
         return
-    if result.done:
+    if run and cancel.is_set() and not result.done:
+        summary = f"{RUN_STOPPED} after step {step_counts(repo, [result.head]).get(result.head, 0):,} ({taken} this run); s or r goes on"
+    elif result.done:
         summary = "thread finished" if result.reason == "done" else f"thread ended ({result.reason})"
     else:
         summary = f"{result.role} stepped; head {result.head}" if result.role else f"head {result.head}"

@@ -161,7 +161,7 @@ class CasView(Horizontal):
         if node.data and node.children and str(node.children[0].label) == LOADING:
             self.load_children(node)
 
-    @work(thread=True, group="cas", exit_on_error=False)
+    @work(thread=True, group="cas", exit_on_error=False, description="load_children")
     def load_children(self, node: TreeNode) -> None:
         try:
             refs = self.store.refs(node.data)

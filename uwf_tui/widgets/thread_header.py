@@ -7,6 +7,8 @@ Mixed into ThreadsView (threads_view.py): `self` is the view.
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual import work
 from textual.widgets import Static
@@ -15,30 +17,46 @@ from uwf_core.api import Timeline, UwfError, find_branches, thread_cost, tree_co
 
 from ..formatting import STATUS_STYLES, budget_text, spend_text
 
+LEDGER_SHARE = 0.25  # of the time, at most, spent reading one thread's ledger again and again
+
 
 class ThreadHeader:
     def load_ledger(self, timeline: Timeline) -> None:
         """Read the ledger of `timeline` behind its rows, one read at a time: a thread worker runs
         to its end (a 10,000-step ledger is a second of work), so while one reads, only the
-        newest timeline asked for waits for it; the heads in between are never read."""
-        if self.ledger_reading:
+        newest timeline asked for waits for it; the heads in between are never read. The same
+        thread's ledger is read again only after a rest (LEDGER_SHARE), so a thread stepping
+        many times a second does not spend the process's time on its totals."""
+        if self.ledger_reading or self.ledger_resting:
             self.ledger_next = timeline
-        else:
-            self.ledger_reading = True
-            self._read_ledger(timeline)
+            return
+        rest = self.ledger_rest.get(timeline.info.thread, 0.0) - time.monotonic()
+        if rest > 0:
+            self.ledger_next = timeline
+            self.ledger_resting = True
+            self.set_timer(rest, self.ledger_rested)
+            return
+        self.ledger_reading = True
+        self._read_ledger(timeline)
 
-    def ledger_read(self) -> None:
+    def ledger_read(self, thread: str, took: float) -> None:
         self.ledger_reading = False
+        self.ledger_rest = {thread: time.monotonic() + took * (1 / LEDGER_SHARE - 1)}
+        self.ledger_rested()
+
+    def ledger_rested(self) -> None:
+        self.ledger_resting = False
         waiting, self.ledger_next = self.ledger_next, None
         if waiting is not None and waiting is self.timeline:
             self.load_ledger(waiting)
 
-    @work(thread=True, group="ledger", exit_on_error=False)
+    @work(thread=True, group="ledger", exit_on_error=False, description="read_ledger")
     def _read_ledger(self, timeline: Timeline) -> None:
+        started = time.monotonic()
         try:
             self._read_ledger_of(timeline)
         finally:
-            self.app.call_from_thread(self.ledger_read)
+            self.app.call_from_thread(self.ledger_read, timeline.info.thread, time.monotonic() - started)
 
     def _read_ledger_of(self, timeline: Timeline) -> None:
         """The thread's total and budget and each fork's subtree: whole chains, so after the rows."""
@@ -50,7 +68,7 @@ class ThreadHeader:
             return  # the timeline shows the thread; a ledger it cannot read is the damage banner's to say
         self.app.call_from_thread(self.show_ledger, timeline, ledger, subtrees)
 
-    @work(thread=True, exclusive=True, group="forks", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="forks", exit_on_error=False, description="load_forks")
     def load_forks(self, timeline: Timeline) -> None:
         """The threads forked from this one: the whole chain is read when some thread may be one."""
         try:
@@ -78,7 +96,7 @@ class ThreadHeader:
         if self.timeline is not timeline:
             return  # another thread (or head) is shown by now
         self.ledger, self.subtrees = ledger, subtrees
-        self.query_one("#thread-title", Static).update(self.title_text(timeline))
+        self.show_title(timeline)
         self.show_subtrees(timeline)
         if self.selected_step and self.selected_step.startswith("branch:"):
             self.show_entry(self.selected_step)
@@ -91,6 +109,13 @@ class ThreadHeader:
             for branch in found:
                 if branch.thread in self.subtrees:
                     self.timeline_table.show_subtree(branch, self.subtrees[branch.thread])
+
+    def show_title(self, timeline: Timeline) -> None:
+        """The title, when it says something new (a new text lays the screen out again)."""
+        title, text = self.query_one("#thread-title", Static), self.title_text(timeline)
+        if text != self.title_shown:
+            self.title_shown = text
+            title.update(text)
 
     def title_text(self, timeline: Timeline) -> Text:
         """Workflow, status, what the thread spent and its budget (once the ledger has them), id, head."""

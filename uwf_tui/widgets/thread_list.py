@@ -161,7 +161,7 @@ class ThreadList(Vertical):
             written = None
         return max(filter(None, (written, ulid_timestamp_ms(info.thread), info.completed_at)), default=None)
 
-    @work(thread=True, exclusive=True, group="counts", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="counts", exit_on_error=False, description="read_chains")
     def read_chains(self, infos: list[ThreadInfo]) -> None:
         """Each head's step count and prompt (a chain read once; the Repo caches it by head)."""
         found: list[tuple[str, str, int, str]] = []

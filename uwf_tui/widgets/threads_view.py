@@ -39,6 +39,9 @@ from .thread_list import ThreadList
 from .timeline import TimelineTable, row_at_cursor
 from .welcome import Welcome
 
+LOG_LINES = 2000  # the log keeps the newest
+STREAM_SECONDS = 0.1  # agents' lines are written to the log together, this often at most
+
 
 class ThreadsView(ThreadHeader, Horizontal):
     """Owns no agent: stepping is the app's; this view shows what the core says."""
@@ -59,6 +62,8 @@ class ThreadsView(ThreadHeader, Horizontal):
         self.welcomed = False
         self.refit_pending = False  # a redraw for a new width is scheduled
         self.ledger_reading = False  # a worker reads a ledger now
+        self.ledger_resting = False  # a timer waits to read the next (load_ledger)
+        self.ledger_rest: dict[str, float] = {}  # the thread last read -> when its ledger may be read again
         self.map_progress: dict[tuple[str, str], tuple[int, int] | None] = {}  # (thread, head) -> a map's (ended, total)
         self.ledger_next: Timeline | None = None  # the timeline whose ledger is to be read after it
         self.window = timeline_rows.WINDOW  # how many of the selected thread's newest steps are rows
@@ -68,6 +73,9 @@ class ThreadsView(ThreadHeader, Horizontal):
         self.subtrees: dict = {}  # fork thread -> what its subtree spent (a Spend)
         self.mark: str | None = None  # the node (or thread) `m` marked: one side of a diff (D)
         self.mark_label = ""
+        self.stream: list[Text] = []  # agents' lines not yet written to the log (log_stream)
+        self.pane_shows: tuple | None = None  # the step row (and its cost) the step pane shows
+        self.title_shown: Text | None = None  # what the thread's title shows
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
         self.thread_list = ThreadList(repo, self.reload, id="thread-list-pane")
         self.timeline_table = TimelineTable()
@@ -84,7 +92,7 @@ class ThreadsView(ThreadHeader, Horizontal):
             yield Static("", id="thread-title")
             yield self.timeline_table
             yield self.step_pane
-            yield RichLog(id="log", max_lines=2000, wrap=True, markup=False)
+            yield RichLog(id="log", max_lines=LOG_LINES, wrap=True, markup=False)
 
     def on_mount(self) -> None:
         self.query_one("#log", RichLog).border_title = "log: agents' stderr, and every message whole"
@@ -156,6 +164,7 @@ class ThreadsView(ThreadHeader, Horizontal):
         text = Text.assemble(("No thread matches ", "bold"), (repr(self.thread_list.filter_text), "bold yellow"), (": esc clears the filter.", "bold"))
         self.query_one("#thread-title", Static).update(text)
         self.step_pane.show(text)
+        self.title_shown = self.pane_shows = None
         self.app.refresh_bindings()
 
     def show_first_run(self) -> None:
@@ -170,6 +179,7 @@ class ThreadsView(ThreadHeader, Horizontal):
             self.app.notify(message, title=title, timeout=12)
         self.query_one("#thread-title", Static).update(Text("welcome to uwf", style="bold"))
         self.step_pane.show(welcome.text())
+        self.title_shown = self.pane_shows = None
 
     def show_new_thread(self, thread: str) -> None:
         """A thread this session just made (fork, edit, new): list it and open its timeline."""
@@ -258,7 +268,7 @@ class ThreadsView(ThreadHeader, Horizontal):
         self.app.refresh_bindings()  # step/run/kill depend on the selected thread
         self.load_timeline(thread)
 
-    @work(thread=True, exclusive=True, group="timeline", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="timeline", exit_on_error=False, description="load_timeline")
     def load_timeline(self, thread: str) -> None:
         """The newest `window` steps only, so a 10,000-step thread opens as fast as a short one;
         its forks are found after the rows are on screen (load_forks), the last ones found meanwhile."""
@@ -278,7 +288,7 @@ class ThreadsView(ThreadHeader, Horizontal):
 
     # -- the timeline ------------------------------------------------------------------
 
-    @work(exclusive=True, group="timeline-fill", exit_on_error=False)
+    @work(exclusive=True, group="timeline-fill", exit_on_error=False, description="fill_timeline")
     async def fill_timeline(self, timeline: Timeline, costs: dict | None = None, follow_up: bool = True) -> None:
         """Draw `timeline` (extending the rows drawn when it can); with `follow_up`, then find its
         forks (the keys wait for them: a fork row may be what the next key lands on) and its ledger."""
@@ -292,7 +302,7 @@ class ThreadsView(ThreadHeader, Horizontal):
         self.step_costs = costs or {}
         running = self.repo.locks.running(info.thread) if info.active else None
         self.running_worker = running.worker if running is not None else None
-        self.query_one("#thread-title", Static).update(self.title_text(timeline))
+        self.show_title(timeline)
         moved = self.timeline_head != (info.thread, info.head)
         self.timeline_head = (info.thread, info.head)
         keep = None if moved else self.selected_step
@@ -339,6 +349,10 @@ class ThreadsView(ThreadHeader, Horizontal):
         self.selected_step = key
         self.app.refresh_bindings()  # fork/edit depend on the selected row
         timeline, pane = self.timeline, self.step_pane
+        shown = (key, self.step_costs.get(rest)) if kind == "step" else None
+        if shown is not None and shown == self.pane_shows:
+            return  # a step is what it was (its cost too): the panes stay, the screen is not laid out again
+        self.pane_shows = shown
         if kind == "step":
             run = timeline.step_runs.get(rest) if timeline is not None else None
             runs = None if timeline is None else [run] if run is not None else []  # the timeline read the runs log
@@ -442,8 +456,24 @@ class ThreadsView(ThreadHeader, Horizontal):
         return rest if kind == "step" else None
 
     def log_line(self, thread: str, line: str, style: str = "") -> None:
+        self.flush_stream()
         self.query_one("#log", RichLog).write(Text.assemble((short(thread, 10) + " ", "dim"), (line, style)))
 
     def log_note(self, line: str, style: str = "") -> None:
         """What the app said (its toasts are brief): kept whole in the log."""
+        self.flush_stream()
         self.query_one("#log", RichLog).write(Text.assemble(("uwf".ljust(11), "dim"), (line, style)))
+
+    def log_stream(self, thread: str, line: str) -> None:
+        """A running agent's line: written with the others of the same tenth of a second, one
+        redraw for all (a thread stepping fast writes dozens a second); before any other line."""
+        self.stream.append(Text.assemble((short(thread, 10) + " ", "dim"), line))
+        if len(self.stream) == 1:
+            self.set_timer(STREAM_SECONDS, self.flush_stream)
+
+    def flush_stream(self) -> None:
+        lines, self.stream = self.stream[-LOG_LINES:], []
+        if lines:
+            log = self.query_one("#log", RichLog)
+            for text in lines:
+                log.write(text)

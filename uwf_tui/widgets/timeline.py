@@ -66,6 +66,7 @@ class TimelineTable(RowTable):
         self.map_children: dict[str, dict] = {}  # a map step's child thread -> its result (index, status, output | error)
         self.mark: str | None = None
         self.drawn: Timeline | None = None  # the timeline whose rows are all on screen (None while they are drawn)
+        self.filled_from = 0  # the first step shown when the rows were last drawn whole (extend adds below)
 
     def on_mount(self) -> None:
         self._columns(self.wants_cost())
@@ -173,7 +174,7 @@ class TimelineTable(RowTable):
         self._add_extras(timeline, context.start_hash)
         # A long thread shows its newest steps (the timeline's window): rows (and the output nodes
         # their summaries read) stay bounded however long the chain.
-        first = timeline.first_shown
+        first = self.filled_from = timeline.first_shown
         if first:
             self._row("more:", "…", Text("earlier", style="dim"), "", "", "", "", more_text(first))
         for index, (number, step) in enumerate(timeline.numbered(), first + 1):
@@ -197,6 +198,8 @@ class TimelineTable(RowTable):
             return None
         if timeline.first_shown < old.first_shown:
             return None  # more of the older steps are wanted: they go above the rows drawn
+        if timeline.first_shown - self.filled_from > WINDOW:
+            return None  # a long run: the rows drawn fall out of the window; drawn again, they stay bounded
         if self.with_cost != self.wants_cost() or self.digits != max(3, len(str(timeline.step_count))):
             return None
         numbered = timeline.numbered()
