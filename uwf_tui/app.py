@@ -53,6 +53,7 @@ NARROW_COLUMNS = 110
 SAYS_WHY_NOT = ("step", "run", "preview", "diff", "queue", "cancel", "fork")  # keys that say why they cannot act, rather than nothing
 SHORT_ROWS = 34
 INBOX_TITLE = "i Inbox"
+VIEW_TABS = (("1 Workflows", "pane-workflows"), ("2 Threads", "pane-threads"), ("3 CAS", "pane-cas"), (INBOX_TITLE, "pane-inbox"))
 
 
 class UwfApp(ViewKeys, Stepping, LiveRefresh, App):
@@ -82,15 +83,15 @@ class UwfApp(ViewKeys, Stepping, LiveRefresh, App):
     def compose(self) -> ComposeResult:
         yield Header()
         yield DamageBanner()
+        # Held, not queried: a running agent's messages reach them many times a second (view_keys.py).
+        self.held_views = (
+            WorkflowsView(self.repo, id="workflows-view"), ThreadsView(self.repo, id="threads-view"),
+            CasView(self.repo, id="cas-view"), InboxView(self.repo, id="inbox-view"),
+        )
         with TabbedContent(initial="pane-threads", id="views"):
-            with TabPane("1 Workflows", id="pane-workflows"):
-                yield WorkflowsView(self.repo, id="workflows-view")
-            with TabPane("2 Threads", id="pane-threads"):
-                yield ThreadsView(self.repo, id="threads-view")
-            with TabPane("3 CAS", id="pane-cas"):
-                yield CasView(self.repo, id="cas-view")
-            with TabPane(INBOX_TITLE, id="pane-inbox"):
-                yield InboxView(self.repo, id="inbox-view")
+            for view, (label, pane) in zip(self.held_views, VIEW_TABS):
+                with TabPane(label, id=pane):
+                    yield view
         yield SteadyFooter(compact=True)  # every key that applies fits at 80 columns
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None, markup: bool = False) -> None:

@@ -32,13 +32,13 @@ class LiveRefresh:
 
     def live_views(self) -> tuple[ThreadsView, InboxView] | None:
         """The views a timer or a message draws on, or None once the app is closing (its views
-        are being removed, or already are)."""
+        are being removed, or already are). Asked at every line a running agent writes: no query."""
         if not self.is_running:
             return None
-        threads, inbox = self.query(ThreadsView), self.query(InboxView)
-        if not threads or not inbox:
+        threads, inbox = self.threads_view, self.inbox_view
+        if not (threads.is_attached and inbox.is_attached) or threads._closing or inbox._closing:
             return None
-        return threads.first(), inbox.first()
+        return threads, inbox
 
     def _trace_warning(self, message: str) -> None:
         """Trace export's one-line warnings (a collector that is down) as a notice, from any thread."""

@@ -19,15 +19,15 @@ from .widgets.workflows_view import WorkflowsView
 class ViewKeys:
     @property
     def threads_view(self) -> ThreadsView:
-        return self.query_one(ThreadsView)
+        return self.held_views[1]
 
     @property
     def cas_view(self) -> CasView:
-        return self.query_one(CasView)
+        return self.held_views[2]
 
     @property
     def inbox_view(self) -> InboxView:
-        return self.query_one(InboxView)
+        return self.held_views[3]
 
     @property
     def current_view(self) -> str:

@@ -88,7 +88,7 @@ def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending
         post(StepDone(thread, "failed", f"internal error: {type(exc).__name__}: {exc}"))
         return
     if run and cancel.is_set() and not result.done:
-        summary = f"{RUN_STOPPED} after step {step_counts(repo, [result.head]).get(result.head, 0):,} ({taken} this run); s or r goes on"
+        summary = f"{RUN_STOPPED} after step {step_counts(repo, [result.head]).get(result.head, 0):,} ({taken:,} this run); s or r goes on"
     elif result.done:
         summary = "thread finished" if result.reason == "done" else f"thread ended ({result.reason})"
     else:

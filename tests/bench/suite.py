@@ -65,6 +65,15 @@ sys.exit(run_agent("noop-step", lambda ctx: AgentAnswer(ANSWERS[ctx.role.name]),
 """
 
 
+PYTHON_AGENT = """
+ANSWERS = {"planner": {"plan": "p"}, "developer": {"summary": "s"}, "reviewer": {"approved": False}}
+
+
+def answer(ctx):
+    return ANSWERS[ctx.role]
+"""
+
+
 def role_at(index: int) -> str:
     return "planner" if index == 0 else ("developer" if index % 2 == 1 else "reviewer")
 
@@ -142,14 +151,18 @@ class Uwf:
         self.workflow.write_text(WORKFLOW)
         self.step_agent = work / "noop_step_agent.py"
         self.step_agent.write_text(STEP_AGENT)
+        self.python_agent = work / "noop_function_agent.py"
+        self.python_agent.write_text(PYTHON_AGENT)
 
     def cli(self, *args: str) -> list[str]:
         return [str(self.bin / "uwf"), *args]
 
-    def root(self, name: str, length: int, *, agent: str = "text") -> tuple[str, str]:
-        """A root with the bench workflow and a thread `length` steps deep; (root, thread)."""
+    def root(self, name: str, length: int, *, agent: str = "text", runs: bool = False) -> tuple[str, str]:
+        """A root with the bench workflow and a thread `length` steps deep; (root, thread).
+        `runs`: each step's attempt in runs.jsonl too, as a thread that really ran has."""
         from uwf_core.api import Config, Repo, load_workflow, put_workflow, start_thread
         from uwf_core.config.model import AgentConfig
+        from uwf_core.store.records import RunRecord
         from uwf_core.thread.write import write_step
 
         root = str(self.work / name)
@@ -158,17 +171,25 @@ class Uwf:
         agents = {
             "text": AgentConfig("text", "sh", ("-c", TEXT_AGENT), "text"),
             "step": AgentConfig("step", sys.executable, (str(self.step_agent),), "step"),
+            "function": AgentConfig("function", "", (), "python", python=f"{self.python_agent}:answer"),
         }
         repo.save_config(Config(agents=agents, default_agent=agent))
         info = start_thread(repo, "bench-loop", "benchmark")
         roles = load_workflow(repo, "bench-loop").roles
-        head, prev = info.head, None
+        head, prev, lines = info.head, None, []
+        now = int(time.time() * 1000) - length
         with repo.nodes.nodes.batch():
             for index in range(length):
                 role = role_at(index)
                 head = write_step(repo.nodes, start=info.head, prev=prev, role=role, meta=roles[role].meta,
                                   output=OUTPUTS[role], agent="bench", detail={"bench": index})
+                if runs:
+                    record = RunRecord(info.thread, None, role, "bench", "ok", prev or info.head, head, now + index, now + index + 1, 1)
+                    lines.append(record.to_json() + "\n")
                 prev = head
+        if lines:
+            with open(os.path.join(root, "runs.jsonl"), "a") as handle:
+                handle.writelines(lines)
         if head != info.head:
             repo.threads.compare_and_set(info.thread, info.head, head)
         return root, info.thread
@@ -429,6 +450,32 @@ def tui(report: Report, uwf: Uwf, length: int) -> None:
                    "a resize within one layout (120x40 ↔ 160x48)", goal="≤ 300 ms"))
 
 
+def tui_run(report: Report, uwf: Uwf, lengths: tuple[int, ...]) -> None:
+    """The workbench while `r` steps a long thread with an in-process python agent, against
+    `uwf thread run` stepping the same thread (issue 40)."""
+    for length in lengths:
+        print(f"the TUI's r on a {length:,}-step thread", flush=True)
+        root, thread = uwf.root(f"tui-run-{length}", length, agent="function", runs=True)
+        count = 500
+        env = dict(os.environ, UWF_STORAGE_ROOT=root)
+        started = time.perf_counter()
+        subprocess.run(uwf.cli("thread", "run", thread, "--max", str(count)), env=env, check=True, capture_output=True)
+        cli_rate = count / (time.perf_counter() - started)
+        probe = (
+            "import asyncio, json, sys; sys.path.insert(0, sys.argv[3]); from tui import run_keys; "
+            "print(json.dumps(asyncio.run(run_keys(sys.argv[1], sys.argv[2]))))"
+        )
+        out = subprocess.run([sys.executable, "-c", probe, root, thread, str(BENCH)], capture_output=True, text=True, check=True).stdout
+        got = json.loads(out.splitlines()[-1])
+        size = f"{length:,}-step thread"
+        report.add(Row(f"TUI during r on a {size}: a 10 ms timer's lateness, p50 / p95 (what a key waits)", got["late p50"], got["late p95"],
+                       "p95", goal="p95 ≤ 100 ms"))
+        report.add(Row(f"TUI during r on a {size}: `?` then Escape, each on screen, p50 / p95", got["key p50"], got["key p95"], "p95"))
+        report.add(Row(f"TUI r on a {size}: steps a second", got["steps/s"], cli_rate, "`uwf thread run` on the same thread", goal="≥ 0.5x", unit="/s"))
+        report.add(Row(f"TUI x during r on a {size}: steps begun after it was handled", None,
+                       note=f"{got['after x']:.0f} (the step in flight ends); the header " + ("cleared" if got["cleared"] else "NOT cleared"), goal="≤ 1"))
+
+
 def sandbox(report: Report, uwf: Uwf, runs: int) -> None:
     """A step's cost in bubblewrap's sandbox against the same step in a process group only (the
     fallback, UWF_BWRAP set empty), interleaved in one run."""
@@ -472,7 +519,7 @@ def workspace_files(report: Report, uwf: Uwf, quick: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/benchmarks.md)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs, for a first look")
-    sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "workers", "map", "otel", "lanes", "pg"]
+    sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "tui-run", "workers", "map", "otel", "lanes", "pg"]
     parser.add_argument("--only", choices=sections, action="append")
     args = parser.parse_args(argv)
     compile_sources()
@@ -505,6 +552,8 @@ def main(argv: list[str] | None = None) -> None:
             cas(report, uwf, 10_000 if quick else 100_000, 3000 if quick else 10_000)
         if "tui" in only:
             tui(report, uwf, 1000 if quick else 10_000)
+        if "tui-run" in only:
+            tui_run(report, uwf, (1000,) if quick else (1000, 10_000, 100_000))
         if "workers" in only:
             workers(report, uwf, [1, 4] if quick else [1, 4, 16], 16 if quick else 48)
         if "map" in only:

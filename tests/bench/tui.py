@@ -178,6 +178,66 @@ async def live(root: str, thread: str, rounds: int = 3) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+async def run_keys(root: str, thread: str, seconds: float = 12.0) -> dict[str, float]:
+    """While the workbench's `r` steps a long thread (160x48): how late a 10 ms timer fires, p50
+    and p95 (what any key waits before it is handled), a `?` and Escape round trip (the help on
+    screen and gone: a key that changes the screen), the steps a second (first, with no key
+    pressed), and after `x` how many
+    steps began once it was handled (the one in flight ends) and whether the header cleared."""
+    from textual import events
+
+    from uwf_core.api import Repo, step_counts
+    from uwf_tui.app import UwfApp
+    from uwf_tui.screens.modals import HelpScreen
+
+    def steps() -> int:
+        repo = Repo.open(root)
+        head = repo.threads.heads()[thread]
+        return step_counts(repo, [head])[head]
+
+    app = UwfApp(Repo.open(root))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.5)
+        view, table = app.threads_view, app.query_one("#threads")
+        table.move_cursor(row=table.get_row_index(thread))
+        await _until(lambda: view.timeline is not None and view.timeline.info.thread == thread and not app.query_one("#timeline").filling)
+        await pilot.pause(1.0)
+        app.post_message(events.Key("r", "r"))
+        await _until(lambda: thread in app.runner)
+        await pilot.pause(1.0)  # the run under way
+        ticks: list[float] = []
+        app.set_interval(0.01, lambda: ticks.append(time.perf_counter()))
+        first, started = steps(), time.perf_counter()
+        await asyncio.sleep(seconds / 2)  # the rate, with no key pressed
+        rate = (steps() - first) / (time.perf_counter() - started)
+        rounds: list[float] = []
+        started = time.perf_counter()
+        while time.perf_counter() - started < seconds / 2:
+            for key, shown in (("question_mark", True), ("escape", False)):
+                at = time.perf_counter()
+                app.post_message(events.Key(key, "?" if shown else None))
+                await _until(lambda: isinstance(app.screen, HelpScreen) is shown)
+                rounds.append(time.perf_counter() - at)
+            await asyncio.sleep(0.3)
+        app.post_message(events.Key("x", "x"))
+        await _until(lambda: app.runner.running[thread].is_set() if thread in app.runner else True)
+        at_x = steps()
+        await _until(lambda: thread not in app.runner)
+        after_x = steps() - at_x
+        await pilot.pause(0.1)
+        cleared = "running" not in app.sub_title
+    late = sorted(max(0.0, b - a - 0.01) for a, b in zip(ticks, ticks[1:]))
+    rounds.sort()
+
+    def p95(values: list[float]) -> float:
+        return values[min(len(values) - 1, int(len(values) * 0.95))]
+
+    return {
+        "late p50": statistics.median(late), "late p95": p95(late), "key p50": statistics.median(rounds), "key p95": p95(rounds),
+        "steps/s": rate, "after x": after_x, "cleared": float(cleared),
+    }
+
+
 async def expand_head(root: str, head: str) -> float:
     from uwf_core.api import Repo
     from uwf_tui.app import UwfApp

@@ -30,6 +30,8 @@ class ThreadHeader:
         if self.ledger_reading or self.ledger_resting:
             self.ledger_next = timeline
             return
+        if self.statuses.get(timeline.info.thread) == "running" or timeline.info.thread in self.app.runner:
+            return  # its head moves on before a read ends (the title shows a ledger of its head only): read once it stops
         rest = self.ledger_rest.get(timeline.info.thread, 0.0) - time.monotonic()
         if rest > 0:
             self.ledger_next = timeline
