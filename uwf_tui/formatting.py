@@ -99,6 +99,16 @@ def short(hash_or_id: str, length: int = 8) -> str:
     return hash_or_id[:length]
 
 
+TAG = 6
+
+
+def tag(thread: str) -> str:
+    """A thread told apart from the others in a row: the end of its id (a ULID begins with the
+    time it was made, the same for threads made at once, as a side-by-side step's candidates;
+    its end is random). The `/` filter finds a thread by it."""
+    return thread[-TAG:]
+
+
 def when(ms: int | None) -> str:
     """A full local date and time (the timeline's clock column drops the date)."""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "—"

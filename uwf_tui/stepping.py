@@ -32,6 +32,7 @@ class Stepping:
             self.notify(f"thread {thread[:10]} is already running", severity="warning")
             return
         self.running_count = len(self.runner)
+        self.running_title()  # now, not at the next tick
         self.threads_view.log_line(thread, "run until done" if run else "step", "bold")
 
     def on_agent_output(self, message: AgentOutput) -> None:

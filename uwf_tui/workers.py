@@ -25,6 +25,7 @@ from uwf_core.api import (
     perform_step,
     run_thread,
     step_counts,
+    thread_info,
     waiting_item,
 )
 
@@ -82,18 +83,33 @@ def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending
             result = perform_step(repo, thread, options)
     except UwfError as exc:
         cancelled = getattr(exc, "status", None) == "killed" and (cancel.is_set() or declined)
-        post(StepDone(thread, "cancelled" if cancelled else "failed", None if cancelled else exc.message))
+        if cancelled and run and cancel.is_set() and taken:  # x stopped the step in flight: the run stopped before it
+            post(StepDone(thread, _run_stopped(repo, _head(repo, thread), taken)))
+        else:
+            post(StepDone(thread, "cancelled" if cancelled else "failed", None if cancelled else exc.message))
         return
     except Exception as exc:  # a bug: report it in the UI rather than kill the app
         post(StepDone(thread, "failed", f"internal error: {type(exc).__name__}: {exc}"))
         return
     if run and cancel.is_set() and not result.done:
-        summary = f"{RUN_STOPPED} after step {step_counts(repo, [result.head]).get(result.head, 0):,} ({taken:,} this run); s or r goes on"
+        summary = _run_stopped(repo, result.head, taken)
     elif result.done:
         summary = "thread finished" if result.reason == "done" else f"thread ended ({result.reason})"
     else:
         summary = f"{result.role} stepped; head {result.head}" if result.role else f"head {result.head}"
     post(StepDone(thread, summary))
+
+
+def _run_stopped(repo: Repo, head: str | None, taken: int) -> str:
+    number = step_counts(repo, [head]).get(head) if head is not None else None
+    return f"{RUN_STOPPED} after step {number:,} ({taken:,} this run); s or r goes on" if number is not None else f"{RUN_STOPPED} ({taken:,} steps this run)"
+
+
+def _head(repo: Repo, thread: str) -> str | None:
+    try:
+        return thread_info(repo, thread).head
+    except UwfError:
+        return None
 
 
 def kill(repo: Repo, thread: str, post: Post) -> None:

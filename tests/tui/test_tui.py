@@ -144,7 +144,7 @@ def test_a_fresh_fork_is_as_young_as_the_fork(fixed):
         await settle(app, pilot)
         table = app.query_one("#threads")
         fork = app.threads_view.selected_thread
-        return str(table.get_row(fork)[3]), str(table.get_row(ids["solve"])[3])
+        return str(table.get_row(fork)[4]), str(table.get_row(ids["solve"])[4])  # updated
 
     fork_age, parent_age = run_app(root, script)
     assert fork_age.endswith("s ago") and parent_age.endswith("d ago")
@@ -1069,9 +1069,9 @@ def test_views_stay_current_cas_tree_follows_new_threads_and_ages_advance(fixed,
                 break
         await settle(app, pilot)
         table = app.query_one("#threads")
-        first = str(table.get_row(info.thread)[3])  # "updated"
-        await until(pilot, lambda: str(table.get_row(info.thread)[3]) != first)
-        later = str(table.get_row(info.thread)[3])
+        first = str(table.get_row(info.thread)[4])  # "updated"
+        await until(pilot, lambda: str(table.get_row(info.thread)[4]) != first)
+        later = str(table.get_row(info.thread)[4])
         hidden = [child.data for child in app.query_one("#cas-tree").root.children[0].children]
         await pilot.press("3")
         await pilot.pause(0.1)
@@ -1104,7 +1104,7 @@ def test_views_follow_a_head_moved_by_the_cli(fixed):
                 break
         await settle(app, pilot)
         steps = [key.value for key in table.rows if key.value.startswith("step:")]
-        count = str(app.query_one("#threads").get_row(thread)[2])
+        count = str(app.query_one("#threads").get_row(thread)[3])
         await pilot.press("3")  # the CAS tree is read again when it is shown
         await pilot.pause(0.1)
         heads = [child.data for child in app.query_one("#cas-tree").root.children[0].children]

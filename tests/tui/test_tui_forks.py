@@ -349,3 +349,45 @@ def test_the_new_keys_are_in_help_and_in_the_palette_which_does_what_the_key_doe
         assert key in help_text, key
     assert done == [ids["solve_steps"][4], None]
     assert started == "NewThreadScreen"  # `n` starts a thread from the Threads view too, so its command does
+
+
+# -- which thread a row is (issue 40) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_rows_say_which_thread_and_escape_returns_from_a_fork_to_where_enter_opened_it(fixed, size):
+    """Every list row has the thread's tag (its id's end) at every width; in a timeline a fork
+    row says fork or parent with the tag; Enter on a fork row, then Escape, comes back to the
+    row Enter was pressed on; Escape again goes to the list."""
+    from uwf_tui.formatting import tag
+
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["solve"])
+        threads, timeline = app.query_one("#threads"), app.query_one("#timeline")
+        tags = [str(threads.get_row(key.value)[1]) for key in threads.rows]
+        fork_row = [str(cell) for cell in timeline.get_row(f"branch:{ids['fork']}")]
+        timeline.focus()
+        await cursor_to(app, pilot, f"branch:{ids['fork']}")
+        burst(app, "enter")
+        await until(pilot, lambda: app.threads_view.timeline is not None and app.threads_view.timeline.info.thread == ids["fork"])
+        await settle(app, pilot)
+        parent_row = [str(cell) for cell in timeline.get_row(f"branch:{ids['solve']}")]
+        burst(app, "escape")
+        await until(pilot, lambda: app.threads_view.timeline is not None and app.threads_view.timeline.info.thread == ids["solve"])
+        await settle(app, pilot)
+        back_at = timeline.key_at_cursor()
+        focus_back = app.focused is timeline
+        burst(app, "escape")
+        await pilot.pause(0.2)
+        return tags, fork_row, parent_row, back_at, focus_back, app.focused is threads
+
+    tags, fork_row, parent_row, back_at, focus_back, at_list = run_app(root, script, size=size)
+    assert len(set(tags)) == len(tags) >= 4  # a tag each, none the same
+    assert tag(ids["solve"]) in tags and tag(ids["fork"]) in tags
+    assert fork_row[1] == "↳ fork" and fork_row[3] == tag(ids["fork"])  # in the started column, empty for a fork
+    assert parent_row[1] == "↰ parent" and parent_row[3] == tag(ids["solve"])
+    assert f"forked from thread {ids['solve']}" in parent_row[-1]
+    assert back_at == f"branch:{ids['fork']}" and focus_back
+    assert at_list

@@ -14,14 +14,13 @@ from textual.widgets import Input
 
 from uwf_core.api import Repo, ThreadInfo, UwfError, context_of, ulid_timestamp_ms
 
-from ..formatting import STATUS_ICONS, STATUS_STYLES, age, short
+from ..formatting import STATUS_ICONS, STATUS_STYLES, TAG, age, tag
 from .panes import RowTable, focus_now
 from .timeline import row_at_cursor
 from .text_fields import BurstInput
 
 AGE_SECONDS = 5.0
-COLUMNS = (("status", 11), ("workflow", 14), ("steps", 5), ("updated", 7))  # then the id (when wide) and the prompt
-WITH_IDS = 96  # the list's width from which it has a thread id column
+COLUMNS = (("status", 12), ("id", TAG), ("workflow", 14), ("steps", 5), ("updated", 7))  # then the prompt
 SORTS = ("status", "workflow", "steps", "updated", "prompt")  # what `o` sorts by, in turn
 SORT_STATUS = ("asking", "running", "queued", "mapping", "waiting", "failed", "damaged", "budget", "max-steps", "cancelled", "killed", "done")  # what needs a person first
 
@@ -35,7 +34,6 @@ class ThreadList(Vertical):
         self.prompts: dict[str, str] = {}  # thread -> its prompt, on one line (known before a new head's chain is read)
         self.updated: dict[str, int | None] = {}  # thread -> when its head was written (ms)
         self.filter_text = ""
-        self.with_ids: bool | None = None  # whether the id column is there (None: no columns yet)
         self.sort_by: str | None = None  # a column of SORTS, or None: the order the core lists
         self.shown: tuple | None = None  # fill's arguments, to draw the rows again for a new width
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
@@ -49,23 +47,15 @@ class ThreadList(Vertical):
     def on_mount(self) -> None:
         self.set_interval(AGE_SECONDS, self.refresh_ages)  # "updated 2s ago" must not stay 2s
 
-    def wants_ids(self) -> bool:
-        """The thread id column, where the prompt keeps room beside it (the id is in the title too)."""
-        return self.table.scrollable_content_region.width >= WITH_IDS
-
     def _columns(self) -> None:
-        """Status, workflow, steps, age, then the prompt (as wide as the rest leaves: what tells
-        threads apart), and the id at the end where the pane is wide enough."""
-        with_ids = self.wants_ids()
-        if self.with_ids == with_ids and self.table.columns:
+        """Status, the thread's tag (the end of its id: what tells threads of one workflow and
+        prompt apart, at every width), workflow, steps, age, then the prompt as wide as the rest
+        leaves."""
+        if self.table.columns:
             return
-        self.with_ids = with_ids
         table = self.table
-        table.clear(columns=True)
         columns = {label: table.add_column(label, width=width, key=label) for label, width in COLUMNS}
         self.steps_column, self.updated_column = columns["steps"], columns["updated"]
-        if with_ids:
-            table.add_column("thread", width=10, key="thread")
         self.prompt_column = table.add_flex_column("prompt")
         self._label_sort()
 
@@ -81,11 +71,6 @@ class ThreadList(Vertical):
                 column.width = max(widths[name], len(label))
         self.table.fit_flex()
         self.table.refresh()
-
-    def on_resize(self) -> None:
-        if self.shown is not None and self.with_ids != self.wants_ids():
-            infos, statuses, name_of, _ = self.shown
-            self.fill(infos, statuses, name_of, row_at_cursor(self.table))
 
     def fill(self, infos: list[ThreadInfo], statuses: dict[str, str], name_of, keep: str | None) -> None:
         """Rows for the threads the filter lets through; the cursor stays on `keep` when it can."""
@@ -106,10 +91,10 @@ class ThreadList(Vertical):
             self.updated[info.thread] = updated
             table.add_row(
                 Text(f"{STATUS_ICONS.get(status, '?')} {status}", style=style),
+                Text(tag(info.thread), style="dim"),
                 name,
                 str(self.counts[info.head]) if info.head in self.counts else "…",
                 age(updated),
-                *([short(info.thread, 10)] if self.with_ids else []),
                 Text(prompt if prompt is not None else "…", style="dim"),
                 key=info.thread,
             )

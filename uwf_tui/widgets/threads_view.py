@@ -76,6 +76,8 @@ class ThreadsView(ThreadHeader, Horizontal):
         self.stream: list[Text] = []  # agents' lines not yet written to the log (log_stream)
         self.pane_shows: tuple | None = None  # the step row (and its cost) the step pane shows
         self.title_shown: Text | None = None  # what the thread's title shows
+        self.came_from: list[tuple[str, str, str | None]] = []  # (thread opened, from thread, its row) for Escape
+        self.cursor_to: tuple[str, str] | None = None  # (thread, row): where its timeline's cursor goes when drawn
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
         self.thread_list = ThreadList(repo, self.reload, id="thread-list-pane")
         self.timeline_table = TimelineTable()
@@ -209,7 +211,10 @@ class ThreadsView(ThreadHeader, Horizontal):
             return
         kind, _, rest = (row_at_cursor(table) or "").partition(":")
         if kind in ("branch", "child"):
+            came_from = (self.selected_thread, self.selected_step)
             self.open_thread(rest)
+            if self.selected_thread == rest and came_from[0] not in (None, rest):
+                self.came_from.append((rest, *came_from))  # Escape goes back there
         elif kind == "more" and self.timeline is not None:
             steps = self.timeline.context.steps
             self.window += timeline_rows.WINDOW
@@ -228,12 +233,29 @@ class ThreadsView(ThreadHeader, Horizontal):
         focused = self.app.focused
         if focused is not None and (focused is log or focused is step or step in focused.ancestors):
             focus_now(self.timeline_table)
+        elif focused is self.timeline_table and self._back_to_where_opened():
+            pass
         elif focused is self.timeline_table:
             focus_now(self.thread_table)
         elif self.thread_list.filter_open:
             self.thread_list.clear_filter()
         else:
             return False
+        return True
+
+    def _back_to_where_opened(self) -> bool:
+        """Escape in a thread opened from a fork (or map child) row: the timeline it was opened
+        from, at that row's step. Only while the thread shown is the one opened (the list moved
+        since: Escape goes to the list)."""
+        while self.came_from and self.came_from[-1][0] != self.current_thread():
+            self.came_from.pop()
+        if not self.came_from:
+            return False
+        _, thread, step = self.came_from.pop()
+        if thread not in self.infos:
+            return False
+        self.cursor_to = (thread, step) if step else None  # the cursor goes back to the row Enter was pressed on
+        self.open_thread(thread)
         return True
 
     def toggle_filter(self) -> None:
@@ -320,6 +342,10 @@ class ThreadsView(ThreadHeader, Horizontal):
         if newest is None:
             return
         target = keep if keep and keep in table.rows else newest
+        wanted = self.cursor_to[1] if self.cursor_to is not None and self.cursor_to[0] == info.thread else None
+        if wanted is not None and (wanted in table.rows or not follow_up):  # a fork row comes with the forks, after the rows
+            target = wanted if wanted in table.rows else target
+            self.cursor_to = None
         table.move_cursor(row=table.get_row_index(target))
         self.show_subtrees(timeline)  # the last totals until the ledger is read again
         self.show_entry(target)

@@ -21,12 +21,12 @@ from uwf_core.api import MAP_AGENT, RunningStep, StepContext, Timeline, check_li
 
 from ..formatting import (
     attempt_mark,
+    tag,
     clock,
     cost_cell,
     duration,
     elapsed,
     money,
-    short,
     spend_text,
     spinner,
     summary,
@@ -67,6 +67,7 @@ class TimelineTable(RowTable):
         self.mark: str | None = None
         self.drawn: Timeline | None = None  # the timeline whose rows are all on screen (None while they are drawn)
         self.filled_from = 0  # the first step shown when the rows were last drawn whole (extend adds below)
+        self.forked_from: str | None = None  # the thread the shown one was forked from, when its row is shown
 
     def on_mount(self) -> None:
         self._columns(self.wants_cost())
@@ -166,6 +167,7 @@ class TimelineTable(RowTable):
         self.drawn = None
         self._columns(self.wants_cost(), max(3, len(str(timeline.step_count))))
         self.roles, self.nodes, self.map_children = {}, {}, {}
+        self.forked_from = parent_of(timeline)
         costs = costs or {}
         context = timeline.context
         prompt_line = " ".join(context.start.prompt.split())
@@ -248,9 +250,11 @@ class TimelineTable(RowTable):
         if step is not None and step.agent == MAP_AGENT and isinstance(step.output, dict):
             self._add_children(step.output.get("results"))
         for branch in timeline.branches.get(after, []):
+            parent = branch.thread == self.forked_from
             self._row(
-                f"branch:{branch.thread}", "", Text("↳ fork", style="bold yellow"), name(branch.agent) or short(branch.thread, 10), "",
-                duration(branch.took_ms) if branch.took_ms is not None else "", "", branch_text(branch), node=branch.thread,
+                f"branch:{branch.thread}", "", Text("↰ parent" if parent else "↳ fork", style="bold yellow"),
+                name(branch.agent), Text(tag(branch.thread), style="yellow"),  # its tag where a step's time is: no column widens for it
+                duration(branch.took_ms) if branch.took_ms is not None else "", "", branch_text(branch, parent=parent), node=branch.thread,
             )
 
     def _add_children(self, results: object) -> None:
@@ -263,7 +267,7 @@ class TimelineTable(RowTable):
             self.map_children[result["thread"]] = result
             self._row(
                 f"child:{result['thread']}", "", Text(f"↳ child {int(result.get('index', 0)) + 1}", style="bold blue"),
-                short(result["thread"], 10), "", "", "", Text(line[:LINE], style="" if done else "red"), node=result["thread"],
+                "", Text(tag(result["thread"]), style="blue"), "", "", Text(line[:LINE], style="" if done else "red"), node=result["thread"],
             )
 
     def _add_attempts(self, timeline: Timeline, after: str, first: int = 0) -> None:
@@ -291,7 +295,7 @@ class TimelineTable(RowTable):
             return
         if self.with_cost:
             self.update_cell(key, self.columns_by_label["tokens cost"], Text(f"Σ{tokens_short(total.tokens)} {money(total.cost)}", style="yellow"))
-        self.update_cell(key, self.columns_by_label["output"], branch_text(branch, total))
+        self.update_cell(key, self.columns_by_label["output"], branch_text(branch, total, parent=branch.thread == self.forked_from))
 
     def _add_running(self, running: RunningStep | None, here: bool) -> None:
         self.running_since = running.started_at if running is not None else None
@@ -333,14 +337,31 @@ def more_text(first: int) -> Text:
     return Text(f"{first:,} earlier step{'s' if first > 1 else ''}: enter shows {min(first, WINDOW):,} more", style="dim")
 
 
-def branch_text(branch, total=None) -> Text:
+def branch_text(branch, total=None, *, parent: bool = False) -> Text:
     """A fork row's text: its subtree's total first (what the fork and its own forks spent, each
-    step once; `total` is a Spend, None until the ledger has it), then its state."""
+    step once; `total` is a Spend, None until the ledger has it), then its state. The row of the
+    thread this one was forked from says so."""
     state = "active" if branch.active else (branch.reason or "done")
     steps = f"{branch.own_steps} own step{'s' if branch.own_steps != 1 else ''}"
     subtree = f"subtree {spend_text(total)} · " if total is not None else ""
     said = f"{summary(branch.output, LINE)} · " if branch.output is not None else ""  # its first step's output: candidates compare at a glance
-    return Text(f"{said}{subtree}{state}, {steps} · thread {branch.thread}", style="yellow")
+    whose = "forked from thread" if parent else "thread"
+    return Text(f"{said}{subtree}{state}, {steps} · {whose} {branch.thread}", style="yellow")
+
+
+def parent_of(timeline: Timeline) -> str | None:
+    """The thread this one was forked from, among the forks shown: of the older threads (ULIDs
+    sort by creation) it shares history with, the oldest at the last node it shares with one (the
+    ledger's rule). A fork point older than the steps shown is not in the window, nor its row."""
+    me = timeline.info.thread
+    if not timeline.branches:
+        return None
+    order = {hash_: index for index, hash_ in enumerate([timeline.context.start_hash, *(step.hash for _, step in timeline.numbered())])}
+    older = [(order[at], branch.thread) for at, found in timeline.branches.items() if at in order for branch in found if branch.thread < me]
+    if not older:
+        return None
+    deepest = max(index for index, _ in older)
+    return min(thread for index, thread in older if index == deepest)
 
 
 def step_times(timeline: Timeline, step: StepContext) -> tuple[int | None, str]:

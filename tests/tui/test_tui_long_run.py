@@ -1,0 +1,89 @@
+"""The workbench while `r` steps a thread many times a second (issue 40), through Pilot at 80x24
+and 160x48: `x` stops the run at once (no step begins after it is handled), the log says after
+which step and the header no longer says an agent runs; the timeline's rows stay bounded however
+many steps the run adds; and the keys typed meanwhile act."""
+
+from __future__ import annotations
+
+import pytest
+from test_tui import log_text, run_app, select_thread, until
+from textual import events
+
+from uwf_core.api import Config, Repo, StepOptions, put_workflow, run_thread, start_thread, step_counts
+from uwf_core.config.model import AgentConfig
+
+WORKFLOW = """
+name: loop
+maxSteps: 1000000
+roles:
+  worker:
+    description: does nothing
+    goal: nothing
+    procedure: nothing
+    output: nothing
+    meta:
+      type: object
+      properties: {$status: {enum: [again, done]}, n: {type: integer}}
+      required: [$status, n]
+graph:
+  $START: [{role: worker, condition: null}]
+  worker: {again: worker, done: $END}
+"""
+AGENT = """
+def run(ctx):
+    return {"$status": "again", "n": len(ctx.steps)}
+"""
+
+
+@pytest.fixture
+def loop_root(tmp_path):
+    """A thread of a workflow that never ends, 300 steps deep, stepped by an in-process function."""
+    (tmp_path / "loop.yaml").write_text(WORKFLOW)
+    (tmp_path / "loop_agent.py").write_text(AGENT)
+    root = Repo.open(str(tmp_path / "root"))
+    put_workflow(root, str(tmp_path / "loop.yaml"))
+    agent = AgentConfig("loop", "", (), "python", python=f"{tmp_path / 'loop_agent.py'}:run")
+    root.save_config(Config(agents={"loop": agent}, default_agent="loop"))
+    thread = start_thread(root, "loop", "a long run").thread
+    run_thread(root, thread, StepOptions(), max_steps=300)
+    return Repo.open(root.location), thread
+
+
+def steps(root: Repo, thread: str) -> int:
+    head = root.threads.heads()[thread]
+    return step_counts(root, [head])[head]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_x_stops_a_run_at_once_and_says_after_which_step(loop_root, size, monkeypatch):
+    import uwf_tui.widgets.timeline as timeline_rows
+
+    monkeypatch.setattr(timeline_rows, "WINDOW", 20)  # a run outgrows the window within a second
+    root, thread = loop_root
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, thread)
+        timeline = app.query_one("#timeline")
+        first = steps(root, thread)
+        app.post_message(events.Key("r", "r"))
+        rows = []
+
+        def far() -> bool:
+            rows.append(len(timeline.rows))
+            return steps(root, thread) > first + 150
+
+        await until(pilot, far, timeout=60)
+        running = app.sub_title
+        app.post_message(events.Key("x", "x"))
+        await until(pilot, lambda: app.runner.running[thread].is_set() if thread in app.runner else True)
+        at_x = steps(root, thread)
+        await until(pilot, lambda: thread not in app.runner, timeout=30)
+        after = steps(root, thread)
+        await pilot.pause(0.1)
+        return first, rows, running, at_x, after, app.sub_title, log_text(app)
+
+    first, rows, running, at_x, after, title, log = run_app(root, script, size=size)
+    assert "1 agent running" in running and "running" not in title
+    assert after - at_x <= 1  # the step in flight ends; none begins after x
+    assert f"run stopped after step {after:,} ({after - first:,} this run); s or r goes on" in log
+    assert max(rows) <= 2 * 20 + 5  # the rows of a long run stay about two windows, not one per step
