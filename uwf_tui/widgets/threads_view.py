@@ -35,15 +35,13 @@ from . import timeline as timeline_rows
 from .panes import PANE_KEYS, focus_now
 from .step_pane import StepPane, child_text
 from .thread_header import ThreadHeader
+from .thread_log import LOG_LINES, AgentLog
 from .thread_list import ThreadList
 from .timeline import TimelineTable, row_at_cursor
 from .welcome import Welcome
 
-LOG_LINES = 2000  # the log keeps the newest
-STREAM_SECONDS = 0.1  # agents' lines are written to the log together, this often at most
 
-
-class ThreadsView(ThreadHeader, Horizontal):
+class ThreadsView(ThreadHeader, AgentLog, Horizontal):
     """Owns no agent: stepping is the app's; this view shows what the core says."""
 
     BINDINGS = PANE_KEYS
@@ -480,26 +478,3 @@ class ThreadsView(ThreadHeader, Horizontal):
         """The StepNode under the cursor (a start has no output to edit): what e edits."""
         kind, _, rest = (self.current_entry() or "").partition(":")
         return rest if kind == "step" else None
-
-    def log_line(self, thread: str, line: str, style: str = "") -> None:
-        self.flush_stream()
-        self.query_one("#log", RichLog).write(Text.assemble((short(thread, 10) + " ", "dim"), (line, style)))
-
-    def log_note(self, line: str, style: str = "") -> None:
-        """What the app said (its toasts are brief): kept whole in the log."""
-        self.flush_stream()
-        self.query_one("#log", RichLog).write(Text.assemble(("uwf".ljust(11), "dim"), (line, style)))
-
-    def log_stream(self, thread: str, line: str) -> None:
-        """A running agent's line: written with the others of the same tenth of a second, one
-        redraw for all (a thread stepping fast writes dozens a second); before any other line."""
-        self.stream.append(Text.assemble((short(thread, 10) + " ", "dim"), line))
-        if len(self.stream) == 1:
-            self.set_timer(STREAM_SECONDS, self.flush_stream)
-
-    def flush_stream(self) -> None:
-        lines, self.stream = self.stream[-LOG_LINES:], []
-        if lines:
-            log = self.query_one("#log", RichLog)
-            for text in lines:
-                log.write(text)
