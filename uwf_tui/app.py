@@ -50,7 +50,7 @@ from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
 NARROW_COLUMNS = 110
-SAYS_WHY_NOT = ("step", "run", "preview", "diff", "queue", "cancel", "fork")  # keys that say why they cannot act, rather than nothing
+SAYS_WHY_NOT = ("step", "run", "preview", "diff", "queue", "cancel", "fork", "pick")  # keys that say why they cannot act, rather than nothing
 SHORT_ROWS = 34
 INBOX_TITLE = "i Inbox"
 VIEW_TABS = (("1 Workflows", "pane-workflows"), ("2 Threads", "pane-threads"), ("3 CAS", "pane-cas"), (INBOX_TITLE, "pane-inbox"))
@@ -206,7 +206,7 @@ class UwfApp(ViewKeys, Stepping, LiveRefresh, App):
         if key_applies(self, action, ()):
             {
                 "step": self.action_step, "run": self.action_run, "preview": self.action_preview, "diff": self.action_diff,
-                "queue": self.action_queue, "cancel": self.action_cancel, "fork": self.action_fork,
+                "queue": self.action_queue, "cancel": self.action_cancel, "fork": self.action_fork, "pick": self.action_pick,
             }[action]()
         else:
             self._say_why_not(action)

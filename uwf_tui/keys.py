@@ -80,7 +80,7 @@ def _thread_action_applies(app, action: str) -> bool:
 
 
 def why_not(app, action: str) -> str | None:
-    """Why s, r, p, d, x, f or D does nothing on the selection (None: nothing to say)."""
+    """Why s, r, p, d, x, f, D or P does nothing on the selection (None: nothing to say)."""
     view = app.threads_view
     if action == "diff":
         if view.mark is None:
@@ -88,6 +88,9 @@ def why_not(app, action: str) -> str | None:
         return None
     if action == "fork":
         return "f forks from a step or the prompt row: move the cursor onto one"
+    if action == "pick":
+        return ("P picks a candidate: the row of an active fork of the thread's head (uwf thread step --agents makes them); "
+                "move the cursor onto one")
     thread = view.current_thread()
     info = view.infos.get(thread or "")
     if thread is None or info is None:
@@ -172,6 +175,7 @@ BINDINGS = [
     Binding("d", "why_not('queue')", "Queue", show=False, id="queue-unavailable"),
     Binding("x", "why_not('cancel')", "Cancel", show=False, id="cancel-unavailable"),
     Binding("f", "why_not('fork')", "Fork", show=False, id="fork-unavailable"),
+    Binding("P", "why_not('pick')", "Pick", show=False, id="pick-unavailable"),
     # With a mark set the footer offers D rather than m (there is room for one of them at 80
     # columns); m still marks another step, or unmarks the marked one.
     Binding("m", "mark('again')", "Mark", show=False, id="mark-again"),

@@ -267,7 +267,7 @@ def test_a_filter_that_hides_every_thread_leaves_no_thread_for_the_keys(fixed):
 
 
 def test_keys_that_cannot_act_say_why(fixed):
-    """d on a finished thread, x with nothing running, f on a fork row: each said nothing."""
+    """d on a finished thread, x with nothing running, f on a fork row, P off a candidate's row: each said nothing."""
     root, ids = fixed
     said = []
 
@@ -280,6 +280,7 @@ def test_keys_that_cannot_act_say_why(fixed):
         timeline.move_cursor(row=timeline.get_row_index(f"branch:{ids['fork']}"))
         await pilot.pause(0.1)
         await pilot.press("f")
+        await pilot.press("P")  # a fork row, but not a candidate of the head
         await settle(app, pilot, 0.3)
 
     run_app(root, script)
@@ -287,6 +288,7 @@ def test_keys_that_cannot_act_say_why(fixed):
     assert f"{solve} is done: nothing to queue; f forks from a step" in said, said
     assert f"nothing runs for thread {solve}, here or in another process" in said, said
     assert "f forks from a step or the prompt row: move the cursor onto one" in said, said
+    assert any(line.startswith("P picks a candidate: the row of an active fork of the thread's head") for line in said), said
 
 
 def test_y_on_the_list_copies_the_thread_id_and_g_takes_a_thread_id(fixed):
