@@ -47,15 +47,16 @@ class Stepping:
         if self.live_views() is None:
             return
         self.running_title()  # the header says at once when no agent runs any more
-        if message.summary.startswith(RUN_STOPPED):
-            self.threads_view.log_line(message.thread, f"■ {message.summary}", "yellow")
-            self.toast(message.summary.partition(";")[0], severity="warning")
-        elif message.error:
+        stopped = message.summary == "cancelled" or message.summary.startswith(RUN_STOPPED)
+        if message.error:
             self.threads_view.log_line(message.thread, f"✗ {message.error}", "bold red")
             self.toast(f"step failed: {message.error}", severity="error")
-        elif message.summary == "cancelled" and (message.thread in self.runner.killing or self._killed(message.thread)):
+        elif stopped and (message.thread in self.runner.killing or self._killed(message.thread)):  # K stops a run too
             self.threads_view.log_line(message.thread, "☠ killed: the thread is archived and its step stopped (f forks a step to go on)", "magenta")
             self.toast("thread killed", severity="warning")
+        elif message.summary.startswith(RUN_STOPPED):
+            self.threads_view.log_line(message.thread, f"■ {message.summary}", "yellow")
+            self.toast(message.summary.partition(";")[0], severity="warning")
         elif message.summary == "cancelled":
             self.threads_view.log_line(message.thread, "■ cancelled; the head did not move (s steps again)", "yellow")
             self.toast("step cancelled", severity="warning")

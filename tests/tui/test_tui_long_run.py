@@ -87,3 +87,26 @@ def test_x_stops_a_run_at_once_and_says_after_which_step(loop_root, size, monkey
     assert after - at_x <= 1  # the step in flight ends; none begins after x
     assert f"run stopped after step {after:,} ({after - first:,} this run); s or r goes on" in log
     assert max(rows) <= 2 * 20 + 5  # the rows of a long run stay about two windows, not one per step
+
+
+def test_k_during_a_run_says_killed_not_stopped(loop_root):
+    """K stops a run too: the log says the thread was killed, not that the run stopped."""
+    from uwf_core.api import thread_info
+
+    root, thread = loop_root
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, thread)
+        first = steps(root, thread)
+        app.post_message(events.Key("r", "r"))
+        await until(pilot, lambda: steps(root, thread) > first + 20, timeout=60)
+        await pilot.press("K")
+        await pilot.pause(0.3)
+        await pilot.press("y")
+        await until(pilot, lambda: thread not in app.runner, timeout=30)
+        await pilot.pause(0.2)
+        return log_text(app)
+
+    log = run_app(root, script)
+    assert "killed: the thread is archived and its step stopped" in log and "run stopped" not in log, log
+    assert thread_info(root, thread).reason == "killed"
