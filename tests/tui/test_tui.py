@@ -622,6 +622,23 @@ def test_g_goes_to_a_hash_in_the_cas_view(fixed):
     assert "step-node" in screen
 
 
+def test_the_cas_tree_opens_with_its_cursor_on_the_first_line_so_j_reaches_a_thread(fixed):
+    root, ids = fixed
+
+    async def script(app, pilot):
+        await pilot.press("3")
+        await settle(app, pilot)
+        tree = app.query_one("#cas-tree")
+        first = tree.cursor_node.label.plain if tree.cursor_node else None
+        await pilot.press("j")
+        await pilot.pause(0.1)
+        return first, tree.cursor_node.data if tree.cursor_node else None, tree.root.children[0].children[0].data
+
+    first, under_cursor, first_thread = run_app(root, script)
+    assert first == "threads"
+    assert under_cursor == first_thread  # the first j reaches a thread (it only showed the cursor on "threads")
+
+
 def test_cas_tree_expands_references_lazily(fixed):
     root, ids = fixed
 

@@ -48,6 +48,14 @@ class CasView(Horizontal):
 
     def on_mount(self) -> None:
         self.reload()
+        self.call_after_refresh(self._first_cursor)
+
+    def _first_cursor(self) -> None:
+        """The cursor on the first line (threads), so the first `j` moves to a thread rather than
+        only showing where the cursor is."""
+        tree = self.query_one("#cas-tree", Tree)
+        if tree.cursor_line < 0:
+            tree.cursor_line = 0
 
     def panes(self) -> list:
         return [self.query_one("#cas-tree", Tree), self.query_one("#cas-node-scroll", VerticalScroll)]
