@@ -85,6 +85,31 @@ class GuardedServer(Server):
         self._sessions: set[asyncio.Task] = set()  # the websockets' handlers
         self._endings: set[asyncio.Future] = set()  # sessions ending: each until its uwf-tui has exited
 
+    def initialize_logging(self) -> None:
+        """textual-serve's logging (requests, sessions started and ended), on stderr: stdout is
+        where the URL to open is printed."""
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        super().initialize_logging()
+
+    async def _make_app(self) -> web.Application:
+        """textual-serve's routes, its static files served without a directory listing."""
+        import aiohttp_jinja2
+        import jinja2
+
+        app = web.Application()
+        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+        app.add_routes([
+            web.get("/", self.handle_index, name="index"),
+            web.get("/ws", self.handle_websocket, name="websocket"),
+            web.get("/download/{key}", self.handle_download, name="download"),
+            web.static("/static", self.statics_path, show_index=False, name="static"),
+        ])
+        app.on_startup.append(self.on_startup)
+        app.on_shutdown.append(self.on_shutdown)
+        return app
+
     async def make_app(self) -> web.Application:
         served = await self._make_app()
         outer = web.Application(middlewares=[self._require_token])

@@ -81,12 +81,13 @@ class Served:
 
 
 @contextlib.contextmanager
-def served(*args: str, env: dict | None = None, timeout: float = 30) -> Iterator[Served]:
-    """Run `uwf-tui --serve ARGS` until it prints the URL to open; stop it afterwards."""
+def served(*args: str, env: dict | None = None, timeout: float = 30, stderr=subprocess.STDOUT) -> Iterator[Served]:
+    """Run `uwf-tui --serve ARGS` until it prints the URL to open; stop it afterwards. `stderr`:
+    where its standard error goes (with its output, by default)."""
     process = subprocess.Popen(
         [*uwf_tui(), "--serve", *args],
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=stderr,
         stdin=subprocess.DEVNULL,
         text=True,
         env=env,
@@ -117,6 +118,8 @@ def served(*args: str, env: dict | None = None, timeout: float = 30) -> Iterator
             os.killpg(process.pid, signal.SIGKILL)  # nothing of it outlives the test
         process.wait()
         process.stdout.close()
+        if process.stderr is not None:
+            process.stderr.close()
 
 
 def launch(playwright):

@@ -150,6 +150,21 @@ def test_every_request_needs_the_token(tmp_path):
         assert TOKEN not in log  # the access log never repeats the token
 
 
+def test_the_log_is_on_stderr_and_the_static_files_have_no_listing(tmp_path):
+    """stdout says where to go; the requests go to stderr (as the README says); /static/ lists nothing."""
+    import subprocess
+
+    env = {**os.environ, "UWF_SERVE_TOKEN": TOKEN}
+    with served("--root", str(tmp_path / "root"), "--port", "0", env=env, stderr=subprocess.PIPE) as server:
+        port = int(server.base.rsplit(":", 1)[1])
+        listing = [_request(port, f"/{TOKEN}/static/{folder}") for folder in ("", "js/")]
+        assert _request(port, f"/{TOKEN}/static/js/textual.js")[0] == 200
+        assert server.stop() == 0
+        out, err = server.process.stdout.read(), server.process.stderr.read()
+    assert all(status in (403, 404) and b"Index of" not in body for status, body in listing), listing
+    assert '"GET /<token>/static/js/textual.js" 200' in err and "GET" not in out + "".join(server.output)
+
+
 def test_behind_a_tls_proxy_the_page_uses_https_and_wss(tmp_path):
     """The README suggests a TLS proxy in front: the page's asset and websocket URLs follow the
     proxy's X-Forwarded-Proto and -Host, so the browser does not mix ws:// into an https page."""
