@@ -110,3 +110,38 @@ def test_k_during_a_run_says_killed_not_stopped(loop_root):
     log = run_app(root, script)
     assert "killed: the thread is archived and its step stopped" in log and "run stopped" not in log, log
     assert thread_info(root, thread).reason == "killed"
+
+
+def test_between_two_steps_of_a_run_here_the_thread_reads_running(loop_root):
+    """Between two steps of a run here the thread's lock is free (no step holds it): the list and
+    the title still say running, not waiting (they flipped at every reload of a run)."""
+    from uwf_core.api import Cancel
+
+    root, thread = loop_root
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, thread)
+        before = app.threads_view.statuses.get(thread)
+        app.runner.running[thread] = Cancel()  # a run here, between two of its steps
+        app.threads_view.reload()
+        during = app.threads_view.statuses.get(thread)
+        del app.runner.running[thread]
+        return before, during
+
+    before, during = run_app(root, script)
+    assert (before, during) == ("waiting", "running")
+
+
+def test_a_thread_started_alike_is_not_taken_for_a_parent(loop_root):
+    """Two threads of one workflow and prompt share their StartNode (nodes are content-addressed):
+    the older one is not the newer one's parent."""
+    root, thread = loop_root
+    twin = start_thread(root, "loop", "a long run").thread
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, twin)
+        await until(pilot, lambda: f"branch:{thread}" in app.query_one("#timeline").rows)
+        return [str(cell) for cell in app.query_one("#timeline").get_row(f"branch:{thread}")]
+
+    row = run_app(root, script)
+    assert row[1] == "↳ fork" and "forked from" not in row[-1]

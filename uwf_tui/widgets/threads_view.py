@@ -131,6 +131,9 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         try:
             infos = list_threads(self.repo, include_archived=True)
             self.statuses = thread_statuses(self.repo, infos)
+            for thread in self.app.runner.running:  # between two steps of a run here its lock is free: still running
+                if self.statuses.get(thread) == "waiting":
+                    self.statuses[thread] = "running"
             damaged = damaged_entries(self.repo)
         except UwfError as exc:
             self.app.show_damage(exc.message)
