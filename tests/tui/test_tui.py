@@ -815,8 +815,8 @@ def test_a_long_error_is_one_toast_line_above_the_log_and_wraps_in_a_dialog(fixe
         await pilot.press("s")
         for _ in range(30):
             await pilot.pause(0.1)
-            if app.screen.query(Toast):
-                break
+            if app.screen.query(Toast) and all(toast.region.height for toast in app.screen.query(Toast)):
+                break  # shown, and laid out (a toast just mounted has no region yet)
         toasts = [toast.region for toast in app.screen.query(Toast)]
         covered = [app.query_one(name).region for name in ("#thread-list-pane", "#timeline")]
         await pilot.press("n")
