@@ -17,7 +17,7 @@ def not_a_directory(location: str) -> str | None:
     import errno
     import os
 
-    if os.path.isdir(location) or not os.path.lexists(location):
+    if not os.path.lexists(location) or os.path.isdir(location):  # in this order: made meanwhile, it is a directory
         return None
     if os.path.islink(location):
         try:
