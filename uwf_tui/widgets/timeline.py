@@ -356,11 +356,10 @@ def parent_of(timeline: Timeline) -> str | None:
     me = timeline.info.thread
     if not timeline.branches:
         return None
-    order = {hash_: index for index, hash_ in enumerate([timeline.context.start_hash, *(step.hash for _, step in timeline.numbered())])}
-    # A thread that shares only the StartNode was started with the same workflow and prompt (nodes
-    # are content-addressed), not forked from this one's steps: never its parent (the ledger's rule).
-    start = timeline.context.start_hash
-    older = [(order[at], branch.thread) for at, found in timeline.branches.items() if at in order and at != start for branch in found if branch.thread < me]
+    # Steps only: a thread that shares just the StartNode was started with the same workflow and
+    # prompt (nodes are content-addressed), not forked from this one: never its parent.
+    order = {step.hash: index for index, (_, step) in enumerate(timeline.numbered())}
+    older = [(order[at], branch.thread) for at, found in timeline.branches.items() if at in order for branch in found if branch.thread < me]
     if not older:
         return None
     deepest = max(index for index, _ in older)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 
 from ...errors import UwfError
 from ..files import append_line
@@ -74,6 +73,8 @@ class _Parsed:
     `offset` are not those parsed, is read again whole."""
 
     def __init__(self, path: str) -> None:
+        import threading  # here: a one-shot `uwf` command seldom keeps the log, and its start is the hot path
+
         self.path = path
         self.lock = threading.Lock()  # the workbench reads from several threads
         self._reset(None)
