@@ -3,7 +3,8 @@ WAL up to its first frame that fails its checksum and takes the rest for garbage
 frames 29-55, and the next connection to close checkpointed what it saw and deleted the WAL with
 them. So before the file is opened for writing (which would overwrite those frames) and by
 `cas fsck`, uwf looks past the frames SQLite took: a frame of the same generation (its salts)
-that ends a transaction there means the WAL was damaged, not merely cut by a crash. Then nothing
+that ends a transaction past the first bad frame means the WAL was damaged, not merely cut by a
+crash (a crash tears at most the commit it was writing). Then nothing
 is written, reads open the file read-only (a read-only connection never checkpoints or deletes
 the WAL), and `cas fsck --repair` salvages every intact frame (salvage.py).
 
@@ -72,8 +73,14 @@ def _problem(path: str, handle, header: bytes) -> str | None:
     if not orphans:
         return None
     first_bad = _first_bad_frame(handle, header, page_size, total)
-    if first_bad is None or first_bad > orphans[-1]:
+    if first_bad is None:
         return None  # a commit another process made meanwhile: the chain holds
+    # A commit torn by a crash is its own bad frame (its header written, its page not): that
+    # transaction never ended, and SQLite is right to drop it. Only a commit past the bad frame
+    # is one SQLite no longer reads.
+    orphans = [i for i in orphans if i > first_bad]
+    if not orphans:
+        return None
     return (
         f"the WAL's frame {first_bad + 1} of {total} is damaged, and {len(orphans)} frame(s) after it end "
         f"transactions SQLite no longer reads"
