@@ -122,6 +122,8 @@ _EXPORTS = {
     "SideBySide": "engine.fanout.side_by_side",
     "Candidate": "engine.fanout.side_by_side",
     "Picked": "engine.fanout.side_by_side",
+    "LineageReader": "engine.fanout.lineage",
+    "Lineage": "engine.fanout.lineage",
     "dry_run": "engine.dry_run",
     # people across hosts: threads waiting for a person, answered from anywhere
     "inbox": "engine.queue.inbox",
@@ -212,6 +214,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     )
     from .engine.resolve import choose_agent_spec as choose_agent_spec
     from .engine.fanout.map import MAP_AGENT as MAP_AGENT, map_progress as map_progress
+    from .engine.fanout.lineage import LineageReader as LineageReader, Lineage as Lineage
     from .engine.fanout.side_by_side import (
         step_side_by_side as step_side_by_side,
         pick_step as pick_step,

@@ -132,20 +132,20 @@ def test_d_diffs_the_marked_step_with_the_selected_thread_side_by_side(fixed, si
     assert after == "Screen"
 
 
-def test_m_k_d_in_one_burst_diffs_the_mark_with_the_thread_moved_to(fixed):
-    """From the thread list: `m` marks the selected thread's newest step, `k` moves to the thread
-    above (the fork), `D` diffs the mark with it, though its timeline has not loaded yet."""
+def test_m_j_d_in_one_burst_diffs_the_mark_with_the_thread_moved_to(fixed):
+    """From the thread list: `m` marks the selected thread's newest step, `j` moves to the thread
+    below (the fork, drawn under it), `D` diffs the mark with it, though its timeline has not loaded yet."""
     root, ids = fixed
 
     async def script(app, pilot):
         await select_thread(app, pilot, ids["solve"])
         table = app.query_one("#threads")
-        above = str(table.coordinate_to_cell_key((table.get_row_index(ids["solve"]) - 1, 0)).row_key.value)
-        screen = await open_report(app, pilot, ("m", "k", "D"))
-        return above, screen.args, app.screen.report.a.head, app.screen.report.b.head
+        below = str(table.coordinate_to_cell_key((table.get_row_index(ids["solve"]) + 1, 0)).row_key.value)
+        screen = await open_report(app, pilot, ("m", "j", "D"))
+        return below, screen.args, app.screen.report.a.head, app.screen.report.b.head
 
-    above, args, a_head, b_head = run_app(root, script)
-    assert above == ids["fork"]
+    below, args, a_head, b_head = run_app(root, script)
+    assert below == ids["fork"]
     assert args[0] == ids["solve_steps"][4] and args[1] in (ids["fork"], thread_info(root, ids["fork"]).head)
     assert a_head == ids["solve_steps"][4] and b_head == thread_info(root, ids["fork"]).head
 
@@ -367,6 +367,10 @@ def test_rows_say_which_thread_and_escape_returns_from_a_fork_to_where_enter_ope
         await select_thread(app, pilot, ids["solve"])
         threads, timeline = app.query_one("#threads"), app.query_one("#timeline")
         tags = [str(threads.get_row(key.value)[1]) for key in threads.rows]
+        assert await until(pilot, lambda: "fork of" in str(threads.get_row(ids["fork"])[-1]))
+        listed = [key.value for key in threads.rows]
+        under = listed.index(ids["fork"]) == listed.index(ids["solve"]) + 1
+        fork_prompt = str(threads.get_row(ids["fork"])[-1])
         fork_row = [str(cell) for cell in timeline.get_row(f"branch:{ids['fork']}")]
         timeline.focus()
         await cursor_to(app, pilot, f"branch:{ids['fork']}")
@@ -381,9 +385,10 @@ def test_rows_say_which_thread_and_escape_returns_from_a_fork_to_where_enter_ope
         focus_back = app.focused is timeline
         burst(app, "escape")
         await pilot.pause(0.2)
-        return tags, fork_row, parent_row, back_at, focus_back, app.focused is threads
+        return tags, fork_row, parent_row, back_at, focus_back, app.focused is threads, under, fork_prompt
 
-    tags, fork_row, parent_row, back_at, focus_back, at_list = run_app(root, script, size=size)
+    tags, fork_row, parent_row, back_at, focus_back, at_list, under, fork_prompt = run_app(root, script, size=size)
+    assert under and fork_prompt.startswith(f"↳ fork of {tag(ids['solve'])}: ")  # the list draws a fork under its parent
     assert len(set(tags)) == len(tags) >= 4  # a tag each, none the same
     assert tag(ids["solve"]) in tags and tag(ids["fork"]) in tags
     assert fork_row[1] == "↳ fork" and fork_row[3] == tag(ids["fork"])  # in the started column, empty for a fork

@@ -60,6 +60,7 @@ def test_a_map_step_lists_its_children_and_enter_opens_one(mapped, size):
 def test_p_on_a_candidate_s_fork_row_picks_its_step(root_dir, size):
     """`thread step --agents` without a pick leaves the candidates' forks under the thread's head:
     their rows name the agent and show its answer, and P on one (then y) moves the thread to its step."""
+    from uwf_tui.formatting import tag
     from uwf_core.api import step_side_by_side
 
     repo = Repo.open(str(root_dir))
@@ -77,6 +78,11 @@ def test_p_on_a_candidate_s_fork_row_picks_its_step(root_dir, size):
         row = timeline.get_row_index(f"branch:{beta.thread}")
         cells = [str(cell) for cell in timeline.get_row_at(row)]
         assert "beta" in cells[2] and cells[-1].startswith("plan: beta")  # its agent, and its answer first
+        threads = app.query_one("#threads")
+        assert await until(pilot, lambda: "candidate" in str(threads.get_row(beta.thread)[-1]))
+        listed = [key.value for key in threads.rows]
+        assert listed.index(beta.thread) > listed.index(thread)  # under the thread it was a candidate for
+        assert str(threads.get_row(beta.thread)[-1]).startswith(f"↳ beta, candidate of {tag(thread)}")
         timeline.focus()
         timeline.move_cursor(row=row)
         await pilot.pause(0.2)
@@ -89,3 +95,27 @@ def test_p_on_a_candidate_s_fork_row_picks_its_step(root_dir, size):
     assert run_app(repo, script, size=size)
     archived = {record.thread: record.reason for record in repo.threads.history()}
     assert archived[beta.thread] == "picked" and archived[result.candidates[0].thread] == "not-picked"
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_list_draws_a_map_s_children_under_it_in_item_order(mapped, size):
+    """Each child row comes right under its parent's, oldest first (item order), and says which
+    item of which thread it is; the id column says it orders the rest (newest first)."""
+    from uwf_tui.formatting import tag
+
+    repo, parent, children, _ = mapped
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, parent)
+        threads = app.query_one("#threads")
+        assert await until(pilot, lambda: f"of {tag(parent)}" in str(threads.get_row(children[0])[-1]))
+        order = [key.value for key in threads.rows]
+        prompts = {thread: str(threads.get_row(thread)[-1]) for thread in children}
+        return order, prompts, [str(column.label) for column in threads.columns.values()]
+
+    order, prompts, labels = run_app(repo, script, size=size)
+    start = order.index(parent)
+    assert order[start + 1 : start + 1 + len(children)] == children
+    for number, child in enumerate(children, 1):
+        assert prompts[child].startswith(f"↳ item {number} of {tag(parent)}: ")
+    assert "id ▼" in labels

@@ -94,13 +94,15 @@ def test_o_sorts_the_thread_list_by_its_next_column_and_back(fixed):
     default, by_status, status_labels, by_workflow, workflow_labels, by_steps, steps_labels, counts, back, back_labels, statuses, names = run_app(root, script)
     from uwf_tui.widgets.thread_list import SORT_STATUS
 
-    assert default == sorted(default, reverse=True)  # newest first
+    roots = [thread for thread in default if thread != ids["fork"]]
+    assert roots == sorted(roots, reverse=True)  # newest first (by id)...
+    assert default.index(ids["fork"]) == default.index(ids["solve"]) + 1  # ...and a fork under its parent
     ranks = [SORT_STATUS.index(statuses[thread]) if statuses[thread] in SORT_STATUS else 99 for thread in by_status]
     assert ranks == sorted(ranks) and "status ▼" in status_labels, (ranks, status_labels)
     assert [names[thread].lower() for thread in by_workflow] == sorted(names[thread].lower() for thread in by_workflow)
     assert "workflow ▼" in workflow_labels
     assert [counts[thread] for thread in by_steps] == sorted(counts.values(), reverse=True) and "steps ▼" in steps_labels
-    assert back == default and "▼" not in back_labels
+    assert back == default and back_labels.count("▼") == 1 and "id ▼" in back_labels
 
 
 def test_dollar_shows_the_threads_ledger_and_its_fork_subtree(fixed):

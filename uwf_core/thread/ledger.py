@@ -10,6 +10,7 @@ from ..encoding.records import field, record
 from ..errors import UwfError
 from .budget import REASON_BUDGET, BudgetStatus, budget_status
 from .context import context_of
+from .lineage import chain_nodes, split_family
 from .model import ThreadContext, numbered
 from .nodes import starts_of
 from .spend import Spend, StepCost, spend_of, step_cost, total_spend
@@ -208,11 +209,8 @@ class _Family:
 
 
 def _family(repo: Repo, info: ThreadInfo, context: ThreadContext) -> _Family:
-    """Threads (active or archived) whose chain shares a StartNode with this one's, and for each
-    the nodes it has of its own: a node belongs to the oldest thread (by id: ULIDs sort by creation)
-    that has it, so a fork owns the steps after the node it was forked at. A thread that shares
-    only StartNodes with older ones was started with the same workflow and prompt (nodes are
-    content-addressed), not forked: it has no parent."""
+    """Threads (active or archived) whose chain shares a StartNode with this one's, oldest first,
+    and for each the nodes it has of its own and its parent (lineage.py's rule)."""
     from .ops import list_threads
 
     store = repo.nodes
@@ -235,33 +233,14 @@ def _family(repo: Repo, info: ThreadInfo, context: ThreadContext) -> _Family:
         family.active[other.thread] = other.active
         family.reasons[other.thread] = other.reason
         family.chains[other.thread] = chain
-    seen: dict[str, str] = {}  # node -> the oldest thread that has it
-    for thread in family.order:
-        chain = family.chains[thread]
-        own = {node for node in chain if node not in seen}
-        family.own[thread] = own
-        shared_steps = [node for node in chain if node not in own and node not in starts]
-        fork_point = shared_steps[-1] if shared_steps else None
-        family.fork_at[thread] = fork_point
-        family.parent[thread] = seen.get(fork_point) if fork_point else None
-        for node in chain:
-            seen.setdefault(node, thread)
+    split = split_family(family.chains, starts)
+    family.own, family.fork_at, family.parent = split.own, split.fork_at, split.parent
     return family
 
 
 def _nodes_of(repo: Repo, head: str, context: ThreadContext | None = None) -> list[str]:
-    """A chain's nodes, oldest first, its StartNodes included (the node a fork was made at can be
-    one). `context`: the head's, when the caller has read it (its steps are not read twice)."""
-    context = context if context is not None else context_of(repo, head, with_checks=True)
-    nodes: list[str] = []
-    current_start: str | None = None
-    for step in context.steps:
-        if step.start != current_start:
-            current_start = step.start
-            nodes.append(step.start)
-        nodes.append(step.hash)
-    if context.start_hash != current_start:
-        nodes.append(context.start_hash)
-    return nodes
+    """A chain's nodes (lineage.py). `context`: the head's, when the caller has read it (its
+    steps are not read twice)."""
+    return chain_nodes(context if context is not None else context_of(repo, head, with_checks=True))
 
 

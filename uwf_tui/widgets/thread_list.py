@@ -1,9 +1,11 @@
-"""The list of threads (active and archived): status, workflow name, step count, age, the
-prompt's first words (what tells threads apart), and the `/` filter above it. Step counts and
-prompts need whole chains, so they are read off the UI thread."""
+"""The list of threads (active and archived): status, id, workflow name, step count, age, the
+prompt's first words (what tells threads apart), and the `/` filter above it. Forks, candidates
+of agents side by side and a map's children are drawn under their parent, each saying which it is
+of whom. Step counts, prompts and lineage need whole chains, so they are read off the UI thread."""
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 from rich.text import Text
@@ -12,7 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input
 
-from uwf_core.api import Repo, ThreadInfo, UwfError, context_of, ulid_timestamp_ms
+from uwf_core.api import Lineage, LineageReader, Repo, ThreadInfo, UwfError, context_of, ulid_timestamp_ms
 
 from ..formatting import STATUS_ICONS, STATUS_STYLES, TAG, age, tag
 from .panes import RowTable, focus_now
@@ -33,6 +35,9 @@ class ThreadList(Vertical):
         self.counts: dict[str, int] = {}  # head -> steps behind it (a head's count never changes)
         self.prompts: dict[str, str] = {}  # thread -> its prompt, on one line (known before a new head's chain is read)
         self.updated: dict[str, int | None] = {}  # thread -> when its head was written (ms)
+        self.lineages: dict[str, Lineage] = {}  # thread -> where it came from, for those that have a parent
+        self.lineage_reader = LineageReader(repo)
+        self.reading = threading.Lock()  # a cancelled read may still be running: one reads lineage at a time
         self.filter_text = ""
         self.sort_by: str | None = None  # a column of SORTS, or None: the order the core lists
         self.shown: tuple | None = None  # fill's arguments, to draw the rows again for a new width
@@ -61,11 +66,12 @@ class ThreadList(Vertical):
 
     def _label_sort(self) -> None:
         """The sorted column's header ends in ▼ (a Text label: never read as markup), its column
-        widened for it where the header is as wide as the column (steps, updated)."""
+        widened for it where the header is as wide as the column (steps, updated). The default
+        order is the ids' (ULIDs: newest first), so `id` says it."""
         widths = dict(COLUMNS)
         for key, column in self.table.columns.items():
             name = str(key.value)
-            label = f"{name} ▼" if name == self.sort_by else name
+            label = f"{name} ▼" if name == (self.sort_by or "id") else name
             column.label = Text(label)
             if name in widths:
                 column.width = max(widths[name], len(label))
@@ -80,11 +86,11 @@ class ThreadList(Vertical):
         self._columns()
         self.updated = {}
         self._label_sort()
-        for info in self._ordered(infos, statuses, name_of):
+        for info, depth in self._ordered(infos, statuses, name_of):
             status = statuses.get(info.thread, "")
             name = name_of(info.workflow)
-            prompt = self.prompts.get(info.thread)
-            if self.filter_text and self.filter_text.lower() not in f"{info.thread} {name} {status} {prompt or ''}".lower():
+            prompt = self._prompt(info.thread)
+            if self.filter_text and self.filter_text.lower() not in f"{info.thread} {name} {status} {prompt}".lower():
                 continue
             updated = self._changed_at(info)
             style = STATUS_STYLES.get(status, "")
@@ -92,23 +98,30 @@ class ThreadList(Vertical):
             table.add_row(
                 Text(f"{STATUS_ICONS.get(status, '?')} {status}", style=style),
                 Text(tag(info.thread), style="dim"),
-                name,
+                " " * min(depth, 2) + name,  # under its parent
                 str(self.counts[info.head]) if info.head in self.counts else "…",
                 age(updated),
-                Text(prompt if prompt is not None else "…", style="dim"),
+                Text(prompt, style="dim"),
                 key=info.thread,
             )
         missing = [info for info in infos if info.head not in self.counts or info.thread not in self.prompts]  # a new thread at a known head too
         if missing:
-            self.read_chains(missing)
+            self.read_chains(missing, infos)
         if keep and keep in table.rows:
             table.move_cursor(row=table.get_row_index(keep))
         elif table.row_count:
             table.move_cursor(row=0)
 
-    def _ordered(self, infos: list[ThreadInfo], statuses: dict[str, str], name_of) -> list[ThreadInfo]:
-        """The threads in the order `o` (or a click on a column's header) chose: newest first by
-        default; each sort's ties keep that order."""
+    def _prompt(self, thread: str) -> str:
+        """The prompt's first words, after where the thread came from (a fork, a candidate, a child)."""
+        prompt = self.prompts.get(thread, "…")
+        lineage = self.lineages.get(thread)
+        return f"{relation(lineage)}: {prompt}" if lineage is not None else prompt
+
+    def _ordered(self, infos: list[ThreadInfo], statuses: dict[str, str], name_of) -> list[tuple[ThreadInfo, int]]:
+        """The threads (each with how deep under a parent it is drawn) in the order `o` (or a
+        click on a column's header) chose; by default newest first (by id), each thread's forks,
+        candidates and children under it. Each sort's ties keep that order."""
         key = {
             "status": lambda info: SORT_STATUS.index(statuses.get(info.thread)) if statuses.get(info.thread) in SORT_STATUS else len(SORT_STATUS),
             "workflow": lambda info: name_of(info.workflow).lower(),
@@ -116,7 +129,9 @@ class ThreadList(Vertical):
             "updated": lambda info: -(self._changed_at(info) or 0),
             "prompt": lambda info: (self.prompts.get(info.thread) or "").lower(),
         }.get(self.sort_by or "")
-        return sorted(infos, key=key) if key is not None else infos
+        if key is not None:
+            return [(info, 0) for info in sorted(infos, key=key)]
+        return grouped(infos, self.lineages)
 
     def sort(self, column: str | None = None) -> str:
         """Sort by `column`, or by the next one (`o`); returns what the list is sorted by now."""
@@ -127,7 +142,7 @@ class ThreadList(Vertical):
         if self.shown is not None:
             infos, statuses, name_of, _ = self.shown
             self.fill(infos, statuses, name_of, row_at_cursor(self.table))
-        return self.sort_by or "the default order (newest first)"
+        return self.sort_by or "id: newest first, forks under their parents"
 
     def on_data_table_header_selected(self, event) -> None:
         event.stop()
@@ -147,8 +162,9 @@ class ThreadList(Vertical):
         return max(filter(None, (written, ulid_timestamp_ms(info.thread), info.completed_at)), default=None)
 
     @work(thread=True, exclusive=True, group="counts", exit_on_error=False, description="read_chains")
-    def read_chains(self, infos: list[ThreadInfo]) -> None:
-        """Each head's step count and prompt (a chain read once; the Repo caches it by head)."""
+    def read_chains(self, infos: list[ThreadInfo], every: list[ThreadInfo]) -> None:
+        """Each new head's step count and prompt (a chain read once; the Repo caches it by head),
+        and where every thread came from (read once per thread, then kept)."""
         found: list[tuple[str, str, int, str]] = []
         for info in infos:
             try:
@@ -158,17 +174,21 @@ class ThreadList(Vertical):
             self.counts[info.head] = len(context.steps)
             self.prompts[info.thread] = " ".join(context.start.prompt.split())
             found.append((info.thread, info.head, self.counts[info.head], self.prompts[info.thread]))
-        self.app.call_from_thread(self._show_chains, found)
+        with self.reading:
+            lineages = self.lineage_reader.read(every)
+        self.app.call_from_thread(self._show_chains, found, lineages)
 
-    def _show_chains(self, found: list[tuple[str, str, int, str]]) -> None:
-        if found and (self.sort_by in ("steps", "prompt") or self.filter_text) and self.shown is not None:
+    def _show_chains(self, found: list[tuple[str, str, int, str]], lineages: dict[str, Lineage]) -> None:
+        regroup = lineages != self.lineages
+        self.lineages = lineages
+        if (regroup or (found and (self.sort_by in ("steps", "prompt") or self.filter_text))) and self.shown is not None:
             infos, statuses, name_of, _ = self.shown  # the order, or what the filter lets through, depends on what was just read
             self.fill(infos, statuses, name_of, row_at_cursor(self.table))
             return
         for thread, _head, count, prompt in found:
             if thread in self.table.rows:
                 self.table.update_cell(thread, self.steps_column, str(count))
-                self.table.update_cell(thread, self.prompt_column, Text(prompt, style="dim"))
+                self.table.update_cell(thread, self.prompt_column, Text(self._prompt(thread), style="dim"))
 
     def refresh_ages(self) -> None:
         """Advance the "updated" column (ages grow with no change to the root)."""
@@ -207,3 +227,43 @@ class ThreadList(Vertical):
         self.on_filter()
         focus_now(self.table)
 
+
+
+def relation(lineage: Lineage) -> str:
+    """Where a thread came from, in a few words: `fork of 7Q4655`, `item 2 of 5SYCBY`,
+    `codex, candidate of ZW4E1H`."""
+    parent = tag(lineage.parent)
+    if lineage.kind == "child":
+        return f"↳ item {lineage.label} of {parent}"
+    if lineage.kind == "candidate":
+        return f"↳ {lineage.label or 'an agent'}, candidate of {parent}"
+    return f"↳ fork of {parent}"
+
+
+def grouped(infos: list[ThreadInfo], lineages: dict[str, Lineage]) -> list[tuple[ThreadInfo, int]]:
+    """`infos` in their order, each thread's descendants right under it (depth first, oldest
+    first), with their depth; a thread whose parent is not listed stands on its own."""
+    listed = {info.thread for info in infos}
+    under: dict[str, list[ThreadInfo]] = {}
+    roots = []
+    for info in infos:
+        lineage = lineages.get(info.thread)
+        if lineage is not None and lineage.parent in listed and lineage.parent != info.thread:
+            under.setdefault(lineage.parent, []).append(info)
+        else:
+            roots.append(info)
+    result: list[tuple[ThreadInfo, int]] = []
+    placed: set[str] = set()
+
+    def place(info: ThreadInfo, depth: int) -> None:
+        if info.thread in placed:
+            return
+        placed.add(info.thread)
+        result.append((info, depth))
+        for child in sorted(under.get(info.thread, []), key=lambda child: child.thread):
+            place(child, depth + 1)  # oldest first, as they were made: a map's children in item order
+
+    for info in roots:
+        place(info, 0)
+    result.extend((info, 0) for info in infos if info.thread not in placed)  # a loop in damaged data: still listed
+    return result
