@@ -30,6 +30,12 @@ def attempt_mark(status: str) -> tuple[str, str]:
     return ("✗", "bold red")
 
 
+def attempt_word(status: str) -> str:
+    """An attempt's status as a person reads it: runs.jsonl's `killed` is any stopped attempt (x,
+    a declined form, K), so it reads `stopped` and its error says which."""
+    return "stopped" if status == "killed" else status
+
+
 def age(ms: int | None, now: float | None = None) -> str:
     """How long ago: 45s ago, 3m ago, 2h ago."""
     return f"{waited(ms, now)} ago" if ms else ""

@@ -900,6 +900,32 @@ def test_human_role_gets_a_form(fixed):
     assert step.agent == "human" and step.output == {"thesis": "People decide.", "keyPoints": ["one", "two"]}
 
 
+def test_at_80x24_the_human_form_shows_the_prompt_s_lines_and_a_declined_form_reads_stopped(fixed):
+    """At 80x24 the form showed 3 lines of a 93-line prompt, and the declined attempt's row read
+    `killed: …` (runs.jsonl's word for any stopped attempt): now the prompt has half the screen,
+    and the row reads `stopped`, its error saying the answer was cancelled."""
+    root, ids = fixed
+    config = Path(root.location, "config.yaml")
+    config.write_text(config.read_text() + 'agentOverrides:\n  "analyze-topic":\n    analyst: "human"\n')
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["analyze"])
+        await pilot.press("s")
+        assert await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen")
+        await pilot.pause(0.3)
+        context = app.screen.query_one(".context")
+        lines = context.size.height
+        await pilot.press("escape")
+        await settle(app, pilot, 0.5)
+        timeline = app.query_one("#timeline")
+        rows = [" ".join(str(cell) for cell in timeline.get_row(key.value)) for key in timeline.rows if str(key.value).startswith("attempt:")]
+        return lines, rows
+
+    lines, rows = run_app(root, script, size=(80, 24))
+    assert lines >= 8, lines
+    assert rows and "stopped: the human answer for role 'analyst' was cancelled" in rows[-1] and "killed" not in rows[-1], rows
+
+
 def test_the_human_form_refuses_the_untouched_template(fixed):
     root, ids = fixed
     config = Path(root.location, "config.yaml")

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
-from ..formatting import attempt_mark, clock, literal, money, took, when
+from ..formatting import attempt_mark, attempt_word, clock, literal, money, took, when
 from .panes import active_scroll
 
 
@@ -90,7 +90,7 @@ def attempt_view(attempt) -> Text:
     """A failed attempt from runs.jsonl as a person reads it: what, when, how long, why."""
     text = Text()
     mark, style = attempt_mark(attempt.status)
-    text.append(f"{mark} {attempt.status}", style=style)
+    text.append(f"{mark} {attempt_word(attempt.status)}", style=style)
     text.append(f"   {when(attempt.startedAt)} → {clock(attempt.completedAt)} ({took(attempt.startedAt, attempt.completedAt) or '—'})\n\n")
     for label, value in (("role", attempt.role), ("agent", attempt.agent), ("head", f"{attempt.head} (it did not move)")):
         text.append(f"{label:<7}", style="bold")

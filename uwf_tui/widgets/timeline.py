@@ -20,7 +20,7 @@ from textual.widgets import DataTable
 from uwf_core.api import MAP_AGENT, RunningStep, StepContext, Timeline, check_line, is_check_role
 
 from ..formatting import (
-    attempt_mark,
+    attempt_mark, attempt_word,
     tag,
     clock,
     cost_cell,
@@ -285,7 +285,7 @@ class TimelineTable(RowTable):
                 clock(attempt.startedAt),
                 duration(attempt.durationMs),
                 "",
-                Text(f"{attempt.status}: {error}"[:120], style=style.removeprefix("bold ")),
+                Text(f"{attempt_word(attempt.status)}: {error}"[:120], style=style.removeprefix("bold ")),
             )
 
     def show_subtree(self, branch, total) -> None:
