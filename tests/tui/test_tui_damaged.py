@@ -88,3 +88,34 @@ def test_a_thread_whose_head_is_gone_is_listed_as_damaged(healthy, tmp_path, uwf
     listed = {item["thread"]: item for item in json.loads(uwf("--root", str(root), "thread", "list").out)}
     assert "problem" in listed[ids["fork"]] and fork_head in listed[ids["fork"]]["problem"]
     assert "problem" not in listed[ids["analyze"]]  # the others are listed as usual
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_the_banner_fits_its_width_and_the_log_has_it_whole(healthy, tmp_path, size):
+    """At 80 columns the banner's wrapped message pushed what fsck found and what to do off its
+    three lines: now each line is cut with … where the screen ends, and the log has the damage
+    and fsck's findings whole."""
+    from test_tui import log_text, screen_text
+
+    from uwf_tui.app import UwfApp
+
+    base, ids, fork_head = healthy
+    root = tmp_path / "root"
+    shutil.copytree(base, root)
+    subprocess.run(["sh", "-c", DAMAGES["a head is truncated"].format(fork_head=fork_head)], cwd=root, check=True)
+
+    async def session():
+        app = UwfApp(Repo.open(str(root)), poll_seconds=0.2)
+        async with app.run_test(size=size) as pilot:
+            for _ in range(50):
+                await pilot.pause(0.1)
+                if app.query_one("#damage").fsck_summary:
+                    break
+            await pilot.pause(0.3)
+            return screen_text(app), log_text(app)
+
+    shown, log = asyncio.run(session())
+    lines = shown.splitlines()
+    at = next(index for index, line in enumerate(lines) if "⚠" in line)
+    assert "uwf cas fsck: 2 errors" in lines[at + 1] and "The views show what can still be read" in lines[at + 2], lines[at : at + 3]
+    assert ids["fork"] in " ".join(log.split()) and "uwf cas fsck: 2 errors" in log

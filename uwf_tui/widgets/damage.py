@@ -25,7 +25,10 @@ class DamageBanner(Static):
             self.fsck_summary = None  # another damage: check again
         self.damage = message
         checking = self.fsck_summary or "`uwf cas fsck` is checking the whole root…"
-        self.update(Text(f"⚠ {message}\n  {checking} The views show what can still be read."))  # literal: it quotes files
+        # Three lines, each cut where the screen ends (app.tcss): the damage, what fsck says, and
+        # what to do; the log has the first two whole.
+        lines = ("⚠ " + " ".join(message.split()), "  " + " ".join(checking.split()), "  The views show what can still be read; the log has it whole.")
+        self.update(Text("\n".join(lines)))  # literal: it quotes files
         self.remove_class("hidden")
         if first:
             self.app.notify(message, title="the root is damaged", severity="error", timeout=10, markup=False)
@@ -36,6 +39,8 @@ class DamageBanner(Static):
     def fsck_done(self, summary: str) -> None:
         self.fsck_running = False
         self.fsck_summary = summary
+        if self.damage:
+            self.app.note(summary, severity="error")  # whole, where the banner cuts it
         if not self.has_class("hidden") and self.damage:
             self.show(self.damage)
 
