@@ -33,6 +33,7 @@ class Stepping:
             return
         self.running_count = len(self.runner)
         self.running_title()  # now, not at the next tick
+        self.threads_view.stop_ledger(thread)
         self.threads_view.log_line(thread, "run until done" if run else "step", "bold")
 
     def on_agent_output(self, message: AgentOutput) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import EXAMPLES
 
 from uwf_core.config.model import parse_config
 from uwf_core.config.values import ConfigError
@@ -125,3 +126,19 @@ def test_a_step_that_recorded_no_usage_makes_the_cost_unknown_but_a_person_or_a_
     assert (unknown + spend_of(())).unrecorded == 1
     status = BudgetStatus(10, None, "thread", unknown)
     assert status.exceeded is None and "recorded no token usage" in status.unrecorded
+
+
+def test_a_ledger_read_ends_when_its_stop_says_so(root):
+    """A 100,000-step ledger is seconds of reading that a step of the same thread makes stale:
+    `stop` ends it (the workbench stops it when the thread steps); unasked, it reads to the end."""
+    from uwf_core.api import StepOptions, perform_step, put_workflow, start_thread, thread_cost
+    from uwf_core.thread.lineage import Stopped
+
+    put_workflow(root, str(EXAMPLES / "solve-issue.yaml"))
+    thread = start_thread(root, "solve-issue", "x").thread
+    perform_step(root, thread, StepOptions(agent=f"uwf-script --script {EXAMPLES / 'solve-issue.script.yaml'}"))
+    asked = []
+    with pytest.raises(Stopped):
+        thread_cost(root, thread, stop=lambda: asked.append(1) or True)
+    assert asked
+    assert thread_cost(root, thread, stop=lambda: False).total.steps == 1

@@ -6,6 +6,30 @@ from conftest import EXAMPLES
 
 from uwf_core.thread.timeline import thread_timeline
 
+LOOP = """name: loop
+roles:
+  worker:
+    description: Loops.
+    goal: Loop.
+    procedure: Loop.
+    output: A number.
+    meta:
+      type: object
+      properties: {n: {type: integer}}
+      required: [n]
+conditions:
+  enough:
+    description: A hundred steps
+    expression: "$count(steps) > 100"
+graph:
+  $START:
+    - role: worker
+  worker:
+    - role: $END
+      condition: enough
+    - role: worker
+"""
+
 
 def test_each_step_has_the_attempt_that_wrote_it_in_a_fork_too(uwf, root):
     assert uwf("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
@@ -41,3 +65,37 @@ def test_a_window_reads_only_the_newest_steps_and_forks_are_found_apart(uwf, roo
     assert [number for number, _ in window.numbered()] == [3, 4]
     assert window.branches == {} and find_branches(root, window) == whole.branches
     assert [branch.thread for branch in whole.branches[heads[0]]] == [fork]
+
+
+def test_a_window_looks_at_the_runs_since_its_oldest_step_and_finds_what_a_whole_read_does(root):
+    """A 100,000-step thread's view went through all its runs at every reload: a window now looks
+    at the records since the attempt that wrote its oldest step, and finds the same runs and
+    failed attempts for the steps it shows as a whole read does."""
+    from uwf_core.api import StepOptions, perform_step, put_workflow, start_thread
+    from uwf_core.errors import UwfError
+
+    path = root.location + "/loop.yaml"
+    with open(path, "w") as handle:
+        handle.write(LOOP)
+    put_workflow(root, path)
+    answers = iter(["bad", "good", "bad", "good", "good", "bad", "good", "bad"])  # failed attempts in the window and before it
+
+    def worker(ctx):
+        if next(answers) == "bad":
+            raise RuntimeError("no")
+        return {"n": 1}
+
+    root.agents.register("worker", worker)
+    thread = start_thread(root, "loop", "x").thread
+    for _ in range(8):
+        try:
+            perform_step(root, thread, StepOptions(agent="worker"))
+        except UwfError:
+            pass
+    whole = thread_timeline(root, thread, with_branches=False)
+    window = thread_timeline(root, thread, with_branches=False, window=2)
+    shown = {step.hash for step in window.shown}
+    assert len(whole.steps) >= 3 and sum(len(found) for found in whole.attempts.values()) >= 2
+    assert {step: run for step, run in window.step_runs.items()} == {step: run for step, run in whole.step_runs.items() if step in shown}
+    assert {head: found for head, found in window.attempts.items() if head in shown} == {head: found for head, found in whole.attempts.items() if head in shown}
+    assert any(head in shown for head in whole.attempts)  # a failed attempt inside the window, found

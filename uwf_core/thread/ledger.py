@@ -10,7 +10,7 @@ from ..encoding.records import field, record
 from ..errors import UwfError
 from .budget import REASON_BUDGET, BudgetStatus, budget_status
 from .context import context_of
-from .lineage import chain_nodes, split_family
+from .lineage import chain_nodes, checked, split_family
 from .model import ThreadContext, numbered
 from .nodes import starts_of
 from .spend import Spend, StepCost, spend_of, step_cost, total_spend
@@ -18,6 +18,8 @@ from .spend import Spend, StepCost, spend_of, step_cost, total_spend
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from ..repo import Repo
     from .ops import ThreadInfo
 
@@ -134,19 +136,23 @@ def _totals(groups: dict[str, list[Spend]]) -> dict[str, Spend]:
     return {name: total_spend(spends) for name, spends in groups.items()}
 
 
-def thread_cost(repo: Repo, thread: str) -> ThreadCost:
+def thread_cost(repo: Repo, thread: str, *, stop: Callable[[], bool] | None = None) -> ThreadCost:
     """The ledger of one thread: each step (tokens, models, cost, reuse, time), totals, roll-ups
-    per agent, model and role, what it inherited from the thread it was forked from, its budget."""
+    per agent, model and role, what it inherited from the thread it was forked from, its budget.
+    `stop`: asked as the steps are read; once true, the read ends with lineage.Stopped (a
+    100,000-step ledger is seconds of work a step of the same thread makes stale)."""
     from ..workflow.ops import workflow_of
     from .ops import thread_info
     from .timeline import runs_by_step
 
     info = thread_info(repo, thread)
     context = context_of(repo, info.head, with_checks=True)
-    family = _family(repo, info, context)
+    for _ in checked(reversed(context.steps), stop):
+        pass  # the chain read newest first, `stop` asked as it goes (iterating reads it whole before the first step)
+    family = _family(repo, info, context, stop)
     records = list(repo.runs.read())  # once: each step's time, and this thread's failed attempts
     runs = runs_by_step(records)
-    costs = [step_cost(repo, step, number, runs.get(step.hash)) for number, step in numbered(context.steps)]
+    costs = [step_cost(repo, step, number, runs.get(step.hash)) for number, step in checked(numbered(context.steps), stop)]
     own_nodes = family.own.get(info.thread, set())
     inherited = sum(1 for step in context.steps if step.hash not in own_nodes)
     total, by_agent, by_model, by_role = _roll_up(costs)
@@ -208,7 +214,7 @@ class _Family:
     fork_at: dict[str, str | None] = field(default_factory=dict)
 
 
-def _family(repo: Repo, info: ThreadInfo, context: ThreadContext) -> _Family:
+def _family(repo: Repo, info: ThreadInfo, context: ThreadContext, stop: Callable[[], bool] | None = None) -> _Family:
     """Threads (active or archived) whose chain shares a StartNode with this one's, oldest first,
     and for each the nodes it has of its own and its parent (lineage.py's rule)."""
     from .ops import list_threads
@@ -224,7 +230,7 @@ def _family(repo: Repo, info: ThreadInfo, context: ThreadContext) -> _Family:
             theirs = ours if other.thread == info.thread else starts_of(store, other.head)
             if not ours.intersection(theirs):
                 continue
-            chain = _nodes_of(repo, other.head) if other.thread != info.thread else _nodes_of(repo, info.head, context)
+            chain = _nodes_of(repo, other.head, stop=stop) if other.thread != info.thread else _nodes_of(repo, info.head, context, stop)
         except UwfError:
             continue
         starts |= theirs
@@ -238,9 +244,9 @@ def _family(repo: Repo, info: ThreadInfo, context: ThreadContext) -> _Family:
     return family
 
 
-def _nodes_of(repo: Repo, head: str, context: ThreadContext | None = None) -> list[str]:
+def _nodes_of(repo: Repo, head: str, context: ThreadContext | None = None, stop: Callable[[], bool] | None = None) -> list[str]:
     """A chain's nodes (lineage.py). `context`: the head's, when the caller has read it (its
     steps are not read twice)."""
-    return chain_nodes(context if context is not None else context_of(repo, head, with_checks=True))
+    return chain_nodes(context if context is not None else context_of(repo, head, with_checks=True), stop)
 
 

@@ -75,7 +75,7 @@ def thread_timeline(
     context = context_of(repo, info.head, with_checks=True)
     first = 0 if window is None else max(0, len(context.steps) - window)
     timeline = Timeline(info, context, step_count=len(context_of(repo, info.head).steps), first_shown=first)
-    for attempt in repo.runs.read(info.thread):
+    for attempt in _window_runs(repo.runs.read(info.thread), timeline.shown[0].hash if window is not None and timeline.shown else None):
         if attempt.ok and attempt.step:
             timeline.step_runs[attempt.step] = attempt
         elif not attempt.ok and attempt.head and (attempt.status != "waiting" or attempt.head == info.head):
@@ -85,6 +85,19 @@ def thread_timeline(
     if with_branches:
         timeline.branches = find_branches(repo, timeline, others)
     return timeline
+
+
+def _window_runs(records: list[RunRecord], oldest: str | None) -> list[RunRecord]:
+    """The attempts a window of steps shows, oldest first: those since the attempt that wrote its
+    oldest step (a thread's attempts are recorded in the order they ended, one at a time, and an
+    attempt from a step comes after the one that wrote it), so a 100,000-step thread's window
+    looks at its last few records; all of them when that attempt is not on record."""
+    if oldest is None:
+        return records
+    for index in range(len(records) - 1, -1, -1):
+        if records[index].step == oldest and records[index].ok:
+            return records[index:]
+    return records
 
 
 def find_branches(repo: Repo, timeline: Timeline, others: list[ThreadInfo] | None = None) -> dict[str, list[Branch]]:

@@ -7,6 +7,7 @@ Mixed into ThreadsView (threads_view.py): `self` is the view.
 
 from __future__ import annotations
 
+import threading
 import time
 
 from rich.text import Text
@@ -39,7 +40,14 @@ class ThreadHeader:
             self.set_timer(rest, self.ledger_rested)
             return
         self.ledger_reading = True
-        self._read_ledger(timeline)
+        self.ledger_stop = (timeline.info.thread, threading.Event())
+        self._read_ledger(timeline, self.ledger_stop[1])
+
+    def stop_ledger(self, thread: str) -> None:
+        """A step of `thread` begins: the ledger being read of it would be stale before it ends
+        (on a 100,000-step thread it is seconds of CPU a run competes with); read it after."""
+        if self.ledger_stop is not None and self.ledger_stop[0] == thread:
+            self.ledger_stop[1].set()
 
     def ledger_read(self, thread: str, took: float) -> None:
         self.ledger_reading = False
@@ -53,21 +61,21 @@ class ThreadHeader:
             self.load_ledger(waiting)
 
     @work(thread=True, group="ledger", exit_on_error=False, description="read_ledger")
-    def _read_ledger(self, timeline: Timeline) -> None:
+    def _read_ledger(self, timeline: Timeline, stop: threading.Event) -> None:
         started = time.monotonic()
         try:
-            self._read_ledger_of(timeline)
+            self._read_ledger_of(timeline, stop)
         finally:
             self.app.call_from_thread(self.ledger_read, timeline.info.thread, time.monotonic() - started)
 
-    def _read_ledger_of(self, timeline: Timeline) -> None:
+    def _read_ledger_of(self, timeline: Timeline, stop: threading.Event) -> None:
         """The thread's total and budget and each fork's subtree: whole chains, so after the rows."""
         forks = [branch for found in timeline.branches.values() for branch in found]
         try:
-            ledger = thread_cost(self.repo, timeline.info.thread)
+            ledger = thread_cost(self.repo, timeline.info.thread, stop=stop.is_set)
             subtrees = {branch.thread: tree_cost(self.repo, branch.thread).total for branch in forks}
         except UwfError:
-            return  # the timeline shows the thread; a ledger it cannot read is the damage banner's to say
+            return  # stopped, or a ledger it cannot read: the timeline shows the thread, the damage banner says why
         self.app.call_from_thread(self.show_ledger, timeline, ledger, subtrees)
 
     @work(thread=True, exclusive=True, group="forks", exit_on_error=False, description="load_forks")

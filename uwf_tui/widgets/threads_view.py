@@ -7,6 +7,8 @@ thread: the rows' in the timeline's worker, the thread's total and its forks' su
 
 from __future__ import annotations
 
+import threading
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -60,6 +62,7 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         self.welcomed = False
         self.refit_pending = False  # a redraw for a new width is scheduled
         self.ledger_reading = False  # a worker reads a ledger now
+        self.ledger_stop: tuple[str, threading.Event] | None = None  # the thread whose ledger is read, and what stops the read
         self.ledger_resting = False  # a timer waits to read the next (load_ledger)
         self.ledger_rest: dict[str, float] = {}  # the thread last read -> when its ledger may be read again
         self.map_progress: dict[tuple[str, str], tuple[int, int] | None] = {}  # (thread, head) -> a map's (ended, total)

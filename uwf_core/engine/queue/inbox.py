@@ -15,6 +15,8 @@ from ...errors import UwfError
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from ...repo import Repo
     from ..attempt import HumanRequest, StepOptions, StepResult
 
@@ -48,12 +50,18 @@ def inbox(repo: Repo) -> list[InboxItem]:
     from ...thread.ops import list_threads
 
     queued = {entry.thread for entry in repo.backend.queue.entries()}
-    last_ok, asked = _run_times(repo)
+    times: list = []  # runs.jsonl read once, and only when a thread waits (a 100,000-step root's is 100,000 lines)
+
+    def run_times() -> tuple[dict, dict]:
+        if not times:
+            times.extend(_run_times(repo))
+        return times[0], times[1]
+
     items = []
     for info in list_threads(repo):
         if not info.active or info.problem or repo.locks.running(info.thread) is not None:
             continue
-        item = _waiting(repo, info, info.thread in queued, last_ok, asked)
+        item = _waiting(repo, info, info.thread in queued, run_times)
         if item is not None:
             items.append(item)
     return sorted(items, key=lambda item: (item.since, item.thread))
@@ -71,7 +79,7 @@ def _run_times(repo: Repo) -> tuple[dict[str, int], dict[tuple[str, str], tuple[
     return landed, asked
 
 
-def _waiting(repo: Repo, info, queued: bool, landed: dict, asked: dict) -> InboxItem | None:
+def _waiting(repo: Repo, info, queued: bool, run_times: Callable[[], tuple[dict, dict]]) -> InboxItem | None:
     from ...encoding.ids import ulid_timestamp_ms
     from ...thread.context import context_of
     from ...thread.moderator import evaluate
@@ -91,6 +99,7 @@ def _waiting(repo: Repo, info, queued: bool, landed: dict, asked: dict) -> Inbox
     if resolved.protocol != "human":
         return None
     schema = repo.nodes.schema(workflow.roles[decision.role].meta)
+    landed, asked = run_times()
     since, by = asked.get((info.thread, info.head), (None, None))
     if since is None:
         since = landed.get(info.head) or ulid_timestamp_ms(info.thread)
@@ -105,7 +114,7 @@ def waiting_item(repo: Repo, thread: str) -> InboxItem:
     from ...thread.ops import active_thread, resolve_thread_id
 
     info = active_thread(repo, resolve_thread_id(repo, thread))
-    item = _waiting(repo, info, False, {}, {})
+    item = _waiting(repo, info, False, lambda: ({}, {}))
     if item is None:
         raise UwfError(f"thread {info.thread} is not waiting for a person (see `uwf thread dry-run {info.thread}`)")
     return item
