@@ -153,6 +153,9 @@ def test_hand_changes_between_steps_are_said_and_recorded(uwf, root_dir, tmp_pat
     files = t.files(result.json()["head"])
     assert [(c["path"], c["status"]) for c in files["byHand"]] == [("seed.txt", "modified")]
     assert "seed.txt" not in {c["path"] for c in files["changes"]}
+    # what a person reads says it was not a step, without claiming a person (a failed attempt leaves writes too)
+    text = ok(uwf("thread", "files", result.json()["head"])).out
+    assert "changed between steps, before it (by hand, or left by a failed attempt): 1 path" in text
 
 
 def test_reuse_replays_only_with_the_same_files_and_restores_what_the_step_left(uwf, root_dir, tmp_path):

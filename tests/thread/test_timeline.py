@@ -43,6 +43,9 @@ def test_each_step_has_the_attempt_that_wrote_it_in_a_fork_too(uwf, root):
     assert runs[first].thread == thread and runs[second].thread == fork  # the inherited step keeps its own run
     assert all(record.ok and record.durationMs >= 0 for record in runs.values())
     assert not thread_timeline(root, thread).attempts
+    # the fork's row in its parent's timeline gives the step the time its own timeline does (one clock: uwf's)
+    (branch,) = thread_timeline(root, thread).branches[first]
+    assert branch.first == second and branch.took_ms == runs[second].durationMs
 
 
 def test_a_window_reads_only_the_newest_steps_and_forks_are_found_apart(uwf, root):

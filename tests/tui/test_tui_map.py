@@ -46,6 +46,9 @@ def test_a_map_step_lists_its_children_and_enter_opens_one(mapped, size):
         await pilot.pause(0.2)
         shown = str(app.query_one("#step-output").content)
         assert f"Child 1 of the map step: thread {children[0]}" in shown and "passed: true" in shown
+        for tab in ("body", "prompt", "detail", "files"):  # never blank: each says where its content is
+            said = str(app.query_one(f"#step-{tab}").content)
+            assert f"thread {children[0]}" in said and "Enter opens it" in said, (tab, said)
         for key in ("down", "enter"):  # a burst: the second child, then into it
             app.post_message(events.Key(key, "\r" if key == "enter" else None))
         opened = await until(pilot, lambda: app.threads_view.selected_thread == children[1])

@@ -45,7 +45,7 @@ def cmd_files(args) -> int:
         emit_json(data)
         return 0
     lines = []
-    groups = [("changed by hand before it", hand)] if hand else []
+    groups = [("changed between steps, before it (by hand, or left by a failed attempt)", hand)] if hand else []
     if changes is not None and (changes or not hand):  # a resumed start has hand changes only
         groups.append(("changed by the step", changes))
     for title, group in groups:

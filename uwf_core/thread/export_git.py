@@ -49,7 +49,7 @@ def export_git(repo: Repo, thread: str, directory: str) -> dict:
             continue
         began = step.files_before or files_of(store, step.prev or step.start)  # a resume's start may hold hand changes
         if began and began != previous:
-            commits.append((f"changed by hand before step {step_context.hash}", step.started_at, began))
+            commits.append((f"changed between steps (by hand, or left by a failed attempt) before step {step_context.hash}", step.started_at, began))
             previous = began
         message = f"{step.role} ({step.agent})\n\nuwf step {step_context.hash}"  # no thread id: a fork shares the commits of the steps it shares
         commits.append((message, step.completed_at, step.files))

@@ -161,7 +161,7 @@ def step_files_text(repo: Repo, step_hash: str, limit: int = 4000, outside: Outs
         lines.append(f"# the workspace at the start: {len(files)} path{'s' if len(files) != 1 else ''}")
         lines.extend(f"#   {show_path(path)}" for path in list(files)[:200])
         changes = None
-    for title, group in (("changed by hand before it", hand), ("changed by the step", changes)):
+    for title, group in (("changed between steps, before it (by hand, or left by a failed attempt)", hand), ("changed by the step", changes)):
         if group or (group is not None and title.endswith("by the step")):
             lines.append(f"# {title}: {len(group)} path{'s' if len(group) != 1 else ''}")
             lines.extend(f"#   {change.status:<8} {change.to_json()['path']}" for change in group)

@@ -3,7 +3,7 @@ the step they started from, and the threads that branch off it (forks)."""
 
 from __future__ import annotations
 
-from ..encoding.records import field, record
+from ..encoding.records import field, record, replace
 from ..errors import UwfError
 from ..store.cas import CasStore
 from ..store.records import RunRecord
@@ -30,8 +30,9 @@ class Branch:
     active: bool
     reason: str | None
     agent: str | None = None  # the agent of its first own step (a candidate of `thread step --agents`: which one)
-    output: object = None  # that step's output, and how long it took (its StepNode's times), to compare candidates by
-    took_ms: int | None = None
+    output: object = None  # that step's output, and how long it took, to compare candidates by
+    took_ms: int | None = None  # by uwf's clock (its attempt in runs.jsonl), else its StepNode's times
+    first: str | None = None  # that step's hash
 
 
 @record
@@ -104,7 +105,13 @@ def find_branches(repo: Repo, timeline: Timeline, others: list[ThreadInfo] | Non
     """The threads that branch off this one, by the step (or start) they share last. Only a
     thread of one of this chain's StartNodes can be one; the whole chain is read only when some is."""
     candidates = others if others is not None else list_threads(repo, include_archived=True)
-    return _branches(repo.nodes, timeline.info, timeline.context, candidates)
+    found = _branches(repo.nodes, timeline.info, timeline.context, candidates)
+    for branches in found.values():  # the time the fork's own timeline shows for the step: uwf's, around the attempt
+        for index, branch in enumerate(branches):
+            runs = [run for run in repo.runs.of_step(branch.first) if run.ok] if branch.first else []
+            if runs:
+                branches[index] = replace(branch, took_ms=runs[-1].durationMs)
+    return found
 
 
 def _inherited_runs(repo: Repo, timeline: Timeline) -> None:
@@ -147,7 +154,7 @@ def _branches(store: CasStore, info: ThreadInfo, context: ThreadContext, others:
             continue
         if at is not None and (own or other.head != info.head):
             agent, output, took = _first_step(store, first)
-            result.setdefault(at, []).append(Branch(other.thread, at, own, other.active, other.reason, agent, output, took))
+            result.setdefault(at, []).append(Branch(other.thread, at, own, other.active, other.reason, agent, output, took, first))
     return result
 
 

@@ -51,6 +51,12 @@ class StepPane(TabbedContent):
         listing = Syntax(files, "diff", word_wrap=True) if files else Text(NO_FILES, style="dim")
         self.show(Syntax(yaml_text(payload), "yaml", word_wrap=True), start.prompt, files=listing)
 
+    def show_thread_row(self, output, thread: str, what: str) -> None:
+        """A row for another thread (a fork, a map's child): its summary, and in every other tab
+        where that tab's content is (blank tabs read as nothing there)."""
+        elsewhere = Text(f"{what} is thread {thread}: its steps have their own body, prompt, detail and files. Enter opens it.", style="dim")
+        self.show(output, elsewhere, elsewhere, elsewhere, elsewhere)
+
     def show_attempt(self, attempt) -> None:
         self.show(attempt_view(attempt), attempt.stderr or "(no stderr recorded)", detail=attempt_detail(attempt))
 

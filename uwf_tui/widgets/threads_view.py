@@ -407,9 +407,9 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         elif kind == "branch":
             subtree = self.subtrees.get(rest)
             spent = f"\nIts subtree (the fork and the threads forked from it, each step once): {spend_text(subtree)}." if subtree else ""
-            pane.show(f"Fork: thread {rest}. Enter opens it.{spent}")
+            pane.show_thread_row(f"Fork: thread {rest}. Enter opens it.{spent}", rest, "This fork")
         elif kind == "child":
-            pane.show(child_text(rest, self.timeline_table.map_children.get(rest, {})))
+            pane.show_thread_row(child_text(rest, self.timeline_table.map_children.get(rest, {})), rest, "This child of the map step")
         elif kind == "more":
             pane.show("Earlier steps are not listed yet: enter shows more of them.")
         else:
