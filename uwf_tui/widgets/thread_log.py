@@ -35,7 +35,5 @@ class AgentLog:
 
     def flush_stream(self) -> None:
         lines, self.stream = self.stream[-LOG_LINES:], []
-        if lines:
-            log = self.query_one("#log", RichLog)
-            for text in lines:
-                log.write(text)
+        if lines:  # one write: each write lays the screen out again (its size changed), 200 a second during `r`
+            self.query_one("#log", RichLog).write(Text("\n").join(lines))

@@ -284,8 +284,8 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
             # typed into the filter, `/tri`, fills the list once a key) names a thread it hides.
             if event.row_key.value != self.selected_thread and event.row_key.value == row_at_cursor(self.thread_table):
                 self.select_thread(event.row_key.value)
-        elif event.data_table is self.timeline_table:
-            self.show_entry(event.row_key.value)
+        elif event.data_table is self.timeline_table and event.row_key.value == row_at_cursor(self.timeline_table):
+            self.show_entry(event.row_key.value)  # not a highlight a refill queued on its way (the start row, as it cleared)
 
     def select_thread(self, thread: str) -> None:
         if thread != self.selected_thread:
