@@ -145,3 +145,51 @@ def test_a_thread_started_alike_is_not_taken_for_a_parent(loop_root):
 
     row = run_app(root, script)
     assert row[1] == "↳ fork" and "forked from" not in row[-1]
+
+
+SLOW_AGENT = """
+import time
+
+
+def run(ctx):
+    time.sleep(0.05)
+    return {"$status": "again", "n": len(ctx.steps)}
+"""
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_during_a_run_the_cursor_follows_from_the_newest_row_only(loop_root, size, tmp_path):
+    """Moved up to read an older step while `r` goes, the cursor stays on it (it was taken back
+    to the newest row at every reload); `G` goes to the newest row, and from there it follows."""
+    root, thread = loop_root
+    (tmp_path / "loop_agent.py").write_text(SLOW_AGENT)  # rows come slower than the window slides
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, thread)
+        timeline = app.query_one("#timeline")
+        timeline.focus()
+        app.post_message(events.Key("r", "r"))
+        at = steps(root, thread)
+        assert await until(pilot, lambda: steps(root, thread) >= at + 3)
+        for key in ("k", "k", "k"):
+            app.post_message(events.Key(key, key))
+        await pilot.pause(0.3)
+        kept = timeline.key_at_cursor()
+        at = steps(root, thread)
+        assert await until(pilot, lambda: steps(root, thread) >= at + 10)
+        await pilot.pause(0.8)  # reloads have drawn the new rows
+        stayed = timeline.key_at_cursor()
+        app.post_message(events.Key("G", "G"))
+        await pilot.pause(0.3)
+        at = steps(root, thread)
+        assert await until(pilot, lambda: steps(root, thread) >= at + 10)
+        await pilot.pause(0.8)
+        followed = timeline.key_at_cursor()
+        newest = app.threads_view.newest_row
+        app.post_message(events.Key("x", "x"))
+        assert await until(pilot, lambda: thread not in app.runner)
+        return kept, stayed, followed, newest
+
+    kept, stayed, followed, newest = run_app(root, script, size=size)
+    assert kept.startswith("step:") and stayed == kept
+    assert followed == newest and followed != kept

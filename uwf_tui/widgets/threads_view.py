@@ -59,6 +59,7 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         self.timeline_head: tuple[str, str] | None = None
         self.selected_thread: str | None = None
         self.selected_step: str | None = None
+        self.newest_row: str | None = None  # the timeline's newest row as last drawn (the cursor follows from it)
         self.welcomed = False
         self.refit_pending = False  # a redraw for a new width is scheduled
         self.ledger_reading = False  # a worker reads a ledger now
@@ -330,8 +331,12 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         self.running_worker = running.worker if running is not None else None
         self.show_title(timeline)
         moved = self.timeline_head != (info.thread, info.head)
+        same_thread = self.timeline_head is not None and self.timeline_head[0] == info.thread
         self.timeline_head = (info.thread, info.head)
-        keep = None if moved else self.selected_step
+        # A new step takes the cursor along only from the newest row (as `tail -f`): moved up to
+        # read an older step while a run goes, it stays there while that row is drawn.
+        following = self.selected_step in (None, self.newest_row, "running:")
+        keep = self.selected_step if not moved or (same_thread and not following) else None
         table = self.timeline_table
         table.mark = self.mark
         newest = table.extend(timeline, running, info.thread in self.app.runner, self.step_costs)
@@ -345,6 +350,7 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
                 table.filling = False
         if newest is None:
             return
+        self.newest_row = newest
         target = keep if keep and keep in table.rows else newest
         wanted = self.cursor_to[1] if self.cursor_to is not None and self.cursor_to[0] == info.thread else None
         if wanted is not None and (wanted in table.rows or not follow_up):  # a fork row comes with the forks, after the rows
