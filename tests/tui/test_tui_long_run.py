@@ -193,3 +193,40 @@ def test_during_a_run_the_cursor_follows_from_the_newest_row_only(loop_root, siz
     kept, stayed, followed, newest = run_app(root, script, size=size)
     assert kept.startswith("step:") and stayed == kept
     assert followed == newest and followed != kept
+
+
+def test_a_resize_during_a_run_lays_the_panes_out_for_the_new_size_at_once(loop_root):
+    """160x48 to 80x24 while `r` goes: the panes stack (list above the timeline) within half a
+    second (a trial saw the wide layout stay ~1.7 s), and back."""
+    import asyncio
+    import time
+
+    from textual.events import Resize
+    from textual.geometry import Size
+
+    root, thread = loop_root
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, thread)
+        app.post_message(events.Key("r", "r"))
+        assert await until(pilot, lambda: thread in app.runner)
+        await pilot.pause(0.5)
+        took = []
+        for size, stacked in (((80, 24), True), ((160, 48), False)):
+
+            def laid_out() -> bool:
+                listed, timeline = app.query_one("#thread-list-pane").region, app.query_one("#timeline").region
+                return app.size == size and (listed.bottom <= timeline.y) == stacked and listed.right <= size[0]
+
+            started = time.monotonic()
+            app._driver._size = Size(*size)  # what Pilot.resize_terminal does, without its wait for the app to be idle
+            app.post_message(Resize(Size(*size), Size(*size)))
+            while not laid_out() and time.monotonic() - started < 10:
+                await asyncio.sleep(0.02)  # not pilot.pause: it waits for an idle app, which a run never is
+            took.append(time.monotonic() - started)
+        app.post_message(events.Key("x", "x"))
+        assert await until(pilot, lambda: thread not in app.runner)
+        return took
+
+    took = run_app(root, script, size=(160, 48))
+    assert all(seconds < 0.5 for seconds in took), took
