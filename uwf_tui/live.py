@@ -21,7 +21,7 @@ from .widgets.inbox_view import InboxView
 from .widgets.threads_view import ThreadsView
 from .widgets.workflows_view import WorkflowsView
 
-RUNNING_RELOAD = 0.5  # seconds between two reloads at least, while agents run here
+RUNNING_RELOAD = 1.0  # seconds between two reloads at least, while agents run here (a fast run: 0.5 s cost it a tenth of its pace)
 
 
 class LiveRefresh:

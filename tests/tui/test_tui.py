@@ -877,18 +877,24 @@ def test_changes_from_another_process_appear(fixed):
     assert after == before + 1 and present
 
 
-def test_human_role_gets_a_form(fixed):
-    root, ids = fixed
+def _analyst_is_human(root) -> None:
     config = Path(root.location, "config.yaml")
     config.write_text(config.read_text() + 'agentOverrides:\n  "analyze-topic":\n    analyst: "human"\n')
 
+
+async def _open_the_form(app, pilot, thread: str) -> bool:
+    """`s` on `thread`, whose next role is a person's: whether its form opened."""
+    await select_thread(app, pilot, thread)
+    await pilot.press("s")
+    return await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", timeout=4.0)
+
+
+def test_human_role_gets_a_form(fixed):
+    root, ids = fixed
+    _analyst_is_human(root)
+
     async def script(app, pilot):
-        await select_thread(app, pilot, ids["analyze"])
-        await pilot.press("s")
-        for _ in range(40):
-            await pilot.pause(0.1)
-            if type(app.screen).__name__ == "EditorScreen":
-                break
+        await _open_the_form(app, pilot, ids["analyze"])
         screen = type(app.screen).__name__
         app.screen.query_one("#text").text = "---\nthesis: People decide.\nkeyPoints: [one, two]\n---\nWritten by hand.\n"
         await pilot.press("ctrl+s")
@@ -907,13 +913,10 @@ def test_at_80x24_the_human_form_shows_the_prompt_s_lines_and_a_declined_form_re
     `killed: …` (runs.jsonl's word for any stopped attempt): now the prompt has half the screen,
     and the row reads `stopped`, its error saying the answer was cancelled."""
     root, ids = fixed
-    config = Path(root.location, "config.yaml")
-    config.write_text(config.read_text() + 'agentOverrides:\n  "analyze-topic":\n    analyst: "human"\n')
+    _analyst_is_human(root)
 
     async def script(app, pilot):
-        await select_thread(app, pilot, ids["analyze"])
-        await pilot.press("s")
-        assert await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen")
+        assert await _open_the_form(app, pilot, ids["analyze"])
         await pilot.pause(0.3)
         context = app.screen.query_one(".context")
         lines = context.size.height
@@ -930,16 +933,10 @@ def test_at_80x24_the_human_form_shows_the_prompt_s_lines_and_a_declined_form_re
 
 def test_the_human_form_refuses_the_untouched_template(fixed):
     root, ids = fixed
-    config = Path(root.location, "config.yaml")
-    config.write_text(config.read_text() + 'agentOverrides:\n  "analyze-topic":\n    analyst: "human"\n')
+    _analyst_is_human(root)
 
     async def script(app, pilot):
-        await select_thread(app, pilot, ids["analyze"])
-        await pilot.press("s")
-        for _ in range(40):
-            await pilot.pause(0.1)
-            if type(app.screen).__name__ == "EditorScreen":
-                break
+        await _open_the_form(app, pilot, ids["analyze"])
         await pilot.press("ctrl+s")  # save the template as it is
         await pilot.pause(0.3)
         still = type(app.screen).__name__

@@ -177,13 +177,13 @@ def test_during_a_run_the_cursor_follows_from_the_newest_row_only(loop_root, siz
         kept = timeline.key_at_cursor()
         at = steps(root, thread)
         assert await until(pilot, lambda: steps(root, thread) >= at + 10)
-        await pilot.pause(0.8)  # reloads have drawn the new rows
+        await pilot.pause(1.3)  # reloads (once a second during a run) have drawn the new rows
         stayed = timeline.key_at_cursor()
         app.post_message(events.Key("G", "G"))
         await pilot.pause(0.3)
         at = steps(root, thread)
         assert await until(pilot, lambda: steps(root, thread) >= at + 10)
-        await pilot.pause(0.8)
+        await pilot.pause(1.3)
         followed = timeline.key_at_cursor()
         newest = app.threads_view.newest_row
         app.post_message(events.Key("x", "x"))

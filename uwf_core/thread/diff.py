@@ -18,6 +18,7 @@ from ..encoding.ids import is_ulid
 from ..errors import NotFoundError, UwfError
 from .context import context_of
 from .details import ordered_output, role_schema
+from .lineage import chain_nodes
 from .model import StepContext, ThreadContext
 
 if TYPE_CHECKING:
@@ -246,9 +247,9 @@ def diff_threads(repo: Repo, a: str, b: str) -> ThreadDiff:
     side_b, context_b = _side(repo, b)
     steps_a = list(context_a.steps)
     steps_b = list(context_b.steps)
-    ours = {node: index for index, node in enumerate(_nodes(context_a, steps_a))}
+    ours = {node: index for index, node in enumerate(chain_nodes(context_a, steps=steps_a))}
     ancestor = None
-    for node in reversed(_nodes(context_b, steps_b)):
+    for node in reversed(chain_nodes(context_b, steps=steps_b)):
         if node in ours:
             ancestor = node
             break
@@ -306,20 +307,6 @@ def _side(repo: Repo, text: str) -> tuple[DiffSide, ThreadContext]:
     workflow = workflow_of(repo, context.start.workflow)
     side = DiffSide(text, thread.thread if thread else None, head, len(context.steps), workflow.hash or "", workflow.name, context.start.prompt)
     return side, context
-
-
-def _nodes(context: ThreadContext, steps: list[StepContext]) -> list[str]:
-    """A chain's nodes, oldest first, each StartNode before its steps."""
-    nodes: list[str] = []
-    current = None
-    for step in steps:
-        if step.start != current:
-            current = step.start
-            nodes.append(step.start)
-        nodes.append(step.hash)
-    if context.start_hash != current:
-        nodes.append(context.start_hash)
-    return nodes
 
 
 def _shared_steps(steps: list[StepContext], ancestor: str | None) -> int:

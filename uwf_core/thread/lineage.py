@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..encoding.records import field, record
 from ..errors import UwfError
-from .model import ThreadContext
+from .model import StepContext, ThreadContext
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
@@ -59,12 +59,13 @@ def split_family(chains: dict[str, list[str]], starts: set[str]) -> Split:
     return split
 
 
-def chain_nodes(context: ThreadContext, stop: Callable[[], bool] | None = None) -> list[str]:
+def chain_nodes(context: ThreadContext, stop: Callable[[], bool] | None = None, steps: Iterable[StepContext] | None = None) -> list[str]:
     """A chain's nodes, oldest first, its StartNodes included (the node a fork was made at can be
-    one). `context` must hold uwf's checks (`with_checks=True`): a fork can be made at one."""
+    one): of `steps` (default the context's, which must hold uwf's checks, `with_checks=True`: a
+    fork can be made at one)."""
     nodes: list[str] = []
     current_start: str | None = None
-    for step in checked(context.steps, stop):
+    for step in checked(context.steps if steps is None else steps, stop):
         if step.start != current_start:
             current_start = step.start
             nodes.append(step.start)

@@ -228,7 +228,6 @@ class ThreadList(Vertical):
         focus_now(self.table)
 
 
-
 def relation(lineage: Lineage) -> str:
     """Where a thread came from, in a few words: `fork of 7Q4655`, `item 2 of 5SYCBY`,
     `codex, candidate of ZW4E1H`."""

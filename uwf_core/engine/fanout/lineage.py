@@ -59,7 +59,10 @@ class LineageReader:
         for members in family.values():
             for index, info in enumerate(members):
                 if info.thread not in self.found:
-                    self.found[info.thread] = self._fork_of(info, members[:index])
+                    try:
+                        self.found[info.thread] = self._fork_of(info, members[:index])
+                    except UwfError:
+                        continue  # a chain that cannot be read (the damage banner says why): none drawn, asked again next time
         result: dict[str, Lineage] = {}
         for info in ordered:
             lineage = candidates.get(info.thread) or self.children.get(info.thread) or self.found.get(info.thread)
