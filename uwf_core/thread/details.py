@@ -131,9 +131,12 @@ def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
     archive reason (done / killed / max-steps) for the others."""
     last_run: dict[str, RunRecord] = {}
     queued: set[str] = set()
-    if any(info.active for info in infos):
-        for record in repo.runs.read():
-            last_run[record.thread] = record
+    active = {info.thread for info in infos if info.active}
+    if active:
+        for record in reversed(repo.runs.read()):  # newest first: a 100,000-step thread's last is found at once
+            last_run.setdefault(record.thread, record)
+            if active <= last_run.keys():
+                break
         queued = {entry.thread for entry in repo.backend.queue.entries()}
     statuses = {}
     for info in infos:
