@@ -488,6 +488,8 @@ def tui_run(report: Report, uwf: Uwf, lengths: tuple[int, ...], runs: int) -> No
         print(f"  each run's steps a second, the workbench's / the CLI's: {ratios}", flush=True)
         report.add(Row(f"TUI r on a {size}: steps a second", median("steps/s"), statistics.median(cli_rates), "`uwf thread run` on the same thread",
                        goal="≥ 0.5x", unit="/s"))
+        report.add(Row(f"TUI during r on a {size}: a resize across the layout's width → the panes laid out, p50 / max", median("resize p50"),
+                       median("resize max"), "max", goal="≤ 500 ms"))
         after = [run["after x"] for run in got]
         report.add(Row(f"TUI x during r on a {size}: steps begun after it was handled", None,
                        note=f"at most {max(after):.0f} (the step in flight ends); the header " + ("cleared" if all(run["cleared"] for run in got) else "NOT cleared"),

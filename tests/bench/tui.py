@@ -182,9 +182,12 @@ async def run_keys(root: str, thread: str, seconds: float = 12.0) -> dict[str, f
     """While the workbench's `r` steps a long thread (160x48): how late a 10 ms timer fires, p50
     and p95 (what any key waits before it is handled), a `?` and Escape round trip (the help on
     screen and gone: a key that changes the screen), the steps a second (first, with no key
-    pressed), and after `x` how many
-    steps began once it was handled (the one in flight ends) and whether the header cleared."""
+    pressed), resizes across the layout's width until the panes are laid out for each, and after
+    `x` how many steps began once it was handled (the one in flight ends) and whether the header
+    cleared."""
     from textual import events
+    from textual.events import Resize
+    from textual.geometry import Size
 
     from uwf_core.api import Repo, step_counts
     from uwf_tui.app import UwfApp
@@ -219,6 +222,13 @@ async def run_keys(root: str, thread: str, seconds: float = 12.0) -> dict[str, f
                 await _until(lambda: isinstance(app.screen, HelpScreen) is shown)
                 rounds.append(time.perf_counter() - at)
             await asyncio.sleep(0.3)
+        resizes: list[float] = []
+        for size in ((80, 24), (160, 48), (80, 24), (160, 48)):  # across the layout's width: the panes stack, then not
+            at = time.perf_counter()
+            app._driver._size = Size(*size)  # what Pilot.resize_terminal does, without its wait for an idle app
+            app.post_message(Resize(Size(*size), Size(*size)))
+            await _until(lambda: _laid_out(app, size))
+            resizes.append(time.perf_counter() - at)
         app.post_message(events.Key("x", "x"))
         await _until(lambda: app.runner.running[thread].is_set() if thread in app.runner else True)
         at_x = steps()
@@ -235,7 +245,14 @@ async def run_keys(root: str, thread: str, seconds: float = 12.0) -> dict[str, f
     return {
         "late p50": statistics.median(late), "late p95": p95(late), "key p50": statistics.median(rounds), "key p95": p95(rounds),
         "steps/s": rate, "after x": after_x, "cleared": float(cleared),
+        "resize p50": statistics.median(resizes), "resize max": max(resizes),
     }
+
+
+def _laid_out(app, size: tuple[int, int]) -> bool:
+    """The panes in the layout of `size`: stacked below 110 columns, side by side above."""
+    listed, timeline = app.query_one("#thread-list-pane").region, app.query_one("#timeline").region
+    return tuple(app.size) == size and (listed.bottom <= timeline.y) == (size[0] < 110) and listed.right <= size[0]
 
 
 async def expand_head(root: str, head: str) -> float:
