@@ -119,3 +119,34 @@ def test_the_banner_fits_its_width_and_the_log_has_it_whole(healthy, tmp_path, s
     at = next(index for index, line in enumerate(lines) if "⚠" in line)
     assert "uwf cas fsck: 2 errors" in lines[at + 1] and "The views show what can still be read" in lines[at + 2], lines[at : at + 3]
     assert ids["fork"] in " ".join(log.split()) and "uwf cas fsck: 2 errors" in log
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_a_thread_that_cannot_be_read_shows_so_not_the_thread_shown_before(healthy, tmp_path, size):
+    """Moved from a healthy thread to one whose head is damaged, the timeline kept the healthy
+    thread's title and rows (a trial took them for the damaged one's): now its title says it
+    cannot be read, and no row of the other thread stays."""
+    from test_tui import select_thread, until
+
+    from uwf_tui.app import UwfApp
+
+    base, ids, fork_head = healthy
+    root = tmp_path / "root"
+    shutil.copytree(base, root)
+    subprocess.run(["sh", "-c", DAMAGES["a head is truncated"].format(fork_head=fork_head)], cwd=root, check=True)
+
+    async def session():
+        app = UwfApp(Repo.open(str(root)), poll_seconds=0.2)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause(0.5)
+            await select_thread(app, pilot, ids["solve"])
+            assert await until(pilot, lambda: app.threads_view.timeline is not None and app.threads_view.timeline.info.thread == ids["solve"])
+            await select_thread(app, pilot, ids["fork"])
+            title = app.query_one("#thread-title")
+            assert await until(pilot, lambda: "cannot be read" in str(title.render()))
+            await pilot.pause(0.5)  # a reload meanwhile draws no other thread's rows
+            return str(title.render()), app.query_one("#timeline").row_count, app.threads_view.timeline
+
+    said, rows, timeline = asyncio.run(session())
+    assert ids["fork"] in said and ids["solve"] not in said
+    assert rows == 0 and timeline is None

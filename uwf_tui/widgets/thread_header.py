@@ -120,6 +120,21 @@ class ThreadHeader:
                 if branch.thread in self.subtrees:
                     self.timeline_table.show_subtree(branch, self.subtrees[branch.thread])
 
+    def show_unreadable(self, thread: str, message: str) -> None:
+        """A thread whose chain cannot be read (a damaged root): its title says so and no rows
+        stay of the thread shown before (they read as this one's)."""
+        self.app.notify(message, severity="error")
+        self.timeline_table.ready(False)  # nothing to wait for: drop the keys
+        if thread != self.selected_thread:
+            return
+        self.timeline, self.timeline_head, self.ledger = None, None, None
+        self.timeline_table.clear()
+        self.timeline_table.drawn = None
+        self.step_pane.show(Text(f"thread {thread} cannot be read: {message}", style="red"))
+        text = Text.assemble(("cannot be read", "bold red"), f" · {message} · ", (thread, "dim"))
+        self.title_shown = text
+        self.query_one("#thread-title", Static).update(text)
+
     def show_title(self, timeline: Timeline) -> None:
         """The title, when it says something new (a new text lays the screen out again)."""
         title, text = self.query_one("#thread-title", Static), self.title_text(timeline)

@@ -308,8 +308,7 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
             if self.statuses.get(thread) == "mapping":  # read here, off the UI thread: the title says it
                 self.map_progress[(thread, timeline.info.head)] = map_progress(self.repo, timeline.info)
         except UwfError as exc:
-            self.app.call_from_thread(self.app.notify, exc.message, severity="error")
-            self.app.call_from_thread(self.timeline_table.ready, False)  # nothing to wait for: drop the keys
+            self.app.call_from_thread(self.show_unreadable, thread, exc.message)
             return
         self.app.call_from_thread(self.fill_timeline, timeline, costs)
 
