@@ -33,6 +33,7 @@ class ThreadList(Vertical):
         self.repo = repo
         self.on_filter = on_filter  # the view reloads the list through the new filter
         self.counts: dict[str, int] = {}  # head -> steps behind it (a head's count never changes)
+        self.last_count: dict[str, int] = {}  # thread -> the count of its newest head read
         self.prompts: dict[str, str] = {}  # thread -> its prompt, on one line (known before a new head's chain is read)
         self.updated: dict[str, int | None] = {}  # thread -> when its head was written (ms)
         self.lineages: dict[str, Lineage] = {}  # thread -> where it came from, for those that have a parent
@@ -99,7 +100,7 @@ class ThreadList(Vertical):
                 Text(f"{STATUS_ICONS.get(status, '?')} {status}", style=style),
                 Text(tag(info.thread), style="dim"),
                 " " * min(depth, 2) + name,  # under its parent
-                str(self.counts[info.head]) if info.head in self.counts else "…",
+                self._count(info),
                 age(updated),
                 Text(prompt, style="dim"),
                 key=info.thread,
@@ -111,6 +112,12 @@ class ThreadList(Vertical):
             table.move_cursor(row=table.get_row_index(keep))
         elif table.row_count:
             table.move_cursor(row=0)
+
+    def _count(self, info: ThreadInfo) -> str:
+        """Its head's step count; while a new head's is read, the last one known (a thread that
+        runs would otherwise read `…` at every reload)."""
+        count = self.counts.get(info.head, self.last_count.get(info.thread))
+        return str(count) if count is not None else "…"
 
     def _prompt(self, thread: str) -> str:
         """The prompt's first words, after where the thread came from (a fork, a candidate, a child)."""
@@ -171,7 +178,7 @@ class ThreadList(Vertical):
                 context = context_of(self.repo, info.head)
             except UwfError:
                 continue  # the damage banner says why
-            self.counts[info.head] = len(context.steps)
+            self.counts[info.head] = self.last_count[info.thread] = len(context.steps)
             self.prompts[info.thread] = " ".join(context.start.prompt.split())
             found.append((info.thread, info.head, self.counts[info.head], self.prompts[info.thread]))
         with self.reading:
