@@ -136,7 +136,7 @@ class UwfApp(ViewKeys, Stepping, LiveRefresh, App):
                 self.runner.stop_all()
                 self.exit()
 
-        question = f"{count} agent{'s' if count > 1 else ''} running: quit and stop {'them' if count > 1 else 'it'}? (its step is recorded as killed)"
+        question = f"{count} agent{'s' if count > 1 else ''} running: quit and stop {'them' if count > 1 else 'it'}? (a step in flight is stopped and recorded as stopped; one that ends first is kept; the threads are not killed)"
         self.push_screen(ConfirmScreen(question, yes="Quit"), confirmed)
 
     def on_unmount(self) -> None:
