@@ -58,11 +58,15 @@ def test_at_80x24_the_timeline_has_8_rows_while_focused_and_the_filter_leaves_3(
         await pilot.press("escape", "slash")
         await settle(app, pilot, 0.3)
         filtering = threads.size.height - 1
-        return listed, focused_rows, filtering
+        await pilot.press(*"AHF", "enter", "l")  # a filter typed, then into the timeline: the list keeps 3 rows under its field
+        await settle(app, pilot, 0.3)
+        filtered_at_timeline = threads.size.height - 1
+        return listed, focused_rows, filtering, filtered_at_timeline
 
-    listed, focused_rows, filtering = run_app(root, script, size=(80, 24))
+    listed, focused_rows, filtering, filtered_at_timeline = run_app(root, script, size=(80, 24))
     assert focused_rows >= 8
     assert filtering >= 3 and listed >= 3
+    assert filtered_at_timeline >= 3, filtered_at_timeline
 
 
 def test_a_burst_typed_after_slash_lands_in_the_filter(fixed):
