@@ -396,3 +396,25 @@ def test_rows_say_which_thread_and_escape_returns_from_a_fork_to_where_enter_ope
     assert f"forked from thread {ids['solve']}" in parent_row[-1]
     assert back_at == f"branch:{ids['fork']}" and focus_back
     assert at_list
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_in_a_fork_s_timeline_its_parent_s_other_fork_reads_sibling_not_fork(fixed, size):
+    """A trial read a fork's timeline listing its parent's other forks as `↳ fork`, its own:
+    now a row says parent, fork (of this thread) or sibling (of its parent), as the list's
+    lineage has it, and its text names whose fork it is."""
+    from uwf_core.api import fork_thread
+
+    root, ids = fixed
+    sibling = fork_thread(root, ids["solve_steps"][1]).thread  # the parent's other fork, at an earlier step
+
+    async def script(app, pilot):
+        await select_thread(app, pilot, ids["fork"])
+        timeline = app.query_one("#timeline")
+        key = f"branch:{sibling}"
+        assert await until(pilot, lambda: key in timeline.rows and "sibling" in str(timeline.get_row(key)[1]))
+        return [str(cell) for cell in timeline.get_row(key)], [str(cell) for cell in timeline.get_row(f"branch:{ids['solve']}")]
+
+    sibling_row, parent_row = run_app(root, script, size=size)
+    assert sibling_row[1] == "↔ sibling" and f"a fork of {ids['solve']}" in sibling_row[-1]
+    assert parent_row[1] == "↰ parent"

@@ -28,10 +28,11 @@ SORT_STATUS = ("asking", "running", "queued", "mapping", "waiting", "failed", "d
 
 
 class ThreadList(Vertical):
-    def __init__(self, repo: Repo, on_filter: Callable[[], None], **kwargs) -> None:
+    def __init__(self, repo: Repo, on_filter: Callable[[], None], on_lineage: Callable[[], None], **kwargs) -> None:
         super().__init__(**kwargs)
         self.repo = repo
         self.on_filter = on_filter  # the view reloads the list through the new filter
+        self.on_lineage = on_lineage  # the view draws its timeline's fork rows again (whose fork each is)
         self.counts: dict[str, int] = {}  # head -> steps behind it (a head's count never changes)
         self.last_count: dict[str, int] = {}  # thread -> the count of its newest head read
         self.prompts: dict[str, str] = {}  # thread -> its prompt, on one line (known before a new head's chain is read)
@@ -188,6 +189,8 @@ class ThreadList(Vertical):
     def _show_chains(self, found: list[tuple[str, str, int, str]], lineages: dict[str, Lineage]) -> None:
         regroup = lineages != self.lineages
         self.lineages = lineages
+        if regroup:
+            self.on_lineage()
         if (regroup or (found and (self.sort_by in ("steps", "prompt") or self.filter_text))) and self.shown is not None:
             infos, statuses, name_of, _ = self.shown  # the order, or what the filter lets through, depends on what was just read
             self.fill(infos, statuses, name_of, row_at_cursor(self.table))

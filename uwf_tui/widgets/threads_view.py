@@ -81,7 +81,7 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         self.came_from: list[tuple[str, str, str | None]] = []  # (thread opened, from thread, its row) for Escape
         self.cursor_to: tuple[str, str] | None = None  # (thread, row): where its timeline's cursor goes when drawn
         # Held, not queried: timers and worker callbacks may land while the tree is torn down.
-        self.thread_list = ThreadList(repo, self.reload, id="thread-list-pane")
+        self.thread_list = ThreadList(repo, self.reload, self.redraw_forks, id="thread-list-pane")
         self.timeline_table = TimelineTable()
         self.timeline_table.shows_current = lambda: self.timeline is not None and self.timeline.info.thread == self.current_thread()
         self.step_pane = StepPane()
@@ -337,7 +337,7 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         following = self.selected_step in (None, self.newest_row, "running:")
         keep = self.selected_step if not moved or (same_thread and not following) else None
         table = self.timeline_table
-        table.mark = self.mark
+        table.mark, table.lineages = self.mark, self.thread_list.lineages
         newest = table.extend(timeline, running, info.thread in self.app.runner, self.step_costs)
         if newest is None:
             table.filling = True
@@ -362,6 +362,12 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
             table.forks_pending = True
             self.load_forks(timeline)
         table.ready()  # the keys typed while the rows were on their way act on them now (or once the forks are known)
+
+    def redraw_forks(self) -> None:
+        """Whose fork each fork row is became known: draw the timeline's rows again."""
+        if self.timeline is not None and self.timeline.branches:
+            self.timeline_table.drawn = None
+            self.fill_timeline(self.timeline, self.step_costs, follow_up=False)
 
     def on_resize(self) -> None:
         """Across the width where the timeline gains (or loses) its cost column: draw it again,

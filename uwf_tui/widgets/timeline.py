@@ -68,6 +68,7 @@ class TimelineTable(RowTable):
         self.drawn: Timeline | None = None  # the timeline whose rows are all on screen (None while they are drawn)
         self.filled_from = 0  # the first step shown when the rows were last drawn whole (extend adds below)
         self.forked_from: str | None = None  # the thread the shown one was forked from, when its row is shown
+        self.lineages: dict = {}  # thread -> Lineage, as the thread list read them: whose fork a fork row is
 
     def on_mount(self) -> None:
         self._columns(self.wants_cost())
@@ -250,12 +251,28 @@ class TimelineTable(RowTable):
         if step is not None and step.agent == MAP_AGENT and isinstance(step.output, dict):
             self._add_children(step.output.get("results"))
         for branch in timeline.branches.get(after, []):
-            parent = branch.thread == self.forked_from
+            kin = self.kin(timeline, branch)
             self._row(
-                f"branch:{branch.thread}", "", Text("↰ parent" if parent else "↳ fork", style="bold yellow"),
+                f"branch:{branch.thread}", "", Text(KIN_LABELS[kin], style="bold yellow"),
                 name(branch.agent), Text(tag(branch.thread), style="yellow"),  # its tag where a step's time is: no column widens for it
-                duration(branch.took_ms) if branch.took_ms is not None else "", "", branch_text(branch, parent=parent), node=branch.thread,
+                duration(branch.took_ms) if branch.took_ms is not None else "", "", branch_text(branch, kin=kin, of=self._fork_parent(branch)),
+                node=branch.thread,
             )
+
+    def kin(self, timeline: Timeline, branch) -> str:
+        """What a thread that shares this one's history is to it: its parent, a fork of it, or a
+        fork of another thread (a sibling, forked from the same parent, or further off), as the
+        thread list's lineage says; a fork of it until that is read."""
+        if branch.thread == self.forked_from:
+            return "parent"
+        parent = self._fork_parent(branch)
+        if parent is None or parent == timeline.info.thread:
+            return "fork"
+        return "sibling" if parent == self.forked_from else "related"
+
+    def _fork_parent(self, branch) -> str | None:
+        lineage = self.lineages.get(branch.thread)
+        return lineage.parent if lineage is not None else None
 
     def _add_children(self, results: object) -> None:
         """A map step's children, one row each (Enter opens the child's thread, as a fork's row does)."""
@@ -295,7 +312,9 @@ class TimelineTable(RowTable):
             return
         if self.with_cost:
             self.update_cell(key, self.columns_by_label["tokens cost"], Text(f"Σ{tokens_short(total.tokens)} {money(total.cost)}", style="yellow"))
-        self.update_cell(key, self.columns_by_label["output"], branch_text(branch, total, parent=branch.thread == self.forked_from))
+        drawn = self.drawn
+        kin = self.kin(drawn, branch) if drawn is not None else "fork"
+        self.update_cell(key, self.columns_by_label["output"], branch_text(branch, total, kin=kin, of=self._fork_parent(branch)))
 
     def _add_running(self, running: RunningStep | None, here: bool) -> None:
         self.running_since = running.started_at if running is not None else None
@@ -337,16 +356,19 @@ def more_text(first: int) -> Text:
     return Text(f"{first:,} earlier step{'s' if first > 1 else ''}: enter shows {min(first, WINDOW):,} more", style="dim")
 
 
-def branch_text(branch, total=None, *, parent: bool = False) -> Text:
+KIN_LABELS = {"parent": "↰ parent", "fork": "↳ fork", "sibling": "↔ sibling", "related": "↔ related"}
+
+
+def branch_text(branch, total=None, *, kin: str = "fork", of: str | None = None) -> Text:
     """A fork row's text: its subtree's total first (what the fork and its own forks spent, each
-    step once; `total` is a Spend, None until the ledger has it), then its state. The row of the
-    thread this one was forked from says so."""
+    step once; `total` is a Spend, None until the ledger has it), then its state and whose it is:
+    the thread this one was forked from, a fork of it, or a fork of another (`of`)."""
     state = "active" if branch.active else (branch.reason or "done")
     steps = f"{branch.own_steps} own step{'s' if branch.own_steps != 1 else ''}"
     subtree = f"subtree {spend_text(total)} · " if total is not None else ""
     said = f"{summary(branch.output, LINE)} · " if branch.output is not None else ""  # its first step's output: candidates compare at a glance
-    whose = "forked from thread" if parent else "thread"
-    return Text(f"{said}{subtree}{state}, {steps} · {whose} {branch.thread}", style="yellow")
+    whose = {"parent": f"forked from thread {branch.thread}", "fork": f"thread {branch.thread}"}.get(kin, f"thread {branch.thread}, a fork of {of}")
+    return Text(f"{said}{subtree}{state}, {steps} · {whose}", style="yellow")
 
 
 def parent_of(timeline: Timeline) -> str | None:
