@@ -90,6 +90,15 @@ def test_a_thread_whose_head_is_gone_is_listed_as_damaged(healthy, tmp_path, uwf
     assert "problem" not in listed[ids["analyze"]]  # the others are listed as usual
 
 
+def _truncated_head(healthy, tmp_path):
+    """A copy of the healthy root whose fork's head is cut short: (root, ids)."""
+    base, ids, fork_head = healthy
+    root = tmp_path / "root"
+    shutil.copytree(base, root)
+    subprocess.run(["sh", "-c", DAMAGES["a head is truncated"].format(fork_head=fork_head)], cwd=root, check=True)
+    return root, ids
+
+
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
 def test_the_banner_fits_its_width_and_the_log_has_it_whole(healthy, tmp_path, size):
     """At 80 columns the banner's wrapped message pushed what fsck found and what to do off its
@@ -99,10 +108,7 @@ def test_the_banner_fits_its_width_and_the_log_has_it_whole(healthy, tmp_path, s
 
     from uwf_tui.app import UwfApp
 
-    base, ids, fork_head = healthy
-    root = tmp_path / "root"
-    shutil.copytree(base, root)
-    subprocess.run(["sh", "-c", DAMAGES["a head is truncated"].format(fork_head=fork_head)], cwd=root, check=True)
+    root, ids = _truncated_head(healthy, tmp_path)
 
     async def session():
         app = UwfApp(Repo.open(str(root)), poll_seconds=0.2)
@@ -130,10 +136,7 @@ def test_a_thread_that_cannot_be_read_shows_so_not_the_thread_shown_before(healt
 
     from uwf_tui.app import UwfApp
 
-    base, ids, fork_head = healthy
-    root = tmp_path / "root"
-    shutil.copytree(base, root)
-    subprocess.run(["sh", "-c", DAMAGES["a head is truncated"].format(fork_head=fork_head)], cwd=root, check=True)
+    root, ids = _truncated_head(healthy, tmp_path)
 
     async def session():
         app = UwfApp(Repo.open(str(root)), poll_seconds=0.2)
