@@ -28,7 +28,7 @@ class ThreadHeader:
         newest timeline asked for waits for it; the heads in between are never read. The same
         thread's ledger is read again only after a rest (LEDGER_SHARE), so a thread stepping
         many times a second does not spend the process's time on its totals."""
-        if self.ledger_reading or self.ledger_resting:
+        if self.ledger_stop is not None or self.ledger_resting:
             self.ledger_next = timeline
             return
         if self.statuses.get(timeline.info.thread) == "running" or timeline.info.thread in self.app.runner:
@@ -39,7 +39,6 @@ class ThreadHeader:
             self.ledger_resting = True
             self.set_timer(rest, self.ledger_rested)
             return
-        self.ledger_reading = True
         self.ledger_stop = (timeline.info.thread, threading.Event())
         self._read_ledger(timeline, self.ledger_stop[1])
 
@@ -50,7 +49,7 @@ class ThreadHeader:
             self.ledger_stop[1].set()
 
     def ledger_read(self, thread: str, took: float) -> None:
-        self.ledger_reading = False
+        self.ledger_stop = None
         self.ledger_rest = {thread: time.monotonic() + took * (1 / LEDGER_SHARE - 1)}
         self.ledger_rested()
 

@@ -62,8 +62,7 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         self.newest_row: str | None = None  # the timeline's newest row as last drawn (the cursor follows from it)
         self.welcomed = False
         self.refit_pending = False  # a redraw for a new width is scheduled
-        self.ledger_reading = False  # a worker reads a ledger now
-        self.ledger_stop: tuple[str, threading.Event] | None = None  # the thread whose ledger is read, and what stops the read
+        self.ledger_stop: tuple[str, threading.Event] | None = None  # while a worker reads a ledger: whose, and what stops the read
         self.ledger_resting = False  # a timer waits to read the next (load_ledger)
         self.ledger_rest: dict[str, float] = {}  # the thread last read -> when its ledger may be read again
         self.map_progress: dict[tuple[str, str], tuple[int, int] | None] = {}  # (thread, head) -> a map's (ended, total)

@@ -49,14 +49,10 @@ def inbox(repo: Repo) -> list[InboxItem]:
     """Every active thread waiting for a person, oldest wait first."""
     from ...thread.ops import list_threads
 
+    from functools import cache
+
     queued = {entry.thread for entry in repo.backend.queue.entries()}
-    times: list = []  # runs.jsonl read once, and only when a thread waits (a 100,000-step root's is 100,000 lines)
-
-    def run_times() -> tuple[dict, dict]:
-        if not times:
-            times.extend(_run_times(repo))
-        return times[0], times[1]
-
+    run_times = cache(lambda: _run_times(repo))  # runs.jsonl read once, and only when a thread waits (a 100,000-step root's is 100,000 lines)
     items = []
     for info in list_threads(repo):
         if not info.active or info.problem or repo.locks.running(info.thread) is not None:
