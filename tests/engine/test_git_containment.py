@@ -432,3 +432,40 @@ def test_a_branch_that_looks_like_an_option_is_not_taken(uwf, root_dir, tmp_path
     result, thread = step(uwf, root_dir, workspace, "git update-ref refs/heads/-dash HEAD", "    git: commit\n")
     assert result.code == 0 and "refs/heads/-dash: not a branch or tag name uwf takes" in result.err, result
     assert "-dash" not in git(workspace, "branch").stdout
+
+
+def test_a_root_at_the_workspaces_top_shares_it_with_runs_beside_this_one(uwf, tmp_path, markers):
+    """Other runs' private copies of .git come and go in the root's scratch directory while this
+    run goes: they are no repository of this agent's (the sandbox hides scratch from it), and what
+    the agent writes where scratch is lands nowhere on the host."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    workspace = repository(tmp_path / "ws")
+    root = workspace / ".uwf"
+    root.mkdir()
+    script = ("mkdir -p .uwf/tmp/evil/objects .uwf/tmp/evil/refs; echo 'ref: refs/heads/main' > .uwf/tmp/evil/HEAD; "
+              "touch started; while [ ! -e go ]; do sleep 0.05; done; rm go started")
+    (root / "config.yaml").write_text(
+        f"agents:\n  hostile:\n    command: sh\n    args: [-c, {json.dumps(script + '; printf -- ' + json.dumps(ANSWER))}]\n"
+        f"    protocol: text\n"
+    )
+    env = {"UWF_STORAGE_ROOT": str(root), **GIT_ENV}
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env=env).code == 0
+    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace), env=env).json()["thread"]
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(uwf, "thread", "step", thread, "--agent", "hostile", env=env)
+        deadline = time.monotonic() + 30
+        while not (workspace / "started").exists():
+            assert time.monotonic() < deadline and not running.done(), running.result() if running.done() else "never started"
+            time.sleep(0.05)
+        beside = root / "tmp" / "private-0123456789ab"  # what a run beside this one keeps there while it goes
+        for part in ("objects", "refs"):
+            (beside / part).mkdir(parents=True)
+        (beside / "HEAD").write_text("ref: refs/heads/main\n")
+        (workspace / "go").touch()
+        result = running.result(timeout=60)
+    assert result.code == 0, result
+    assert (beside / "HEAD").exists() and not (root / "tmp" / "evil").exists()
+    assert uwf("thread", "runs", thread, env=env).json()[-1]["containment"] == "bubblewrap"
+    host_git_runs_nothing(markers, workspace)

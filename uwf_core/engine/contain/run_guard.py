@@ -118,7 +118,7 @@ class RunGuard:
 
         cache = os.path.join(self.cache, "git-walk", xxh64_hash(os.path.realpath(self.workspace).encode()) + ".json")
         try:
-            self.survey = survey(self.workspace, main_gitdir, cache, self.env)
+            self.survey = survey(self.workspace, main_gitdir, cache, self.env, self._unwritable())
         except UncheckableWorkspace as exc:
             raise StepError(f"the workspace {self.workspace} cannot be checked for git repositories before the run: {exc}") from None
         if any(identity == _identity(self.survey.workspace) for identity in self.survey.known):
@@ -126,6 +126,18 @@ class RunGuard:
                 f"the workspace {self.workspace} is itself a git directory (HEAD beside objects/ or refs/): an agent "
                 f"would write the repository's own files; give the thread a working tree instead"
             )
+
+    def _unwritable(self) -> tuple[str, ...]:
+        """uwf's scratch directory when it is in the workspace (a root at the workspace's top):
+        the sandbox hides it, so what is there is other runs' private copies of .git, never the
+        agent's. Made if missing, for the sandbox hides only a directory that exists."""
+        if not self.boxed:
+            return ()
+        scratch = os.path.realpath(self.scratch)
+        if not scratch.startswith(os.path.realpath(self.workspace) + "/"):
+            return ()
+        os.makedirs(scratch, exist_ok=True)
+        return (scratch,)
 
     def policy(self, base: Policy) -> Policy:
         """The run's sandbox: `base` with its private copies and the repositories kept read-only."""

@@ -47,14 +47,18 @@ class Survey:
         return self.walk.workspace
 
 
-def survey(workspace: str, main_gitdir: str | None, cache: str | None = None, env: dict[str, str] | None = None) -> Survey:
+def survey(
+    workspace: str, main_gitdir: str | None, cache: str | None = None, env: dict[str, str] | None = None,
+    prune: tuple[str, ...] = (),
+) -> Survey:
     """The repositories of `workspace` before a run; `cache`, where the walk is kept between runs;
-    `env`, whose HOME names your git config."""
+    `env`, whose HOME names your git config; `prune`, directories the run cannot write (not walked)."""
     workspace = os.path.realpath(workspace)
-    taken = load(cache, workspace, main_gitdir) if cache else None
+    prune = tuple(os.path.realpath(path) for path in prune)
+    taken = load(cache, workspace, main_gitdir, prune) if cache else None
     leftovers: list[str] = []
     if taken is None:
-        taken = walk(workspace, main_gitdir)
+        taken = walk(workspace, main_gitdir, prune)
     elif taken.pending:  # the run before this one ended with uwf: check it now
         known = frozenset(item.identity for item in taken.entries())
         try:

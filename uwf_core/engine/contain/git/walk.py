@@ -9,6 +9,8 @@ the directories whose ctime moved, and walks whole what is new in them; one save
 Each run leaves a marker beside it (`.pending.<pid>`) until its check after the run is done: a
 marker whose process is gone is a run uwf never saw to its end, which the next survey checks.
 A ctime too recent to be sure of (the kernel stamps with a coarse clock) is recorded as unknown.
+The walk does not enter what it is told to pass by (`prune`): uwf's scratch directory, which the
+sandbox hides from the agent, holds other runs' private copies of .git, which are no findings.
 """
 
 from __future__ import annotations
@@ -50,20 +52,21 @@ class Walk:
     pending: bool = False  # saved before a run whose check after it has not happened (uwf was killed)
     changed: bool = False  # not as saved: a refresh listed a directory again, or it was never saved
     unchecked: list = field(default_factory=list)  # what the last walk could not list (too deep, too many, unreadable)
+    prune: tuple = ()  # directories not entered: the agent cannot write them (hidden in its sandbox)
 
     def entries(self) -> list[Found]:
         return [item for items in self.found.values() for item in items]
 
 
-def walk(workspace: str, skip: str | None) -> Walk:
-    taken = Walk(workspace, skip, {}, {}, changed=True)
+def walk(workspace: str, skip: str | None, prune: tuple[str, ...] = ()) -> Walk:
+    taken = Walk(workspace, skip, {}, {}, changed=True, prune=prune)
     _scan(taken, [workspace], fresh=True)
     return taken
 
 
-def load(cache: str, workspace: str, skip: str | None) -> Walk | None:
+def load(cache: str, workspace: str, skip: str | None, prune: tuple[str, ...] = ()) -> Walk | None:
     """The walk saved for this workspace, or None (none, another's, or not one uwf wrote)."""
-    return _load(cache, workspace, skip)
+    return _load(cache, workspace, skip, prune)
 
 
 def refresh(taken: Walk) -> list[Found]:
@@ -95,7 +98,8 @@ def save(taken: Walk, cache: str, pending: bool) -> None:
     try:
         if taken.changed or not os.path.exists(cache):
             found = {path: [[item.path, item.kind, list(item.identity)] for item in items] for path, items in taken.found.items()}
-            data = {"format": FORMAT, "workspace": taken.workspace, "skip": taken.skip, "dirs": taken.dirs, "found": found}
+            data = {"format": FORMAT, "workspace": taken.workspace, "skip": taken.skip, "prune": list(taken.prune),
+                    "dirs": taken.dirs, "found": found}
             atomic_write(cache, json.dumps(data, separators=(",", ":")).encode(), mode=0o600, sync=False)
             taken.changed = False
         if pending:
@@ -137,11 +141,12 @@ def forget(taken: Walk, path: str) -> None:
         taken.changed = True
 
 
-def _load(cache: str, workspace: str, skip: str | None) -> Walk | None:
+def _load(cache: str, workspace: str, skip: str | None, prune: tuple[str, ...]) -> Walk | None:
     try:
         with open(cache, "rb") as handle:
             data = json.loads(handle.read())
-        if data.get("format") != FORMAT or data.get("workspace") != workspace or data.get("skip") != skip:
+        if (data.get("format") != FORMAT or data.get("workspace") != workspace or data.get("skip") != skip
+                or data.get("prune", []) != list(prune)):
             return None
         found = {path: [Found(item[0], item[1], tuple(item[2])) for item in items] for path, items in data["found"].items()}
         dirs = {str(path): int(ctime) for path, ctime in data["dirs"].items()}
@@ -149,7 +154,7 @@ def _load(cache: str, workspace: str, skip: str | None) -> Walk | None:
         return None  # none, or not one uwf wrote: walked afresh
     if workspace not in dirs:
         return None
-    return Walk(workspace, skip, dirs, found, bool(_dead_markers(cache)))
+    return Walk(workspace, skip, dirs, found, bool(_dead_markers(cache)), prune=prune)
 
 
 def _scan(taken: Walk, tops: list[str], fresh: bool) -> list[Found]:
@@ -190,7 +195,7 @@ def _scan(taken: Walk, tops: list[str], fresh: bool) -> list[Found]:
             if entry.name.lower() == ".git":
                 if entry.path != taken.skip:
                     items.append(Found(entry.path, "dotgit", _identity(entry.path)))
-            elif entry.is_dir(follow_symlinks=False) and (fresh or entry.path not in taken.dirs):
+            elif entry.is_dir(follow_symlinks=False) and (fresh or entry.path not in taken.dirs) and entry.path not in taken.prune:
                 if entry.path.count("/") - base > MAX_DEPTH:
                     taken.unchecked.append(f"{entry.path[:120]}… is deeper than {MAX_DEPTH} levels")
                     continue
