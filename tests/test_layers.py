@@ -152,3 +152,24 @@ def test_every_package_is_in_a_layer():
     modules = {path.stem for path in CORE.glob("*.py")}
     for name in packages | modules:
         layer_of(name)
+
+
+def _cas_puts(path: Path) -> list[int]:
+    """Lines that put a node straight into the CAS (`store.put(...)`, `repo.nodes.put(...)`)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "put":
+            owner = node.func.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else owner.id if isinstance(owner, ast.Name) else ""
+            if name in {"store", "nodes"}:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_thread_layer_puts_its_nodes_through_one_door():
+    """thread/nodes.py's put_node is where every node of a thread goes into the CAS
+    (docs/architecture.md, "What flows through one step")."""
+    door = CORE / "thread" / "nodes.py"
+    assert _cas_puts(door), "the check finds no put in thread/nodes.py: it would pass on anything"
+    others = {str(path.relative_to(CORE)): _cas_puts(path) for path in sorted((CORE / "thread").rglob("*.py")) if path != door}
+    assert {path: lines for path, lines in others.items() if lines} == {}

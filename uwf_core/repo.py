@@ -26,9 +26,6 @@ if TYPE_CHECKING:
 
     AgentFunction = TypeVar("AgentFunction", bound=Callable[..., object])
 
-CACHE_CONTEXTS = 64  # thread contexts kept by head (a TUI browses many threads)
-
-
 class Repo:
     """One opened root: its backend, and the caches of what cannot change (module docstring)."""
 
@@ -41,7 +38,7 @@ class Repo:
         self._env_values: dict[str, str] | None = None
         self._secrets: Secrets | None = None
         self.workflows: dict[str, Workflow] = {}
-        self.contexts: dict[str, ThreadContext] = {}
+        self.contexts: dict[str, ThreadContext] = {}  # by head: thread/context.py keeps it
         self.agents = AgentFunctions()  # Python functions registered as agents for this session
 
     @classmethod
@@ -146,14 +143,6 @@ class Repo:
         self._env_values = None
         self._secrets = None
 
-    # -- immutable things, cached for the Repo's lifetime -----------------------------------
-    # Filled by workflow.ops.workflow_of and thread.context.context_of: a node never changes,
-    # so neither does the workflow or the chain behind a hash.
-
-    def remember_context(self, context: ThreadContext) -> None:
-        if len(self.contexts) >= CACHE_CONTEXTS:
-            self.contexts.pop(next(iter(self.contexts)))
-        self.contexts[context.head] = context
 
 
 class AgentFunctions:

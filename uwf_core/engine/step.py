@@ -17,8 +17,9 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 
 from ..encoding.records import replace
 from ..errors import ConflictError, UwfError
-from ..thread.context import context_of, step_context
-from ..thread.model import SUPERVISOR_AGENT, SUPERVISOR_ROLE, StepNode, ThreadContext
+from ..thread.context import context_of, keep_context, step_context
+from ..thread.model import SUPERVISOR_AGENT, SUPERVISOR_ROLE, ThreadContext
+from ..thread.nodes import read_step
 from ..thread.moderator import (
     REASON_DONE,
     REASON_KILLED,
@@ -118,17 +119,18 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     if attempt.trace is not None:
         attempt.trace.put({"uwf.workflow": workflow.name, "uwf.step.number": len(context.steps) + 1})
     decision = evaluate(workflow, context, options.timeout)
-    _warn_old_reads(repo, workflow, options)
+    for message in workflow.old_reads:  # written for uwf's old $first / $last: routes differently now
+        warn(options, f"workflow '{workflow.name}': {message}")
     if options.checks and not decision.is_end and due(repo, context, workflow):
         # the check after the last step did not happen (its call failed): asked once more, first
         head, killed_by = supervise_at(repo, info, context, workflow, options, _time_left(deadline), retry=True)
         if killed_by is not None:
             return StepResult(info.workflow, info.thread, head, True, SUPERVISOR_ROLE, SUPERVISOR_AGENT, REASON_KILLED, killed_by=killed_by)
         if head != info.head:
+            context = context.at_head(head)
+            keep_context(repo, context)
             info = replace(info, head=head)
             attempt.info = info  # the step's attempt starts from the check
-            context = context.at_head(head)
-            repo.remember_context(context)
     if decision.is_end:
         return _finish(repo, info, decision, workflow, context, options, _time_left(deadline))
     attempt.role = decision.role
@@ -224,7 +226,7 @@ def _land(
         head, killed_by = supervise_at(repo, stepped, after, workflow, options, _time_left(deadline))
         reason = REASON_KILLED if killed_by else None
         if head != new_head:
-            repo.remember_context(after.at_head(head))  # `thread run`'s next step starts from the check
+            keep_context(repo, after.at_head(head))  # `thread run`'s next step starts from the check
     return StepResult(
         info.workflow, info.thread, head, reason is not None, decision.role, label, reason, reused_from, killed_by, new_head, next_error
     )
@@ -236,15 +238,6 @@ def _agent_name(repo: Repo, agent: object) -> str | None:
     if agent is None or isinstance(agent, str):
         return agent
     return repo.agents.name_of(agent)
-
-
-def _warn_old_reads(repo: Repo, workflow: Workflow, options: StepOptions) -> None:
-    """A stored workflow written for uwf's old $first / $last routes differently now: say so on
-    every step it routes, with the fix (workflow/old_reads.py)."""
-    from ..workflow.old_reads import stored_old_reads
-
-    for message in stored_old_reads(workflow, lambda role: repo.nodes.schema(workflow.roles[role].meta)):
-        warn(options, f"workflow '{workflow.name}': {message}")
 
 
 def reuse_enabled(options: StepOptions, resolved: ResolvedAgent) -> bool:
@@ -314,9 +307,8 @@ def _next_is_end(
     A routing error here does not undo the step: the step's result says it (`uwf thread step`
     exits 1 with it), and the thread stays where the step put it.
     """
-    step = StepNode.from_payload(repo.nodes.get(new_head).payload)
-    extended = context.extended(step_context(repo.nodes, new_head, step))
-    repo.remember_context(extended)
+    extended = context.extended(step_context(repo.nodes, new_head, read_step(repo.nodes, new_head)))
+    keep_context(repo, extended)
     from ..thread.moderator import ConditionFailed
 
     try:

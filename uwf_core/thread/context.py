@@ -15,10 +15,12 @@ from ..errors import CorruptError
 from ..store.cas import CasStore
 from .chain_index import chain_record
 from .model import LazySteps, StepContext, StepNode, ThreadContext, is_check_role
-from .nodes import START_TYPES, STEP_TYPES, read_start, thread_node
+from .nodes import START_TYPES, STEP_TYPES, read_start, read_step, thread_node
 
 if TYPE_CHECKING:
     from ..repo import Repo
+
+CACHE_CONTEXTS = 64  # thread contexts kept by head on a Repo (a TUI browses many threads)
 
 
 def context_of(repo: Repo, head: str, *, keep: bool = True, with_checks: bool = False) -> ThreadContext:
@@ -30,8 +32,16 @@ def context_of(repo: Repo, head: str, *, keep: bool = True, with_checks: bool = 
     context = repo.contexts.get(head)
     if context is None:
         context = build_context(repo.nodes, head, keep=keep)
-        repo.remember_context(context)
+        keep_context(repo, context)
     return context
+
+
+def keep_context(repo: Repo, context: ThreadContext) -> None:
+    """Kept on the Repo for the next step from this head (`thread run`'s); a head's chain never
+    changes, so a kept context never goes stale: only the oldest is let go."""
+    if len(repo.contexts) >= CACHE_CONTEXTS:
+        repo.contexts.pop(next(iter(repo.contexts)))
+    repo.contexts[context.head] = context
 
 
 def build_context(store: CasStore, head: str, *, keep: bool = True, with_checks: bool = False) -> ThreadContext:
@@ -47,7 +57,7 @@ def build_context(store: CasStore, head: str, *, keep: bool = True, with_checks:
         first_of_role=dict(record.first),
         last_of_role=dict(record.last),
         role_counts=dict(record.roles),
-        load_step=lambda hash_: step_context(store, hash_, StepNode.from_payload(store.get(hash_).payload)),
+        load_step=lambda hash_: step_context(store, hash_, read_step(store, hash_)),
     )
 
 
@@ -86,7 +96,7 @@ def _reader(store: CasStore, with_checks: bool = False):
             if prev != step.start:
                 expected[prev] = step.start
                 return step_context(store, hash_, step), prev
-        start_node = store.get(step.start)
+        start_node = thread_node(store, step.start)
         if start_node.type not in START_TYPES:
             raise CorruptError(f"chain from {hash_} does not end at its StartNode {step.start}")
         return step_context(store, hash_, step), newest_step(store, start_node.payload.get("resumes"), with_checks=with_checks)

@@ -20,6 +20,7 @@ from .context import context_of
 from .details import ordered_output, role_schema
 from .lineage import chain_nodes
 from .model import StepContext, ThreadContext
+from .nodes import read_step
 
 if TYPE_CHECKING:
     from ..repo import Repo
@@ -332,7 +333,7 @@ def _diff_step(repo: Repo, steps: list[StepContext], number: int, runs: dict[str
     return DiffStep(
         step.hash, number, step.role, step.agent, output, step_body(repo.nodes, step), step.instruction,
         _routing_after(repo, step), cost.spend.tokens if cost.recorded else None, cost.spend.cost, cost.duration_ms, cost.reused_from,
-        repo.nodes.get(step.hash).payload.get("files"),
+        read_step(repo.nodes, step.hash).files,
     )
 
 

@@ -24,7 +24,12 @@ from ..store.builtin_schemas import (
     schema_hash,
 )
 from ..store.cas import CasStore, node_hash
-from .nodes import thread_node
+from .nodes import put_node, read_step, thread_node
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from .model import StepNode
 
 KEY = "entry1:"
 HISTORY_ENTRY = {
@@ -59,19 +64,21 @@ def entry_of(store: CasStore, step_hash: str, *, keep: bool = True) -> str:
         pending.append(cursor)
         cursor = _step_before(store, cursor)
     for hash_ in reversed(pending):
-        payload = store.get(hash_).payload
+        step = read_step(store, hash_)
         number = chain_record(store, hash_, keep=keep).count
-        block = block_text(number, payload["role"], payload["agent"], store.payload(payload["output"]))
+        block = block_text(number, step.role, step.agent, store.payload(step.output))
         prev_entry = _put_entry(store, hash_, block, prev_entry, keep)
     return prev_entry  # type: ignore[return-value]  # pending or known: one of them set it
 
 
-def remember_entry(store: CasStore, step_hash: str, number: int, role: str, agent: str, output_hash: str) -> str:
+def remember_entry(store: CasStore, step_hash: str, step: StepNode, number: int) -> str:
     """The entry of a step just written (callers batch it with the StepNode). The output is read
     back as stored (key order, integral numbers) so the block is what later prompts show."""
-    prev_step = _step_before(store, step_hash)
+    from .context import newest_step
+
+    prev_step = newest_step(store, step.prev or step.start)
     prev_entry = entry_of(store, prev_step) if prev_step is not None else None
-    return _put_entry(store, step_hash, block_text(number, role, agent, store.payload(output_hash)), prev_entry, True)
+    return _put_entry(store, step_hash, block_text(number, step.role, step.agent, store.payload(step.output)), prev_entry, True)
 
 
 def entry_blocks(store: CasStore, entry: str, count: int) -> list[str]:
@@ -93,8 +100,8 @@ def _put_entry(store: CasStore, step_hash: str, block: str, prev_entry: str | No
         return node_hash(HISTORY_ENTRY_HASH, payload)
     if not store.has(HISTORY_ENTRY_HASH):
         store.put_schema(HISTORY_ENTRY)
-    store.put(CONTENT, block)
-    entry = store.put(HISTORY_ENTRY_HASH, payload, what="history entry")
+    put_node(store, CONTENT, block, "history block")
+    entry = put_node(store, HISTORY_ENTRY_HASH, payload, "history entry")
     store.nodes.put_derived(KEY + step_hash, entry.encode("ascii"))
     return entry
 

@@ -1,4 +1,6 @@
-"""Reading a thread's nodes by kind: StartNode, StepNode, or either (a head)."""
+"""The thread layer's door to the CAS: a thread's nodes read by kind (StartNode, StepNode, or
+either: a head), and every node of a thread put through one function. thread/ reads and writes
+nodes here, so what one step reads and writes has one place to be seen."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ START_TYPE = BUILTIN_HASHES["start-node"]
 START_TYPES = frozenset({START_TYPE, START_WITH_BUDGET_HASH, START_WITH_FILES_HASH})  # with a budget, with files
 STEP_TYPE = BUILTIN_HASHES["step-node"]
 STEP_TYPES = frozenset({STEP_TYPE, STEP_WITH_FILES_HASH})  # a StepNode that names the workspace's files has its own
+THREAD_TYPES = START_TYPES | STEP_TYPES
 
 
 def step_type(store: CasStore, step: StepNode) -> str:
@@ -28,8 +31,14 @@ def step_type(store: CasStore, step: StepNode) -> str:
     return store.put_schema(STEP_NODE_WITH_FILES)
 
 
+def put_node(store: CasStore, type_hash: str, payload: object, what: str) -> str:
+    """A node of a thread (an output, a detail, a StepNode, a history entry), checked against its
+    schema; `what` names it in the error when it does not match."""
+    return store.put(type_hash, payload, what=what)
+
+
 def put_step(store: CasStore, step: StepNode, what: str = "StepNode") -> str:
-    return store.put(step_type(store, step), step.to_payload(), what=what)
+    return put_node(store, step_type(store, step), step.to_payload(), what)
 
 
 def put_start(store: CasStore, start: StartNode) -> str:
@@ -40,28 +49,27 @@ def put_start(store: CasStore, start: StartNode) -> str:
         type_hash = store.put_schema(START_NODE_WITH_FILES)
     elif start.has_budget:
         type_hash = store.put_schema(START_NODE_WITH_BUDGET)
-    return store.put(type_hash, start.to_payload(), what="StartNode")
+    return put_node(store, type_hash, start.to_payload(), "StartNode")
 
 
 def read_start(store: CasStore, hash_: str) -> StartNode:
-    node = store.get(hash_)
-    if node.type not in START_TYPES:
-        raise UwfError(f"{hash_} is not a StartNode")
-    return StartNode.from_payload(node.payload)
+    return StartNode.from_payload(_typed(store, hash_, START_TYPES, "is not a StartNode").payload)
 
 
 def read_step(store: CasStore, hash_: str) -> StepNode:
-    node = store.get(hash_)
-    if node.type not in STEP_TYPES:
-        raise UwfError(f"{hash_} is not a StepNode")
-    return StepNode.from_payload(node.payload)
+    return StepNode.from_payload(_typed(store, hash_, STEP_TYPES, "is not a StepNode").payload)
 
 
 def thread_node(store: CasStore, hash_: str) -> Node:
     """A node that can be a thread's head: a StartNode or a StepNode."""
+    return _typed(store, hash_, THREAD_TYPES, "is neither a StartNode nor a StepNode")
+
+
+def _typed(store: CasStore, hash_: str, types: frozenset, wrong: str) -> Node:
+    """The thread layer's one read of its nodes from the CAS, with their kind checked."""
     node = store.get(hash_)
-    if node.type not in STEP_TYPES and node.type not in START_TYPES:
-        raise UwfError(f"{hash_} is neither a StartNode nor a StepNode")
+    if node.type not in types:
+        raise UwfError(f"{hash_} {wrong}")
     return node
 
 

@@ -12,7 +12,7 @@ from ..store.cas import CasStore
 from .chain_index import remember_step
 from .history import remember_entry
 from .model import StepNode, ThreadContext, is_check_role
-from .nodes import STEP_TYPES, put_step
+from .nodes import STEP_TYPES, put_node, put_step
 
 
 class InvalidStepError(UwfError):
@@ -40,9 +40,9 @@ def write_step(
     `history=False` leaves its history entry to the first prompt that shows it (thread/history.py
     rebuilds a missing one): a python agent's step, which no prompt needed, writes two nodes fewer."""
     now = int(time.time() * 1000)
-    output_hash = store.put(meta, output, what=what or f"output of role '{role}'")
+    output_hash = put_node(store, meta, output, what or f"output of role '{role}'")
     detail = {**detail, "startedAt": started_ms or now, "completedAt": now}
-    detail_hash = store.put(BUILTIN_HASHES["detail"], detail, what="detail")
+    detail_hash = put_node(store, BUILTIN_HASHES["detail"], detail, "detail")
     step = StepNode(start, prev, role, output_hash, detail_hash, agent, instruction, started_ms or now, now, files, files_before)
     return store_step(store, step, history=history)
 
@@ -52,7 +52,7 @@ def store_step(store: CasStore, step: StepNode, *, history: bool = True) -> str:
     step_hash = put_step(store, step)
     chain = remember_step(store, step_hash, step.prev or step.start, step.role)  # its chain record: the next step reads no history
     if history and not is_check_role(step.role):  # agents' prompts never show uwf's checks
-        remember_entry(store, step_hash, chain.count, step.role, step.agent, step.output)  # how later prompts show it
+        remember_entry(store, step_hash, step, chain.count)  # how later prompts show it
     return step_hash
 
 

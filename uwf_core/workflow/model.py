@@ -146,6 +146,7 @@ class Workflow:
     max_cost: float | None = None  # budget: ... or cost this much (prices in config.yaml)
     snapshot: bool = True  # False: its threads' files are not snapshot (`workspace: {snapshot: false}`)
     supervisor_interval: int | None = None  # a supervisor every N steps (0: none; None: config.yaml's)
+    old_reads: tuple[str, ...] = field(default=(), compare=False)  # warned at each step it routes (workflow/old_reads.py)
 
     @property
     def has_budget(self) -> bool:

@@ -145,10 +145,16 @@ def workflow_of(repo: Repo, hash_: str) -> Workflow:
 
 
 def workflow_from_node(store: CasStore, hash_: str) -> Workflow:
+    """The workflow at `hash_`, with what its conditions read in the old way of $first / $last
+    found once, not at every step it routes."""
+    from .old_reads import stored_old_reads
+
     node = store.get(hash_)
     if node.type not in WORKFLOW_TYPES:
         raise NotFoundError(f"{hash_} is not a workflow node")
-    return Workflow.from_payload(node.payload, hash_)
+    workflow = Workflow.from_payload(node.payload, hash_)
+    old = stored_old_reads(workflow, lambda role: store.schema(workflow.roles[role].meta))
+    return replace(workflow, old_reads=tuple(old)) if old else workflow
 
 
 def workflow_history(repo: Repo, name: str) -> RegistryEntry:

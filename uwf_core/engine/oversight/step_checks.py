@@ -138,10 +138,10 @@ def finish_done(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: 
 def still_stored(repo: Repo, step_hash: str) -> None:
     """A new StepNode and what it names are still there (checked with the heads held, so gc
     cannot sweep them between this and the move)."""
-    from ...thread.model import StepNode
+    from ...thread.nodes import read_step
     from ..attempt import StepError
 
-    step = StepNode.from_payload(repo.nodes.get(step_hash).payload)
+    step = read_step(repo.nodes, step_hash)
     for hash_ in (step_hash, step.output, step.detail, *filter(None, (step.files, step.files_before))):
         if not repo.backend.nodes.exists(hash_):
             raise StepError(f"node {hash_} of the new step was removed (by `uwf cas gc`?) before the head could move; the head stays")
