@@ -1,21 +1,26 @@
-"""A step with trace export on against the same step with it off, measured in turn in one run:
-in one process (the SDK imported once, as in a worker or `thread run`), and as `uwf thread step`
-in a fresh process, which hands its spans to a shipper process at exit. The shipper's own time
-is a row of its own: it is off the step's path, so the CLI runs are spaced for it to end (on 2
-cores it would otherwise take the next run's CPU). Spans go to a real OTLP/HTTP receiver on
-127.0.0.1 (tests/support)."""
+"""A step with trace export on against the same step with it off, measured in turn in one run, for
+a collector that is up (a real OTLP/HTTP receiver on 127.0.0.1, tests/support), one that refuses
+connections and one that takes them and never answers: in one process (the SDK imported once,
+as in a worker or `thread run`) and as `uwf thread step` in a fresh process, which leaves its
+spans in the spool of this host's one shipper (telemetry/spool.py). The shipper's own time is a
+row of its own: it is off the step's path, so the CLI runs against a collector that is up are
+spaced for it to end (on 2 cores it would otherwise take the next run's CPU). Then
+`flush_traces()` against the collector that never answers."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-SHIPPER_ROOM = 0.5  # seconds between CLI runs, for the last one's shipper to end
+SHIPPER_ROOM = 1.3  # seconds between CLI runs: the last one's shipper sends, lingers a second for more, and ends
 SLOW_AGENT = "sleep 0.3; cat >/dev/null; case \"$UWF_ROLE\" in planner) echo '{\"plan\":\"p\"}';; developer) echo '{\"summary\":\"s\"}';; *) echo '{\"approved\":false}';; esac"
+COLLECTORS = ("up", "refused", "hung")
 
 
 def otel_rows(report, Row, uwf, runs: int) -> None:
@@ -28,45 +33,51 @@ def otel_rows(report, Row, uwf, runs: int) -> None:
     from otlp_receiver import OtlpReceiver
 
     print("a step with trace export on vs off", flush=True)
-    with OtlpReceiver() as receiver:
-        _in_process(report, Row, uwf, receiver, runs)
-        _cli(report, Row, uwf, receiver, max(5, runs // 3))
+    with OtlpReceiver() as receiver, _silent() as hung:
+        endpoints = {"up": receiver.endpoint, "refused": f"http://127.0.0.1:{_closed_port()}", "hung": hung}
+        for kind in COLLECTORS:
+            _in_process(report, Row, uwf, endpoints[kind], kind, runs)
+        for kind in COLLECTORS:
+            _cli(report, Row, uwf, endpoints[kind], kind, max(5, runs // 3))
+        shipped = statistics.median([_ship_once(receiver.endpoint) for _ in range(max(3, runs // 6))])
+        report.add(Row("  the shipper sending one step's spans, off the step's path", shipped, None, note="the SDK's import, one request"))
+        _flush_hung(report, Row, uwf, hung)
     print(f"  ({len(receiver.spans)} spans received)", flush=True)
 
 
-def _in_process(report, Row, uwf, receiver, runs: int) -> None:
-    from uwf_core.api import Repo, StepOptions, flush_traces, perform_step
+def _in_process(report, Row, uwf, endpoint: str, kind: str, runs: int) -> None:
+    from uwf_core.api import Repo, StepOptions, perform_step
 
-    root, thread = uwf.root("otel-inproc", 1)
+    root, thread = uwf.root(f"otel-inproc-{kind}", 1)
     times: dict[bool, list[float]] = {False: [], True: []}
     for on in (False, True):  # warm: imports, and for "on" the SDK's
-        _set(on, receiver)
+        _set(on, endpoint)
         perform_step(Repo.open(root), thread, StepOptions())
-    flush_traces()
     for _ in range(runs):
         for on in (False, True):
-            _set(on, receiver)
+            _set(on, endpoint)
             repo = Repo.open(root)  # a new Repo each time, as in a new process
             started = time.perf_counter()
             perform_step(repo, thread, StepOptions())
             times[on].append(time.perf_counter() - started)
-    _set(False, receiver)
-    flush_traces()
+    _set(False, endpoint)
     off, on = statistics.median(times[False]), statistics.median(times[True])
-    report.add(Row("in-process step, no-op text agent, trace export on", on, off, against="export off", goal="≤ +5 ms",
+    report.add(Row(f"in-process step, no-op text agent, collector {kind}", on, off, against="export off", goal="≤ +5 ms",
                    note=f"{(on - off) * 1000:+.1f} ms"))
     report.add(Row("  difference (on - off)", on - off, None, note="same run", goal="≤ 5.0 ms"))
 
 
-def _cli(report, Row, uwf, receiver, runs: int) -> None:
+def _cli(report, Row, uwf, endpoint: str, kind: str, runs: int) -> None:
     from uwf_core.api import Repo
     from uwf_core.config.model import AgentConfig
 
-    roots = {"noop": uwf.root("otel-cli-noop", 1), "slow": uwf.root("otel-cli-slow", 1)}
-    repo = Repo.open(roots["slow"][0])
-    repo.save_config(type(repo.config)(agents={"slow": AgentConfig("slow", "sh", ("-c", SLOW_AGENT), "text")}, default_agent="slow"))
+    roots = {"noop": uwf.root(f"otel-cli-noop-{kind}", 1)}
+    if kind == "up":
+        roots["slow"] = uwf.root("otel-cli-slow", 1)
+        repo = Repo.open(roots["slow"][0])
+        repo.save_config(type(repo.config)(agents={"slow": AgentConfig("slow", "sh", ("-c", SLOW_AGENT), "text")}, default_agent="slow"))
     env_off = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
-    env_on = {**env_off, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+    env_on = {**env_off, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
     times: dict[tuple[str, bool], list[float]] = {}
     for _ in range(runs):
         for agent, (root, thread) in roots.items():
@@ -74,31 +85,78 @@ def _cli(report, Row, uwf, receiver, runs: int) -> None:
                 started = time.perf_counter()
                 done = subprocess.run(uwf.cli("--root", root, "thread", "step", thread), capture_output=True, text=True, env=env)
                 times.setdefault((agent, on), []).append(time.perf_counter() - started)
-                if done.returncode != 0 or "warning" in done.stderr:
+                if done.returncode != 0 or (kind == "up" and "warning" in done.stderr):
                     raise SystemExit(f"otel bench step failed: {done.stderr.strip()[-500:]}")
-                time.sleep(SHIPPER_ROOM)
+                if kind == "up":
+                    time.sleep(SHIPPER_ROOM)
     for agent, label in (("noop", "no-op text agent"), ("slow", "text agent that takes 0.3 s")):
-        off, on = statistics.median(times[(agent, False)]), statistics.median(times[(agent, True)])
-        report.add(Row(f"CLI step, {label}, trace export on", on, off, against="export off", goal="≤ +5 ms"))
-        report.add(Row("  difference (on - off)", on - off, None, note="same run", goal="≤ 5.0 ms"))
-    shipped = statistics.median([_ship_once(receiver) for _ in range(max(3, runs // 2))])
-    report.add(Row("  its shipper, a process per step, off the step's path", shipped, None, note="the SDK's import, one request"))
+        if (agent, True) in times:
+            off, on = statistics.median(times[(agent, False)]), statistics.median(times[(agent, True)])
+            report.add(Row(f"CLI step, {label}, collector {kind}", on, off, against="export off", goal="≤ +5 ms"))
+            report.add(Row("  difference (on - off)", on - off, None, note="same run", goal="≤ 5.0 ms"))
 
 
-def _ship_once(receiver) -> float:
-    """`python -m uwf_core.telemetry.ship` with one step's spans (a step, its agent), to its end."""
+def _flush_hung(report, Row, uwf, endpoint: str) -> None:
+    """A program's `flush_traces()` after a step, the collector taking connections and answering
+    nothing: a fresh process each time, the call alone timed."""
+    root, thread = uwf.root("otel-flush-hung", 1)
+    code = ("import sys, time\nfrom uwf_core.api import Repo, StepOptions, flush_traces, perform_step\n"
+            f"perform_step(Repo.open({root!r}), {thread!r}, StepOptions())\n"
+            "started = time.perf_counter(); flush_traces(); print(time.perf_counter() - started)\n")
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+    took = []
+    for _ in range(5):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        if done.returncode != 0:
+            raise SystemExit(f"otel bench flush failed: {done.stderr.strip()[-500:]}")
+        took.append(float(done.stdout.strip().splitlines()[-1]))
+    report.add(Row("`flush_traces()`, a collector that never answers", statistics.median(took), None,
+                   note=f"min {min(took) * 1000:.0f} ms, max {max(took) * 1000:.0f} ms", goal="≤ 0.5 s"))
+
+
+def _ship_once(endpoint: str) -> float:
+    """The shipper started on one step's spans (a step, its agent) as a step starts it, until it has
+    sent them (it lingers a moment for more after that)."""
     import json
 
+    from uwf_core.telemetry.spool import claim, leave, spool_dir, waiting
+
+    url = endpoint + "/v1/traces"
     span = {"id": 1, "name": "step developer", "kind": "CHAIN", "start": time.time_ns(), "end": time.time_ns(), "attributes": {"uwf.role": "developer"},
             "children": [{"id": 2, "name": "agent text", "kind": "AGENT", "start": time.time_ns(), "end": time.time_ns(), "attributes": {}}]}
-    payload = json.dumps({"url": receiver.endpoint + "/v1/traces", "source": "bench", "variables": [], "spans": [{"trace": 7, "span": span}]})
+    while (lock := claim(url)) is None:  # the last one's shipper still lingers
+        time.sleep(0.05)
+    leave(url, json.dumps({"spans": [{"trace": 7, "span": span}]}).encode(), 2)
+    payload = json.dumps({"url": url, "source": "bench", "variables": [], "lock": lock})
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-P", "-m", "uwf_core.telemetry.ship"], input=payload.encode(), check=True, cwd="/")
-    return time.perf_counter() - started
+    shipper = subprocess.Popen([sys.executable, "-P", "-m", "uwf_core.telemetry.ship"], stdin=subprocess.PIPE, cwd="/", pass_fds=(lock,))
+    shipper.stdin.write(payload.encode())
+    shipper.stdin.close()
+    os.close(lock)
+    while waiting(spool_dir(url)):
+        time.sleep(0.005)
+    took = time.perf_counter() - started
+    shipper.wait(timeout=30)
+    return took
 
 
-def _set(on: bool, receiver) -> None:
+def _set(on: bool, endpoint: str) -> None:
     if on:
-        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
     else:
         os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _silent():
+    """A collector that takes connections (the kernel's backlog) and never answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(512)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"

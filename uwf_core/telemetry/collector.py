@@ -1,7 +1,8 @@
 """What this host knows of a collector: whether it takes connections, and how its last export
 went. A short file per collector URL in the user's cache (`$XDG_CACHE_HOME/uwf/otel`), so a
 `uwf thread step` in a new process need not ask again for half a minute, and a shipper that ran
-after an earlier step can tell a later one that its export failed."""
+after an earlier step can tell a later one that its export failed. What a step says of it is said
+at most once per half minute on this host (`say_due`), not by every step."""
 
 from __future__ import annotations
 
@@ -44,6 +45,54 @@ def write_status(url: str, state: str, reason: str = "") -> None:
         atomic_write(status_path(url), data, mode=0o600, sync=False)
     except UwfError:
         pass
+
+
+def say_due(url: str, topic: str) -> bool:
+    """Whether this host has not said `topic` of this collector in the last half minute (and it
+    counts as said now). Best effort: a marker that cannot be kept lets it be said."""
+    path = f"{status_path(url)[: -len('.json')]}.said-{topic}"
+    now = time.time()
+    try:
+        if now - os.stat(path).st_mtime < FRESH_SECONDS:
+            return False
+        os.utime(path, (now, now))
+    except FileNotFoundError:
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            return False  # a step beside this one is saying it
+        except OSError:
+            pass
+    except OSError:
+        pass
+    return True
+
+
+def answers(url: str, timeout: float) -> bool:
+    """Whether the collector answers an HTTP request within `timeout` (any answer: it is alive, and
+    an export in flight will end). False only when it takes the connection and says nothing, or
+    takes none; True behind a proxy, which uwf does not look past."""
+    import http.client
+    import socket
+    from urllib.parse import urlsplit
+
+    if any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return True
+    parts = urlsplit(url)
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    try:
+        connection = kind(parts.hostname or "", parts.port, timeout=timeout)
+        try:
+            connection.request("GET", parts.path or "/")
+            connection.getresponse().read(0)
+        finally:
+            connection.close()
+    except (TimeoutError, socket.timeout, ConnectionRefusedError):
+        return False
+    except (OSError, ValueError, http.client.HTTPException):
+        return True  # it said something (a TLS failure, a closed connection): not a silent one
+    return True
 
 
 def unreachable(url: str, timeout: float = PROBE_SECONDS, *, no_answer_is_down: bool = True) -> str | None:

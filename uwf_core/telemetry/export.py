@@ -14,6 +14,7 @@ a minute (telemetry/collector.py) and is one warning line. Every string is redac
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 
 EXIT_FLUSH_SECONDS = 3.0  # at most this long at a process's exit for the last spans to go
 QUICK_PROBE_SECONDS = 0.05  # a step asks a collector not known lately this long; no answer: the shipper finds out
+QUICK_FLUSH_SECONDS = 0.05  # a flush not done by then asks the collector whether it answers at all
+HUNG_PROBE_SECONDS = 0.4  # ... and does not wait for one that answers nothing in this long
+MAX_EARLY_SPANS = 10_000  # steps' spans kept while the SDK is imported (a step has a handful)
 
 _EXPORTERS: dict[tuple, Exporter] = {}
 _LOCK = threading.Lock()
@@ -90,6 +94,8 @@ class Exporter:
         self._thread: threading.Thread | None = None
         self._processor = None
         self._sdk = None
+        self._built = False  # the SDK's import is over (the processor is there, or it never will be)
+        self._early: list[tuple[dict, int]] = []  # spans of steps that ended while the SDK was imported
         self._pending: list[dict] = []  # handed to a shipper at exit (hands_off)
         self._at_exit = False
 
@@ -104,7 +110,8 @@ class Exporter:
                 self._thread.start()
 
     def emit(self, root: Span, trace_id: int, redact: Callable[[object], object]) -> None:
-        """Queue `root` and everything under it (all ended) as spans of trace `trace_id`."""
+        """Queue `root` and everything under it (all ended) as spans of trace `trace_id`. Never waits
+        for the SDK: a step that ends while it is imported leaves its spans for the import's end."""
         wire = to_wire(root, redact)
         if hands_off():
             with _LOCK:
@@ -116,58 +123,117 @@ class Exporter:
                     self._at_exit = True
             return
         self.warm()
-        self._thread.join()
-        if self._processor is not None:
-            for readable in self._sdk.readables(wire, trace_id):
-                self._processor.on_end(readable)
+        with _LOCK:
+            if self._processor is None:
+                if not self._built and len(self._early) < MAX_EARLY_SPANS:
+                    self._early.append((wire, trace_id))
+                return
+        self._queue(wire, trace_id)
 
     def flush(self, timeout: float) -> None:
-        """Wait at most `timeout` for what is queued to go: a collector that takes the connection and
-        never answers keeps the SDK's export in its own timeout, which no exit waits out."""
-        if self._processor is not None:
-            sending = threading.Thread(target=self._processor.force_flush, args=(int(timeout * 1000),), daemon=True)
-            sending.start()
-            sending.join(timeout)
-            if sending.is_alive():
-                warn_once(f"traces not sent: the collector at {self.settings.url} did not answer within {timeout:g}s")
-        elif self._pending:
-            self._hand_off()
+        """Wait at most `timeout` for what is queued to go. A flush not done at once asks the
+        collector whether it answers at all (HUNG_PROBE_SECONDS, beside the wait): one that takes
+        the connection and says nothing is not waited for, its export left in the SDK's own
+        timeout, which no caller and no exit waits out."""
+        import time
+
+        if self._processor is None and self._thread is None:
+            if self._pending:
+                self._hand_off()
+            return
+        deadline = time.monotonic() + timeout
+        sending: threading.Thread | None = None
+        silent: list[bool] = []
+        asking = threading.Thread(target=self._ask, args=(silent,), daemon=True)
+        probe_at = time.monotonic() + QUICK_FLUSH_SECONDS
+        while time.monotonic() < deadline and not silent:
+            if sending is None and self._built:
+                if self._processor is None:
+                    return  # the SDK could not be imported: said already
+                sending = threading.Thread(target=self._processor.force_flush, args=(int(timeout * 1000),), daemon=True)
+                sending.start()
+            if sending is not None and not sending.is_alive() and not self._sdk.exporter.busy:
+                return
+            if asking.ident is None and time.monotonic() >= probe_at:
+                asking.start()
+            time.sleep(0.005)
+        waited = f"(nothing within {HUNG_PROBE_SECONDS:g}s)" if silent else f"within {timeout:g}s"
+        warn_once(f"traces not sent: the collector at {self.settings.url} did not answer {waited}")
+
+    def _ask(self, silent: list[bool]) -> None:
+        from .collector import answers
+
+        if not answers(self.settings.url, HUNG_PROBE_SECONDS):
+            silent.append(True)
+
+    def _queue(self, wire: dict, trace_id: int) -> None:
+        for readable in self._sdk.readables(wire, trace_id):
+            self._processor.on_end(readable)
 
     def _build(self) -> None:
         try:
             from .sdk import Sdk
 
-            self._sdk = Sdk(self.settings, warn_once)
+            sdk = Sdk(self.settings, warn_once)
         except ImportError as exc:
             warn_once(_no_sdk(self.settings, exc))
+            with _LOCK:
+                self._built, self._early = True, []
             return
         if self.settings.protocol:
             warn_once(_not_http(self.settings))
-        self._processor = self._sdk.batch_processor()
+        processor = sdk.batch_processor()
+        with _LOCK:
+            self._sdk, self._processor, self._built = sdk, processor, True
+            early, self._early = self._early, []
+        for wire, trace_id in early:
+            self._queue(wire, trace_id)
         import atexit
 
         atexit.register(self.flush, EXIT_FLUSH_SECONDS)
 
     def _hand_off(self) -> None:
-        """Give the spans to a shipper process (unless the collector is known to be down)."""
+        """Leave the spans in the spool of this host's shipper, and start one unless one is running
+        (telemetry/spool.py); nothing when the collector is known to be down."""
+        from .spool import claim, leave, spool_dir, take_dropped
+
         with _LOCK:
             pending, self._pending = self._pending, []
         if not pending or not self._can_send():
             return
+        url = self.settings.url
+        count = sum(span_count(item["span"]) for item in pending)
+        if not leave(url, json.dumps({"spans": pending}, separators=(",", ":")).encode("utf-8"), count):
+            if self._say("dropped"):
+                dropped = take_dropped(spool_dir(url))
+                warn_once(f"{dropped or count} spans not sent: {url} has not taken the last ones and the spool of traces "
+                          f"waiting for it is full; steps go on without them")
+            return
+        lock = claim(url)
+        if lock is None:
+            return  # the running shipper takes them
         import subprocess
 
-        payload = json.dumps({"url": self.settings.url, "source": self.settings.source, "variables": self.settings.variables,
-                              "spans": pending}, separators=(",", ":")).encode("utf-8")
+        payload = json.dumps({"url": url, "source": self.settings.source, "variables": self.settings.variables, "lock": lock},
+                             separators=(",", ":")).encode("utf-8")
         try:
             shipper = subprocess.Popen(
-                # -P: not the cwd's modules (a workspace's json.py) but uwf's; it outlives this process
+                # -P: not the cwd's modules (a workspace's json.py) but uwf's; it outlives this process, holding the lock
                 [sys.executable, "-P", "-m", "uwf_core.telemetry.ship"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True, cwd="/",
+                stderr=subprocess.DEVNULL, start_new_session=True, cwd="/", pass_fds=(lock,),
             )
             shipper.stdin.write(payload)
             shipper.stdin.close()
         except OSError as exc:
             warn_once(f"traces could not be handed to their shipper: {exc.strerror or exc}")
+        finally:
+            os.close(lock)
+
+    def _say(self, topic: str) -> bool:
+        """Said by this process only once, and by this host's steps once per half minute."""
+        from .collector import say_due
+
+        return say_due(self.settings.url, topic)
 
     def _can_send(self) -> bool:
         """Known down: one warning, the spans dropped. Not known lately: the SDK looked for, and the
@@ -181,10 +247,15 @@ class Exporter:
             if state == DOWN:
                 from .sdk import down_message
 
-                warn_once(down_message(self.settings, reason))
+                if self._say(DOWN):
+                    warn_once(down_message(self.settings, reason))
                 return False
-            if state == FAILED:
-                warn_once(f"the last export of traces to {self.settings.url} failed: {reason}")
+            if state == FAILED and self._say(FAILED):
+                from .spool import spool_dir, take_dropped
+
+                dropped = take_dropped(spool_dir(self.settings.url))
+                lost = f" ({dropped} spans not sent)" if dropped else ""
+                warn_once(f"the last export of traces to {self.settings.url} failed: {reason}{lost}")
             return True
         from importlib.util import find_spec
 
@@ -202,9 +273,16 @@ class Exporter:
             from .sdk import down_message
 
             write_status(self.settings.url, DOWN, problem)
-            warn_once(down_message(self.settings, problem))
+            if self._say(DOWN):
+                warn_once(down_message(self.settings, problem))
             return False
         return True
+
+
+def span_count(wire: dict) -> int:
+    """A span in the wire form and those under it."""
+    children = wire.get("children") if isinstance(wire, dict) else None
+    return 1 + sum(span_count(child) for child in children or ())
 
 
 def to_wire(span: Span, redact: Callable[[object], object]) -> dict:

@@ -99,8 +99,16 @@ class Guarded:
         self.inner, self.settings, self.results, self.warn, self.last_problem = inner, settings, results, warn, last_problem
         self.down_until: float | None = None
         self.checked = False
+        self.busy = 0  # exports under way: a flush waits for the one the batch thread already began
 
     def export(self, spans):
+        self.busy += 1
+        try:
+            return self._export(spans)
+        finally:
+            self.busy -= 1
+
+    def _export(self, spans):
         import time
 
         now = time.monotonic()

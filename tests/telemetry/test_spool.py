@@ -1,0 +1,236 @@
+"""Traces that cost nothing when the collector is slow or gone (telemetry/spool.py): one shipper
+per host and collector however many `uwf thread step` processes hand it spans, a bounded spool
+whose dropped spans are counted, and warnings said once per half minute on a host, not per step."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
+
+from otlp_receiver import OtlpReceiver  # noqa: E402
+
+from uwf_core.telemetry import spool  # noqa: E402
+from uwf_core.telemetry.collector import say_due  # noqa: E402
+
+ANSWER = json.dumps({"$status": "again", "n": 1})
+LOOP = """\
+name: loop
+maxSteps: 1000
+roles:
+  worker:
+    description: does nothing
+    goal: nothing
+    procedure: nothing
+    output: nothing
+    meta:
+      type: object
+      properties: {$status: {enum: [again, done]}, n: {type: integer}}
+      required: [$status, n]
+graph:
+  $START: [{role: worker, condition: null}]
+  worker: {again: worker, done: $END}
+"""
+
+
+@pytest.fixture
+def looping(uwf, root_dir, tmp_path) -> str:
+    """A thread of the loop workflow, stepped by a no-op text agent (no model, no server)."""
+    (root_dir / "config.yaml").write_text(
+        f"agents:\n  noop:\n    command: sh\n    args: [-c, {json.dumps('cat >/dev/null; echo ' + repr(ANSWER))}]\n"
+        f"    protocol: text\ndefaultAgent: noop\n"
+    )
+    workflow = tmp_path / "loop.yaml"
+    workflow.write_text(LOOP)
+    assert uwf("workflow", "put", str(workflow)).code == 0
+    return uwf("thread", "start", "loop", "-p", "go", "-w", str(tmp_path)).json()["thread"]
+
+
+def shippers() -> list[int]:
+    """This test's shippers (its own cache directory in their environment: tests beside it have theirs)."""
+    mine = f"XDG_CACHE_HOME={os.environ['XDG_CACHE_HOME']}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            command = Path(f"/proc/{entry}/cmdline").read_bytes()
+            environment = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"uwf_core.telemetry.ship" in command and mine in environment:
+            found.append(int(entry))
+    return found
+
+
+class Sampler:
+    """The most shippers alive at once, looked at every 10 ms while it runs."""
+
+    def __init__(self) -> None:
+        self.most, self.seen, self._stop = 0, set(), threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            alive = shippers()
+            self.most = max(self.most, len(alive))
+            self.seen.update(alive)
+            time.sleep(0.01)
+
+
+def end_shippers() -> None:
+    for pid in shippers():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_a_collector_that_never_answers_keeps_one_shipper_however_many_steps(uwf, looping):
+    with socket.socket() as silent:  # takes connections (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_TIMEOUT": "30"}
+        try:
+            with Sampler() as sampler:
+                for _ in range(8):
+                    result = uwf("thread", "step", looping, env=env)
+                    assert result.code == 0 and "Traceback" not in result.err, result
+                deadline = time.monotonic() + 10
+                while not sampler.seen and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            waiting = spool.waiting(spool.spool_dir(url + "/v1/traces"))
+        finally:
+            end_shippers()
+    assert sampler.most == 1 and len(sampler.seen) == 1, sampler.seen  # one shipper, waiting on the first batch
+    assert 1 <= len(waiting) <= 8  # the later steps' spans wait in the spool for it
+
+
+def roots(spans: list, thread: str) -> list:
+    return [span for span in spans if span.attributes.get("uwf.thread") == thread and span.parent_id is None]
+
+
+def test_the_shipper_sends_the_spool_and_ends(uwf, looping):
+    with OtlpReceiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        for _ in range(3):
+            assert uwf("thread", "step", looping, env=env).code == 0
+        deadline = time.monotonic() + 20
+        while (shippers() or len(roots(receiver.spans, looping)) < 3) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the shipper lingers a moment for more, then ends
+        assert shippers() == []
+        assert len(roots(receiver.spans, looping)) == 3
+    assert spool.waiting(spool.spool_dir(receiver.endpoint + "/v1/traces")) == []
+
+
+def test_a_refused_collector_is_said_once_in_half_a_minute_not_at_every_step(uwf, looping):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}
+    said = []
+    for _ in range(4):
+        result = uwf("thread", "step", looping, env=env)
+        assert result.code == 0, result
+        said += [line for line in result.err.splitlines() if "traces cannot be sent" in line]
+    assert len(said) == 1 and "connection refused" in said[0], said
+    assert shippers() == []
+
+
+def test_the_spool_is_bounded_and_what_it_drops_is_counted(monkeypatch):
+    url = "http://127.0.0.1:9/v1/traces"
+    item = json.dumps({"spans": [{"trace": 1, "span": {"id": 1, "name": "x" * 300}}]}).encode()
+    monkeypatch.setattr(spool, "MAX_SPOOL_BYTES", 3 * len(item) + 10)
+    kept = [spool.leave(url, item, 4) for _ in range(5)]
+    assert kept == [True, True, True, False, False]
+    where = spool.spool_dir(url)
+    assert len(spool.waiting(where)) == 3 and oct(os.stat(where).st_mode & 0o777) == "0o700"
+    assert spool.take_dropped(where) == 8
+    assert spool.take_dropped(where) == 0  # taken: the count starts again
+    monkeypatch.setattr(spool, "MAX_SPOOL_BYTES", 1 << 20)
+    monkeypatch.setattr(spool, "MAX_SPOOL_FILES", 4)
+    assert [spool.leave(url, item, 1) for _ in range(2)] == [True, False]  # bounded in files too
+
+
+def test_the_spools_lock_is_held_by_one_at_a_time():
+    url = "http://127.0.0.1:9/v1/traces"
+    os.makedirs(spool.spool_dir(url), exist_ok=True)
+    first = spool.claim(url)
+    assert first is not None and spool.claim(url) is None
+    os.close(first)
+    again = spool.claim(url)
+    assert again is not None
+    os.close(again)
+
+
+def test_a_warning_is_due_once_per_half_minute_per_topic(monkeypatch):
+    url = "http://127.0.0.1:9/v1/traces"
+    assert say_due(url, "down") and not say_due(url, "down")
+    assert say_due(url, "failed")  # another topic is its own
+    later = time.time() + 31
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert say_due(url, "down")
+
+
+def _ended_span(name: str):
+    from uwf_core.telemetry.spans import Span
+
+    span = Span(name, "CHAIN", None)
+    span.end_ns = span.start_ns + 1000
+    return span
+
+
+def test_a_step_that_ends_while_the_sdk_is_imported_leaves_its_spans_for_it():
+    from uwf_core.telemetry.export import Exporter
+    from uwf_core.telemetry.settings import TraceSettings
+
+    imported = threading.Event()
+
+    class Slow(Exporter):
+        def _build(self) -> None:
+            imported.wait(30)  # the SDK's import, held until the step has ended
+            super()._build()
+
+    with OtlpReceiver() as receiver:
+        exporter = Slow(TraceSettings(url=receiver.endpoint + "/v1/traces", source="test"))
+        exporter.emit(_ended_span("early step"), 7, lambda value: value)  # starts the import, and does not wait for it
+        assert [wire["name"] for wire, _ in exporter._early] == ["early step"]
+        imported.set()
+        exporter.flush(10.0)
+        assert [span.name for span in receiver.wait_for(1, timeout=10)] == ["early step"]
+
+
+def test_a_flush_does_not_wait_for_a_collector_that_answers_nothing():
+    from uwf_core.telemetry import export
+    from uwf_core.telemetry.settings import TraceSettings
+
+    said = []
+    export.set_warning_handler(said.append)
+    try:
+        with socket.socket() as silent:
+            silent.bind(("127.0.0.1", 0))
+            silent.listen(16)
+            url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1/traces"
+            exporter = export.Exporter(TraceSettings(url=url, source="test"))
+            exporter.emit(_ended_span("step"), 7, lambda value: value)
+            exporter.flush(60.0)  # a collector that answered would be waited for this long
+    finally:
+        export.set_warning_handler(None)
+    assert said == [f"traces not sent: the collector at {url} did not answer (nothing within 0.4s)"]
