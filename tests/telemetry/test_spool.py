@@ -234,3 +234,28 @@ def test_a_flush_does_not_wait_for_a_collector_that_answers_nothing():
     finally:
         export.set_warning_handler(None)
     assert said == [f"traces not sent: the collector at {url} did not answer (nothing within 0.4s)"]
+
+
+def test_no_agent_sees_the_spans_waiting_in_the_spool(uwf, root_dir, tmp_path):
+    from uwf_core.engine.contain.sandbox import BUBBLEWRAP, containment
+    from uwf_core.telemetry.collector import cache_dir
+
+    if containment().kind != BUBBLEWRAP:
+        pytest.skip(f"bubblewrap cannot start here: {containment().reason}")
+    url = "http://127.0.0.1:9/v1/traces"
+    assert spool.leave(url, json.dumps({"spans": [{"trace": 1, "span": {"id": 1, "name": "another thread's prompt"}}]}).encode(), 1)
+    where = cache_dir()
+    script = f"ls -aR {where} > seen.txt 2>&1; cat {where}/*/* >> seen.txt 2>&1; cat >/dev/null; echo {ANSWER!r}"
+    (root_dir / "config.yaml").write_text(
+        f"agents:\n  nosy:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: text\ndefaultAgent: nosy\n"
+    )
+    workflow = tmp_path / "loop.yaml"
+    workflow.write_text(LOOP)
+    assert uwf("workflow", "put", str(workflow)).code == 0
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    thread = uwf("thread", "start", "loop", "-p", "go", "-w", str(workspace)).json()["thread"]
+    assert uwf("thread", "step", thread).code == 0
+    seen = (workspace / "seen.txt").read_text()
+    assert ".spool" not in seen and "another thread's prompt" not in seen, seen
+    assert spool.waiting(spool.spool_dir(url))  # still there on the host

@@ -16,11 +16,17 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "AL
 OK, DOWN, FAILED = "ok", "down", "failed"  # reachable and took the last batch; no connection; it answered an error
 
 
+def cache_dir() -> str:
+    """Where this host keeps what it knows of collectors, and the spans waiting for them (hidden
+    from every agent: engine/contain/policy.py)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "uwf", "otel")
+
+
 def status_path(url: str) -> str:
     from ..encoding.ids import xxh64_hash
 
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "uwf", "otel", f"{xxh64_hash(url.encode('utf-8'))}.json")
+    return os.path.join(cache_dir(), f"{xxh64_hash(url.encode('utf-8'))}.json")
 
 
 def read_status(url: str) -> tuple[str, str] | None:

@@ -77,6 +77,7 @@ def agent_policy(
     hidden_dirs = [] if sees_store else [*store_dirs, *_existing_dirs(*(os.path.join(each, ".uwf") for each in homes))]
     if scratch and os.path.isdir(scratch):  # other runs' private copies (a login among them), whatever root shows it
         hidden_dirs.append(os.path.realpath(scratch))
+    hidden_dirs += _existing_dirs(_traces_waiting())
     store_writes: tuple[str, ...] = ()
     if sees_store:
         store_writes = store_dirs if runs_steps else (stage,) if stage else node_dirs
@@ -109,6 +110,19 @@ def agent_policy(
         network=network,
         sandbox=sandbox,
     )
+
+
+def _traces_waiting() -> str:
+    """This host's spool of spans (every thread's, content too) and what it knows of collectors:
+    made if missing, so that a step beside this run cannot make it where the agent sees it."""
+    from ...telemetry.collector import cache_dir
+
+    where = cache_dir()
+    try:
+        os.makedirs(where, mode=0o700, exist_ok=True)
+    except OSError:
+        pass  # a home that cannot be written has no spool either
+    return where
 
 
 def uwf_itself() -> list[str]:
