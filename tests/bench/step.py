@@ -30,28 +30,13 @@ sys.path.insert(0, str(REPO))
 from common import compile_sources  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests" / "support"))
+from loop_workflow import loop_workflow  # noqa: E402
 from node_file import unpack  # noqa: E402
 
 LENGTHS = (1, 100, 1000)
 NOOP = "cat >/dev/null; echo '" + json.dumps({"$status": "again", "n": 1}) + "'"
 
-WORKFLOW = """
-name: loop
-maxSteps: 100000
-roles:
-  worker:
-    description: does nothing
-    goal: nothing
-    procedure: nothing
-    output: nothing
-    meta:
-      type: object
-      properties: {$status: {enum: [again, done]}, n: {type: integer}}
-      required: [$status, n]
-graph:
-  $START: [{role: worker, condition: null}]
-  worker: {again: worker, done: $END}
-"""
+WORKFLOW = loop_workflow(100_000)
 
 
 def build_root(root: str, workflow_file: str, length: int) -> str:

@@ -16,29 +16,14 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
 
+from loop_workflow import loop_workflow  # noqa: E402
 from otlp_receiver import OtlpReceiver  # noqa: E402
 
 from uwf_core.telemetry import spool  # noqa: E402
 from uwf_core.telemetry.collector import say_due  # noqa: E402
 
 ANSWER = json.dumps({"$status": "again", "n": 1})
-LOOP = """\
-name: loop
-maxSteps: 1000
-roles:
-  worker:
-    description: does nothing
-    goal: nothing
-    procedure: nothing
-    output: nothing
-    meta:
-      type: object
-      properties: {$status: {enum: [again, done]}, n: {type: integer}}
-      required: [$status, n]
-graph:
-  $START: [{role: worker, condition: null}]
-  worker: {again: worker, done: $END}
-"""
+LOOP = loop_workflow(1_000)
 
 
 @pytest.fixture

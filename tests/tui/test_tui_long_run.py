@@ -6,29 +6,14 @@ many steps the run adds; and the keys typed meanwhile act."""
 from __future__ import annotations
 
 import pytest
+from loop_workflow import loop_workflow
 from test_tui import log_text, run_app, select_thread, until
 from textual import events
 
 from uwf_core.api import Config, Repo, load_workflow, put_workflow, start_thread, step_counts
 from uwf_core.config.model import AgentConfig
 
-WORKFLOW = """
-name: loop
-maxSteps: 1000000
-roles:
-  worker:
-    description: does nothing
-    goal: nothing
-    procedure: nothing
-    output: nothing
-    meta:
-      type: object
-      properties: {$status: {enum: [again, done]}, n: {type: integer}}
-      required: [$status, n]
-graph:
-  $START: [{role: worker, condition: null}]
-  worker: {again: worker, done: $END}
-"""
+WORKFLOW = loop_workflow(1_000_000)
 AGENT = """
 def run(ctx):
     return {"$status": "again", "n": len(ctx.steps)}
