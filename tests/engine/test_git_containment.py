@@ -434,23 +434,25 @@ def test_a_branch_that_looks_like_an_option_is_not_taken(uwf, root_dir, tmp_path
     assert "-dash" not in git(workspace, "branch").stdout
 
 
-def test_a_root_at_the_workspaces_top_shares_it_with_runs_beside_this_one(uwf, tmp_path, markers):
+@pytest.mark.parametrize("boxed", [True, False], ids=["bubblewrap", "without-bubblewrap"])
+def test_a_root_at_the_workspaces_top_shares_it_with_runs_beside_this_one(uwf, tmp_path, markers, boxed):
     """Other runs' private copies of .git come and go in the root's scratch directory while this
     run goes: they are no repository of this agent's (the sandbox hides scratch from it), and what
-    the agent writes where scratch is lands nowhere on the host."""
+    the agent writes where scratch is lands nowhere on the host. A run without bubblewrap beside
+    sandboxed ones does not take their copies for its own either (an adversary's trial)."""
     import time
     from concurrent.futures import ThreadPoolExecutor
 
     workspace = repository(tmp_path / "ws")
     root = workspace / ".uwf"
     root.mkdir()
-    script = ("mkdir -p .uwf/tmp/evil/objects .uwf/tmp/evil/refs; echo 'ref: refs/heads/main' > .uwf/tmp/evil/HEAD; "
-              "touch started; while [ ! -e go ]; do sleep 0.05; done; rm go started")
+    script = ("mkdir -p .uwf/tmp/evil/objects .uwf/tmp/evil/refs; echo 'ref: refs/heads/main' > .uwf/tmp/evil/HEAD; " if boxed else "")
+    script += "touch started; while [ ! -e go ]; do sleep 0.05; done; rm go started"
     (root / "config.yaml").write_text(
         f"agents:\n  hostile:\n    command: sh\n    args: [-c, {json.dumps(script + '; printf -- ' + json.dumps(ANSWER))}]\n"
         f"    protocol: text\n"
     )
-    env = {"UWF_STORAGE_ROOT": str(root), **GIT_ENV}
+    env = {"UWF_STORAGE_ROOT": str(root), **GIT_ENV, **({} if boxed else {"UWF_BWRAP": ""})}
     assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env=env).code == 0
     thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace), env=env).json()["thread"]
     with ThreadPoolExecutor(1) as pool:
@@ -467,5 +469,56 @@ def test_a_root_at_the_workspaces_top_shares_it_with_runs_beside_this_one(uwf, t
         result = running.result(timeout=60)
     assert result.code == 0, result
     assert (beside / "HEAD").exists() and not (root / "tmp" / "evil").exists()
-    assert uwf("thread", "runs", thread, env=env).json()[-1]["containment"] == "bubblewrap"
+    assert (uwf("thread", "runs", thread, env=env).json()[-1]["containment"] == "bubblewrap") is boxed
     host_git_runs_nothing(markers, workspace)
+
+
+def test_a_step_agents_staging_directory_in_a_root_at_the_workspaces_top_is_checked(uwf, tmp_path, markers):
+    """The walk passes by the root's scratch directory, but not the one place in it a step agent
+    may write: its staging directory (found by an adversary's trial)."""
+    workspace = repository(tmp_path / "ws")
+    root = workspace / ".uwf"
+    root.mkdir()
+    script = (f'B="$UWF_STAGING/evil"; mkdir -p "$B/objects" "$B/refs/heads"; echo "ref: refs/heads/main" > "$B/HEAD"; '
+              f'printf "[core]\\n\\tbare = false\\n\\tfsmonitor = touch {markers}/staged\\n" > "$B/config"; echo 0000000000000')
+    (root / "config.yaml").write_text(f"agents:\n  stager:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: step\n")
+    env = {"UWF_STORAGE_ROOT": str(root), **GIT_ENV}
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env=env).code == 0
+    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace), env=env).json()["thread"]
+    result = uwf("thread", "step", thread, "--agent", "stager", env=env)
+    assert result.code == 1 and "evil (a bare repository" in result.err, result
+    assert not list(markers.iterdir())
+
+
+def test_a_root_whose_scratch_is_a_link_is_walked_whole(uwf, tmp_path, markers):
+    """A link can be moved away and made anew where the sandbox hides nothing: no pass-by then."""
+    workspace = repository(tmp_path / "ws")
+    root = workspace / ".uwf"
+    root.mkdir()
+    (workspace / "build" / "scratch").mkdir(parents=True)
+    (root / "tmp").symlink_to("../build/scratch")
+    script = (f"mv build build.old; mkdir -p build/scratch/evil/objects build/scratch/evil/refs; "
+              f"echo 'ref: refs/heads/main' > build/scratch/evil/HEAD; "
+              f"printf '[core]\\n\\tbare = false\\n\\tfsmonitor = touch {markers}/linked\\n' > build/scratch/evil/config; "
+              f"printf -- {json.dumps(ANSWER)}")
+    (root / "config.yaml").write_text(f"agents:\n  mover:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: text\n")
+    env = {"UWF_STORAGE_ROOT": str(root), **GIT_ENV}
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env=env).code == 0
+    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace), env=env).json()["thread"]
+    result = uwf("thread", "step", thread, "--agent", "mover", env=env)
+    assert result.code == 1 and "build/scratch/evil (a bare repository" in result.err, result
+    git(workspace / "build" / "scratch" / "evil", "status", check=False)
+    assert not list(markers.iterdir())
+
+
+def test_a_tree_too_deep_for_recursion_in_the_private_git_copy_still_gets_the_check(uwf, root_dir, tmp_path, markers):
+    """Found by an adversary's trial: removing the copy recursed past Python's limit, the step
+    ended in a traceback and the repository it made beside it was never looked for."""
+    workspace = repository(tmp_path / "ws")
+    script = (f"(cd .git && d=deep; for i in $(seq 1 1100); do d=$d/d; done; mkdir -p $d); "
+              f"git init -q sub && git -C sub config core.fsmonitor 'touch {markers}/sub'")
+    result, thread = step(uwf, root_dir, workspace, script)
+    assert "Traceback" not in result.err, result.err
+    assert result.code == 1 and "sub/.git, renamed sub/.git.refused-by-uwf" in result.err, result
+    git(workspace / "sub", "status", check=False)
+    assert not list(markers.iterdir())

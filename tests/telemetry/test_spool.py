@@ -221,7 +221,8 @@ def test_a_flush_does_not_wait_for_a_collector_that_answers_nothing():
     assert said == [f"traces not sent: the collector at {url} did not answer (nothing within 0.4s)"]
 
 
-def test_no_agent_sees_the_spans_waiting_in_the_spool(uwf, root_dir, tmp_path):
+@pytest.mark.parametrize("elsewhere", [False, True], ids=["its-cache", "another-cache-directory"])
+def test_no_agent_sees_the_spans_waiting_in_the_spool(uwf, root_dir, tmp_path, elsewhere):
     from uwf_core.engine.contain.sandbox import BUBBLEWRAP, containment
     from uwf_core.telemetry.collector import cache_dir
 
@@ -240,7 +241,28 @@ def test_no_agent_sees_the_spans_waiting_in_the_spool(uwf, root_dir, tmp_path):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     thread = uwf("thread", "start", "loop", "-p", "go", "-w", str(workspace)).json()["thread"]
-    assert uwf("thread", "step", thread).code == 0
+    env = {"XDG_CACHE_HOME": str(tmp_path / "elsewhere")} if elsewhere else {}  # the home's spool is hidden all the same
+    assert uwf("thread", "step", thread, env=env).code == 0
     seen = (workspace / "seen.txt").read_text()
     assert ".spool" not in seen and "another thread's prompt" not in seen, seen
     assert spool.waiting(spool.spool_dir(url))  # still there on the host
+
+
+def test_a_file_of_another_shape_in_the_spool_costs_only_itself():
+    import subprocess
+    import sys
+
+    good = {"id": 5, "name": "a step", "kind": "CHAIN", "start": time.time_ns(), "end": time.time_ns(), "attributes": {}}
+    with OtlpReceiver() as receiver:
+        url = receiver.endpoint + "/v1/traces"
+        assert spool.leave(url, json.dumps({"spans": [{"trace": 1, "span": {"children": 5}}]}).encode(), 1)
+        assert spool.leave(url, json.dumps({"spans": [{"trace": 2, "span": good}]}).encode(), 1)
+        assert spool.leave(url, b"[" * 100_000, 1)  # nested past the parser
+        lock = spool.claim(url)
+        shipper = subprocess.Popen([sys.executable, "-P", "-m", "uwf_core.telemetry.ship"], stdin=subprocess.PIPE, cwd="/",
+                                   pass_fds=(lock,))
+        shipper.communicate(json.dumps({"url": url, "source": "test", "variables": [], "lock": lock}).encode(), timeout=60)
+        os.close(lock)
+        assert shipper.returncode == 0
+        assert [span.name for span in receiver.wait_for(1, timeout=10)] == ["a step"]
+    assert spool.waiting(spool.spool_dir(url)) == []

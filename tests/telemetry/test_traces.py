@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
 
+from conftest import EXAMPLES  # noqa: E402
 from fake_openai import FakeOpenAI, reply  # noqa: E402
 from otlp_receiver import OtlpReceiver  # noqa: E402
 from traced_root import KEY, queue_step, setup_traced_root, start_thread  # noqa: E402
@@ -300,3 +301,19 @@ def test_a_collectors_key_in_dotenv_is_sent_as_a_header_and_never_shown(traced, 
     assert receiver.headers[0]["x-honeycomb-team"] == team_key and receiver.headers[0]["x-dataset"] == "uwf runs"
     assert team_key not in json.dumps([span.attributes for span in spans]) + json.dumps(spans[0].resource)
     assert team_key not in json.dumps(result) + traced("thread", "runs", thread).out
+
+
+def test_no_agent_sees_the_collectors_address_or_key_and_an_echo_of_it_is_redacted(uwf, tmp_path, root_dir, receiver):
+    """Found by an adversary's trial: the headers in the caller's environment reached the agent."""
+    token = "SEKRET-bearer-0123456789"
+    script = "env | grep -c OTEL_EXPORTER_OTLP_ > /dev/null && echo SEEN >&2; printf -- '---\\nthesis: t\\nkeyPoints: [a]\\n---\\n%s\\n' \"$LEAK\""
+    (root_dir / "config.yaml").write_text(
+        f"agents:\n  nosy:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: text\n    env: {{LEAK: 'Bearer {token}'}}\n"
+    )
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(tmp_path)).json()["thread"]
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{token}"}
+    result = uwf("thread", "step", thread, "--agent", "nosy", env=env)
+    assert result.code == 0 and "SEEN" not in result.err, result
+    read = uwf("thread", "read", thread, env=env)
+    assert token not in read.out + result.err + result.out and "[redacted:OTEL_EXPORTER_OTLP_HEADERS]" in read.out, read.out

@@ -119,11 +119,26 @@ WELL_KNOWN_KEYS = frozenset({
     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 })
 KEY_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_ACCESS_KEY", "_PASSWORD")
+# A trace collector's headers (its key among them): telemetry/settings.py sends them; no agent sees them.
+OTLP_HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+TRACE_EXPORT_PREFIX = "OTEL_EXPORTER_OTLP_"  # where uwf's traces go, with the collector's key: never in an agent's environment
 
 
 def is_key_name(name: str) -> bool:
     """A variable that holds a key by its name: a well-known one, or one ending like a key."""
     return name in WELL_KNOWN_KEYS or name.upper().endswith(KEY_SUFFIXES)
+
+
+def _header_values(text: str) -> list[str]:
+    """What an OTLP headers variable (`key=value,...`) holds that may be a key: each value as
+    written and percent-decoded, and a scheme's token (`Bearer <token>`)."""
+    from urllib.parse import unquote
+
+    found = []
+    for item in text.split(","):
+        value = item.partition("=")[2].strip()
+        found += [value, unquote(value), unquote(value).split()[-1] if unquote(value).split() else ""]
+    return [value for value in found if value]
 
 
 class Secrets:
@@ -151,6 +166,8 @@ class Secrets:
         more = [(name, value) for name, value in from_environ.items() if name in env_values and env_values[name] != value]
         for agent in config.agents.values():  # a key put in an entry's env (it belongs in .env) is still a key
             more += [(name, value) for name, value in agent.env.items() if value and (name in named or is_key_name(name))]
+        for source in (environ, env_values):
+            more += [(name, value) for name in OTLP_HEADER_VARIABLES for value in _header_values(source.get(name) or "")]
         return cls({**from_environ, **env_values}, more)
 
     @property

@@ -38,9 +38,9 @@ def agent_env(repo: Repo, resolved: ResolvedAgent) -> dict[str, str]:
     agents built on the kit read .env themselves), the entry's own env, and uwf's script
     directory at the end of PATH so the bundled agents and `uwf` itself are found even
     when the virtualenv is not activated."""
-    from ..config.env import SECRETS_FD_ENV
+    from ..config.env import SECRETS_FD_ENV, TRACE_EXPORT_PREFIX
 
-    env = dict(os.environ)
+    env = {name: value for name, value in os.environ.items() if not name.startswith(TRACE_EXPORT_PREFIX)}  # uwf's collector
     env.pop(SECRETS_FD_ENV, None)  # the file a step agent of ours was handed is not its children's
     env.update(named_secrets(repo, resolved))
     env.update(resolved.env)
@@ -301,7 +301,7 @@ class AgentCall:
 
                 guard = RunGuard.open(
                     self.resolved, workspace=self.workspace, env=self.env, scratch=self.repo.backend.scratch_dir,
-                    cache=self.repo.backend.cache_dir, thread=self.info.thread, boxed=self.contained,
+                    cache=self.repo.backend.cache_dir, thread=self.info.thread, boxed=self.contained, stage=self.stage,
                 )
                 outcome = run_process(
                     argv,

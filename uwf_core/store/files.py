@@ -19,6 +19,33 @@ def ensure_dir(path: str) -> None:
         raise UwfError(f"cannot create directory {path}: {exc.strerror}") from None
 
 
+def remove_tree(path: str) -> None:
+    """`path` and everything below it gone, however deep (no recursion) and whatever modes a run
+    gave its directories (each is opened to us again first). OSError when something cannot go."""
+    if not os.path.lexists(path):
+        return
+    if os.path.islink(path) or not os.path.isdir(path):
+        os.unlink(path)
+        return
+    stack = [(path, False)]
+    while stack:
+        directory, emptied = stack.pop()
+        if emptied:
+            os.rmdir(directory)
+            continue
+        try:
+            os.chmod(directory, 0o700)
+        except OSError:
+            pass  # not ours to open: the listing below says so
+        stack.append((directory, True))
+        with os.scandir(directory) as listing:
+            for entry in listing:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, False))
+                else:
+                    os.unlink(entry.path)
+
+
 def temp_path_for(path: str) -> str:
     """A unique temp name beside `path` (same directory, so rename is atomic).
 

@@ -108,6 +108,9 @@ class Exporter:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._build, name="uwf-otel-import", daemon=True)
                 self._thread.start()
+                import atexit
+
+                atexit.register(self.flush, EXIT_FLUSH_SECONDS)  # now: a process may end before the import does
 
     def emit(self, root: Span, trace_id: int, redact: Callable[[object], object]) -> None:
         """Queue `root` and everything under it (all ended) as spans of trace `trace_id`. Never waits
@@ -188,9 +191,6 @@ class Exporter:
             early, self._early = self._early, []
         for wire, trace_id in early:
             self._queue(wire, trace_id)
-        import atexit
-
-        atexit.register(self.flush, EXIT_FLUSH_SECONDS)
 
     def _hand_off(self) -> None:
         """Leave the spans in the spool of this host's shipper, and start one unless one is running
@@ -202,7 +202,7 @@ class Exporter:
         if not pending or not self._can_send():
             return
         url = self.settings.url
-        count = sum(span_count(item["span"]) for item in pending)
+        count = sum(_span_count(item["span"]) for item in pending)
         if not leave(url, json.dumps({"spans": pending}, separators=(",", ":")).encode("utf-8"), count):
             if self._say("dropped"):
                 dropped = take_dropped(spool_dir(url))
@@ -279,10 +279,10 @@ class Exporter:
         return True
 
 
-def span_count(wire: dict) -> int:
+def _span_count(wire: dict) -> int:
     """A span in the wire form and those under it."""
     children = wire.get("children") if isinstance(wire, dict) else None
-    return 1 + sum(span_count(child) for child in children or ())
+    return 1 + sum(_span_count(child) for child in children or ())
 
 
 def to_wire(span: Span, redact: Callable[[object], object]) -> dict:

@@ -6,6 +6,7 @@ nothing configured it is a handful of dict lookups and nothing is imported.
 
 from __future__ import annotations
 
+from ..config.env import OTLP_HEADER_VARIABLES
 from ..encoding.records import record
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
@@ -17,7 +18,7 @@ TRACES_PATH = "/v1/traces"
 # Every OTEL_* variable is read here, from the environment and .env both (the SDK alone would read
 # only the environment), and handed to the SDK explicitly (telemetry/sdk.py).
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+HEADER_VARIABLES = OTLP_HEADER_VARIABLES
 PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
 
 

@@ -21,7 +21,6 @@ LOOK_EVERY_SECONDS = 0.1
 
 def main() -> int:
     from .collector import FAILED, write_status
-    from .export import span_count
     from .settings import TraceSettings
     from .spool import claim, count_dropped, spool_dir, waiting
 
@@ -37,7 +36,7 @@ def main() -> int:
         return 1
     quiet_since = time.monotonic()
     while True:
-        batch = _batch(waiting(where))
+        batch = _batch(waiting(where), sdk)
         if not batch:
             if time.monotonic() - quiet_since < LINGER_SECONDS:
                 time.sleep(LOOK_EVERY_SECONDS)
@@ -46,45 +45,44 @@ def main() -> int:
             if not waiting(where) or (lock := claim(settings.url)) is None:
                 return 0
             continue
-        spans, paths = batch
+        readables, paths = batch
         try:
-            readables = [readable for item in spans for readable in sdk.readables(item["span"], item["trace"])]
             taken = sdk.exporter.export(readables) == sdk.exporter.results.SUCCESS
-        except Exception as exc:  # noqa: BLE001 — a file of another shape, or the SDK's own failure
+        except Exception as exc:  # noqa: BLE001 — the SDK's own failure: nobody to tell but the next step
             write_status(settings.url, FAILED, f"{type(exc).__name__}: {exc}".splitlines()[0])
             taken = False
         for path in paths:
             _remove(path)
         if not taken:
-            count_dropped(where, sum(span_count(item.get("span") or {}) for item in spans))
+            count_dropped(where, len(readables))
             return 1  # the rest waits for the next step's shipper
         quiet_since = time.monotonic()
 
 
-def _batch(paths: list[str]) -> tuple[list[dict], list[str]] | None:
-    """The oldest files up to one request's size: their spans and their paths (a file that is not
-    a spool file's shape is removed)."""
+def _batch(paths: list[str], sdk) -> tuple[list, list[str]] | None:
+    """The oldest files up to one request's size, as the SDK's spans, and their paths. A file that
+    is not one a step wrote (another shape, nested past the parser) is removed, and the others go."""
     from .spool import MAX_BATCH_BYTES
 
-    spans: list[dict] = []
+    readables: list = []
     taken: list[str] = []
     size = 0
     for path in paths:
         try:
             with open(path, "rb") as file:
                 raw = file.read()
-            found = [item for item in json.loads(raw)["spans"] if isinstance(item, dict)]
+            found = [readable for item in json.loads(raw)["spans"] for readable in sdk.readables(item["span"], item["trace"])]
         except FileNotFoundError:
             continue
-        except Exception:  # noqa: BLE001 — not a file a step wrote (nested past the parser, of another shape): never sent
+        except Exception:  # noqa: BLE001
             _remove(path)
             continue
         if taken and size + len(raw) > MAX_BATCH_BYTES:
             break
-        spans += found
+        readables += found
         taken.append(path)
         size += len(raw)
-    return (spans, taken) if taken else None
+    return (readables, taken) if taken else None
 
 
 def _remove(path: str) -> None:

@@ -77,7 +77,7 @@ def agent_policy(
     hidden_dirs = [] if sees_store else [*store_dirs, *_existing_dirs(*(os.path.join(each, ".uwf") for each in homes))]
     if scratch and os.path.isdir(scratch):  # other runs' private copies (a login among them), whatever root shows it
         hidden_dirs.append(os.path.realpath(scratch))
-    hidden_dirs += _existing_dirs(_traces_waiting())
+    hidden_dirs += _existing_dirs(*_traces_waiting(homes))
     store_writes: tuple[str, ...] = ()
     if sees_store:
         store_writes = store_dirs if runs_steps else (stage,) if stage else node_dirs
@@ -112,9 +112,10 @@ def agent_policy(
     )
 
 
-def _traces_waiting() -> str:
-    """This host's spool of spans (every thread's, content too) and what it knows of collectors:
-    made if missing, so that a step beside this run cannot make it where the agent sees it."""
+def _traces_waiting(homes: tuple[str, ...]) -> list[str]:
+    """This host's spools of spans (every thread's, content too) and what it knows of collectors:
+    this process's (made if missing, so that a step beside this run cannot make it where the agent
+    sees it), and those a session with another cache directory left in each home's."""
     from ...telemetry.collector import cache_dir
 
     where = cache_dir()
@@ -122,7 +123,7 @@ def _traces_waiting() -> str:
         os.makedirs(where, mode=0o700, exist_ok=True)
     except OSError:
         pass  # a home that cannot be written has no spool either
-    return where
+    return list(dict.fromkeys([where, *(os.path.join(home, ".cache", "uwf", "otel") for home in homes)]))
 
 
 def uwf_itself() -> list[str]:

@@ -127,24 +127,10 @@ class PrivateCopy:
 
     def remove(self) -> None:
         """The copy gone, whatever the run did to its modes (a directory it made unreadable would
-        keep a copy of your login otherwise). OSError when even that fails."""
-        if not os.path.lexists(self.path):
-            return
-        try:
-            shutil.rmtree(self.path)
-            return
-        except OSError:
-            pass
-        stack = [self.path]
-        while stack:  # ours, whatever the run made of it: every directory opened to us again
-            directory = stack.pop()
-            try:
-                os.chmod(directory, 0o700)
-                with os.scandir(directory) as listing:
-                    stack += [entry.path for entry in listing if entry.is_dir(follow_symlinks=False)]
-            except OSError:
-                continue
-        shutil.rmtree(self.path)
+        keep a copy of your login otherwise) or its depth. OSError when even that fails."""
+        from ...store.files import remove_tree
+
+        remove_tree(self.path)
 
 
 def _measure(item: os.DirEntry, cap: int) -> tuple[int, int]:

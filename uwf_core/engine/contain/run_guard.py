@@ -51,10 +51,12 @@ TRUSTED_IN_WORKSPACE = {
 
 class RunGuard:
     """One run's private copies and checks. `workspace`, `env`, `scratch`: the run's (its env is
-    the agent's, whose HOME names the state directories); `thread` names the run in reflogs."""
+    the agent's, whose HOME names the state directories); `thread` names the run in reflogs;
+    `stage`, a step agent's staging directory in scratch (the one place there it may write)."""
 
     def __init__(
         self, resolved: ResolvedAgent, workspace: str, env: dict[str, str], scratch: str, cache: str, thread: str, boxed: bool,
+        stage: str | None = None,
     ) -> None:
         self.resolved = resolved
         self.workspace = workspace
@@ -63,6 +65,7 @@ class RunGuard:
         self.cache = cache  # host-local: where the workspace's walk is kept between runs
         self.thread = thread
         self.boxed = boxed
+        self.stage = stage
         self.started_ns = time.time_ns() - CTIME_SLACK_NS
         self.states: list = []
         self.git = None
@@ -74,11 +77,12 @@ class RunGuard:
     @classmethod
     def open(
         cls, resolved: ResolvedAgent, *, workspace: str, env: dict[str, str], scratch: str, cache: str, thread: str, boxed: bool,
+        stage: str | None = None,
     ) -> RunGuard | None:
         """Before the run (None for an entry with `sandbox: false`: it is trusted with everything)."""
         if not resolved.sandbox:
             return None
-        guard = cls(resolved, workspace, env, scratch, cache, thread, boxed)
+        guard = cls(resolved, workspace, env, scratch, cache, thread, boxed, stage)
         try:
             guard._prepare()
         except OSError as exc:  # a full or read-only disk: one line, nothing left behind
@@ -118,7 +122,7 @@ class RunGuard:
 
         cache = os.path.join(self.cache, "git-walk", xxh64_hash(os.path.realpath(self.workspace).encode()) + ".json")
         try:
-            self.survey = survey(self.workspace, main_gitdir, cache, self.env, self._unwritable())
+            self.survey = survey(self.workspace, main_gitdir, cache, self.env, *self._scratch())
         except UncheckableWorkspace as exc:
             raise StepError(f"the workspace {self.workspace} cannot be checked for git repositories before the run: {exc}") from None
         if any(identity == _identity(self.survey.workspace) for identity in self.survey.known):
@@ -127,17 +131,21 @@ class RunGuard:
                 f"would write the repository's own files; give the thread a working tree instead"
             )
 
-    def _unwritable(self) -> tuple[str, ...]:
-        """uwf's scratch directory when it is in the workspace (a root at the workspace's top):
-        the sandbox hides it, so what is there is other runs' private copies of .git, never the
-        agent's. Made if missing, for the sandbox hides only a directory that exists."""
-        if not self.boxed:
-            return ()
-        scratch = os.path.realpath(self.scratch)
-        if not scratch.startswith(os.path.realpath(self.workspace) + "/"):
-            return ()
+    def _scratch(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(what the walk passes by, what it walks there all the same): uwf's scratch directory
+        when the root stands at the workspace's top, by no link (one could be moved away and
+        made anew where the sandbox does not hide it). Other runs' private copies of .git come and
+        go there; the sandbox hides it from the agent, but for a step agent's staging directory,
+        which is walked. Without bubblewrap nothing is hidden, but neither is there a private copy,
+        and such an agent may write anywhere. Made if missing: the sandbox hides what exists."""
+        scratch = os.path.abspath(self.scratch)
+        root = os.path.dirname(scratch)
+        if os.path.islink(root) or os.path.dirname(os.path.realpath(root)) != os.path.realpath(self.workspace):
+            return (), ()
         os.makedirs(scratch, exist_ok=True)
-        return (scratch,)
+        if os.path.islink(scratch):
+            return (), ()
+        return (os.path.realpath(scratch),), ((os.path.realpath(self.stage),) if self.stage else ())
 
     def policy(self, base: Policy) -> Policy:
         """The run's sandbox: `base` with its private copies and the repositories kept read-only."""
@@ -272,7 +280,7 @@ class RunGuard:
             try:
                 copy.remove()
                 WATCHDOG.release_file(copy.path)
-            except OSError as exc:
+            except Exception as exc:  # noqa: BLE001 — whatever the run made of it, the check after the run comes
                 said.append(f"a private copy of the run could not be removed ({exc}): remove {copy.path}")
         if self.git is not None and self.git.placeholder:
             remove_placeholder(self.git.gitdir)

@@ -127,9 +127,14 @@ class FsBackend:
         return staged_derived(stage)
 
     def drop_stage(self, stage: str) -> None:
-        import shutil
+        """Whatever the agent made of its staging directory (a read-only tree too): gone, or left
+        for gc (store/leftovers.py)."""
+        from ..files import remove_tree
 
-        shutil.rmtree(stage, ignore_errors=True)
+        try:
+            remove_tree(stage)
+        except OSError:
+            pass
 
     # -- gc against writers (store/base.py: publishing, sweeping) ---------------------------
 

@@ -49,16 +49,18 @@ class Survey:
 
 def survey(
     workspace: str, main_gitdir: str | None, cache: str | None = None, env: dict[str, str] | None = None,
-    prune: tuple[str, ...] = (),
+    prune: tuple[str, ...] = (), keep: tuple[str, ...] = (),
 ) -> Survey:
     """The repositories of `workspace` before a run; `cache`, where the walk is kept between runs;
-    `env`, whose HOME names your git config; `prune`, directories the run cannot write (not walked)."""
+    `env`, whose HOME names your git config; `prune`, directories the run cannot write (not walked)
+    but for those of `keep` in them, which it can."""
     workspace = os.path.realpath(workspace)
     prune = tuple(os.path.realpath(path) for path in prune)
-    taken = load(cache, workspace, main_gitdir, prune) if cache else None
+    keep = tuple(os.path.realpath(path) for path in keep)
+    taken = load(cache, workspace, main_gitdir, prune, keep) if cache else None
     leftovers: list[str] = []
     if taken is None:
-        taken = walk(workspace, main_gitdir, prune)
+        taken = walk(workspace, main_gitdir, prune, keep)
     elif taken.pending:  # the run before this one ended with uwf: check it now
         known = frozenset(item.identity for item in taken.entries())
         try:

@@ -10,7 +10,8 @@ Each run leaves a marker beside it (`.pending.<pid>`) until its check after the 
 marker whose process is gone is a run uwf never saw to its end, which the next survey checks.
 A ctime too recent to be sure of (the kernel stamps with a coarse clock) is recorded as unknown.
 The walk does not enter what it is told to pass by (`prune`): uwf's scratch directory, which the
-sandbox hides from the agent, holds other runs' private copies of .git, which are no findings.
+sandbox hides from the agent, holds other runs' private copies of .git, which are no findings —
+but it does walk what the run may write there (`keep`: a step agent's staging directory).
 """
 
 from __future__ import annotations
@@ -53,20 +54,24 @@ class Walk:
     changed: bool = False  # not as saved: a refresh listed a directory again, or it was never saved
     unchecked: list = field(default_factory=list)  # what the last walk could not list (too deep, too many, unreadable)
     prune: tuple = ()  # directories not entered: the agent cannot write them (hidden in its sandbox)
+    keep: tuple = ()  # directories inside a pruned one that the run can write: walked all the same
 
     def entries(self) -> list[Found]:
         return [item for items in self.found.values() for item in items]
 
 
-def walk(workspace: str, skip: str | None, prune: tuple[str, ...] = ()) -> Walk:
-    taken = Walk(workspace, skip, {}, {}, changed=True, prune=prune)
+def walk(workspace: str, skip: str | None, prune: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> Walk:
+    taken = Walk(workspace, skip, {}, {}, changed=True, prune=prune, keep=keep)
     _scan(taken, [workspace], fresh=True)
     return taken
 
 
-def load(cache: str, workspace: str, skip: str | None, prune: tuple[str, ...] = ()) -> Walk | None:
+def load(cache: str, workspace: str, skip: str | None, prune: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> Walk | None:
     """The walk saved for this workspace, or None (none, another's, or not one uwf wrote)."""
-    return _load(cache, workspace, skip, prune)
+    taken = _load(cache, workspace, skip, prune)
+    if taken is not None:
+        taken.keep = keep  # this run's: listed by the next refresh
+    return taken
 
 
 def refresh(taken: Walk) -> list[Found]:
@@ -79,6 +84,7 @@ def refresh(taken: Walk) -> list[Found]:
             gone.append(path)
         elif now != ctime or not ctime:
             changed.append(path)
+    changed += [path for path in taken.keep if path not in taken.dirs and os.path.isdir(path)]
     for path in gone:
         del taken.dirs[path]
         taken.found.pop(path, None)
@@ -195,7 +201,9 @@ def _scan(taken: Walk, tops: list[str], fresh: bool) -> list[Found]:
             if entry.name.lower() == ".git":
                 if entry.path != taken.skip:
                     items.append(Found(entry.path, "dotgit", _identity(entry.path)))
-            elif entry.is_dir(follow_symlinks=False) and (fresh or entry.path not in taken.dirs) and entry.path not in taken.prune:
+            elif entry.path in taken.prune:
+                stack += [path for path in taken.keep if os.path.dirname(path) == entry.path and (fresh or path not in taken.dirs)]
+            elif entry.is_dir(follow_symlinks=False) and (fresh or entry.path not in taken.dirs):
                 if entry.path.count("/") - base > MAX_DEPTH:
                     taken.unchecked.append(f"{entry.path[:120]}… is deeper than {MAX_DEPTH} levels")
                     continue
