@@ -434,25 +434,23 @@ def test_a_branch_that_looks_like_an_option_is_not_taken(uwf, root_dir, tmp_path
     assert "-dash" not in git(workspace, "branch").stdout
 
 
-@pytest.mark.parametrize("boxed", [True, False], ids=["bubblewrap", "without-bubblewrap"])
-def test_a_root_at_the_workspaces_top_shares_it_with_runs_beside_this_one(uwf, tmp_path, markers, boxed):
+def test_a_root_at_the_workspaces_top_shares_it_with_runs_beside_this_one(uwf, tmp_path, markers):
     """Other runs' private copies of .git come and go in the root's scratch directory while this
     run goes: they are no repository of this agent's (the sandbox hides scratch from it), and what
-    the agent writes where scratch is lands nowhere on the host. A run without bubblewrap beside
-    sandboxed ones does not take their copies for its own either (an adversary's trial)."""
+    the agent writes where scratch is lands nowhere on the host."""
     import time
     from concurrent.futures import ThreadPoolExecutor
 
     workspace = repository(tmp_path / "ws")
     root = workspace / ".uwf"
     root.mkdir()
-    script = ("mkdir -p .uwf/tmp/evil/objects .uwf/tmp/evil/refs; echo 'ref: refs/heads/main' > .uwf/tmp/evil/HEAD; " if boxed else "")
-    script += "touch started; while [ ! -e go ]; do sleep 0.05; done; rm go started"
+    script = ("mkdir -p .uwf/tmp/evil/objects .uwf/tmp/evil/refs; echo 'ref: refs/heads/main' > .uwf/tmp/evil/HEAD; "
+              "touch started; while [ ! -e go ]; do sleep 0.05; done; rm go started")
     (root / "config.yaml").write_text(
         f"agents:\n  hostile:\n    command: sh\n    args: [-c, {json.dumps(script + '; printf -- ' + json.dumps(ANSWER))}]\n"
         f"    protocol: text\n"
     )
-    env = {"UWF_STORAGE_ROOT": str(root), **GIT_ENV, **({} if boxed else {"UWF_BWRAP": ""})}
+    env = {"UWF_STORAGE_ROOT": str(root), **GIT_ENV}
     assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env=env).code == 0
     thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace), env=env).json()["thread"]
     with ThreadPoolExecutor(1) as pool:
@@ -469,7 +467,7 @@ def test_a_root_at_the_workspaces_top_shares_it_with_runs_beside_this_one(uwf, t
         result = running.result(timeout=60)
     assert result.code == 0, result
     assert (beside / "HEAD").exists() and not (root / "tmp" / "evil").exists()
-    assert (uwf("thread", "runs", thread, env=env).json()[-1]["containment"] == "bubblewrap") is boxed
+    assert uwf("thread", "runs", thread, env=env).json()[-1]["containment"] == "bubblewrap"
     host_git_runs_nothing(markers, workspace)
 
 
@@ -515,10 +513,52 @@ def test_a_tree_too_deep_for_recursion_in_the_private_git_copy_still_gets_the_ch
     """Found by an adversary's trial: removing the copy recursed past Python's limit, the step
     ended in a traceback and the repository it made beside it was never looked for."""
     workspace = repository(tmp_path / "ws")
-    script = (f"(cd .git && d=deep; for i in $(seq 1 1100); do d=$d/d; done; mkdir -p $d); "
+    script = (f"(cd .git && for i in $(seq 1 2100); do mkdir d && cd d; done); "  # past recursion, and past PATH_MAX
               f"git init -q sub && git -C sub config core.fsmonitor 'touch {markers}/sub'")
     result, thread = step(uwf, root_dir, workspace, script)
     assert "Traceback" not in result.err, result.err
     assert result.code == 1 and "sub/.git, renamed sub/.git.refused-by-uwf" in result.err, result
+    assert not list((root_dir / "tmp").glob("private-*"))  # the copy is gone all the same
     git(workspace / "sub", "status", check=False)
     assert not list(markers.iterdir())
+
+
+def test_without_bubblewrap_a_repository_made_in_the_roots_scratch_is_refused(uwf, tmp_path, markers):
+    """Nothing hides scratch from an agent run without bubblewrap: it is walked like the rest."""
+    workspace = repository(tmp_path / "ws")
+    root = workspace / ".uwf"
+    root.mkdir()
+    script = ("mkdir -p .uwf/tmp/evil/objects .uwf/tmp/evil/refs; echo 'ref: refs/heads/main' > .uwf/tmp/evil/HEAD; "
+              f"printf '[core]\\n\\tbare = false\\n\\tfsmonitor = touch {markers}/scratch\\n' > .uwf/tmp/evil/config; "
+              f"printf -- {json.dumps(ANSWER)}")
+    (root / "config.yaml").write_text(f"agents:\n  hostile:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: text\n")
+    env = {"UWF_STORAGE_ROOT": str(root), "UWF_BWRAP": "", **GIT_ENV}
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env=env).code == 0
+    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace), env=env).json()["thread"]
+    result = uwf("thread", "step", thread, "--agent", "hostile", env=env)
+    assert result.code == 1 and ".uwf/tmp/evil (a bare repository" in result.err, result
+    git(root / "tmp" / "evil", "status", check=False)
+    assert not list(markers.iterdir())
+
+
+def test_every_repository_the_run_made_is_renamed_though_one_cannot_be(tmp_path, monkeypatch):
+    """An adversary's trial (as a user, not root): one repository in a directory the run made
+    read-only stopped the renaming of the others, which stayed live."""
+    from uwf_core.engine.contain.git import audit
+    from uwf_core.engine.contain.git.walk import Found, walk
+
+    for name in ("a", "b", "zz", "c"):
+        (tmp_path / name / ".git").mkdir(parents=True)
+    rename = audit._rename_aside
+
+    def refusing(path: str) -> str:
+        if "/zz/" in path:
+            raise PermissionError(13, "Permission denied")
+        return rename(path)
+
+    monkeypatch.setattr(audit, "_rename_aside", refusing)
+    items = [Found(str(tmp_path / name / ".git"), "dotgit", (name,)) for name in ("a", "b", "zz", "c")]
+    with pytest.raises(OSError, match=r"zz/\.git: Permission denied \(every other one renamed: a/\.git"):
+        audit._refuse(walk(str(tmp_path), None), items)
+    assert sorted(path.parent.name for path in tmp_path.glob("*/.git.refused-by-uwf")) == ["a", "b", "c"]
+    assert (tmp_path / "zz" / ".git").is_dir()

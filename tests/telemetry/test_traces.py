@@ -276,7 +276,8 @@ def test_a_step_whose_process_died_is_a_killed_span_and_counts_as_an_attempt(tra
     env = {**os.environ, "UWF_STORAGE_ROOT": str(root_dir), "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
     dying = subprocess.Popen([*_uwf_command(), "thread", "step", thread, "--agent", "slow"], env=env, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
-    while "running" not in traced("thread", "show", thread).json() and time.monotonic() < deadline:
+    while (traced("thread", "show", thread).json().get("running") or {}).get("agent") != "slow":  # its agent runs
+        assert time.monotonic() < deadline, "the step never started its agent"
         time.sleep(0.1)
     dying.send_signal(signal.SIGKILL)
     dying.wait()
@@ -317,3 +318,14 @@ def test_no_agent_sees_the_collectors_address_or_key_and_an_echo_of_it_is_redact
     assert result.code == 0 and "SEEN" not in result.err, result
     read = uwf("thread", "read", thread, env=env)
     assert token not in read.out + result.err + result.out and "[redacted:OTEL_EXPORTER_OTLP_HEADERS]" in read.out, read.out
+
+
+def test_every_part_of_a_collectors_headers_is_redacted_wherever_it_is_set():
+    from uwf_core.config.env import Secrets
+    from uwf_core.config.model import AgentConfig, Config
+
+    config = Config(agents={"own": AgentConfig("own", "sh", (), "text", env={"OTEL_EXPORTER_OTLP_HEADERS": "x-own=IIIIIIIIII"})})
+    environ = {"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-a=AAAA%2CBBBBBBB,authorization=Bearer%20SEKRET12345"}
+    secrets = Secrets.of(config, {}, environ)
+    shown = secrets.redact("BBBBBBB and SEKRET12345 and IIIIIIIIII")
+    assert "BBBBBBB" not in shown and "SEKRET12345" not in shown and "IIIIIIIIII" not in shown, shown

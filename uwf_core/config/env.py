@@ -137,8 +137,9 @@ def _header_values(text: str) -> list[str]:
     found = []
     for item in text.split(","):
         value = item.partition("=")[2].strip()
-        found += [value, unquote(value), unquote(value).split()[-1] if unquote(value).split() else ""]
-    return [value for value in found if value]
+        decoded = unquote(value)
+        found += [value, decoded, *decoded.split(","), *(part.split()[-1] for part in decoded.split(",") if part.split())]
+    return [value.strip() for value in found if value.strip()]
 
 
 class Secrets:
@@ -166,7 +167,7 @@ class Secrets:
         more = [(name, value) for name, value in from_environ.items() if name in env_values and env_values[name] != value]
         for agent in config.agents.values():  # a key put in an entry's env (it belongs in .env) is still a key
             more += [(name, value) for name, value in agent.env.items() if value and (name in named or is_key_name(name))]
-        for source in (environ, env_values):
+        for source in (environ, env_values, *(agent.env for agent in config.agents.values())):
             more += [(name, value) for name in OTLP_HEADER_VARIABLES for value in _header_values(source.get(name) or "")]
         return cls({**from_environ, **env_values}, more)
 

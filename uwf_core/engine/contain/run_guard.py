@@ -73,6 +73,7 @@ class RunGuard:
         self.made: list[str] = []  # git repositories the run made in its workspace (refused)
         self.kept: dict = {}  # uwf's own install inside the workspace -> its identity (the next `uwf` runs it)
         self.unchecked: str | None = None  # why the workspace could not be checked after the run
+        self.left: list[str] = []  # private copies that could not be removed (what the run made in them is unchecked)
 
     @classmethod
     def open(
@@ -136,8 +137,11 @@ class RunGuard:
         when the root stands at the workspace's top, by no link (one could be moved away and
         made anew where the sandbox does not hide it). Other runs' private copies of .git come and
         go there; the sandbox hides it from the agent, but for a step agent's staging directory,
-        which is walked. Without bubblewrap nothing is hidden, but neither is there a private copy,
-        and such an agent may write anywhere. Made if missing: the sandbox hides what exists."""
+        which is walked. Without bubblewrap nothing is hidden: scratch is walked like the rest (a
+        run without it beside sandboxed ones may take their copies for its own). Made if
+        missing: the sandbox hides what exists."""
+        if not self.boxed:
+            return (), ()
         scratch = os.path.abspath(self.scratch)
         root = os.path.dirname(scratch)
         if os.path.islink(root) or os.path.dirname(os.path.realpath(root)) != os.path.realpath(self.workspace):
@@ -229,6 +233,9 @@ class RunGuard:
         could not be checked for one."""
         if self.unchecked is not None:
             return StepError(f"agent '{self.resolved.label}': {self.unchecked}; the step is not taken")
+        if self.left:
+            return StepError(f"agent '{self.resolved.label}' left a private copy uwf could not remove, and what it holds is "
+                             f"unchecked: remove {show_text(self.left[0])} before you use git in it; the step is not taken")
         if not self.made:
             return None
         return StepError(
@@ -282,6 +289,7 @@ class RunGuard:
                 WATCHDOG.release_file(copy.path)
             except Exception as exc:  # noqa: BLE001 — whatever the run made of it, the check after the run comes
                 said.append(f"a private copy of the run could not be removed ({exc}): remove {copy.path}")
+                self.left.append(copy.path)
         if self.git is not None and self.git.placeholder:
             remove_placeholder(self.git.gitdir)
         return said

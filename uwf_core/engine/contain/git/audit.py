@@ -142,14 +142,22 @@ def _gitdir_of(dot_git: str) -> str | None:
 
 
 def _refuse(taken: Walk, items: list[Found]) -> list[str]:
-    refused = []
+    """Each item renamed aside; one that cannot be (a directory the run made read-only) does not
+    stop the others: OSError naming those, once every other one is renamed."""
+    refused, failed = [], []
     for item in items:
         target = os.path.join(item.path, "HEAD") if item.kind == "bare" else item.path
         what = _shown(taken.workspace, item.path)
         if item.kind == "bare":
             what += " (a bare repository: HEAD beside objects/, refs/ or commondir)"
-        refused.append(f"{what}, renamed {_shown(taken.workspace, _rename_aside(target))}")
+        try:
+            refused.append(f"{what}, renamed {_shown(taken.workspace, _rename_aside(target))}")
+        except OSError as exc:
+            failed.append(f"{what}: {exc.strerror or exc}")
+            continue
         forget(taken, os.path.dirname(target))
+    if failed:
+        raise OSError("; ".join(failed[:5]) + (f" (every other one renamed: {'; '.join(refused[:5])})" if refused else ""))
     return refused
 
 

@@ -70,7 +70,12 @@ def load(cache: str, workspace: str, skip: str | None, prune: tuple[str, ...] = 
     """The walk saved for this workspace, or None (none, another's, or not one uwf wrote)."""
     taken = _load(cache, workspace, skip, prune)
     if taken is not None:
-        taken.keep = keep  # this run's: listed by the next refresh
+        taken.keep = keep  # this run's: listed by the next refresh; another run's is not this one's to check
+        for pruned in prune:
+            for path in [path for path in taken.dirs if path.startswith(pruned + "/")]:
+                del taken.dirs[path]
+            for path in [path for path in taken.found if path.startswith(pruned + "/")]:
+                del taken.found[path]
     return taken
 
 
