@@ -72,6 +72,17 @@ def host_git_runs_nothing(markers: Path, *places: Path) -> None:
     assert sorted(path.name for path in markers.iterdir()) == []
 
 
+def step_in_root_at_top(uwf, workspace: Path, script: str, protocol: str = "text", env: dict | None = None):
+    """One step of a shell agent whose root stands at its workspace's top (`<workspace>/.uwf`)."""
+    root = workspace / ".uwf"
+    root.mkdir(exist_ok=True)
+    (root / "config.yaml").write_text(f"agents:\n  hostile:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: {protocol}\n")
+    env = {"UWF_STORAGE_ROOT": str(root), **GIT_ENV, **(env or {})}
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env=env).code == 0
+    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace), env=env).json()["thread"]
+    return uwf("thread", "step", thread, "--agent", "hostile", env=env)
+
+
 @pytest.fixture
 def markers(tmp_path) -> Path:
     path = tmp_path / "markers"
@@ -475,15 +486,9 @@ def test_a_step_agents_staging_directory_in_a_root_at_the_workspaces_top_is_chec
     """The walk passes by the root's scratch directory, but not the one place in it a step agent
     may write: its staging directory (found by an adversary's trial)."""
     workspace = repository(tmp_path / "ws")
-    root = workspace / ".uwf"
-    root.mkdir()
     script = (f'B="$UWF_STAGING/evil"; mkdir -p "$B/objects" "$B/refs/heads"; echo "ref: refs/heads/main" > "$B/HEAD"; '
               f'printf "[core]\\n\\tbare = false\\n\\tfsmonitor = touch {markers}/staged\\n" > "$B/config"; echo 0000000000000')
-    (root / "config.yaml").write_text(f"agents:\n  stager:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: step\n")
-    env = {"UWF_STORAGE_ROOT": str(root), **GIT_ENV}
-    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env=env).code == 0
-    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace), env=env).json()["thread"]
-    result = uwf("thread", "step", thread, "--agent", "stager", env=env)
+    result = step_in_root_at_top(uwf, workspace, script, protocol="step")
     assert result.code == 1 and "evil (a bare repository" in result.err, result
     assert not list(markers.iterdir())
 
@@ -499,11 +504,7 @@ def test_a_root_whose_scratch_is_a_link_is_walked_whole(uwf, tmp_path, markers):
               f"echo 'ref: refs/heads/main' > build/scratch/evil/HEAD; "
               f"printf '[core]\\n\\tbare = false\\n\\tfsmonitor = touch {markers}/linked\\n' > build/scratch/evil/config; "
               f"printf -- {json.dumps(ANSWER)}")
-    (root / "config.yaml").write_text(f"agents:\n  mover:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: text\n")
-    env = {"UWF_STORAGE_ROOT": str(root), **GIT_ENV}
-    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env=env).code == 0
-    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace), env=env).json()["thread"]
-    result = uwf("thread", "step", thread, "--agent", "mover", env=env)
+    result = step_in_root_at_top(uwf, workspace, script)
     assert result.code == 1 and "build/scratch/evil (a bare repository" in result.err, result
     git(workspace / "build" / "scratch" / "evil", "status", check=False)
     assert not list(markers.iterdir())
@@ -527,15 +528,10 @@ def test_without_bubblewrap_a_repository_made_in_the_roots_scratch_is_refused(uw
     """Nothing hides scratch from an agent run without bubblewrap: it is walked like the rest."""
     workspace = repository(tmp_path / "ws")
     root = workspace / ".uwf"
-    root.mkdir()
     script = ("mkdir -p .uwf/tmp/evil/objects .uwf/tmp/evil/refs; echo 'ref: refs/heads/main' > .uwf/tmp/evil/HEAD; "
               f"printf '[core]\\n\\tbare = false\\n\\tfsmonitor = touch {markers}/scratch\\n' > .uwf/tmp/evil/config; "
               f"printf -- {json.dumps(ANSWER)}")
-    (root / "config.yaml").write_text(f"agents:\n  hostile:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: text\n")
-    env = {"UWF_STORAGE_ROOT": str(root), "UWF_BWRAP": "", **GIT_ENV}
-    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml"), env=env).code == 0
-    thread = uwf("thread", "start", "analyze-topic", "-p", "work", "-w", str(workspace), env=env).json()["thread"]
-    result = uwf("thread", "step", thread, "--agent", "hostile", env=env)
+    result = step_in_root_at_top(uwf, workspace, script, env={"UWF_BWRAP": ""})
     assert result.code == 1 and ".uwf/tmp/evil (a bare repository" in result.err, result
     git(root / "tmp" / "evil", "status", check=False)
     assert not list(markers.iterdir())
