@@ -558,3 +558,24 @@ def test_every_repository_the_run_made_is_renamed_though_one_cannot_be(tmp_path,
         audit._refuse(walk(str(tmp_path), None), items)
     assert sorted(path.parent.name for path in tmp_path.glob("*/.git.refused-by-uwf")) == ["a", "b", "c"]
     assert (tmp_path / "zz" / ".git").is_dir()
+
+
+def test_a_walk_kept_between_runs_forgets_another_runs_staging_directory(tmp_path):
+    """An adversary's trial: a run beside a step agent's listed that agent's staging directory from
+    the kept walk and was refused for what the step agent made there."""
+    from uwf_core.engine.contain.git.walk import load, refresh, save, walk
+
+    workspace = tmp_path / "ws"
+    scratch, stage = workspace / ".uwf" / "tmp", workspace / ".uwf" / "tmp" / "stage-a"
+    stage.mkdir(parents=True)
+    cache = str(tmp_path / "walk.json")
+    first = walk(str(workspace), None, (str(scratch),), (str(stage),))
+    save(first, cache, pending=False)
+    for part in ("objects", "refs"):
+        (stage / "evil" / part).mkdir(parents=True)
+    (stage / "evil" / "HEAD").write_text("ref: refs/heads/main\n")
+    other = load(cache, str(workspace), None, (str(scratch),))
+    assert other is not None and not [path for path in other.dirs if path.startswith(str(scratch))]
+    assert refresh(other) == []  # not this run's to find
+    mine = load(cache, str(workspace), None, (str(scratch),), (str(stage),))
+    assert [item.path for item in refresh(mine)] == [str(stage / "evil")]
