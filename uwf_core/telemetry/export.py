@@ -5,10 +5,11 @@ imported once, in a thread of its own started when a step's agent starts (`warm`
 are queued on its BatchSpanProcessor: batched, bounded, sent from its thread; +2 ms a step.
 
 `uwf thread step` is a process per step: there the SDK's ~0.1 s of imports and its exit would
-be most of the step. It hands its spans at exit to a shipper (`python -m
-uwf_core.telemetry.ship`), a process of its own that sends them and ends; the step pays for
-a spawn. A collector that takes no connection is found by one attempt, kept on file for half
-a minute (telemetry/collector.py) and is one warning line. Every string is redacted on the way.
+be most of the step. It leaves its spans at exit in the host's spool for the collector, and
+starts a shipper (`python -m uwf_core.telemetry.ship`, a process of its own that sends the spool
+and ends) only when none is running (telemetry/spool.py). A collector that takes no connection
+is found by one attempt, kept on file for half a minute (telemetry/collector.py) and is one
+warning line. Every string is redacted on the way.
 """
 
 from __future__ import annotations
@@ -178,14 +179,15 @@ class Exporter:
             from .sdk import Sdk
 
             sdk = Sdk(self.settings, warn_once)
-        except ImportError as exc:
-            warn_once(_no_sdk(self.settings, exc))
+            processor = sdk.batch_processor()
+        except Exception as exc:  # noqa: BLE001 — an SDK that cannot be imported or set up: one warning, steps go on
+            warn_once(_no_sdk(self.settings, exc) if isinstance(exc, ImportError) else f"traces are off: the OpenTelemetry SDK "
+                      f"could not be set up ({type(exc).__name__}: {exc})")
             with _LOCK:
                 self._built, self._early = True, []
             return
         if self.settings.protocol:
             warn_once(_not_http(self.settings))
-        processor = sdk.batch_processor()
         with _LOCK:
             self._sdk, self._processor, self._built = sdk, processor, True
             early, self._early = self._early, []
