@@ -102,7 +102,7 @@ def test_i_is_in_the_footer_where_there_is_room_and_in_the_palette(asking, size)
         footer = [key.key for key in app.query("FooterKey")]
         titles = [command.title for command in app.get_system_commands(app.screen)]
         await app.press_binding("i")  # what the palette's command does
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "a" in [key.key for key in app.query("FooterKey")])  # a loaded machine draws it late
         in_inbox = [key.key for key in app.query("FooterKey")]
         return footer, titles, app.current_view, in_inbox
 
