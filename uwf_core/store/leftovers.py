@@ -56,16 +56,12 @@ def remove(backend: Backend, leftover: Leftover) -> bool:
     """Remove it; False when it could not be (a lock someone holds, a file that would not go)."""
     if leftover.lock:
         return backend.drop_idle_lock(leftover.path)
-    import shutil
+    from .files import remove_tree
 
-    def writable(function, path, _):  # a directory an agent made read-only in a fork's workspace
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            function(path)
-        except OSError:
-            pass
-
-    shutil.rmtree(leftover.path, onerror=writable)
+    try:
+        remove_tree(leftover.path)  # a directory an agent made read-only, or deep, in a fork's workspace too
+    except OSError:
+        pass
     return not os.path.lexists(leftover.path)
 
 

@@ -23,10 +23,15 @@ def cache_dir() -> str:
     return os.path.join(base, "uwf", "otel")
 
 
-def status_path(url: str) -> str:
+def collector_path(url: str, suffix: str) -> str:
+    """This host's file (or directory) of `suffix` for a collector, named by its URL's hash."""
     from ..encoding.ids import xxh64_hash
 
-    return os.path.join(cache_dir(), f"{xxh64_hash(url.encode('utf-8'))}.json")
+    return os.path.join(cache_dir(), f"{xxh64_hash(url.encode('utf-8'))}{suffix}")
+
+
+def status_path(url: str) -> str:
+    return collector_path(url, ".json")
 
 
 def read_status(url: str) -> tuple[str, str] | None:
@@ -56,7 +61,7 @@ def write_status(url: str, state: str, reason: str = "") -> None:
 def say_due(url: str, topic: str) -> bool:
     """Whether this host has not said `topic` of this collector in the last half minute (and it
     counts as said now). Best effort: a marker that cannot be kept lets it be said."""
-    path = f"{status_path(url)[: -len('.json')]}.said-{topic}"
+    path = collector_path(url, f".said-{topic}")
     now = time.time()
     try:
         if now - os.stat(path).st_mtime < FRESH_SECONDS:

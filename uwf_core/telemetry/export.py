@@ -209,7 +209,7 @@ class Exporter:
             if self._say("dropped"):
                 dropped = take_dropped(spool_dir(url))
                 warn_once(f"{dropped or count} spans not sent: {url} has not taken the last ones and the spool of traces "
-                          f"waiting for it is full; steps go on without them")
+                          f"waiting for it is full or cannot be written; steps go on without them")
             return
         lock = claim(url)
         if lock is None:

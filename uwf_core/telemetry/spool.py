@@ -6,8 +6,9 @@ none is running: the spool's lock is taken by the step and handed to the shipper
 which holds it while it lives. So a collector that hangs keeps one shipper waiting, not one per
 step. The shipper sends what it finds, oldest first, deletes what it sent, and ends when the spool
 is empty — after letting the lock go and looking once more, so a file left while it was ending
-is never stranded. The spool is bounded (MAX_SPOOL_BYTES, MAX_SPOOL_FILES): a step that finds it full drops its
-spans and counts them, and the count is said at most once per half minute on this host.
+is never stranded. The spool is bounded (MAX_SPOOL_BYTES, MAX_SPOOL_FILES): a step that finds it
+full drops its spans and counts them, and the count is said at most once per half minute on this
+host.
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ DROPPED = "dropped"  # one line per step that dropped spans: how many
 
 
 def spool_dir(url: str) -> str:
-    from .collector import status_path
+    from .collector import collector_path
 
-    return status_path(url)[: -len(".json")] + ".spool"
+    return collector_path(url, ".spool")
 
 
 def leave(url: str, data: bytes, spans: int) -> bool:
-    """Put one step's spans in the spool (False: it is full, and they were counted as dropped)."""
+    """Put one step's spans in the spool. False: it is full (they are counted as dropped), or it
+    cannot be written (a cache that is not: traces are best effort)."""
     from ..errors import UwfError
     from ..store.files import atomic_write
 
