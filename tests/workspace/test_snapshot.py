@@ -126,9 +126,46 @@ def test_the_stat_cache_reads_only_changed_files(store, tmp_path, monkeypatch):
     changed = take_snapshot(store, str(ws), cache_path=cache, trusted=again.tree)
     assert changed.read == 1
     assert [(c.path, c.status) for c in tree_changes(store, first.tree, changed.tree)] == [(b"d1/f1.txt", "modified")]
-    for damaged in (tmp_path / "cache").iterdir():  # a damaged cache costs a full read, nothing else
-        damaged.write_text("{not json")
+    (tmp_path / "cache").write_text("{not json")  # a damaged index costs a full read, nothing else
     assert take_snapshot(store, str(ws), cache_path=cache).tree == changed.tree
+
+
+def test_an_unchanged_directory_is_its_recorded_tree_without_a_comparison_of_its_entries(store, tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)
+    compared = []
+    real = snapshot_module._Walker._compared
+    monkeypatch.setattr(snapshot_module._Walker, "_compared", lambda self, path, rel, *rest: compared.append(rel) or real(self, path, rel, *rest))
+    ws = tmp_path / "ws"
+    for number in range(40):
+        write(ws / f"d{number % 4}" / "deep" / f"f{number}.txt", f"file {number}\n".encode())
+    cache = str(tmp_path / "cache")
+    first = take_snapshot(store, str(ws), cache_path=cache)
+    compared.clear()
+    again = take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree)
+    assert (again.tree, again.read, again.files, compared) == (first.tree, 0, 40, [])
+    write(ws / "d2" / "deep" / "f2.txt", b"changed\n")
+    changed = take_snapshot(store, str(ws), cache_path=cache, trusted=again.tree)
+    assert (changed.read, sorted(compared)) == (1, ["", "d2/", "d2/deep/"])  # the file's directory and those above it
+    assert [c.path for c in tree_changes(store, first.tree, changed.tree)] == [b"d2/deep/f2.txt"]
+    lines = open(cache, "rb").read().split(b"\n")
+    damaged = [line if b'"d1/deep/"' not in line.split(b"\t")[0] else line.split(b"\t")[0] + b"\t{not json" for line in lines]
+    open(cache, "wb").write(b"\n".join(damaged))  # one damaged line: that directory compared afresh
+    compared.clear()
+    write(ws / "d1" / "deep" / "f1.txt", b"also\n")
+    later = take_snapshot(store, str(ws), cache_path=cache, trusted=changed.tree)
+    assert later.read == 10 and later.tree == take_snapshot(store, str(ws)).tree
+
+
+def test_a_racy_file_that_then_vanishes_leaves_the_tree(store, tmp_path):
+    """A directory recorded while a file in it was racy is never taken for its recorded tree."""
+    ws = tmp_path / "ws"
+    write(ws / "old.txt")
+    write(ws / "fresh.txt", b"one\n", old=False)
+    cache = str(tmp_path / "cache")
+    first = take_snapshot(store, str(ws), cache_path=cache)
+    (ws / "fresh.txt").unlink()
+    second = take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree)
+    assert set(paths(store, second.tree)) == {b"old.txt"}
 
 
 def test_a_file_changed_within_the_racy_window_is_read_again(store, tmp_path):
@@ -301,7 +338,7 @@ def test_git_of_any_kind_is_never_snapshot_or_restored_and_ignore_files_that_are
     assert (clone / ".git" / "HEAD").exists()
 
 
-def test_a_parent_record_from_another_snapshot_than_its_childs_is_not_trusted(store, tmp_path, monkeypatch):
+def test_an_index_from_another_snapshot_than_the_trees_is_not_trusted(store, tmp_path, monkeypatch):
     import shutil
 
     monkeypatch.setattr(snapshot_module, "RACY_NS", 0)
@@ -309,13 +346,10 @@ def test_a_parent_record_from_another_snapshot_than_its_childs_is_not_trusted(st
     write(ws / "P" / "C" / "f", b"one\n")
     cache = tmp_path / "cache"
     first = take_snapshot(store, str(ws), cache_path=str(cache))
-    old_records = tmp_path / "old"
-    shutil.copytree(cache, old_records)
+    shutil.copy(cache, tmp_path / "old")
     write(ws / "P" / "C" / "f", b"two\n")
     second = take_snapshot(store, str(ws), cache_path=str(cache), trusted=first.tree)
-    for record in old_records.iterdir():  # the parents' records of the first snapshot, the child's of the second
-        if record.name != "root.json" and b'"P/C/"' not in record.read_bytes():
-            shutil.copy(record, cache / record.name)
+    shutil.copy(tmp_path / "old", cache)  # the first snapshot's index, against the second's tree
     again = take_snapshot(store, str(ws), cache_path=str(cache), trusted=second.tree)
     assert again.tree == second.tree == take_snapshot(store, str(ws)).tree
 
@@ -342,3 +376,18 @@ def test_checkout_keeps_a_root_inside_the_directory_and_refuses_a_link_in_one_li
     (tmp_path / "link").symlink_to(tmp_path / "empty")
     with pytest.raises(UwfError, match="cannot write into"):
         checkout(store, tree, str(tmp_path / "link"))
+
+
+def test_a_name_or_link_target_holding_a_key_is_never_written_to_the_stat_index(store, tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)  # settled at once: what would be recorded is
+    key = b"sk-test-0123456789abcdef"
+    redactions = ((key, b"[redacted:OPENAI_API_KEY]"),)
+    ws = tmp_path / "ws"
+    write(ws / f"dir-{key.decode()}" / "a.txt")
+    write(ws / f"file-{key.decode()}.txt")
+    (ws / "link").symlink_to(f"target-{key.decode()}")
+    cache = str(tmp_path / "cache")
+    first = take_snapshot(store, str(ws), cache_path=cache, redactions=redactions)
+    again = take_snapshot(store, str(ws), cache_path=cache, redactions=redactions, trusted=first.tree)
+    assert again.tree == first.tree and key not in open(cache, "rb").read()
+    assert b"file-[redacted:OPENAI_API_KEY].txt" in paths(store, again.tree)

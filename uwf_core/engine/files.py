@@ -5,7 +5,8 @@ difference was made by hand between steps, and the step records it (`filesBefore
 After the agent (whose processes have all ended: engine/contain/sandbox.py), the workspace is snapshot
 again and the new StepNode names that tree (`files`). A step-protocol agent's StepNode is
 rewritten with it; the agent's own copy is left for gc. A failed snapshot fails the step: the
-head stays.
+head stays. The two snapshots share one stat index, read before and written after (one walk's
+worth of index per step, however many directories).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 
 from ..encoding.records import record, replace
 from ..errors import UwfError
-from ..thread.files import files_of, snapshot, snapshots_on, thread_workspace
+from ..thread.files import files_of, snapshot, snapshots_on, stat_index, thread_workspace
 from ..thread.nodes import read_step
 from ..thread.write import store_step
 from ..workspace.snapshot import SnapshotError
@@ -26,6 +27,7 @@ TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `
 if TYPE_CHECKING:
     from ..repo import Repo
     from ..thread.model import ThreadContext
+    from ..workspace.stat_cache import StatCache
     from .call import AgentCall
 
 
@@ -35,6 +37,7 @@ class Before:
     tree: str  # the workspace as the step found it
     by_hand: bool  # not the tree the head names: changed between steps
     notes: tuple[str, ...] = ()  # what the snapshot said (said once, not again after the step)
+    index: StatCache | None = None  # the stat index, read once: the snapshot after the step goes on from it
 
 
 def before_step(repo: Repo, thread: str, context: ThreadContext, say) -> Before | None:
@@ -48,16 +51,17 @@ def before_step(repo: Repo, thread: str, context: ThreadContext, say) -> Before 
     head_tree = files_of(repo.nodes, context.head)
     if not os.path.isdir(workspace):
         _restore_missing(repo, workspace, head_tree, context.head, say)
-    taken = _snapshot(repo, workspace, head_tree, say)
+    index = stat_index(repo, workspace)
+    taken = _snapshot(repo, workspace, head_tree, say, index=index, save=False)  # written once, after the step
     by_hand = head_tree is not None and taken.tree != head_tree
-    if by_hand:
+    if by_hand and say is not None:
         from ..workspace.changes import tree_changes
 
         changes = tree_changes(repo.nodes, head_tree, taken.tree)
         paths = ", ".join(show_path(change.path) for change in changes[:5]) + (", ..." if len(changes) > 5 else "")
         count = f"{len(changes)} path{'s' if len(changes) != 1 else ''}"
         say(f"uwf: the workspace changed since the last snapshot ({count}: {paths}); recorded with this step")
-    return Before(workspace, taken.tree, by_hand, tuple(taken.notes))
+    return Before(workspace, taken.tree, by_hand, tuple(taken.notes), index)
 
 
 def _restore_missing(repo: Repo, workspace: str, tree: str | None, head: str, say) -> None:
@@ -69,7 +73,8 @@ def _restore_missing(repo: Repo, workspace: str, tree: str | None, head: str, sa
         checkout(repo.nodes, tree, workspace)
     except (OSError, UwfError) as exc:
         raise StepError(f"the thread's workspace {workspace} is gone and cannot be restored: {getattr(exc, 'message', None) or exc}") from None
-    say(f"uwf: the thread's workspace {workspace} was gone: restored the files of {head}")
+    if say is not None:
+        say(f"uwf: the thread's workspace {workspace} was gone: restored the files of {head}")
 
 
 def after_step(call: AgentCall, before: Before, new_head: str) -> str:
@@ -79,7 +84,7 @@ def after_step(call: AgentCall, before: Before, new_head: str) -> str:
     file, at any depth, that agent CLIs load as instructions."""
     store = call.repo.nodes
     since = call.started_ms * 1_000_000 - 50_000_000  # the kernel's coarse clock, a tick behind
-    taken = _snapshot(call.repo, before.workspace, before.tree, call.options.on_output, said=before.notes, since_ns=since)
+    taken = _snapshot(call.repo, before.workspace, before.tree, call.options.on_output, said=before.notes, since_ns=since, index=before.index)
     _say_unseen(call, before, taken)
     step = read_step(store, new_head)
     files_before = before.tree if before.by_hand else None
@@ -138,9 +143,10 @@ def _say_unseen(call: AgentCall, before: Before, taken) -> None:
     call.outside = written if call.outside is None else call.outside.merged(written)
 
 
-def _snapshot(repo: Repo, workspace: str, trusted: str | None, say, said: tuple[str, ...] = (), since_ns: int = 0):
+def _snapshot(repo: Repo, workspace: str, trusted: str | None, say, said: tuple[str, ...] = (), since_ns: int = 0, *,
+              index: StatCache | None = None, save: bool = True):
     try:
-        taken = snapshot(repo, workspace, trusted, since_ns)
+        taken = snapshot(repo, workspace, trusted, since_ns, index=index, save=save)
     except SnapshotError as exc:
         raise StepError(f"{exc.message} (add them to .uwfignore, or raise workspace.maxSnapshotBytes in config.yaml)") from None
     for note in taken.notes:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..store.records import OutsideWrites
     from ..workspace.changes import Change
     from ..workspace.snapshot import Limits, Snapshot
+    from ..workspace.stat_cache import StatCache
 
 
 def files_of(store: CasStore, hash_: str) -> str | None:
@@ -49,17 +50,26 @@ def limits(repo: Repo) -> Limits:
     return Limits(config.max_file_bytes, config.max_snapshot_bytes)
 
 
-def snapshot(repo: Repo, workspace: str, trusted: str | None = None, since_ns: int = 0) -> Snapshot:
-    """A snapshot of `workspace`, with this host's stat cache for it; `since_ns`: list the new
-    paths ignore rules leave out that were made since then."""
+def stat_index(repo: Repo, workspace: str) -> StatCache:
+    """This host's stat index of `workspace`, read once: a step's two snapshots share it."""
+    from ..workspace.stat_cache import StatCache, cache_path
+
+    return StatCache.load(cache_path(repo.backend.cache_dir, workspace))
+
+
+def snapshot(repo: Repo, workspace: str, trusted: str | None = None, since_ns: int = 0, *,
+             index: StatCache | None = None, save: bool = True) -> Snapshot:
+    """A snapshot of `workspace`, with this host's stat index for it (`index`: one already read;
+    `save`: write it if it changed); `since_ns`: list the new paths ignore rules leave out that
+    were made since then."""
     from ..workspace.snapshot import take_snapshot
-    from ..workspace.stat_cache import cache_path
 
     return take_snapshot(
         repo.nodes,
         workspace,
         limits=limits(repo),
-        cache_path=cache_path(repo.backend.cache_dir, workspace),
+        index=index if index is not None else stat_index(repo, workspace),
+        save=save,
         trusted=trusted,
         redactions=repo.secrets.byte_replacements(),
         exclude=tuple(os.path.realpath(path) for path in repo.backend.store_dirs),  # a root kept in its project

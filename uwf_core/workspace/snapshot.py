@@ -1,7 +1,8 @@
 """A snapshot of a workspace: its files into the CAS as trees, as cheaply as git's index allows.
 
-The stat cache (stat_cache.py) remembers each file's size, mtimes and inode with the node its bytes
-became; a file whose stat still matches is not read again. Trees and files the previous snapshot
+The stat index (stat_cache.py) remembers each file's size, mtimes and inode with the node its bytes
+became, and each directory's signature of them all: a directory whose stats still give it is its
+recorded tree, and a file whose stat still matches is not read again. Trees and files the previous snapshot
 of this thread stored are known to be there (its head names them, so gc keeps them), and are not
 even looked up. Everything a snapshot writes is one batch: it lands whole or not at all.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from array import array
 
 from ..encoding.records import field, record, replace
 from ..errors import UwfError
@@ -18,7 +20,7 @@ from ..store.builtin_schemas import TREE_HASH
 from ..store.cas import CasStore
 from .ignore import ALWAYS, IGNORE_FILES, Rules
 from .stat_cache import RACY_NS, DirRecord, StatCache
-from .tree import Entry, blob_payload, ensure_schemas, show_path, tree_payload
+from .tree import Entry, ensure_schemas, put_blob, show_path, tree_payload
 
 MB = 1 << 20
 
@@ -49,6 +51,8 @@ def take_snapshot(
     *,
     limits: Limits = Limits(),
     cache_path: str | None = None,
+    index: StatCache | None = None,
+    save: bool = True,
     trusted: str | None = None,
     redactions: tuple[tuple[bytes, bytes], ...] = (),
     exclude: tuple[str, ...] = (),
@@ -58,9 +62,12 @@ def take_snapshot(
     `redactions`: (secret, replacement) pairs; a file holding a secret is stored with it
     replaced, as everything uwf stores is (config/env.Secrets), and a note says so. `exclude`:
     absolute paths left out as if ignored (a storage root kept inside its project). `since_ns`:
-    list in `hidden_new` what ignore rules left out that was made since then (a step's own)."""
+    list in `hidden_new` what ignore rules left out that was made since then (a step's own).
+    `index`: the stat index already read (a step's snapshots share one), else read from
+    `cache_path`; `save`: write it when it changed (the snapshot before a step leaves that to the
+    one after)."""
     ensure_schemas(store)
-    cache = StatCache.load(cache_path) if cache_path else StatCache()
+    cache = index if index is not None else StatCache.load(cache_path) if cache_path else StatCache()
     walker = _Walker(store, limits, cache, trust=trusted is not None and cache.root == trusted)
     walker.redactions = redactions
     walker.since_ns = since_ns
@@ -82,7 +89,7 @@ def take_snapshot(
             f"the workspace {workspace} holds more than {size_text(limits.max_total_bytes)} (workspace.maxSnapshotBytes); "
             f"the largest files: {named}"
         ) from None
-    cache.save(tree, walker.visited)
+    cache.settle(tree, walker.visited, save=save)
     return Snapshot(tree, walker.count, walker.total, walker.read, walker.notes, walker.hidden_new)
 
 
@@ -134,7 +141,9 @@ class _Walker:
         self.hidden_new: list[str] = []
 
     def directory(self, path: str, rel: str, rules: Rules, tracked: _Tracked, ignored: bool = False) -> str:
-        """The tree of one directory: its cached tree when every entry is as the cache saw it.
+        """The tree of one directory: its recorded tree when its listing and stats give the
+        recorded signature (the common case: nothing compared entry by entry), else each entry as
+        the index saw it or read afresh.
 
         As git does, ignore rules never untrack: an entry the previous snapshot holds in this
         directory (`tracked`) is kept whatever the rules say now; only new entries are filtered.
@@ -146,10 +155,46 @@ class _Walker:
         cached = self.cache.get(rel)
         if cached is not None and cached.rules != rules.fingerprint:
             cached = None
-        before = cached.entries if cached is not None else {}
+        known: dict[str, str] = {}  # subdirectories' trees the signature's path has found
+        if cached is not None and self.trust and cached.signature is not None:
+            tree = self._as_recorded(path, rel, listing, rules, tracked, ignored, cached, known)
+            if tree is not None:
+                return tree
+        before = (cached.entries if cached is not None else None) or {}
+        if cached is not None and cached.entries is None:
+            cached = None  # a record whose entries cannot be read: the directory is read afresh
+        return self._compared(path, rel, listing, rules, tracked, ignored, cached, before, known)
+
+    def _as_recorded(self, path: str, rel: str, listing: list[os.DirEntry], rules: Rules, tracked: _Tracked, ignored: bool,
+                     cached: DirRecord, known: dict[str, str]) -> str | None:
+        """The recorded tree, when the listing gives the recorded signature and every subdirectory
+        its recorded tree; None otherwise (the subdirectories' trees found are left in `known`)."""
+        if _signature(listing) != cached.signature:
+            return None
+        same = True
+        for name, recorded in cached.dirs.items():
+            inner = rel + name + "/"
+            if inner in self.exclude or inner.count("/") > MAX_DEPTH:
+                return None
+            known[name] = self.directory(os.path.join(path, name), inner, rules, tracked.below(name), ignored)
+            same = same and known[name] == recorded
+        if not same:
+            return None
+        self.count += cached.files
+        self.total += cached.bytes
+        self.sizes.extend((size, rel, name) for size, name in cached.largest)
+        if self.total > self.limits.max_total_bytes:
+            raise _OverCap()
+        return cached.tree
+
+    def _compared(self, path: str, rel: str, listing: list[os.DirEntry], rules: Rules, tracked: _Tracked, ignored: bool,
+                  cached: DirRecord | None, before: dict, known: dict[str, str]) -> str:
+        """The tree of a directory that changed, entry by entry: a file whose stat is as recorded
+        is not read; its record and signature made again (no signature while a file in it is
+        racy or left out with a note: compared entry by entry next time too)."""
         rows: list[tuple] = []  # (name, kind, ref, size, target)
         seen: dict[str, tuple] = {}
-        same = cached is not None
+        complete, racy = True, False  # every entry settled and kept: the directory gets a signature
         trust = self.trust
         for item in listing:
             name = item.name
@@ -189,30 +234,46 @@ class _Walker:
                     continue
                 if inner.count("/") > MAX_DEPTH:
                     self.notes.append(f"{_shown(inner)} is deeper than {MAX_DEPTH} directories; left out")
-                    same = False
+                    complete = False
                     continue
-                tree = self.directory(item.path, inner, rules, tracked.below(name), left_out or ignored)
+                tree = known[name] if name in known else self.directory(item.path, inner, rules, tracked.below(name), left_out or ignored)
                 rows.append((name, "dir", tree, None, None))
                 seen[name] = ("dir", tree)  # the parent's record names the child's tree: a record of either alone is never trusted
-                same = same and old is not None and old == seen[name]
                 continue
             row, record = self.leaf(item, rel, old)
             if row is None:
-                same = False
+                complete = False
                 continue
             rows.append(row)
             if record is not None:
                 seen[name] = record
-            same = same and old is not None and record is old
+            else:
+                complete, racy = False, True  # read again next time
         if self.total > self.limits.max_total_bytes:
             raise _OverCap()
-        if same and seen.keys() == before.keys() and (self.trust or self.store.nodes.exists(cached.tree)):
+        if self.redactions:  # a name or link target holding a key is never written to the index
+            kept = {name: entry for name, entry in seen.items() if not self._holds_key(name, entry)}
+            seen, complete = kept, complete and len(kept) == len(seen)
+        if (
+            cached is not None and cached.signature is not None and not racy and seen == before
+            and (self.trust or self.store.nodes.exists(cached.tree))
+        ):  # the recorded tree holds exactly the recorded entries
             tree = cached.tree
         else:
             tree = self.store.put(TREE_HASH, tree_payload(self.entries(rel, rows)), what="tree")
-        changed = cached is None or tree != cached.tree or seen != before
-        self.cache.put(rel, DirRecord(tree, rules.fingerprint, seen), changed)
+        signature = _signature(listing) if complete else None
+        changed = cached is None or (tree, seen, signature) != (cached.tree, before, cached.signature)
+        files = [(row[3], row[0]) for row in rows if row[1] in ("file", "exec")]
+        record = DirRecord(tree, rules.fingerprint, seen, signature=signature, files=len(files), bytes_=sum(size for size, _ in files),
+                           largest=[list(item) for item in sorted(files, reverse=True)[:3] if item[1] in seen],
+                           dirs={row[0]: row[2] for row in rows if row[1] == "dir" and row[0] in seen})
+        if not (self.redactions and self._holds_key(rel)):
+            self.cache.put(rel, record, changed)
         return tree
+
+    def _holds_key(self, name: str, entry: tuple | None = None) -> bool:
+        texts = [name] if entry is None or entry[0] != "link" else [name, entry[5]]
+        return any(secret in os.fsencode(text) for text in texts for secret, _ in self.redactions)
 
     def entries(self, rel: str, rows: list[tuple]) -> list[Entry]:
         """A directory's rows as tree entries; a name or a link's target that holds a key's value is
@@ -314,9 +375,8 @@ class _Walker:
                 data = data.replace(secret, replacement)
             names = ", ".join(item.decode()[10:-1] for item in held)
             self.notes.append(f"{_shown(rel)} holds the value of {names}: stored redacted")
-        type_hash, payload = blob_payload(data)
         self.read += 1
-        return self.store.put(type_hash, payload, what="file"), len(data)
+        return put_blob(self.store, data), len(data)
 
 
 class _Tracked:
@@ -355,6 +415,32 @@ class _Tracked:
                 except UwfError:
                     pass  # a previous tree that cannot be read tracks nothing
         return self._entries
+
+
+def _signature(listing: list[os.DirEntry]) -> str | None:
+    """Every entry's name and stat (a directory's name alone: its own record is checked) in one
+    digest, packed without formatting a number; None when an entry cannot be looked at. In the
+    listing's order: an unchanged directory lists in the same order (one listed otherwise is
+    only compared entry by entry, as a changed one is)."""
+    import xxhash
+
+    names: list[str] = []
+    numbers: list[int] = []  # per entry: -1 for a directory, else mode, size, mtime, ctime, inode
+    try:
+        for item in listing:
+            names.append(item.name)
+            if item.is_dir(follow_symlinks=False):
+                numbers.append(-1)
+            else:
+                info = item.stat(follow_symlinks=False)
+                numbers += (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    except OSError:
+        return None
+    try:
+        packed = array("q", numbers).tobytes()
+    except OverflowError:  # an inode number past 2**63 (some network file systems)
+        packed = repr(numbers).encode()
+    return xxhash.xxh3_128_hexdigest("\0".join(names).encode("utf-8", "surrogateescape") + b"\0\0" + packed)
 
 
 def _ctime(item: os.DirEntry) -> int:

@@ -1,15 +1,18 @@
-"""The stat cache, as git's index, one record per directory: the tree it became, the ignore rules
-that were in force, and each entry's stat signature (size, mtime, ctime, inode) with the node its
-bytes became (ctime too: a tool that puts an mtime back cannot put back the ctime). A directory
-whose entries all match is its cached tree, neither read nor encoded again.
+"""The stat index, as git's index: one file per workspace, read once per step and written once.
 
-On disk, a directory per workspace: `root.json` (the tree the records were written with) and one
-small JSON file per directory record, so a snapshot that changed one directory rewrites one
-record, not the whole cache. `root.json` is cleared before records are written and set after, so
-a cache cut short is never taken for the head's. Host-local (it names inodes) and only a cache: a
-missing or damaged file means those files are read once more. JSON, never pickle. A file changed
-within RACY_NS of a snapshot is not cached: it could change again within the same mtime tick and
-look unchanged (git's "racily clean" entries).
+One record per directory: the tree it became, the ignore rules in force, a signature of every
+entry's stat (kind, size, mtime, ctime, inode: ctime too, since a tool that puts an mtime back
+cannot put back the ctime), and each file's stat with the node its bytes became. A directory
+whose listing and stats give the recorded signature, and whose subdirectories give their recorded
+trees, is its recorded tree: nothing in it is compared entry by entry, read or encoded again.
+
+On disk: a first line naming the tree the records were written with, then one line per directory,
+`[rel, tree, rules, signature, files, bytes, largest, subdirectories]` in JSON, a tab, and the
+entries in JSON, which are parsed only for a directory that changed. The file is replaced whole
+(one atomic write), so a record never mixes two snapshots. Host-local (it names inodes) and only
+a cache: a missing or damaged file or line means those files are read once more. JSON, never
+pickle. A directory holding a file changed within RACY_NS of a snapshot gets no signature: the
+file could change again within the same mtime tick and look unchanged (git's "racily clean").
 """
 
 from __future__ import annotations
@@ -18,107 +21,156 @@ import json
 import os
 
 from ..encoding.ids import is_cas_ref, xxh64_hash
+from ..errors import UwfError
 from ..store.files import atomic_write
 
-VERSION = 5
+VERSION = 6
 RACY_NS = 2_000_000_000
-ROOT_FILE = "root.json"
+SUFFIX = ".index"
 
 
 class DirRecord:
     """One directory as the last snapshot saw it. `entries`: name → (kind, size, mtime, ctime,
-    inode, ref or link target); a subdirectory is ("dir", its tree) and has a record of its own,
-    which is used for the parent only when it gives that same tree."""
+    inode, ref or link target), a subdirectory ("dir", its tree); parsed on first use. `signature`:
+    None when some entry was not settled (the directory is compared entry by entry next time).
+    `files`, `bytes`, `largest`: the files directly in it, their bytes, the three largest
+    [(size, name)]. `dirs`: the subdirectories walked, name → tree."""
 
-    __slots__ = ("tree", "rules", "entries")
+    __slots__ = ("tree", "rules", "signature", "files", "bytes", "largest", "dirs", "_entries", "_raw")
 
-    def __init__(self, tree: str, rules: str, entries: dict) -> None:
+    def __init__(self, tree: str, rules: str, entries: dict | None, *, signature: str | None = None, files: int = 0,
+                 bytes_: int = 0, largest: list | None = None, dirs: dict | None = None, raw: bytes | None = None) -> None:
         self.tree = tree
         self.rules = rules
-        self.entries = entries
+        self.signature = signature
+        self.files = files
+        self.bytes = bytes_
+        self.largest = largest or []
+        self.dirs = dirs or {}
+        self._entries = entries
+        self._raw = raw
+
+    @property
+    def entries(self) -> dict | None:
+        """None when the line's entries cannot be read (the directory is read afresh)."""
+        if self._entries is None and self._raw is not None:
+            self._entries = _parse_entries(self._raw)
+            self._raw = None if self._entries is not None else self._raw
+        return self._entries
+
+    def line(self, rel: str) -> bytes:
+        head = json.dumps([rel, self.tree, self.rules, self.signature, self.files, self.bytes, self.largest, self.dirs],
+                          separators=(",", ":")).encode()
+        raw = self._raw if self._entries is None and self._raw is not None else json.dumps(self._entries, separators=(",", ":")).encode()
+        return head + b"\t" + raw
+
+
+def _parse_entries(raw: bytes) -> dict | None:
+    try:
+        entries = {name: tuple(entry) for name, entry in json.loads(raw).items()}
+    except (ValueError, TypeError, AttributeError):
+        return None
+    for entry in entries.values():
+        if not (len(entry) == 6 and isinstance(entry[5], str) or len(entry) == 2 and entry[0] == "dir" and isinstance(entry[1], str)):
+            return None
+    return entries
+
+
+def _parse_head(head: bytes) -> tuple[str, DirRecord] | None:
+    try:
+        rel, tree, rules, signature, files, size, largest, dirs = json.loads(head)
+    except (ValueError, TypeError):
+        return None
+    if not (isinstance(rel, str) and is_cas_ref(tree) and isinstance(rules, str) and (signature is None or isinstance(signature, str))):
+        return None
+    if not (type(files) is int and type(size) is int and isinstance(largest, list) and isinstance(dirs, dict)):
+        return None
+    if not all(isinstance(name, str) and is_cas_ref(ref) for name, ref in dirs.items()):
+        return None
+    if not all(isinstance(item, list) and len(item) == 2 and type(item[0]) is int and isinstance(item[1], str) for item in largest):
+        return None
+    return rel, DirRecord(tree, rules, None, signature=signature, files=files, bytes_=size, largest=largest, dirs=dirs)
 
 
 class StatCache:
-    """Records by path in the workspace ("" the top, "a/b/" below), as os.fsdecode gives it;
-    read from disk on first use."""
+    """Records by path in the workspace ("" the top, "a/b/" below), as os.fsdecode gives it.
+    One object lives through a step: the snapshot before the agent and the one after share it."""
+
+    reads = 0  # index files read in this process: a step reads its workspace's once (tests count it)
 
     def __init__(self, path: str | None = None) -> None:
         self.path = path
-        self.root: str | None = None  # the tree the records on disk were written with
-        self._records: dict[str, DirRecord | None] = {}
-        self._changed: set[str] = set()
+        self.root: str | None = None  # the tree the records were written with
+        self._records: dict[str, DirRecord] = {}
+        self._changed = False
 
     @classmethod
     def load(cls, path: str) -> StatCache:
         cache = cls(path)
+        StatCache.reads += 1
         try:
-            with open(os.path.join(path, ROOT_FILE), "rb") as handle:
-                data = json.loads(handle.read())
-            if data.get("version") == VERSION and is_cas_ref(data.get("root")):
-                cache.root = data["root"]
-        except (OSError, ValueError, AttributeError):
-            pass  # no cache, or not one this uwf wrote: what is read is checked, or read again
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return cache  # no index yet: every file is read once
+        lines = data.split(b"\n")
+        try:
+            first = json.loads(lines[0])
+            if first.get("version") != VERSION or not is_cas_ref(first.get("root")):
+                return cache
+        except (ValueError, AttributeError):
+            return cache  # not one this uwf wrote
+        cache.root = first["root"]
+        for line in lines[1:]:
+            head, tab, raw = line.partition(b"\t")
+            parsed = _parse_head(head) if tab else None
+            if parsed is not None:
+                parsed[1]._raw = raw
+                cache._records[parsed[0]] = parsed[1]
         return cache
 
     def get(self, rel: str) -> DirRecord | None:
-        if rel not in self._records:
-            self._records[rel] = self._read(rel) if self.path else None
-        return self._records[rel]
-
-    def _read(self, rel: str) -> DirRecord | None:
-        try:
-            with open(self._file(rel), "rb") as handle:
-                saved_rel, tree, rules, entries = json.loads(handle.read())
-            records = {name: tuple(entry) for name, entry in entries.items()}
-        except (OSError, ValueError, TypeError, AttributeError):
-            return None
-        if saved_rel != rel or not is_cas_ref(tree) or not isinstance(rules, str):
-            return None
-        if not all(len(entry) == 6 and isinstance(entry[5], str) or entry[0] == "dir" and len(entry) == 2 for entry in records.values()):
-            return None
-        return DirRecord(tree, rules, records)
+        return self._records.get(rel)
 
     def put(self, rel: str, record: DirRecord, changed: bool) -> None:
         self._records[rel] = record
-        if changed:
-            self._changed.add(rel)
+        self._changed = self._changed or changed
 
-    def save(self, root: str, visited: set[str]) -> None:
-        """Write the changed records, then `root`; remove the records of directories it did not
-        visit (gone, or ignored now)."""
-        if self.path is None or (not self._changed and root == self.root):
+    def settle(self, root: str, visited: set[str], *, save: bool = True) -> None:
+        """The records of this snapshot, with `root`: those of directories it did not visit (gone,
+        or ignored now) dropped, and the file written (`save`) when anything changed."""
+        changed = self._changed or root != self.root or len(visited) != len(self._records)
+        if len(visited) != len(self._records):
+            self._records = {rel: record for rel, record in self._records.items() if rel in visited}
+        self.root = root
+        if not save or self.path is None or not changed:
+            self._changed = self._changed or changed  # kept in memory: written by the snapshot that saves
             return
+        lines = [json.dumps({"version": VERSION, "root": root}).encode()]
+        lines += [record.line(rel) for rel, record in self._records.items()]
         try:
-            os.makedirs(self.path, exist_ok=True)
-            if self._changed:
-                self._write_root(None)
-            for rel in self._changed:
-                record = self._records[rel]
-                data = [rel, record.tree, record.rules, record.entries]
-                atomic_write(self._file(rel), json.dumps(data, separators=(",", ":")).encode(), sync=False)
-            self._write_root(root)
-            self._prune(visited)  # a record of a directory this snapshot did not see is never trusted later
+            atomic_write(self.path, b"\n".join(lines), sync=False)
+            self._changed = False
+        except (OSError, UwfError):
+            pass  # an index that cannot be written costs a later snapshot time, nothing else
+        _drop_old_format(self.path)
+
+
+def _drop_old_format(path: str) -> None:
+    """The directory of one JSON file per directory that uwf wrote before the index (VERSION 5),
+    beside the index at cache_path's place (an index named otherwise has none)."""
+    if not path.endswith(SUFFIX) or os.path.basename(os.path.dirname(path)) != "snapshots":
+        return
+    old = path[: -len(SUFFIX)]
+    if os.path.isdir(old) and os.path.isfile(os.path.join(old, "root.json")):
+        from ..store.files import remove_tree
+
+        try:
+            remove_tree(old)
         except OSError:
-            pass  # a cache that cannot be written costs a later snapshot time, nothing else
-
-    def _write_root(self, root: str | None) -> None:
-        data = json.dumps({"version": VERSION, "root": root}).encode()
-        atomic_write(os.path.join(self.path, ROOT_FILE), data, sync=False)
-
-    def _prune(self, visited: set[str]) -> None:
-        names = os.listdir(self.path)
-        live = {os.path.basename(self._file(rel)) for rel in visited} | {ROOT_FILE}
-        for name in names:
-            if name not in live:
-                try:
-                    os.unlink(os.path.join(self.path, name))
-                except OSError:
-                    pass
-
-    def _file(self, rel: str) -> str:
-        return os.path.join(self.path, xxh64_hash(os.fsencode(rel)) + ".json")
+            pass
 
 
 def cache_path(cache_dir: str, workspace: str) -> str:
-    """Where a workspace's stat cache lives on this host: the root's cache directory, by its path."""
-    return os.path.join(cache_dir, "snapshots", xxh64_hash(os.fsencode(os.path.realpath(workspace))))
+    """Where a workspace's stat index lives on this host: the root's cache directory, by its path."""
+    return os.path.join(cache_dir, "snapshots", xxh64_hash(os.fsencode(os.path.realpath(workspace))) + SUFFIX)

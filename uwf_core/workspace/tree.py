@@ -100,8 +100,46 @@ def blob_payload(data: bytes) -> tuple[str, object]:
 
 
 def put_blob(store: CasStore, data: bytes) -> str:
+    if len(data) >= STREAM_FROM:
+        return put_large_blob(store, data)
     type_hash, payload = blob_payload(data)
     return store.put(type_hash, payload, what="file")
+
+
+STREAM_FROM = 1 << 20  # a file this large is stored in pieces, its bytes never copied whole
+PIECE = 3 << 18  # bytes per piece: a multiple of 3, so the pieces' base64 joins into the whole's
+
+
+def put_large_blob(store: CasStore, data: bytes) -> str:
+    """The node `blob_payload` would give, hashed and written from pieces of `data`: in memory,
+    about the file's size (once, not the five copies decoding and encoding would make)."""
+    from ..encoding.cbor import encode, text_head
+
+    view = memoryview(data)
+    if _is_utf8(view):
+        head = text_head(len(data))
+        return store.put_encoded(CONTENT_HASH, lambda: (head, data))
+    head = encode({"base64": ""})[:-1] + text_head(4 * ((len(data) + 2) // 3))  # the object, its key, the text's head
+
+    def pieces():
+        yield head
+        for start in range(0, len(data), PIECE):
+            yield base64.b64encode(view[start:start + PIECE])
+
+    return store.put_encoded(BYTES_HASH, pieces)
+
+
+def _is_utf8(view: memoryview) -> bool:
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for start in range(0, len(view), PIECE):
+            decoder.decode(view[start:start + PIECE])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def read_blob(store: CasStore, ref: str) -> bytes:
