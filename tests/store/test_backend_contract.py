@@ -136,6 +136,32 @@ def test_the_cas_gives_the_reference_hashes_on_every_backend(backend):
     assert fresh.of_type(type_hash) == ["ERARPP19YJT05"]
 
 
+@pytest.mark.parametrize("hold", [8 << 20, 1000])  # the compressed pieces kept, or made again
+def test_a_large_file_is_the_node_put_gives_written_in_pieces(backend, monkeypatch, hold):
+    import os
+    import random
+
+    from uwf_core.store.fs import node_db
+    from uwf_core.workspace.tree import STREAM_FROM, blob_payload, ensure_schemas, put_large_blob, read_blob
+
+    monkeypatch.setattr(node_db, "HOLD", hold)
+    store = CasStore(backend.nodes)
+    ensure_schemas(store)
+    text = "".join(random.Random(3).choice("abc \u00e9\n") for _ in range(STREAM_FROM + 7)).encode()
+    binary = os.urandom(STREAM_FROM + 2) + b"\xff"  # not UTF-8, a length that is not a multiple of 3
+    for data in (text, binary):
+        expected = store.put(*blob_payload(data))
+        backend.nodes.delete(expected)
+        assert put_large_blob(store, data) == expected
+        assert read_blob(CasStore(backend.nodes), expected) == data  # another process's view
+        assert put_large_blob(store, data) == expected  # again: found, not written twice
+    assert len(backend.nodes.hashes()) == len(set(backend.nodes.hashes()))
+    if hasattr(backend.nodes, "write_pieces"):  # bytes compression cannot shrink: written as they are
+        noise = [os.urandom(100_000) for _ in range(3)]
+        backend.nodes.write_pieces(HASH_B, HASH_C, lambda: iter(noise))
+        assert backend.nodes.read(HASH_B) == b"".join(noise)
+
+
 # -- thread heads --------------------------------------------------------------------------
 
 

@@ -43,6 +43,12 @@ def _head(major: int, value: int) -> bytes:
     return bytes((major | 27,)) + value.to_bytes(8, "big")
 
 
+def text_head(length: int) -> bytes:
+    """The head of a text string of `length` UTF-8 bytes: with the bytes after it, its encoding
+    (a large file's, written in pieces)."""
+    return _head(3, length)
+
+
 def _encode_number(value: float | int) -> bytes:
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         raise EncodeError(f"{value} is not a JSON number: uwf refuses NaN and ±Infinity (the reference stores them as CBOR floats no JSON reader gives back)")

@@ -30,6 +30,7 @@ DB_NAME = "nodes.sqlite"
 DB_FILES = (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal")
 SCHEMA_VERSION = 2
 COMPRESS_FROM = 256  # bytes: a smaller node is stored as it is
+HOLD = 8 << 20  # a large node's compressed bytes kept from counting them to writing them; past it, compressed again
 MAX_NODE_BYTES = 1 << 30  # what one row may inflate to (a staged row is an agent's)
 BUSY_SECONDS = 30.0  # another process's write: wait this long before calling the store busy
 
@@ -221,6 +222,55 @@ class NodeDb:
             f"cannot write node {hash_}",
         )
 
+    def write_pieces(self, hash_: str, type_hash: str, pieces) -> None:
+        """A large node (a big file's) whose bytes `pieces()` gives, never joined in memory: counted
+        and compressed piece by piece (the compressed pieces kept up to HOLD bytes, else made once
+        more), then written into the row through SQLite's blob I/O, in one transaction."""
+        import zlib
+
+        deflate = zlib.compressobj(1)
+        held: list[bytes] | None = []
+        raw = packed = 0
+        out = b""
+        for piece in _sliced(pieces()):
+            raw += len(piece)
+            out = deflate.compress(piece)
+            packed += len(out)
+            if held is not None:
+                held.append(out)
+                held = held if packed <= HOLD else None
+        del out
+        tail = deflate.flush()
+        packed += len(tail)
+        if held is not None:
+            held.append(tail)
+        compressed = packed < raw
+
+        def body():
+            if not compressed:
+                yield from _sliced(pieces())
+            elif held is not None:
+                yield from held
+            else:
+                again = zlib.compressobj(1)
+                for piece in _sliced(pieces()):
+                    yield again.compress(piece)
+                yield again.flush()
+
+        doing = f"cannot write node {hash_}"
+        with self.batch():
+            conn = self._connection(write=True)
+            cursor = self._run(conn, "insert or ignore into nodes (hash, type, data, touched) values (?, ?, zeroblob(?), ?)",
+                               (hash_, type_hash, packed if compressed else raw, time.time()), doing)
+            if cursor.rowcount == 0:
+                return  # already here
+            try:
+                with conn.blobopen("nodes", "data", cursor.lastrowid) as blob:
+                    for piece in body():
+                        blob.write(piece)
+            except sqlite3.Error as exc:
+                raise _error(exc, f"{doing} ({self.path})", self.path) from None
+
     def touched_at(self, hash_: str) -> float | None:
         rows = self.read_query("select touched from nodes where hash = ?", (hash_,))
         return rows[0][0] if rows else None
@@ -315,6 +365,15 @@ def _packed(data: bytes) -> bytes:
 
     packed = zlib.compress(data, 1)  # the best speed, as git writes its loose objects
     return packed if len(packed) < len(data) else data
+
+
+def _sliced(pieces, size: int = 1 << 20):
+    """Each piece in slices of at most `size` bytes (views, not copies): what is compressed or
+    written at once stays small."""
+    for piece in pieces:
+        view = memoryview(piece)
+        for start in range(0, len(view), size):
+            yield view[start:start + size]
 
 
 class _NotSetUp(Exception):

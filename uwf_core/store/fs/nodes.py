@@ -40,6 +40,9 @@ class FsNodeStore:
     def write(self, hash_: str, type_hash: str, data: bytes) -> None:
         self.db.write(hash_, type_hash, data)
 
+    def write_pieces(self, hash_: str, type_hash: str, pieces) -> None:
+        self.db.write_pieces(hash_, type_hash, pieces)
+
     def batch(self, durable: bool = True):
         return self.db.batch(durable)
 
