@@ -82,6 +82,110 @@ def snapshot_rows(report, row, work: Path, files: int, size: int, runs: int) -> 
                    "git add -A && git commit", goal="≤ 1.0x and ≤ 50 ms"))
 
 
+def stdlib_rows(report, row, work: Path, runs: int) -> None:
+    """The issue's tree: a copy of this Python's standard library (its site-packages left out),
+    against git on a copy of its own. No change against `git status --porcelain`; one changed
+    file against `git add -A && git commit`; a step's two snapshots (before its agent and after,
+    one stat index between them) against `git status` then the commit; the sides in turn."""
+    import sysconfig
+
+    from uwf_core.api import Repo
+    from uwf_core.thread.files import snapshot, stat_index
+
+    ours_dir, git_dir = work / "stdlib-ws", work / "stdlib-git"
+    shutil.copytree(sysconfig.get_paths()["stdlib"], ours_dir, symlinks=True, ignore=shutil.ignore_patterns("site-packages", "dist-packages"))
+    shutil.copytree(ours_dir, git_dir, symlinks=True)
+    count = sum(len(names) for _, _, names in os.walk(ours_dir))
+    size = sum(path.lstat().st_size for path in ours_dir.rglob("*") if not path.is_dir())
+    print(f"workspace snapshots of the standard library: {count:,} files, {size / 1e6:.0f} MB, against git", flush=True)
+    git(git_dir, "init", "-q")
+    repo = Repo.open(str(work / "stdlib-root"))
+    started = time.perf_counter()
+    head = snapshot(repo, str(ours_dir)).tree
+    ours_first = time.perf_counter() - started
+    report.add(row(f"first snapshot of the standard library ({count:,} files, {size / 1e6:.0f} MB)", ours_first, git_commit_seconds(git_dir),
+                   "git add -A && git commit", goal="≤ 1.5x"))
+    time.sleep(2.1)  # past the racy window, as a workspace between steps is
+    ours, theirs = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        snapshot(repo, str(ours_dir), head)
+        ours.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        git(git_dir, "status", "--porcelain")
+        theirs.append(time.perf_counter() - started)
+    report.add(row("  a snapshot that finds no change", None, None, "git status --porcelain", goal="≤ 1.5x", ours_runs=ours, theirs_runs=theirs))
+    rng = random.Random(5)
+    py_files = sorted(path.relative_to(ours_dir) for path in ours_dir.rglob("*.py") if not path.is_symlink())
+    ours, theirs, pair, git_pair = [], [], [], []
+    for _ in range(runs):
+        name = rng.choice(py_files)
+        data = (ours_dir / name).read_bytes() + b"# changed\n"
+        (ours_dir / name).write_bytes(data)
+        (git_dir / name).write_bytes(data)
+        started = time.perf_counter()
+        head = snapshot(repo, str(ours_dir), head).tree
+        ours.append(time.perf_counter() - started)
+        theirs.append(git_commit_seconds(git_dir))
+        name = rng.choice(py_files)
+        data = (ours_dir / name).read_bytes() + b"# by the step\n"
+        started = time.perf_counter()
+        index = stat_index(repo, str(ours_dir))
+        before = snapshot(repo, str(ours_dir), head, index=index, save=False).tree
+        (ours_dir / name).write_bytes(data)  # the agent's work
+        head = snapshot(repo, str(ours_dir), before, index=index).tree
+        pair.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        git(git_dir, "status", "--porcelain")
+        (git_dir / name).write_bytes(data)
+        git_pair.append(git_commit_seconds(git_dir) + time.perf_counter() - started)
+    report.add(row("  a snapshot after one changed file", None, None, "git add -A && git commit", goal="≤ 1.0x", ours_runs=ours, theirs_runs=theirs))
+    report.add(row("  a step's two snapshots (before its agent, after it; one changed file)", None, None,
+                   "git status, then git add -A && git commit", goal="≤ 1.0x", ours_runs=pair, theirs_runs=git_pair))
+    shutil.rmtree(git_dir, ignore_errors=True)
+    shutil.rmtree(ours_dir, ignore_errors=True)
+    memory_rows(report, row, work)
+
+
+MEMORY_PROBE = """
+import os, sys
+from uwf_core.api import Repo
+from uwf_core.thread.files import snapshot
+repo = Repo.open(sys.argv[1])
+snapshot(repo, sys.argv[2])  # imports and the schemas, before the file is there
+os.rename(sys.argv[3], os.path.join(sys.argv[2], "big"))
+
+
+def status(key):
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) * 1024 for line in handle if line.startswith(key + ":"))
+
+
+with open("/proc/self/clear_refs", "w") as handle:
+    handle.write("5")  # the peak (VmHWM) starts again from here
+before = status("VmRSS")
+snapshot(repo, sys.argv[2])
+print(status("VmHWM") - before)
+"""
+
+
+def memory_rows(report, row, work: Path) -> None:
+    """The memory a snapshot takes for one new 40 MB file (its peak, beyond what the process held
+    before), in a process of its own that never held the file otherwise; text (base64, which
+    compresses to about 3/4) and random bytes."""
+    import base64
+
+    size = 40_000_000
+    for kind in ("text", "binary"):
+        workspace, big = work / f"memory-{kind}", work / f"memory-{kind}.file"
+        workspace.mkdir()
+        big.write_bytes(base64.b64encode(os.urandom(size))[:size] if kind == "text" else os.urandom(size))
+        done = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(work / f"memory-root-{kind}"), str(workspace), str(big)],
+                              capture_output=True, text=True, check=True)
+        report.add(row(f"memory for one new 40 MB file ({'text' if kind == 'text' else 'not text'})", float(done.stdout.split()[-1]), size,
+                       "the file's size", goal="≤ 2x", unit="B"))
+
+
 def storage_rows(report, row, work: Path, steps: int) -> None:
     """100 steps each changing one 10 KB file of a 100-file workspace: the node store against
     .git (loose objects, as git leaves them before a gc), built in a process of its own so the

@@ -5,7 +5,7 @@ per `invoke` (interrupt after each). Run as a fresh process per step, as `uwf th
 
     python langgraph_side.py step DB THREAD
     python langgraph_side.py build DB THREAD N      # a checkpoint whose state holds N steps
-    python langgraph_side.py grow DB THREAD N       # N invokes in one process (prints seconds)
+    python langgraph_side.py grow DB THREAD N       # N invokes in one process (prints seconds, wall and CPU)
     python langgraph_side.py fork DB THREAD AT NEW  # a new thread from the checkpoint after AT steps
 
 Needs `pip install -e '.[bench]'` (langgraph, langgraph-checkpoint-sqlite).
@@ -87,10 +87,10 @@ def main(argv: list[str]) -> None:
         elif mode == "build":
             build(compiled, thread, int(argv[3]))
         elif mode == "grow":
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             for _ in range(int(argv[3])):
                 step(compiled, thread)
-            print(time.perf_counter() - started)
+            print(time.perf_counter() - started, time.process_time() - cpu)
         elif mode == "fork":
             at, new = int(argv[3]), argv[4]
             config = {"configurable": {"thread_id": thread}}
