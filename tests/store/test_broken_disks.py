@@ -31,11 +31,10 @@ def small_disk(tmp_path):
 
 def _fill(mount) -> None:
     """Leave no free block: one big file, then small ones until the disk refuses."""
-    with open(mount / "filler", "wb") as handle:
+    with open(mount / "filler", "wb", buffering=0) as handle:  # unbuffered: nothing left to flush at the close
         try:
             while True:
                 handle.write(b"\0" * 65536)
-                handle.flush()
         except OSError:
             pass
     for index in range(10_000):

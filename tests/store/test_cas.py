@@ -553,3 +553,29 @@ def test_content_schema_takes_strings_only(store):
     store.ensure_builtins()
     with pytest.raises(ValidationError):
         store.put(BUILTIN_HASHES["content"], {"text": "x"})
+
+
+def test_a_node_file_with_the_older_column_order_takes_large_nodes_too(tmp_path):
+    """A node file made before issue 41 keeps `data` before `touched`: every statement names its
+    columns, so it reads and writes as a new one does (a large node costs more memory there)."""
+    import os
+    import sqlite3
+
+    from uwf_core.store.fs import node_db
+    from uwf_core.store.fs.node_db import NodeDb
+
+    older = node_db.SCHEMA.replace("    touched real not null,\n    data blob not null\n", "    data blob not null,\n    touched real not null\n")
+    assert older != node_db.SCHEMA
+    path = tmp_path / "cas"
+    path.mkdir()
+    with sqlite3.connect(path / node_db.DB_NAME) as conn:
+        conn.execute("pragma journal_mode=WAL")
+        conn.executescript(older)
+        conn.execute("insert into meta (key, value) values ('version', ?)", (str(node_db.SCHEMA_VERSION),))
+    db = NodeDb(str(path))
+    noise = [os.urandom(300_000) for _ in range(4)]
+    db.write_pieces("0000000000001", "0000000000003", lambda: iter(noise))
+    db.write("0000000000002", "0000000000003", b"small")
+    assert db.read("0000000000001") == b"".join(noise) and db.read("0000000000002") == b"small"
+    columns = [row[1] for row in sqlite3.connect(path / node_db.DB_NAME).execute("pragma table_info(nodes)")]
+    assert columns == ["seq", "hash", "type", "data", "touched"]

@@ -323,3 +323,12 @@ def test_decode_envelope_counts_the_envelope_too():
 def test_the_budget_keeps_the_nesting_limit():
     with pytest.raises(CorruptError, match="nested deeper than 200 levels"):
         decode(b"\x81" * 5000 + b"\x00", max_items=1_000_000)
+
+
+@pytest.mark.parametrize("payload", [None, "text", {"b": [1, 2.5, {"deep": True}], "a": ""}, list(range(30)), "é" * 300])
+@pytest.mark.parametrize("timestamp", [0, 23, 1_764_000_000_000])
+def test_an_envelope_around_a_payloads_encoding_is_the_envelope_encoded_whole(payload, timestamp):
+    from uwf_core.encoding.cbor import envelope_bytes
+
+    whole = encode({"type": "7XX5H51CVD9H0", "payload": payload, "timestamp": timestamp}, envelope=True)
+    assert envelope_bytes("7XX5H51CVD9H0", encode(payload), timestamp) == whole

@@ -111,7 +111,7 @@ def _damaged_offset(base, damage: str) -> int | None:
     if damage != "leaf-type":
         return int(damage.partition("=")[0])
     data = db_path(base).read_bytes()
-    pages = [data.find(hash_.encode() + type_.encode() + stored) // PAGE for hash_, (type_, stored) in _rows(base).items()]
+    pages = [_row_at(data, hash_, type_, stored) // PAGE for hash_, (type_, stored) in _rows(base).items()]
     page = max(set(pages) - {-1, 0}, key=pages.count)
     assert data[page * PAGE] == 0x0D and pages.count(page) >= 10  # a table leaf, with rows to lose
     return page * PAGE
@@ -130,17 +130,24 @@ def _sqlite_reads(root) -> set[str]:
 
 
 def _whole_rows(base_rows, damaged: bytes, hit: int | None, page_size: int = PAGE) -> set[str]:
-    """Rows of at most a page whose record (hash, type, data in a row) is found whole in what the
+    """Rows of at most a page whose record (hash, type, (touched,) data) is found whole in what the
     damage left, on a page other than the one holding the damaged byte `hit`."""
     hit_page = None if hit is None else hit // page_size
     found = set()
     for hash_, (type_, data) in base_rows.items():
         if len(data) > page_size // 2:
             continue  # may be on an overflow chain: not judged here
-        at = damaged.find(hash_.encode() + type_.encode() + data)
+        at = _row_at(damaged, hash_, type_, data)
         if at >= 0 and at // page_size != hit_page:
             found.add(hash_)
     return found
+
+
+def _row_at(data: bytes, hash_: str, type_: str, stored: bytes) -> int:
+    """Where a node's record is in a file's bytes (hash, type, then touched and data, or data and
+    touched as older node files keep them), or -1."""
+    found = re.search(re.escape(hash_.encode() + type_.encode()) + b".{0,9}" + re.escape(stored), data, re.DOTALL)
+    return found.start() if found is not None else -1
 
 
 def _repair(root) -> dict:

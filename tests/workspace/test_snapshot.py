@@ -60,6 +60,11 @@ def test_kinds_names_and_links_are_kept_and_checked_out_exactly(store, tmp_path)
     assert (out / os.fsdecode(b"caf\xe9.txt")).read_bytes() == b"latin-1 name\n"
     assert (out / "empty").is_dir()
     assert take_snapshot(store, str(out)).tree == taken.tree  # the same files, the same tree
+    from uwf_core.store.schemas import validate
+
+    trees = [taken.tree, *(entry.ref for entry in flatten(store, taken.tree).values() if entry.kind == "dir")]
+    for tree in trees:  # stored without put's schema check (put_built): each holds to it all the same
+        validate(store.schema(TREE_HASH), store.get(tree).payload, what="tree", schema_hash=TREE_HASH)
 
 
 def test_gitignore_uwfignore_negation_nesting_and_dot_git(store, tmp_path):

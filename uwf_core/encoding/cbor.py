@@ -49,6 +49,13 @@ def text_head(length: int) -> bytes:
     return _head(3, length)
 
 
+def envelope_bytes(type_hash: str, payload: bytes, timestamp: int) -> bytes:
+    """A node's envelope around its payload's encoding: what `encode` gives for {type, payload,
+    timestamp} (envelope=True), without encoding the payload again. The keys in their encoded
+    order (a shorter key first): type, payload, timestamp."""
+    return b"\xa3\x64type" + _encode_text(type_hash) + b"\x67payload" + payload + b"\x69timestamp" + _encode_number(timestamp)
+
+
 def _encode_number(value: float | int) -> bytes:
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         raise EncodeError(f"{value} is not a JSON number: uwf refuses NaN and ±Infinity (the reference stores them as CBOR floats no JSON reader gives back)")

@@ -17,7 +17,7 @@ from ..encoding.records import record
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
-from ..encoding.cbor import EncodeError, decode_envelope, encode
+from ..encoding.cbor import EncodeError, decode_envelope, encode, envelope_bytes
 from ..encoding.ids import HASH_LEN, encode_u64, is_cas_ref, normalize_hash_text, xxh64_hash
 from ..errors import (
     AmbiguousError,
@@ -51,10 +51,17 @@ class Node:
 
 def node_hash(type_hash: str, payload: object) -> str:
     """The hash of a node; the meta-schema alone is hashed without a type prefix."""
+    return _hash_of(type_hash, payload, _encoded(payload))
+
+
+def _encoded(payload: object) -> bytes:
     try:
-        data = encode(payload)
+        return encode(payload)
     except EncodeError as exc:
         raise ValidationError(f"the payload cannot be stored: {exc}") from None
+
+
+def _hash_of(type_hash: str, payload: object, data: bytes) -> str:
     if type_hash == META_HASH and payload == META_SCHEMA:
         return xxh64_hash(data)
     return xxh64_hash(type_hash.encode("ascii") + data)
@@ -99,12 +106,19 @@ class CasStore:
         if type_hash == META_HASH:
             return self.put_schema(payload)
         schema = self.schema(type_hash)
-        hash_ = node_hash(type_hash, payload)
+        data = _encoded(payload)  # once: for the hash, then inside the envelope
+        hash_ = _hash_of(type_hash, payload, data)
         if self.nodes.freshen(hash_):
             return hash_
         validate(schema, payload, what=what, schema_hash=type_hash)
-        self._write(hash_, type_hash, payload)
+        self._write(hash_, type_hash, payload, data)
         return hash_
+
+    def put_built(self, type_hash: str, payload: object) -> str:
+        """Store a payload uwf built itself from typed values, whose shape its schema cannot refuse
+        (a workspace tree from its entries: workspace/tree.py): without the schema check `put`
+        makes of anything that came from outside. `type_hash` must be a full hash."""
+        return self._put_checked(type_hash, payload)
 
     def put_encoded(self, type_hash: str, payload_pieces: Callable[[], Iterable[bytes]]) -> str:
         """A node whose payload comes as the pieces of its encoding, called for once to hash them and
@@ -119,9 +133,8 @@ class CasStore:
         hash_ = encode_u64(digest.intdigest())
         if self.nodes.freshen(hash_):
             return hash_
-        marker = "\0uwf: the payload goes here\0"
-        envelope = encode({"type": type_hash, "payload": marker, "timestamp": int(time.time() * 1000)}, envelope=True)
-        before, after = envelope.split(encode(marker))
+        marker = b"\0uwf: the payload goes here\0"
+        before, after = envelope_bytes(type_hash, marker, int(time.time() * 1000)).split(marker)
 
         def pieces() -> Iterator[bytes]:
             yield before
@@ -136,14 +149,16 @@ class CasStore:
         return hash_
 
     def _put_checked(self, type_hash: str, payload: object) -> str:
-        hash_ = node_hash(type_hash, payload)
+        data = _encoded(payload)
+        hash_ = _hash_of(type_hash, payload, data)
         if not self.nodes.freshen(hash_):
-            self._write(hash_, type_hash, payload)
+            self._write(hash_, type_hash, payload, data)
         return hash_
 
-    def _write(self, hash_: str, type_hash: str, payload: object) -> None:
-        envelope = {"type": type_hash, "payload": payload, "timestamp": int(time.time() * 1000)}
-        self.nodes.write(hash_, type_hash, encode(envelope, envelope=True))
+    def _write(self, hash_: str, type_hash: str, payload: object, data: bytes | None = None) -> None:
+        """`data`: the payload's encoding when the caller has it (it is not encoded again)."""
+        data = _encoded(payload) if data is None else data
+        self.nodes.write(hash_, type_hash, envelope_bytes(type_hash, data, int(time.time() * 1000)))
 
     def cache_derived(self, items: list[tuple[str, bytes]]) -> None:
         """Keep derived data a read computed (a head's step counts, its spend) in one commit. It is

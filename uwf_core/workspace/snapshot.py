@@ -260,7 +260,7 @@ class _Walker:
         ):  # the recorded tree holds exactly the recorded entries
             tree = cached.tree
         else:
-            tree = self.store.put(TREE_HASH, tree_payload(self.entries(rel, rows)), what="tree")
+            tree = self.store.put_built(TREE_HASH, tree_payload(self.entries(rel, rows)))
         signature = _signature(listing) if complete else None
         changed = cached is None or (tree, seen, signature) != (cached.tree, before, cached.signature)
         files = [(row[3], row[0]) for row in rows if row[1] in ("file", "exec")]

@@ -36,7 +36,7 @@ class DirRecord:
     `files`, `bytes`, `largest`: the files directly in it, their bytes, the three largest
     [(size, name)]. `dirs`: the subdirectories walked, name → tree."""
 
-    __slots__ = ("tree", "rules", "signature", "files", "bytes", "largest", "dirs", "_entries", "_raw")
+    __slots__ = ("tree", "rules", "signature", "files", "bytes", "largest", "dirs", "_entries", "_raw", "_line")
 
     def __init__(self, tree: str, rules: str, entries: dict | None, *, signature: str | None = None, files: int = 0,
                  bytes_: int = 0, largest: list | None = None, dirs: dict | None = None, raw: bytes | None = None) -> None:
@@ -49,6 +49,7 @@ class DirRecord:
         self.dirs = dirs or {}
         self._entries = entries
         self._raw = raw
+        self._line: bytes | None = None  # the line it was read from: written back as it was
 
     @property
     def entries(self) -> dict | None:
@@ -59,6 +60,8 @@ class DirRecord:
         return self._entries
 
     def line(self, rel: str) -> bytes:
+        if self._line is not None:
+            return self._line
         head = json.dumps([rel, self.tree, self.rules, self.signature, self.files, self.bytes, self.largest, self.dirs],
                           separators=(",", ":")).encode()
         raw = self._raw if self._entries is None and self._raw is not None else json.dumps(self._entries, separators=(",", ":")).encode()
@@ -125,7 +128,7 @@ class StatCache:
             head, tab, raw = line.partition(b"\t")
             parsed = _parse_head(head) if tab else None
             if parsed is not None:
-                parsed[1]._raw = raw
+                parsed[1]._raw, parsed[1]._line = raw, line
                 cache._records[parsed[0]] = parsed[1]
         return cache
 

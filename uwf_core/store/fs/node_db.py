@@ -8,9 +8,12 @@ node of some size: file contents in workspace snapshots, prompts). A CBOR envelo
 0xA3 (a map of three), a zlib stream with 0x78, so each row says which it is; version 1 files
 hold only the former, and are marked version 2 when this uwf first opens them for writing.
 
-Tables: `nodes` (hash → type, bytes, when last written or freshened: gc's grace),
+Tables: `nodes` (hash → type, when last written or freshened: gc's grace, bytes),
 `derived` (rebuildable data keyed by a node hash, e.g. a head's step count; dropping it
-loses nothing), `meta` (the schema version, for later migrations).
+loses nothing), `meta` (the schema version, for later migrations). A node file made since
+issue 41 keeps `data` last in the row: a large node is then written through SQLite's blob I/O
+without SQLite building the row in memory (a `zeroblob` not last is materialised, ~2x the node);
+an older file keeps its columns as they are (every statement names them), and costs that memory.
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ create table if not exists nodes (
     seq integer primary key,
     hash text not null unique,
     type text not null,
-    data blob not null,
-    touched real not null
+    touched real not null,
+    data blob not null
 );
 create index if not exists nodes_by_type on nodes (type, seq);
 create table if not exists derived (key text primary key, value blob not null);

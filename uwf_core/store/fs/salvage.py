@@ -78,7 +78,8 @@ def _page_size(head: bytes) -> int | None:
 
 
 def node_rows(path: str):
-    """Every row in the file and its WAL shaped like a node row: (seq, hash, type, data, touched), with
+    """Every row in the file and its WAL shaped like a node row: (seq, hash, type, data, touched) as
+    yielded whatever the file's column order, with
     `data` as stored (maybe compressed) and not yet verified. A row can come more than once (an older
     copy of its page, another geometry); a row on a damaged page or behind a broken overflow chain is
     skipped."""
@@ -259,7 +260,7 @@ def _cell(page_of, page: bytes, pointer: int, usable: int, headers_only: bool):
         return False
     if headers_only:
         return None
-    if len(types) != 5 or not _node_shaped(types):
+    if len(types) != 5 or _data_at(types) is None:
         return False
     payload = bytes(page[at : at + local])
     if local < size:
@@ -318,11 +319,15 @@ def _serial_types(head: bytes) -> list[int] | None:
         return None
 
 
-def _node_shaped(types: list[int]) -> bool:
-    """seq (NULL: it is the rowid), hash and type as text, data (a blob, or text if a hand wrote it),
-    touched (a real, stored as an integer when it has no fraction)."""
-    seq, hash_, type_, data, touched = types
-    return seq in (0, 1, 2, 3, 4, 5, 6, 8, 9) and hash_ == 13 + 2 * 13 and type_ == 13 + 2 * 13 and data >= 12 and touched in (1, 2, 3, 4, 5, 6, 7, 8, 9)
+def _data_at(types: list[int]) -> int | None:
+    """Where `data` is in a row shaped like a node's, or None: seq (NULL: it is the rowid), hash and
+    type as text, then data (a blob, or text if a hand wrote it) and touched (a real, stored as an
+    integer when it has no fraction) in either order (a node file since issue 41 has data last)."""
+    seq, hash_, type_, third, fourth = types
+    if not (seq in (0, 1, 2, 3, 4, 5, 6, 8, 9) and hash_ == 13 + 2 * 13 and type_ == 13 + 2 * 13):
+        return None
+    real = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+    return 3 if third >= 12 and fourth in real else 4 if third in real and fourth >= 12 else None
 
 
 def _node_row(payload: bytes, types: list[int]):
@@ -335,7 +340,8 @@ def _node_row(payload: bytes, types: list[int]):
             return False
         values.append(_value(kind, payload[at : at + length]))
         at += length
-    _, hash_, type_, data, touched = values
+    hash_, type_ = values[1], values[2]
+    data, touched = (values[3], values[4]) if _data_at(types) == 3 else (values[4], values[3])
     try:
         touched = float(touched)
     except (TypeError, ValueError):

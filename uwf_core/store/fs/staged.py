@@ -101,7 +101,11 @@ SHAPE = {  # what NodeDb makes, and nothing else: a view or a trigger would run 
     ("table", "meta"), ("table", "nodes"), ("table", "derived"), ("index", "nodes_by_type"),
     ("index", "sqlite_autoindex_meta_1"), ("index", "sqlite_autoindex_nodes_1"), ("index", "sqlite_autoindex_derived_1"),
 }
-COLUMNS = {"nodes": ["seq", "hash", "type", "data", "touched"], "derived": ["key", "value"], "meta": ["key", "value"]}
+COLUMNS = {  # the layouts NodeDb makes (a node file before issue 41 has `data` before `touched`)
+    "nodes": (["seq", "hash", "type", "touched", "data"], ["seq", "hash", "type", "data", "touched"]),
+    "derived": (["key", "value"],),
+    "meta": (["key", "value"],),
+}
 
 
 def staged_nodes(stage: str) -> dict[str, bytes]:
@@ -165,8 +169,8 @@ def _checked(stage: str):
         shape = {(str(kind), str(name)) for kind, name in _query(conn, "select type, name from sqlite_master")}
         if not shape <= SHAPE:
             raise UwfError(f"its staging file holds {'/'.join(sorted(shape - SHAPE)[0])}, which uwf never makes")
-        for table, names in COLUMNS.items():
-            if ("table", table) in shape and [row[1] for row in _query(conn, f"pragma table_xinfo({table})")] != names:
+        for table, layouts in COLUMNS.items():
+            if ("table", table) in shape and [row[1] for row in _query(conn, f"pragma table_xinfo({table})")] not in layouts:
                 raise UwfError(f"its staging file's {table} table is not the one uwf makes")
     except BaseException:
         conn.close()
