@@ -396,3 +396,85 @@ def test_a_name_or_link_target_holding_a_key_is_never_written_to_the_stat_index(
     again = take_snapshot(store, str(ws), cache_path=cache, redactions=redactions, trusted=first.tree)
     assert again.tree == first.tree and key not in open(cache, "rb").read()
     assert b"file-[redacted:OPENAI_API_KEY].txt" in paths(store, again.tree)
+
+
+KEY = b"sk-test-0123456789abcdef"
+REDACTIONS = ((KEY, b"[redacted:OPENAI_API_KEY]"),)
+
+
+@pytest.fixture
+def settled(monkeypatch):
+    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)  # files made just now count as settled: recorded at once
+
+
+def test_a_new_directory_named_with_a_key_is_in_the_tree_though_never_in_the_index(store, tmp_path, settled):
+    ws = tmp_path / "ws"
+    write(ws / "a.txt")
+    cache = str(tmp_path / "cache")
+    first = take_snapshot(store, str(ws), cache_path=cache, redactions=REDACTIONS)
+    write(ws / f"dir_{KEY.decode()}" / "sub" / "f")
+    second = take_snapshot(store, str(ws), cache_path=cache, redactions=REDACTIONS, trusted=first.tree)
+    assert second.tree == take_snapshot(store, str(ws), redactions=REDACTIONS).tree
+    assert b"dir_[redacted:OPENAI_API_KEY]/sub/f" in paths(store, second.tree) and KEY not in open(cache, "rb").read()
+
+
+def test_a_tracked_directory_the_rules_now_ignore_takes_in_nothing_new_with_the_index_too(store, tmp_path, settled):
+    ws = tmp_path / "ws"
+    write(ws / "build" / "kept.o")
+    write(ws / "build" / "deep" / "kept.o")
+    cache = str(tmp_path / "cache")
+    first = take_snapshot(store, str(ws), cache_path=cache)
+    write(ws / ".gitignore", b"build/\n")
+    write(ws / "build" / "new.o")
+    write(ws / "build" / "deep" / "new.o")
+    second = take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree)
+    assert set(paths(store, second.tree)) == {b".gitignore", b"build/kept.o", b"build/deep/kept.o"}
+    assert second.tree == take_snapshot(store, str(ws), trusted=first.tree).tree
+
+
+def test_an_index_another_thread_left_tracks_nothing_for_this_one(store, tmp_path, settled):
+    """The index is the workspace's: a thread that starts on it (nothing tracked yet) leaves out
+    what the rules ignore, whatever another thread's snapshots kept."""
+    ws = tmp_path / "ws"
+    write(ws / "a.txt")
+    write(ws / "x.log")
+    cache = str(tmp_path / "cache")
+    take_snapshot(store, str(ws), cache_path=cache)
+    write(ws / ".gitignore", b"*.log\n")
+    fresh = take_snapshot(store, str(ws), cache_path=cache)  # a new thread: trusted=None
+    assert set(paths(store, fresh.tree)) == {b".gitignore", b"a.txt"} and fresh.tree == take_snapshot(store, str(ws)).tree
+
+
+def test_a_damaged_count_in_the_index_never_fails_a_snapshot(store, tmp_path, settled):
+    ws = tmp_path / "ws"
+    write(ws / "d" / "a.txt")
+    cache = str(tmp_path / "cache")
+    first = take_snapshot(store, str(ws), cache_path=cache)
+    lines = open(cache, "rb").read().split(b"\n")
+    head, _, raw = lines[2].partition(b"\t")
+    record = json.loads(head)
+    record[5] = 2**40  # its files' bytes
+    lines[2] = json.dumps(record).encode() + b"\t" + raw
+    open(cache, "wb").write(b"\n".join(lines))
+    for _ in range(2):  # counted afresh, and the index written again as the files say
+        assert take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree, limits=Limits(max_total_bytes=1000)).tree == first.tree
+    forged = json.loads(open(cache, "rb").read().split(b"\n")[1].partition(b"\t")[0])
+    forged[7] = {"../outside": first.tree}  # a subdirectory that is a way out: the record is not read
+    assert snapshot_module.StatCache.load(cache).get(forged[0]) is not None
+    lines = open(cache, "rb").read().split(b"\n")
+    lines[1] = json.dumps(forged).encode() + b"\t" + lines[1].partition(b"\t")[2]
+    open(cache, "wb").write(b"\n".join(lines))
+    assert snapshot_module.StatCache.load(cache).get(forged[0]) is None
+
+
+def test_a_value_that_became_a_key_leaves_the_index_and_notes_name_it_redacted(store, tmp_path, settled):
+    ws = tmp_path / "ws"
+    write(ws / f"dir_{KEY.decode()}" / "inner" / "a.txt")
+    cache = str(tmp_path / "cache")
+    first = take_snapshot(store, str(ws), cache_path=cache)
+    assert KEY in open(cache, "rb").read()  # not a key yet
+    os.mkfifo(ws / f"dir_{KEY.decode()}" / "fifo")
+    second = take_snapshot(store, str(ws), cache_path=cache, redactions=REDACTIONS, trusted=first.tree)
+    assert KEY not in open(cache, "rb").read()
+    assert "dir_[redacted:OPENAI_API_KEY]/fifo is not a file, directory or link; left out" in second.notes
+    assert not any(KEY.decode() in note for note in second.notes)

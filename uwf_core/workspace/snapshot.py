@@ -68,18 +68,21 @@ def take_snapshot(
     one after)."""
     ensure_schemas(store)
     cache = index if index is not None else StatCache.load(cache_path) if cache_path else StatCache()
-    walker = _Walker(store, limits, cache, trust=trusted is not None and cache.root == trusted)
-    walker.redactions = redactions
-    walker.since_ns = since_ns
+    walker = _walker(store, limits, cache, trusted, redactions, since_ns, workspace, exclude)
     root = os.path.abspath(workspace)
-    real = os.path.realpath(workspace)
-    walker.exclude = {os.path.relpath(path, real) + "/" for path in exclude if path.startswith(real.rstrip("/") + "/")}
     try:
         # One transaction: an over-cap snapshot leaves nothing behind. No fsync of its own: no
         # head names these nodes until the StepNode's (or StartNode's) durable commit, whose fsync
         # of the log takes these with it.
         with store.nodes.batch(durable=False):
-            tree = walker.directory(root, "", Rules(fingerprint=_settings_fingerprint(limits, redactions)), _Tracked(store, trusted))
+            try:
+                tree = walker.directory(root, "", Rules(fingerprint=_settings_fingerprint(limits, redactions)), _Tracked(store, trusted))
+            except _OverCap:
+                if not cache.records:
+                    raise
+                cache = StatCache(cache.path)  # counted from a damaged index, perhaps: a failure only if the files say so
+                walker = _walker(store, limits, cache, trusted, redactions, since_ns, workspace, exclude)
+                tree = walker.directory(root, "", Rules(fingerprint=_settings_fingerprint(limits, redactions)), _Tracked(store, trusted))
     except OSError as exc:
         raise SnapshotError(f"the workspace {workspace} cannot be read: {exc.strerror or exc}") from None
     except _OverCap:
@@ -90,7 +93,27 @@ def take_snapshot(
             f"the largest files: {named}"
         ) from None
     cache.settle(tree, walker.visited, save=save)
-    return Snapshot(tree, walker.count, walker.total, walker.read, walker.notes, walker.hidden_new)
+    if index is not None and cache is not index:
+        index.adopt(cache)  # the step's snapshot after this one goes on from the index made afresh
+    notes = [_redacted_text(note, redactions) for note in walker.notes]  # a path's name may hold a key
+    return Snapshot(tree, walker.count, walker.total, walker.read, notes, walker.hidden_new)
+
+
+def _walker(store: CasStore, limits: Limits, cache: StatCache, trusted: str | None, redactions, since_ns: int, workspace: str,
+            exclude: tuple[str, ...]) -> _Walker:
+    walker = _Walker(store, limits, cache, trust=trusted is not None and cache.root == trusted)
+    walker.redactions = redactions
+    walker.since_ns = since_ns
+    real = os.path.realpath(workspace)
+    walker.exclude = {os.path.relpath(path, real) + "/" for path in exclude if path.startswith(real.rstrip("/") + "/")}
+    return walker
+
+
+def _redacted_text(text: str, redactions: tuple[tuple[bytes, bytes], ...]) -> str:
+    if not redactions:
+        return text
+    data = text.encode("utf-8", "surrogateescape")
+    return os.fsdecode(_redacted(data, redactions)) if any(secret in data for secret, _ in redactions) else text
 
 
 KIND_BITS = stat.S_IFMT(0o170000) | stat.S_IXUSR
@@ -176,9 +199,10 @@ class _Walker:
             inner = rel + name + "/"
             if inner in self.exclude or inner.count("/") > MAX_DEPTH:
                 return None
-            known[name] = self.directory(os.path.join(path, name), inner, rules, tracked.below(name), ignored)
+            below = ignored or bool(rules.patterns) and rules.ignored(rel, name, True)  # one its rules ignore takes in nothing new
+            known[name] = self.directory(os.path.join(path, name), inner, rules, tracked.below(name), below)
             same = same and known[name] == recorded
-        if not same:
+        if not same or rel == "" and cached.tree != self.cache.root:  # the whole tree unchanged is the tree the index was written with
             return None
         self.count += cached.files
         self.total += cached.bytes
@@ -200,6 +224,17 @@ class _Walker:
             name = item.name
             old = before.get(name)
             is_dir = item.is_dir(follow_symlinks=False)
+            left_out = False
+            if old is None or (old[0] == "dir") != is_dir or not trust:  # new, or the index is not this thread's: the rules decide
+                if name.lower() in ALWAYS:
+                    continue
+                left_out = ignored or bool(rules.patterns) and rules.ignored(rel, name, is_dir)
+                if left_out and not tracked.holds(name, is_dir):
+                    if self.since_ns and _ctime(item) >= self.since_ns and len(self.hidden_new) < 100:
+                        self.hidden_new.append(rel + name + ("/" if is_dir else ""))  # made by the step, and no record would say so
+                    continue
+            elif is_dir:  # tracked: kept, but a directory its rules ignore now takes in nothing new
+                left_out = ignored or bool(rules.patterns) and rules.ignored(rel, name, True)
             if old is not None and not is_dir and old[0] != "dir":  # the common case, inline: as cached?
                 try:
                     info = item.stat(follow_symlinks=False)
@@ -218,15 +253,6 @@ class _Walker:
                         self.count += 1
                         self.total += old[1]
                         self.sizes.append((old[1], rel, name))
-                    continue
-            left_out = False
-            if old is None or (old[0] == "dir") != is_dir:
-                if name.lower() in ALWAYS:
-                    continue
-                left_out = ignored or bool(rules.patterns) and rules.ignored(rel, name, is_dir)
-                if left_out and not tracked.holds(name, is_dir):
-                    if self.since_ns and _ctime(item) >= self.since_ns and len(self.hidden_new) < 100:
-                        self.hidden_new.append(rel + name + ("/" if is_dir else ""))  # made by the step, and no record would say so
                     continue
             if is_dir:
                 inner = rel + name + "/"
@@ -253,7 +279,8 @@ class _Walker:
             raise _OverCap()
         if self.redactions:  # a name or link target holding a key is never written to the index
             kept = {name: entry for name, entry in seen.items() if not self._holds_key(name, entry)}
-            seen, complete = kept, complete and len(kept) == len(seen)
+            if len(kept) != len(seen):
+                seen, complete, racy = kept, False, True  # rows the record does not hold, as a racy file's
         if (
             cached is not None and cached.signature is not None and not racy and seen == before
             and (self.trust or self.store.nodes.exists(cached.tree))
@@ -267,7 +294,9 @@ class _Walker:
         record = DirRecord(tree, rules.fingerprint, seen, signature=signature, files=len(files), bytes_=sum(size for size, _ in files),
                            largest=[list(item) for item in sorted(files, reverse=True)[:3] if item[1] in seen],
                            dirs={row[0]: row[2] for row in rows if row[1] == "dir" and row[0] in seen})
-        if not (self.redactions and self._holds_key(rel)):
+        if self.redactions and self._holds_key(rel):
+            self.cache.drop(rel)  # its record, written before the key was one, goes too
+        else:
             self.cache.put(rel, record, changed)
         return tree
 

@@ -71,7 +71,7 @@ class DirRecord:
 def _parse_entries(raw: bytes) -> dict | None:
     try:
         entries = {name: tuple(entry) for name, entry in json.loads(raw).items()}
-    except (ValueError, TypeError, AttributeError):
+    except (ValueError, TypeError, AttributeError, RecursionError):
         return None
     for entry in entries.values():
         if not (len(entry) == 6 and isinstance(entry[5], str) or len(entry) == 2 and entry[0] == "dir" and isinstance(entry[1], str)):
@@ -82,17 +82,22 @@ def _parse_entries(raw: bytes) -> dict | None:
 def _parse_head(head: bytes) -> tuple[str, DirRecord] | None:
     try:
         rel, tree, rules, signature, files, size, largest, dirs = json.loads(head)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None
     if not (isinstance(rel, str) and is_cas_ref(tree) and isinstance(rules, str) and (signature is None or isinstance(signature, str))):
         return None
-    if not (type(files) is int and type(size) is int and isinstance(largest, list) and isinstance(dirs, dict)):
+    if not (type(files) is int and type(size) is int and files >= 0 and size >= 0 and isinstance(largest, list) and isinstance(dirs, dict)):
         return None
-    if not all(isinstance(name, str) and is_cas_ref(ref) for name, ref in dirs.items()):
+    if not all(isinstance(name, str) and _a_name(name) and is_cas_ref(ref) for name, ref in dirs.items()):
         return None
     if not all(isinstance(item, list) and len(item) == 2 and type(item[0]) is int and isinstance(item[1], str) for item in largest):
         return None
     return rel, DirRecord(tree, rules, None, signature=signature, files=files, bytes_=size, largest=largest, dirs=dirs)
+
+
+def _a_name(name: str) -> bool:
+    """A name a directory can hold: never a way out of it."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\0" not in name
 
 
 class StatCache:
@@ -121,7 +126,7 @@ class StatCache:
             first = json.loads(lines[0])
             if first.get("version") != VERSION or not is_cas_ref(first.get("root")):
                 return cache
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             return cache  # not one this uwf wrote
         cache.root = first["root"]
         for line in lines[1:]:
@@ -132,8 +137,20 @@ class StatCache:
                 cache._records[parsed[0]] = parsed[1]
         return cache
 
+    @property
+    def records(self) -> int:
+        return len(self._records)
+
     def get(self, rel: str) -> DirRecord | None:
         return self._records.get(rel)
+
+    def drop(self, rel: str) -> None:
+        if self._records.pop(rel, None) is not None:
+            self._changed = True
+
+    def adopt(self, other: StatCache) -> None:
+        """Take `other`'s records and root: a snapshot that had to start afresh hands its index on."""
+        self.root, self._records, self._changed = other.root, other._records, other._changed
 
     def put(self, rel: str, record: DirRecord, changed: bool) -> None:
         self._records[rel] = record
@@ -142,9 +159,10 @@ class StatCache:
     def settle(self, root: str, visited: set[str], *, save: bool = True) -> None:
         """The records of this snapshot, with `root`: those of directories it did not visit (gone,
         or ignored now) dropped, and the file written (`save`) when anything changed."""
-        changed = self._changed or root != self.root or len(visited) != len(self._records)
-        if len(visited) != len(self._records):
-            self._records = {rel: record for rel, record in self._records.items() if rel in visited}
+        stale = [rel for rel in self._records if rel not in visited]
+        changed = self._changed or root != self.root or bool(stale)
+        for rel in stale:
+            del self._records[rel]
         self.root = root
         if not save or self.path is None or not changed:
             self._changed = self._changed or changed  # kept in memory: written by the snapshot that saves
