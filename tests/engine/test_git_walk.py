@@ -87,3 +87,24 @@ def test_a_saved_walk_is_refreshed_and_a_pending_one_says_so(tmp_path):
     assert load(cache, str(workspace), "/elsewhere/.git") is None  # another main repository: walked afresh
     (tmp_path / "cache" / "walk.json").write_text("{not json")
     assert load(cache, str(workspace), None) is None
+
+
+def test_a_saved_walk_holds_no_key_and_still_finds_a_repository_made_under_a_path_that_holds_one(tmp_path):
+    key = b"sk-test-0123456789abcdef"
+    workspace = tmp_path / "ws"
+    secret_dir = workspace / "a" / f"dir_{key.decode()}" / "inner"
+    secret_dir.mkdir(parents=True)
+    (workspace / "b" / ".git").mkdir(parents=True)
+    (workspace / "a" / f"bare_{key.decode()}" / "objects").mkdir(parents=True)
+    (workspace / "a" / f"bare_{key.decode()}" / "HEAD").write_text("ref: x\n")
+    cache = str(tmp_path / "cache" / "walk.json")
+    taken = walk(str(workspace), None)
+    taken.keys = (key,)
+    save(taken, cache, pending=False)
+    assert key not in open(cache, "rb").read()
+    time.sleep(0.2)  # past the walk's racy window
+    (secret_dir / ".git").mkdir()  # a repository made where the saved walk names nothing
+    again = load(cache, str(workspace), None)
+    refresh(again)
+    assert _found(again) == _found(walk(str(workspace), None))
+    assert (str(secret_dir / ".git"), "dotgit") in _found(again)

@@ -74,16 +74,19 @@ class RunGuard:
         self.kept: dict = {}  # uwf's own install inside the workspace -> its identity (the next `uwf` runs it)
         self.unchecked: str | None = None  # why the workspace could not be checked after the run
         self.left: list[str] = []  # private copies that could not be removed (what the run made in them is unchecked)
+        self.keys: tuple[bytes, ...] = ()  # values never written to the walk kept between runs
 
     @classmethod
     def open(
         cls, resolved: ResolvedAgent, *, workspace: str, env: dict[str, str], scratch: str, cache: str, thread: str, boxed: bool,
-        stage: str | None = None,
+        stage: str | None = None, keys: tuple[bytes, ...] = (),
     ) -> RunGuard | None:
-        """Before the run (None for an entry with `sandbox: false`: it is trusted with everything)."""
+        """Before the run (None for an entry with `sandbox: false`: it is trusted with everything).
+        `keys`: values that are never written to the walk kept between runs (a path may hold one)."""
         if not resolved.sandbox:
             return None
         guard = cls(resolved, workspace, env, scratch, cache, thread, boxed, stage)
+        guard.keys = keys  # before _prepare: its survey saves the walk
         try:
             guard._prepare()
         except OSError as exc:  # a full or read-only disk: one line, nothing left behind
@@ -123,7 +126,7 @@ class RunGuard:
 
         cache = os.path.join(self.cache, "git-walk", xxh64_hash(os.path.realpath(self.workspace).encode()) + ".json")
         try:
-            self.survey = survey(self.workspace, main_gitdir, cache, self.env, *self._scratch())
+            self.survey = survey(self.workspace, main_gitdir, cache, self.env, *self._scratch(), keys=self.keys)
         except UncheckableWorkspace as exc:
             raise StepError(f"the workspace {self.workspace} cannot be checked for git repositories before the run: {exc}") from None
         if any(identity == _identity(self.survey.workspace) for identity in self.survey.known):

@@ -49,7 +49,7 @@ class Survey:
 
 def survey(
     workspace: str, main_gitdir: str | None, cache: str | None = None, env: dict[str, str] | None = None,
-    prune: tuple[str, ...] = (), keep: tuple[str, ...] = (),
+    prune: tuple[str, ...] = (), keep: tuple[str, ...] = (), keys: tuple[bytes, ...] = (),
 ) -> Survey:
     """The repositories of `workspace` before a run; `cache`, where the walk is kept between runs;
     `env`, whose HOME names your git config; `prune`, directories the run cannot write (not walked)
@@ -69,6 +69,7 @@ def survey(
             raise UncheckableWorkspace(f"a git repository an earlier run made could not be renamed aside ({exc})") from None
     else:
         refresh(taken)
+    taken.keys = keys
     found = taken.entries()
     named = {path: _identity(path) for path in _named(workspace, main_gitdir, found, env or dict(os.environ))}
     protected = [item.path for item in found if item.path != workspace and not os.path.islink(item.path)]  # a link: its target is bound

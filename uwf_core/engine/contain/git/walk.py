@@ -55,6 +55,7 @@ class Walk:
     unchecked: list = field(default_factory=list)  # what the last walk could not list (too deep, too many, unreadable)
     prune: tuple = ()  # directories not entered: the agent cannot write them (hidden in its sandbox)
     keep: tuple = ()  # directories inside a pruned one that the run can write: walked all the same
+    keys: tuple = ()  # values never written to the cache: a walk with a path that holds one is not kept
 
     def entries(self) -> list[Found]:
         return [item for items in self.found.values() for item in items]
@@ -108,9 +109,10 @@ def save(taken: Walk, cache: str, pending: bool) -> None:
     marker = f"{cache}.pending.{os.getpid()}"  # one per run: runs in one workspace at once each keep theirs
     try:
         if taken.changed or not os.path.exists(cache):
-            found = {path: [[item.path, item.kind, list(item.identity)] for item in items] for path, items in taken.found.items()}
+            dirs, found = _without_keys(taken)
+            found = {path: [[item.path, item.kind, list(item.identity)] for item in items] for path, items in found.items()}
             data = {"format": FORMAT, "workspace": taken.workspace, "skip": taken.skip, "prune": list(taken.prune),
-                    "dirs": taken.dirs, "found": found}
+                    "dirs": dirs, "found": found}
             atomic_write(cache, json.dumps(data, separators=(",", ":")).encode(), mode=0o600, sync=False)
             taken.changed = False
         if pending:
@@ -121,6 +123,34 @@ def save(taken: Walk, cache: str, pending: bool) -> None:
                     os.unlink(stale)
     except OSError:
         pass  # only a cache: the next survey walks the workspace whole
+
+
+def _without_keys(taken: Walk) -> tuple[dict, dict]:
+    """The walk as it may be written: a directory whose path holds a key's value is left out, and
+    its parent kept with its ctime unknown, so the next refresh lists the parent again and walks
+    the directory whole, as new (slower there, and no key on the disk)."""
+    if not taken.keys:
+        return taken.dirs, taken.found
+
+    def holds(path: str) -> bool:
+        return any(key in os.fsencode(path) for key in taken.keys)
+
+    dirs = {path: ctime for path, ctime in taken.dirs.items() if not holds(path)}
+    found = {path: items for path, items in taken.found.items() if not holds(path) and not any(holds(item.path) for item in items)}
+
+    def unknown(path: str) -> None:  # the nearest directory kept: listed again by the next refresh
+        while path not in dirs and path != os.path.dirname(path):
+            path = os.path.dirname(path)
+        if path in dirs:
+            dirs[path] = 0
+
+    for path in taken.dirs:
+        if path not in dirs:
+            unknown(os.path.dirname(path))
+    for path in taken.found:
+        if path not in found:
+            unknown(path)
+    return dirs, found
 
 
 def _dead_markers(cache: str) -> list[str]:
