@@ -22,16 +22,33 @@ GROUPS = {
 }
 
 
+SUBCOMMANDS = {"thread", "workflow", "agent", "cas", "bundle", "root"}  # the groups whose commands are subcommands
+
+
 def _named_group(args: list[str] | None) -> str | None:
     """The command group `args` name, if any: the first word that is not an option or its value."""
-    words = list(args or [])
-    while words:
-        word = words.pop(0)
+    words = _words(args)
+    return words[0] if words and words[0] in GROUPS else None
+
+
+def _named_subcommand(args: list[str] | None) -> str | None:
+    """The subcommand `args` name after their group (`thread step`), if the group has them."""
+    words = _words(args)
+    return words[1] if len(words) > 1 and words[0] in SUBCOMMANDS else None
+
+
+def _words(args: list[str] | None) -> list[str]:
+    """The first two words that are not options or --root's value."""
+    words, rest = [], list(args or [])
+    while rest and len(words) < 2:
+        word = rest.pop(0)
         if word == "--root":
-            words = words[1:]
+            rest = rest[1:]
+        elif word == "--":
+            break
         elif not word.startswith("-"):
-            return word if word in GROUPS else None
-    return None
+            words.append(word)
+    return words
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -59,7 +76,22 @@ class UwfParser(argparse.ArgumentParser):
 
 
 def build_parser(args: list[str] | None = None) -> argparse.ArgumentParser:
-    """The parser for `args` (only its group's commands), or for every command when none is named."""
+    """The parser for `args` (only its group's commands, only the subcommand it names), or for
+    every command when none is named."""
+    from .common import Only
+
+    Only.name, Only.built = _named_subcommand(args), False
+    try:
+        parser = _build(args)
+        if Only.name is not None and not Only.built:  # a subcommand no group has: argparse says so, naming them
+            Only.name = None
+            parser = _build(args)
+    finally:
+        Only.name = None
+    return parser
+
+
+def _build(args: list[str] | None) -> argparse.ArgumentParser:
     common = UwfParser(add_help=False)
     common.add_argument(
         "--root",

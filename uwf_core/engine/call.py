@@ -265,7 +265,7 @@ class AgentCall:
         """Whether the agent is one of uwf's own bundled commands (uwf-subflow, uwf-builtin...),
         installed beside this uwf: a command of that name elsewhere is anyone's. A relative path is
         the agent's (its cwd), as the sandbox runs it; a relative PATH entry counts for nothing."""
-        import shutil
+        from .contain.which import which
 
         command = self.resolved.argv[0] if self.resolved.argv else ""
         if os.path.basename(command) not in names:
@@ -274,7 +274,7 @@ class AgentCall:
             found = os.path.join(self.cwd, command)
         else:
             path = os.pathsep.join(entry for entry in self.env.get("PATH", "").split(os.pathsep) if os.path.isabs(entry))
-            found = shutil.which(command, path=path)
+            found = which(command, path=path)
         ours = os.path.dirname(os.path.abspath(sys.executable))
         return found is not None and os.path.dirname(os.path.normpath(found)) == ours
 

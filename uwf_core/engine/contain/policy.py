@@ -221,10 +221,10 @@ def _named_paths(argv: tuple[str, ...], env: dict[str, str], cwd: str) -> list[s
     install_tree), its arguments or its environment name, and this Python's own (uwf's bundled
     agents run on it): a script, a checkout, a venv or an npm prefix in /tmp still runs, with the
     files beside it. Sockets are never shown."""
-    import shutil
+    from .which import which
 
     candidates = [sys.prefix, core_dir()]
-    program = shutil.which(argv[0], path=env.get("PATH")) if argv and os.sep not in argv[0] else None
+    program = which(argv[0], path=env.get("PATH")) if argv and os.sep not in argv[0] else None
     program = program or (os.path.join(cwd, argv[0]) if argv and os.sep in argv[0] else None)
     if program:
         for place in dict.fromkeys((os.path.dirname(program), os.path.dirname(os.path.realpath(program)))):

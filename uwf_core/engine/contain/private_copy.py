@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import shutil
 import stat
 
 from ...encoding.records import record
@@ -162,6 +161,8 @@ def _copy(item: os.DirEntry, target: str) -> bool:
         if item.is_symlink():
             os.symlink(os.readlink(item.path), target)
         elif item.is_dir(follow_symlinks=False):
+            import shutil  # here, not on every step's path: it imports bz2 and lzma
+
             shutil.copytree(item.path, target, symlinks=True, ignore=_special, copy_function=_copy_file)
         elif item.is_file(follow_symlinks=False):
             _copy_file(item.path, target)
@@ -174,6 +175,8 @@ def _copy(item: os.DirEntry, target: str) -> bool:
 
 def _copy_file(source: str, target: str) -> str:
     """The bytes and the mode; not the times or extended attributes (copy2's, a third of the cost)."""
+    import shutil
+
     shutil.copyfile(source, target, follow_symlinks=False)
     shutil.copymode(source, target, follow_symlinks=False)
     return target

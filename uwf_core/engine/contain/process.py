@@ -235,7 +235,7 @@ def _check_command(name: str, cwd: str | None, env: dict[str, str]) -> str:
     """The command to run in a sandbox: a path's directory is resolved (a link kept in the caller's
     /tmp is not in the sandbox's), its name kept (a venv's python is a link that must stay one);
     a bare name is looked up on PATH there, as here."""
-    import shutil
+    from .which import which
 
     if os.sep in name:
         path = os.path.join(cwd or os.getcwd(), name)
@@ -244,7 +244,7 @@ def _check_command(name: str, cwd: str | None, env: dict[str, str]) -> str:
         if not os.access(path, os.X_OK) or os.path.isdir(path):
             raise UwfError(f"agent command '{name}' is not executable")
         return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
-    if shutil.which(name, path=env.get("PATH")) is None:
+    if which(name, path=env.get("PATH")) is None:
         raise UwfError(f"agent command '{name}' not found")
     return name
 

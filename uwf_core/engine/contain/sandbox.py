@@ -64,8 +64,9 @@ def containment() -> Containment:
 
 
 def _probe() -> Containment:
-    import shutil
     import subprocess
+
+    from .which import which
 
     nested = bool(os.environ.get(INSIDE_ENV))
     if not sys.platform.startswith("linux"):
@@ -73,7 +74,7 @@ def _probe() -> Containment:
     configured = os.environ.get(BWRAP_ENV)
     if configured is not None and not configured.strip():
         return Containment(PROCESS_GROUP, reason=f"{BWRAP_ENV} is empty", nested=nested)
-    bwrap = shutil.which(configured or "bwrap")
+    bwrap = which(configured or "bwrap")
     if bwrap is None:
         return Containment(PROCESS_GROUP, reason=f"bubblewrap ({configured or 'bwrap'}) is not installed", nested=nested)
     try:
