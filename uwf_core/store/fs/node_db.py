@@ -267,12 +267,18 @@ class NodeDb:
                                (hash_, type_hash, packed if compressed else raw, time.time()), doing)
             if cursor.rowcount == 0:
                 return  # already here
+            written = 0
             try:
                 with conn.blobopen("nodes", "data", cursor.lastrowid) as blob:
                     for piece in body():
                         blob.write(piece)
+                        written += len(piece)
             except sqlite3.Error as exc:
                 raise _error(exc, f"{doing} ({self.path})", self.path) from None
+            except ValueError:
+                written = -1  # more than counted
+            if written != (packed if compressed else raw):  # the batch rolls back: no row half written
+                raise UwfError(f"{doing}: its bytes were not the same twice")
 
     def touched_at(self, hash_: str) -> float | None:
         rows = self.read_query("select touched from nodes where hash = ?", (hash_,))
