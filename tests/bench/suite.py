@@ -603,7 +603,7 @@ def _run(args, sections: list[str]) -> None:
         if "startup" in only:
             startup(report, uwf, 10 if quick else 40)
         if "cli" in only:
-            cli_steps(report, uwf, lang, [1, 100, 1000] if quick else [1, 100, 1000, 10000], 3 if quick else 7)
+            cli_steps(report, uwf, lang, [1, 100, 1000] if quick else [1, 100, 1000, 10000], 5 if quick else 7)
         if "sandbox" in only:
             sandbox(report, uwf, 5 if quick else 21)
         if "files" in only:
