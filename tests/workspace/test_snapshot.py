@@ -97,10 +97,10 @@ def test_a_file_that_vanishes_mid_snapshot_is_noted_not_a_traceback(store, tmp_p
     write(ws / "goes.txt")
     original = snapshot_module._Walker.read_file
 
-    def vanishing(self, path, rel):
+    def vanishing(self, name, rel, fd):
         if rel == "goes.txt":
-            os.unlink(path)  # listed and stat'ed, gone before it is read
-        return original(self, path, rel)
+            os.unlink(name, dir_fd=fd)  # listed and stat'ed, gone before it is read
+        return original(self, name, rel, fd)
 
     monkeypatch.setattr(snapshot_module._Walker, "read_file", vanishing)
     taken = take_snapshot(store, str(ws))
@@ -478,3 +478,28 @@ def test_a_value_that_became_a_key_leaves_the_index_and_notes_name_it_redacted(s
     assert KEY not in open(cache, "rb").read()
     assert "dir_[redacted:OPENAI_API_KEY]/fifo is not a file, directory or link; left out" in second.notes
     assert not any(KEY.decode() in note for note in second.notes)
+
+
+def test_a_directory_swapped_for_a_link_during_the_snapshot_leads_nowhere_outside(store, tmp_path, monkeypatch):
+    """Another thread's agent in the same workspace swaps a directory for a link to elsewhere
+    between its listing and its walk: the snapshot enters it by its handle, never by the path."""
+    outside = tmp_path / "outside"
+    write(outside / "SECRET.txt", b"not the workspace's\n")
+    ws = tmp_path / "ws"
+    write(ws / "d" / "a.txt")
+    write(ws / "e" / "b.txt")
+    original = snapshot_module._Walker._listing
+
+    def swapping(self, fd):
+        listing = original(self, fd)
+        if any(item.name == "d" for item in listing):  # the top: listed, then d swapped before it is entered
+            import shutil
+
+            shutil.rmtree(ws / "d")
+            (ws / "d").symlink_to(outside)
+        return listing
+
+    monkeypatch.setattr(snapshot_module._Walker, "_listing", swapping)
+    taken = take_snapshot(store, str(ws))
+    assert set(paths(store, taken.tree)) == {b"e/b.txt"}
+    assert taken.notes == ["d/ is no longer a directory (changed during the snapshot); left out"]

@@ -9,6 +9,7 @@ even looked up. Everything a snapshot writes is one batch: it lands whole or not
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -76,13 +77,13 @@ def take_snapshot(
         # of the log takes these with it.
         with store.nodes.batch(durable=False):
             try:
-                tree = walker.directory(root, "", Rules(fingerprint=_settings_fingerprint(limits, redactions)), _Tracked(store, trusted))
+                tree = _walk(walker, root, limits, redactions, store, trusted)
             except _OverCap:
                 if not cache.records:
                     raise
                 cache = StatCache(cache.path)  # counted from a damaged index, perhaps: a failure only if the files say so
                 walker = _walker(store, limits, cache, trusted, redactions, since_ns, workspace, exclude)
-                tree = walker.directory(root, "", Rules(fingerprint=_settings_fingerprint(limits, redactions)), _Tracked(store, trusted))
+                tree = _walk(walker, root, limits, redactions, store, trusted)
     except OSError as exc:
         raise SnapshotError(f"the workspace {workspace} cannot be read: {exc.strerror or exc}") from None
     except _OverCap:
@@ -97,6 +98,15 @@ def take_snapshot(
         index.adopt(cache)  # the step's snapshot after this one goes on from the index made afresh
     notes = [_redacted_text(note, redactions) for note in walker.notes]  # a path's name may hold a key
     return Snapshot(tree, walker.count, walker.total, walker.read, notes, walker.hidden_new)
+
+
+def _walk(walker: _Walker, root: str, limits: Limits, redactions, store: CasStore, trusted: str | None) -> str:
+    fd = walker.open_directory(root, None, "")
+    try:
+        return walker.directory(root, "", Rules(fingerprint=_settings_fingerprint(limits, redactions)), _Tracked(store, trusted), fd=fd)
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _walker(store: CasStore, limits: Limits, cache: StatCache, trusted: str | None, redactions, since_ns: int, workspace: str,
@@ -163,7 +173,7 @@ class _Walker:
         self.since_ns = 0  # with it: new entries the ignore rules leave out, made since then, are listed
         self.hidden_new: list[str] = []
 
-    def directory(self, path: str, rel: str, rules: Rules, tracked: _Tracked, ignored: bool = False) -> str:
+    def directory(self, path: str, rel: str, rules: Rules, tracked: _Tracked, ignored: bool = False, fd: int | None = None) -> str:
         """The tree of one directory: its recorded tree when its listing and stats give the
         recorded signature (the common case: nothing compared entry by entry), else each entry as
         the index saw it or read afresh.
@@ -171,8 +181,13 @@ class _Walker:
         As git does, ignore rules never untrack: an entry the previous snapshot holds in this
         directory (`tracked`) is kept whatever the rules say now; only new entries are filtered.
         Inside a directory kept that way although its rules ignore it (`ignored`), every new entry
-        is left out, as git leaves out what it never enters."""
-        listing = self._listing(path, rel)
+        is left out, as git leaves out what it never enters.
+
+        `fd`: the directory, opened (None: it could not be, and was said). Everything in it is
+        listed, stat'ed, read and entered through it, never by its path again: a directory
+        swapped for a link while the snapshot runs (another thread's agent in one workspace)
+        leads nowhere outside."""
+        listing = self._listing(fd)
         rules = rules.below(path, rel, {item.name for item in listing if item.name in IGNORE_FILES})
         self.visited.add(rel)
         cached = self.cache.get(rel)
@@ -180,16 +195,16 @@ class _Walker:
             cached = None
         known: dict[str, str] = {}  # subdirectories' trees the signature's path has found
         if cached is not None and self.trust and cached.signature is not None:
-            tree = self._as_recorded(path, rel, listing, rules, tracked, ignored, cached, known)
+            tree = self._as_recorded(path, rel, listing, rules, tracked, ignored, cached, known, fd)
             if tree is not None:
                 return tree
         before = (cached.entries if cached is not None else None) or {}
         if cached is not None and cached.entries is None:
             cached = None  # a record whose entries cannot be read: the directory is read afresh
-        return self._compared(path, rel, listing, rules, tracked, ignored, cached, before, known)
+        return self._compared(path, rel, listing, rules, tracked, ignored, cached, before, known, fd)
 
     def _as_recorded(self, path: str, rel: str, listing: list[os.DirEntry], rules: Rules, tracked: _Tracked, ignored: bool,
-                     cached: DirRecord, known: dict[str, str]) -> str | None:
+                     cached: DirRecord, known: dict[str, str], fd: int | None) -> str | None:
         """The recorded tree, when the listing gives the recorded signature and every subdirectory
         its recorded tree; None otherwise (the subdirectories' trees found are left in `known`)."""
         if _signature(listing) != cached.signature:
@@ -200,8 +215,11 @@ class _Walker:
             if inner in self.exclude or inner.count("/") > MAX_DEPTH:
                 return None
             below = ignored or bool(rules.patterns) and rules.ignored(rel, name, True)  # one its rules ignore takes in nothing new
-            known[name] = self.directory(os.path.join(path, name), inner, rules, tracked.below(name), below)
-            same = same and known[name] == recorded
+            tree = self._subdirectory(fd, path, name, inner, rules, tracked.below(name), below)
+            if tree is None:
+                return None  # gone or changed meanwhile: the entry-by-entry pass says so
+            known[name] = tree
+            same = same and tree == recorded
         if not same or rel == "" and cached.tree != self.cache.root:  # the whole tree unchanged is the tree the index was written with
             return None
         self.count += cached.files
@@ -212,7 +230,7 @@ class _Walker:
         return cached.tree
 
     def _compared(self, path: str, rel: str, listing: list[os.DirEntry], rules: Rules, tracked: _Tracked, ignored: bool,
-                  cached: DirRecord | None, before: dict, known: dict[str, str]) -> str:
+                  cached: DirRecord | None, before: dict, known: dict[str, str], fd: int | None) -> str:
         """The tree of a directory that changed, entry by entry: a file whose stat is as recorded
         is not read; its record and signature made again (no signature while a file in it is
         racy or left out with a note: compared entry by entry next time too)."""
@@ -262,11 +280,14 @@ class _Walker:
                     self.notes.append(f"{_shown(inner)} is deeper than {MAX_DEPTH} directories; left out")
                     complete = False
                     continue
-                tree = known[name] if name in known else self.directory(item.path, inner, rules, tracked.below(name), left_out or ignored)
+                tree = known[name] if name in known else self._subdirectory(fd, path, name, inner, rules, tracked.below(name), left_out or ignored)
+                if tree is None:
+                    complete = False
+                    continue
                 rows.append((name, "dir", tree, None, None))
                 seen[name] = ("dir", tree)  # the parent's record names the child's tree: a record of either alone is never trusted
                 continue
-            row, record = self.leaf(item, rel, old)
+            row, record = self.leaf(item, rel, old, fd)
             if row is None:
                 complete = False
                 continue
@@ -327,16 +348,37 @@ class _Walker:
             entries[index] = replace(entry, name=name, target=target)
         return entries
 
-    def _listing(self, path: str, rel: str) -> list[os.DirEntry]:
+    def _listing(self, fd: int | None) -> list[os.DirEntry]:
+        if fd is None:
+            return []
         try:
-            return list(os.scandir(path))
-        except FileNotFoundError:
-            self.notes.append(f"{_shown(rel) or '.'} vanished during the snapshot; kept as an empty directory")
-        except OSError as exc:
-            self.notes.append(f"{_shown(rel) or '.'} cannot be read ({exc.strerror}); kept as an empty directory")
-        return []
+            return list(os.scandir(fd))
+        except OSError:
+            return []  # opened, then unreadable: gone meanwhile (said by the listing of what holds it)
 
-    def leaf(self, item: os.DirEntry, rel: str, old: tuple | None) -> tuple[tuple | None, tuple | None]:
+    def open_directory(self, name: str, dir_fd: int | None, rel: str) -> int | None:
+        """A directory opened without following a link (the workspace itself: `dir_fd` None, as
+        named); None, said, when it is gone or no longer a directory."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (os.O_NOFOLLOW if dir_fd is not None else 0)
+        try:
+            return os.open(name, flags, dir_fd=dir_fd)
+        except FileNotFoundError:
+            self.notes.append(f"{_shown(rel) or '.'} vanished during the snapshot; {'left out' if rel else 'kept as an empty directory'}")
+        except (NotADirectoryError, OSError) as exc:
+            why = "is no longer a directory (changed during the snapshot)" if exc.errno in (errno.ENOTDIR, errno.ELOOP) else f"cannot be read ({exc.strerror})"
+            self.notes.append(f"{_shown(rel) or '.'} {why}; {'left out' if rel else 'kept as an empty directory'}")
+        return None
+
+    def _subdirectory(self, fd: int | None, path: str, name: str, inner: str, rules: Rules, tracked: _Tracked, ignored: bool) -> str | None:
+        child = self.open_directory(name, fd, inner) if fd is not None else None
+        if child is None:
+            return None
+        try:
+            return self.directory(os.path.join(path, name), inner, rules, tracked, ignored, child)
+        finally:
+            os.close(child)
+
+    def leaf(self, item: os.DirEntry, rel: str, old: tuple | None, fd: int | None) -> tuple[tuple | None, tuple | None]:
         """A file's or link's row, and its cache record: `old` itself when the stat still matches
         it (nothing read), None while the file is racy."""
         name = item.name
@@ -361,7 +403,7 @@ class _Walker:
         signature = (info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
         if kind == "link":
             try:
-                target = os.fsdecode(os.readlink(item.path))
+                target = os.fsdecode(os.readlink(name, dir_fd=fd))
             except OSError:
                 self.notes.append(f"{_shown(rel + name)} vanished during the snapshot; left out")
                 return None, None
@@ -371,7 +413,7 @@ class _Walker:
                 f"{_shown(rel + name)} ({size_text(size)}) is over workspace.maxFileBytes ({size_text(self.limits.max_file_bytes)}); left out"
             )
             return None, None
-        read = self.read_file(item.path, rel + name)
+        read = self.read_file(name, rel + name, fd)
         if read is None:
             return None, None
         ref, size = read
@@ -385,9 +427,9 @@ class _Walker:
             raise _OverCap()  # stop here: a workspace of the whole disk is not read to the end
         return (name, kind, ref, size, None)
 
-    def read_file(self, path: str, rel: str) -> tuple[str, int] | None:
+    def read_file(self, name: str, rel: str, fd: int | None) -> tuple[str, int] | None:
         try:
-            with open(path, "rb", opener=_no_follow) as handle:
+            with open(os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd), "rb") as handle:
                 data = handle.read(self.limits.max_file_bytes + 1)
         except FileNotFoundError:
             self.notes.append(f"{_shown(rel)} vanished during the snapshot; left out")
@@ -493,7 +535,3 @@ def _entry(name: str, kind: str, ref: str | None, size: int | None, target: str 
 
 def _shown(path: str) -> str:
     return show_path(os.fsencode(path))
-
-
-def _no_follow(path, flags):
-    return os.open(path, flags | os.O_NOFOLLOW)
