@@ -12,7 +12,7 @@ from loop_workflow import loop_workflow
 
 from uwf_core.api import Repo, StepOptions, perform_step, put_workflow, start_thread
 from uwf_core.thread.files import snapshot, step_changes
-from uwf_core.workspace import snapshot as snapshot_module
+from uwf_core.workspace import walker as walker_module
 from uwf_core.workspace import stat_cache
 from uwf_core.workspace.tree import flatten
 
@@ -33,7 +33,7 @@ def _agent(ctx):
 
 @pytest.fixture
 def stepping(root_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)
+    monkeypatch.setattr(walker_module, "RACY_NS", 0)
     workspace = tmp_path / "ws"
     for number in range(60):
         path = workspace / f"pkg{number % 6}" / "sub" / f"mod{number}.py"

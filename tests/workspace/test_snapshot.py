@@ -10,10 +10,11 @@ import pytest
 
 from uwf_core.errors import CorruptError
 from uwf_core.store.builtin_schemas import TREE_HASH
-from uwf_core.workspace import snapshot as snapshot_module
+from uwf_core.workspace import walker as walker_module
 from uwf_core.workspace.changes import tree_changes, unified
 from uwf_core.workspace.materialize import bring, checkout
 from uwf_core.workspace.snapshot import Limits, SnapshotError, take_snapshot
+from uwf_core.workspace.stat_cache import StatCache
 from uwf_core.workspace.tree import flatten, tree_payload
 
 OLD = 1_600_000_000  # an mtime well in the past: out of the stat cache's racy window
@@ -95,14 +96,14 @@ def test_a_file_that_vanishes_mid_snapshot_is_noted_not_a_traceback(store, tmp_p
     ws = tmp_path / "ws"
     write(ws / "stays.txt")
     write(ws / "goes.txt")
-    original = snapshot_module._Walker.read_file
+    original = walker_module.Walker.read_file
 
     def vanishing(self, name, rel, fd):
         if rel == "goes.txt":
             os.unlink(name, dir_fd=fd)  # listed and stat'ed, gone before it is read
         return original(self, name, rel, fd)
 
-    monkeypatch.setattr(snapshot_module._Walker, "read_file", vanishing)
+    monkeypatch.setattr(walker_module.Walker, "read_file", vanishing)
     taken = take_snapshot(store, str(ws))
     assert set(paths(store, taken.tree)) == {b"stays.txt"}
     assert taken.notes == ["goes.txt vanished during the snapshot; left out"]
@@ -118,7 +119,7 @@ def test_special_files_are_left_out_and_said(store, tmp_path):
 
 
 def test_the_stat_cache_reads_only_changed_files(store, tmp_path, monkeypatch):
-    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)  # files made just now count as settled
+    monkeypatch.setattr(walker_module, "RACY_NS", 0)  # files made just now count as settled
     ws = tmp_path / "ws"
     for number in range(50):
         write(ws / f"d{number % 5}" / f"f{number}.txt", f"file {number}\n".encode())
@@ -136,10 +137,10 @@ def test_the_stat_cache_reads_only_changed_files(store, tmp_path, monkeypatch):
 
 
 def test_an_unchanged_directory_is_its_recorded_tree_without_a_comparison_of_its_entries(store, tmp_path, monkeypatch):
-    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)
+    monkeypatch.setattr(walker_module, "RACY_NS", 0)
     compared = []
-    real = snapshot_module._Walker._compared
-    monkeypatch.setattr(snapshot_module._Walker, "_compared", lambda self, path, rel, *rest: compared.append(rel) or real(self, path, rel, *rest))
+    real = walker_module.Walker._compared
+    monkeypatch.setattr(walker_module.Walker, "_compared", lambda self, path, rel, *rest: compared.append(rel) or real(self, path, rel, *rest))
     ws = tmp_path / "ws"
     for number in range(40):
         write(ws / f"d{number % 4}" / "deep" / f"f{number}.txt", f"file {number}\n".encode())
@@ -245,7 +246,7 @@ def test_fsck_names_a_tree_that_cannot_be_restored(uwf, root_dir, store, tmp_pat
 
 
 def test_the_cache_follows_ignore_rules_links_and_kinds_as_they_change(store, tmp_path, monkeypatch):
-    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)
+    monkeypatch.setattr(walker_module, "RACY_NS", 0)
     ws = tmp_path / "ws"
     write(ws / "sub" / "a.txt", b"a\n")
     write(ws / "sub" / "b.log", b"b\n")
@@ -346,7 +347,7 @@ def test_git_of_any_kind_is_never_snapshot_or_restored_and_ignore_files_that_are
 def test_an_index_from_another_snapshot_than_the_trees_is_not_trusted(store, tmp_path, monkeypatch):
     import shutil
 
-    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)
+    monkeypatch.setattr(walker_module, "RACY_NS", 0)
     ws = tmp_path / "ws"
     write(ws / "P" / "C" / "f", b"one\n")
     cache = tmp_path / "cache"
@@ -360,7 +361,7 @@ def test_an_index_from_another_snapshot_than_the_trees_is_not_trusted(store, tmp
 
 
 def test_a_tree_deeper_than_the_limit_is_noted_not_a_traceback(store, tmp_path, monkeypatch):
-    monkeypatch.setattr(snapshot_module, "MAX_DEPTH", 5)
+    monkeypatch.setattr(walker_module, "MAX_DEPTH", 5)
     ws = tmp_path / "ws"
     write(ws / "a/b/c/d/e/f/g/deep.txt")
     taken = take_snapshot(store, str(ws))
@@ -384,7 +385,7 @@ def test_checkout_keeps_a_root_inside_the_directory_and_refuses_a_link_in_one_li
 
 
 def test_a_name_or_link_target_holding_a_key_is_never_written_to_the_stat_index(store, tmp_path, monkeypatch):
-    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)  # settled at once: what would be recorded is
+    monkeypatch.setattr(walker_module, "RACY_NS", 0)  # settled at once: what would be recorded is
     key = b"sk-test-0123456789abcdef"
     redactions = ((key, b"[redacted:OPENAI_API_KEY]"),)
     ws = tmp_path / "ws"
@@ -404,7 +405,7 @@ REDACTIONS = ((KEY, b"[redacted:OPENAI_API_KEY]"),)
 
 @pytest.fixture
 def settled(monkeypatch):
-    monkeypatch.setattr(snapshot_module, "RACY_NS", 0)  # files made just now count as settled: recorded at once
+    monkeypatch.setattr(walker_module, "RACY_NS", 0)  # files made just now count as settled: recorded at once
 
 
 def test_a_new_directory_named_with_a_key_is_in_the_tree_though_never_in_the_index(store, tmp_path, settled):
@@ -460,11 +461,11 @@ def test_a_damaged_count_in_the_index_never_fails_a_snapshot(store, tmp_path, se
         assert take_snapshot(store, str(ws), cache_path=cache, trusted=first.tree, limits=Limits(max_total_bytes=1000)).tree == first.tree
     forged = json.loads(open(cache, "rb").read().split(b"\n")[1].partition(b"\t")[0])
     forged[7] = {"../outside": first.tree}  # a subdirectory that is a way out: the record is not read
-    assert snapshot_module.StatCache.load(cache).get(forged[0]) is not None
+    assert StatCache.load(cache).get(forged[0]) is not None
     lines = open(cache, "rb").read().split(b"\n")
     lines[1] = json.dumps(forged).encode() + b"\t" + lines[1].partition(b"\t")[2]
     open(cache, "wb").write(b"\n".join(lines))
-    assert snapshot_module.StatCache.load(cache).get(forged[0]) is None
+    assert StatCache.load(cache).get(forged[0]) is None
 
 
 def test_a_value_that_became_a_key_leaves_the_index_and_notes_name_it_redacted(store, tmp_path, settled):
@@ -488,7 +489,7 @@ def test_a_directory_swapped_for_a_link_during_the_snapshot_leads_nowhere_outsid
     ws = tmp_path / "ws"
     write(ws / "d" / "a.txt")
     write(ws / "e" / "b.txt")
-    original = snapshot_module._Walker._listing
+    original = walker_module.Walker._listing
 
     def swapping(self, fd):
         listing = original(self, fd)
@@ -499,7 +500,7 @@ def test_a_directory_swapped_for_a_link_during_the_snapshot_leads_nowhere_outsid
             (ws / "d").symlink_to(outside)
         return listing
 
-    monkeypatch.setattr(snapshot_module._Walker, "_listing", swapping)
+    monkeypatch.setattr(walker_module.Walker, "_listing", swapping)
     taken = take_snapshot(store, str(ws))
     assert set(paths(store, taken.tree)) == {b"e/b.txt"}
     assert taken.notes == ["d/ is no longer a directory (changed during the snapshot); left out"]

@@ -302,8 +302,7 @@ class AgentCall:
                 guard = RunGuard.open(
                     self.resolved, workspace=self.workspace, env=self.env, scratch=self.repo.backend.scratch_dir,
                     cache=self.repo.backend.cache_dir, thread=self.info.thread, boxed=self.contained, stage=self.stage,
-                    keys=tuple(secret for secret, _ in self.secrets.byte_replacements()),
-                )
+                    keys=tuple(secret for secret, _ in self.secrets.byte_replacements()))
                 outcome = run_process(
                     argv,
                     cwd=self.cwd,
