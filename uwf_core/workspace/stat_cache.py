@@ -39,7 +39,7 @@ class DirRecord:
     __slots__ = ("tree", "rules", "signature", "files", "bytes", "largest", "dirs", "_entries", "_raw", "_line")
 
     def __init__(self, tree: str, rules: str, entries: dict | None, *, signature: str | None = None, files: int = 0,
-                 bytes_: int = 0, largest: list | None = None, dirs: dict | None = None, raw: bytes | None = None) -> None:
+                 bytes_: int = 0, largest: list | None = None, dirs: dict | None = None) -> None:
         self.tree = tree
         self.rules = rules
         self.signature = signature
@@ -48,7 +48,7 @@ class DirRecord:
         self.largest = largest or []
         self.dirs = dirs or {}
         self._entries = entries
-        self._raw = raw
+        self._raw: bytes | None = None  # a line's entries, parsed on first use
         self._line: bytes | None = None  # the line it was read from: written back as it was
 
     @property
@@ -60,12 +60,11 @@ class DirRecord:
         return self._entries
 
     def line(self, rel: str) -> bytes:
+        """Its line in the index: as it was read, or made (a record a snapshot made has its entries)."""
         if self._line is not None:
             return self._line
-        head = json.dumps([rel, self.tree, self.rules, self.signature, self.files, self.bytes, self.largest, self.dirs],
-                          separators=(",", ":")).encode()
-        raw = self._raw if self._entries is None and self._raw is not None else json.dumps(self._entries, separators=(",", ":")).encode()
-        return head + b"\t" + raw
+        head = [rel, self.tree, self.rules, self.signature, self.files, self.bytes, self.largest, self.dirs]
+        return json.dumps(head, separators=(",", ":")).encode() + b"\t" + json.dumps(self._entries, separators=(",", ":")).encode()
 
 
 def _parse_entries(raw: bytes) -> dict | None:

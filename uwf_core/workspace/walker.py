@@ -44,13 +44,12 @@ MAX_DEPTH = 256  # directories below the workspace; deeper is left out with a no
 
 
 class OverCap(Exception):
-    pass
+    """More bytes than Limits.max_total_bytes: the walk stops where it is."""
 
 
 class Walker:
-    """Paths are str as os.fsdecode makes them (a name that is not UTF-8 keeps its bytes as
-    surrogates); they become bytes only in the trees written, so an unchanged directory costs a
-    listing and a stat per entry, nothing more."""
+    """One walk: what it counted (for the cap and its message), said, visited (the index keeps
+    only those records) and found left out by the ignore rules since `since_ns`."""
 
     def __init__(self, store: CasStore, limits: Limits, cache: StatCache, trust: bool) -> None:
         self.store = store

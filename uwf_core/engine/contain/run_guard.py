@@ -56,7 +56,7 @@ class RunGuard:
 
     def __init__(
         self, resolved: ResolvedAgent, workspace: str, env: dict[str, str], scratch: str, cache: str, thread: str, boxed: bool,
-        stage: str | None = None,
+        stage: str | None = None, keys: tuple[bytes, ...] = (),
     ) -> None:
         self.resolved = resolved
         self.workspace = workspace
@@ -74,7 +74,7 @@ class RunGuard:
         self.kept: dict = {}  # uwf's own install inside the workspace -> its identity (the next `uwf` runs it)
         self.unchecked: str | None = None  # why the workspace could not be checked after the run
         self.left: list[str] = []  # private copies that could not be removed (what the run made in them is unchecked)
-        self.keys: tuple[bytes, ...] = ()  # values never written to the walk kept between runs
+        self.keys = keys  # values never written to the walk kept between runs
 
     @classmethod
     def open(
@@ -85,8 +85,7 @@ class RunGuard:
         `keys`: values that are never written to the walk kept between runs (a path may hold one)."""
         if not resolved.sandbox:
             return None
-        guard = cls(resolved, workspace, env, scratch, cache, thread, boxed, stage)
-        guard.keys = keys  # before _prepare: its survey saves the walk
+        guard = cls(resolved, workspace, env, scratch, cache, thread, boxed, stage, keys)
         try:
             guard._prepare()
         except OSError as exc:  # a full or read-only disk: one line, nothing left behind
