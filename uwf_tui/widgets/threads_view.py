@@ -333,9 +333,12 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         self.timeline_head = (info.thread, info.head)
         # A new step takes the cursor along only from the newest row (as `tail -f`): moved up to
         # read an older step while a run goes, it stays there while that row is drawn.
-        following = self.selected_step in (None, self.newest_row, "running:")
-        keep = self.selected_step if not moved or (same_thread and not following) else None
+        # The row under the cursor now, not the last highlight handled: a key that moved the cursor
+        # may have its highlight still queued behind this fill (a CI run saw the cursor taken back).
         table = self.timeline_table
+        at = (row_at_cursor(table) or self.selected_step) if same_thread else self.selected_step
+        following = at in (None, self.newest_row, "running:")
+        keep = at if not moved or (same_thread and not following) else None
         table.mark, table.lineages = self.mark, self.thread_list.lineages
         newest = table.extend(timeline, running, info.thread in self.app.runner, self.step_costs)
         if newest is None:
