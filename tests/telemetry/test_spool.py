@@ -108,6 +108,28 @@ def test_a_collector_that_never_answers_keeps_one_shipper_however_many_steps(uwf
     assert 1 <= len(waiting) <= 8  # the later steps' spans wait in the spool for it
 
 
+def test_the_shipper_yields_the_cpu_to_the_steps(uwf, looping):
+    """Lowest priority, in a process group of its own (no Ctrl-C of the terminal reaches it) but in
+    the caller's session: a session of its own is an autogroup of its own, whose nice value counts
+    for nothing against the step still ending (+40-60 ms a traced step with a core busy)."""
+    with socket.socket() as silent:  # it waits on the first batch: alive long enough to look at
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{silent.getsockname()[1]}", "OTEL_EXPORTER_OTLP_TIMEOUT": "30"}
+        try:
+            assert uwf("thread", "step", looping, env=env).code == 0
+            deadline = time.monotonic() + 10
+            while not (found := shippers()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(found) == 1, found
+            pid = found[0]
+            priority, group, session = os.getpriority(os.PRIO_PROCESS, pid), os.getpgid(pid), os.getsid(pid)
+        finally:
+            end_shippers()
+    assert priority == 19
+    assert group == pid and session == os.getsid(0)
+
+
 def roots(spans: list, thread: str) -> list:
     return [span for span in spans if span.attributes.get("uwf.thread") == thread and span.parent_id is None]
 
