@@ -25,6 +25,8 @@ _EXPORTS = {
     "workflow_edges": "workflow.graph_text:edges",
     "put_workflow": "workflow.ops",
     "lint_file": "workflow.ops",
+    "lint_text": "workflow.ops",
+    "put_workflow_text": "workflow.ops",
     "list_workflows": "workflow.ops",
     "load_workflow": "workflow.ops",
     "workflow_of": "workflow.ops",

@@ -207,88 +207,28 @@ def _detach(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from ..thread.ops import thread_info
-    from ..thread.usage import thread_stats
+    from ..thread.reports import thread_report
 
-    repo = repo_of(args)
-    info = thread_info(repo, args.thread)
-    data = info.to_json()
-    data["steps"], checks, usage = thread_stats(repo, info.head)
-    if checks:
-        data["checks"] = checks
-    data.update(_files_of(repo, info))
-    if usage.requests:
-        data["usage"] = usage.to_json()
-    contained = _containment(repo.runs.read(info.thread))
-    if contained:
-        data["containment"] = contained
-    running = repo.locks.running(info.thread) if info.active else None
-    if running is not None:  # a step in progress, here or on another host
-        data["running"] = {"pid": running.pid, "host": running.host, "role": running.role, "agent": running.agent, "startedAt": running.started_at}
-        if running.worker:
-            data["running"]["worker"] = running.worker
-        if running.waiting:
-            data["running"]["waiting"] = running.waiting  # a map step: "1 of 3 children done"
-    elif info.active and any(entry.thread == info.thread for entry in repo.backend.queue.entries()):
-        last = repo.runs.read(info.thread)[-1:]  # only a queued thread can be a map waiting for workers
-        if last and last[0].status == "waiting" and last[0].head == info.head:
-            data["waiting"] = last[0].error  # a map step whose children workers step
-        elif last and last[0].status == "asking" and last[0].head == info.head:
-            data["asking"] = last[0].error  # a person's role: `uwf inbox`, `uwf thread answer`
-    emit_json(data)
+    emit_json(thread_report(repo_of(args), args.thread))
     return 0
 
 
 def cmd_list(args) -> int:
-    from ..errors import UwfError
-    from ..thread.ops import damaged_entries, list_threads
-    from ..workflow.ops import workflow_of
+    from ..thread.ops import damaged_entries
+    from ..thread.reports import threads_report
     from .output import warn
 
     repo = repo_of(args)
     for entry in damaged_entries(repo):
         warn(entry.message)
-    items = []
-    queued = {entry.thread: entry for entry in repo.backend.queue.entries()}
-    for info in list_threads(repo, include_archived=args.all):
-        item = {"thread": info.thread, "workflow": info.workflow, "head": info.head}
-        entry = queued.get(info.thread)
-        if entry is not None:
-            item["queued"] = True
-            if entry.worker:
-                item["worker"] = entry.worker  # the worker stepping it now
-            if entry.asking and entry.asking == info.head:
-                item["asking"] = True  # waiting for a person (`uwf inbox`)
-        try:
-            item["name"] = workflow_of(repo, info.workflow).name  # the hash stays for scripts; the name is for people
-        except UwfError:
-            pass
-        if not info.active:
-            item["reason"] = info.reason
-        if info.problem:
-            item["problem"] = info.problem
-        items.append(item)
-    emit_json(items)
+    emit_json(threads_report(repo, include_archived=args.all))
     return 0
 
 
 def cmd_steps(args) -> int:
-    from ..thread.ops import thread_steps
-    from ..thread.timeline import runs_by_step
+    from ..thread.reports import steps_report
 
-    repo = repo_of(args)
-    steps = thread_steps(repo, args.thread)
-    runs = runs_by_step(repo.runs.read())  # a fork's earlier steps were another thread's attempts
-    listed = []
-    for s in steps:
-        item = {"hash": s.hash, "role": s.role, "agent": s.agent, "output": s.output, "detail": s.detail}
-        run = runs.get(s.hash)
-        if run is not None and run.containment:
-            item["containment"] = run.containment  # how its agent ran (design §16)
-        if run is not None and run.outside is not None and not run.outside.empty:
-            item["outside"] = run.outside.to_dict()
-        listed.append(item)
-    emit_json(listed)
+    emit_json(steps_report(repo_of(args), args.thread))
     return 0
 
 
@@ -299,31 +239,6 @@ def cmd_read(args) -> int:
     return 0
 
 
-def _containment(records) -> dict[str, int]:
-    """How this thread's agents ran, attempt by attempt: {"bubblewrap": 4}, or a process group and why."""
-    counts: dict[str, int] = {}
-    for record in records:
-        if record.containment:
-            counts[record.containment] = counts.get(record.containment, 0) + 1
-    return counts
-
-
-def _files_of(repo, info) -> dict:
-    """`workspace` (the thread's directory) and `files` (the tree its head names), where it has them."""
-    from ..thread.nodes import start_of
-
-    start = start_of(repo.nodes, info.head)[1]
-    if not start.workspace:
-        return {}
-    from ..thread.files import files_of, thread_workspace
-
-    data = {"workspace": thread_workspace(repo, info.thread, start)}
-    files = files_of(repo.nodes, info.head)
-    if files:
-        data["files"] = files
-    return data
-
-
 def cmd_fork(args) -> int:
     from ..thread.ops import fork_thread, fork_with_output
 
@@ -332,11 +247,9 @@ def cmd_fork(args) -> int:
         info = fork_with_output(repo, args.step, _read_mapping(args.edit_output), args.workspace, say=_stream_line)
     else:
         info = fork_thread(repo, args.step, args.workspace, say=_stream_line)
-    data = {"workflow": info.workflow, "thread": info.thread, "head": info.head}
-    workspace = repo.threads.workspaces().get(info.thread)
-    if workspace:
-        data["workspace"] = workspace
-    emit_json(data)
+    from ..thread.reports import fork_report
+
+    emit_json(fork_report(repo, info))
     return 0
 
 

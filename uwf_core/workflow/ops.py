@@ -45,10 +45,27 @@ def lint_file(path: str) -> Draft:
     return build_draft(read_yaml_document(path))
 
 
+def lint_text(text: str, source: str = "<workflow>") -> Draft:
+    """As lint_file, for YAML text (a workflow built in code, or sent by an MCP client);
+    `source` names it in messages."""
+    from .lint import build_draft
+    from .yaml_doc import parse_yaml_document
+
+    return build_draft(parse_yaml_document(text, source))
+
+
 def put_workflow(repo: Repo, path: str) -> PutResult:
     """Register a workflow file. Every check runs before the first write, so a refused
     file leaves the store exactly as it was."""
-    draft = lint_file(path)
+    return put_draft(repo, lint_file(path))
+
+
+def put_workflow_text(repo: Repo, text: str, source: str = "<workflow>") -> PutResult:
+    """Register a workflow from YAML text, as put_workflow does a file."""
+    return put_draft(repo, lint_text(text, source))
+
+
+def put_draft(repo: Repo, draft: Draft) -> PutResult:
     draft.raise_first_error()
     repo.registry.entries()  # a damaged registry is refused before anything is written
     _check_map_workflows(repo, draft)
