@@ -26,7 +26,7 @@ LAYERS = [
     ("thread",),
     ("engine",),
     ("agents",),
-    ("cli", "api", "agent_kit", "__init__"),
+    ("cli", "mcp_server", "api", "agent_kit", "__init__"),
 ]
 
 # engine/ inside, bottom to top: the step's terms; the rooms a step is built on; answers written

@@ -30,6 +30,11 @@ def cmd_files(args) -> int:
     from ..errors import UwfError
 
     repo = repo_of(args)
+    if args.json:
+        from ..thread.reports import files_report
+
+        emit_json(files_report(repo, args.step))
+        return 0
     step = resolve_node(repo, args.step)
     written = [run.outside for run in repo.runs.of_step(step) if run.outside is not None and not run.outside.empty][-1:]
     try:
@@ -38,12 +43,6 @@ def cmd_files(args) -> int:
         if not written:
             raise
         hand, changes = [], None  # no snapshot, but its agent wrote outside the workspace: that much is known
-    if args.json:
-        data = {"step": step, "byHand": [c.to_json() for c in hand], "changes": [c.to_json() for c in changes or []]}
-        if written:
-            data["outside"] = written[0].to_dict()
-        emit_json(data)
-        return 0
     lines = []
     groups = [("changed between steps, before it (by hand, or left by a failed attempt)", hand)] if hand else []
     if changes is not None and (changes or not hand):  # a resumed start has hand changes only

@@ -19,6 +19,7 @@ GROUPS = {
     "worker": "worker_cmd",
     "root": "root_cmd",
     "inbox": "inbox_cmd",
+    "mcp": "mcp_cmd",
 }
 
 

@@ -150,6 +150,28 @@ def node_files(repo: Repo, hash_: str) -> str:
     return tree
 
 
+def file_at(repo: Repo, step_hash: str, path: str) -> tuple[str, bytes]:
+    """(kind, content) of a workspace path as a step (or start, a full hash) left it: a file's
+    bytes, a link's target; a one-line error for a path that is no file there."""
+    from ..workspace.tree import read_blob, read_tree
+
+    ref = node_files(repo, step_hash)
+    parts = [part for part in path.strip("/").split("/") if part not in ("", ".")]
+    if not parts or ".." in parts:
+        raise UwfError(f"{path!r} is not a path inside the workspace")
+    for depth, part in enumerate(parts):
+        entry = next((item for item in read_tree(repo.nodes, ref) if item.name == part.encode("utf-8", "surrogateescape")), None)
+        last = depth == len(parts) - 1
+        if entry is None or (not last and entry.kind != "dir"):
+            raise UwfError(f"{path}: no such file in the snapshot of {step_hash}")
+        if last:
+            if entry.kind == "dir":
+                raise UwfError(f"{path} is a directory in the snapshot of {step_hash}, not a file")
+            return entry.kind, entry.target if entry.kind == "link" else read_blob(repo.nodes, entry.ref)
+        ref = entry.ref
+    raise AssertionError("unreachable")
+
+
 def step_files_text(repo: Repo, step_hash: str, limit: int = 4000, outside: OutsideWrites | None = None) -> str | None:
     """What a step did to the files as a person reads it: the paths, what its agent wrote outside
     the workspace (`outside`, from its attempt's record), then a unified diff of each (sizes for

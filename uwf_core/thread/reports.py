@@ -121,3 +121,43 @@ def _files_of(repo: Repo, info) -> dict:
     if files:
         data["files"] = files
     return data
+
+
+def files_report(repo: Repo, step: str) -> dict:
+    """`uwf thread files STEP --json`: what changed before the step (by hand) and by it, and what
+    its agent wrote outside the workspace."""
+    from ..errors import UwfError
+    from .files import step_changes
+    from .ops import resolve_node
+
+    step = resolve_node(repo, step)
+    written = [run.outside for run in repo.runs.of_step(step) if run.outside is not None and not run.outside.empty][-1:]
+    try:
+        hand, changes = step_changes(repo, step)
+    except UwfError:
+        if not written:
+            raise
+        hand, changes = [], []  # no snapshot, but its agent wrote outside the workspace: that much is known
+    data = {"step": step, "byHand": [c.to_json() for c in hand], "changes": [c.to_json() for c in changes]}
+    if written:
+        data["outside"] = written[0].to_dict()
+    return data
+
+
+def running_report(repo: Repo) -> list[dict]:
+    """Every step in flight on the root, from any host: thread, role, agent, host, pid, worker, since."""
+    from .ops import list_threads
+
+    listed = []
+    for info in list_threads(repo):
+        running = repo.locks.running(info.thread)
+        if running is None:
+            continue
+        item = {"thread": info.thread, "role": running.role, "agent": running.agent, "host": running.host, "pid": running.pid,
+                "startedAt": running.started_at}
+        if running.worker:
+            item["worker"] = running.worker
+        if running.waiting:
+            item["waiting"] = running.waiting
+        listed.append(item)
+    return listed

@@ -1,0 +1,315 @@
+"""`uwf mcp` driven by the mcp SDK's own client over stdio: the real `uwf` as a subprocess on a
+fresh root, as Claude Code or Codex would start it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+import anyio  # noqa: E402
+from jsonschema.validators import validator_for  # noqa: E402
+from loop_workflow import loop_workflow  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from conftest import _uwf_command  # noqa: E402
+
+SAYING = "cat >/dev/null; echo \"step $UWF_ROLE\" >> notes.txt; for n in 1 2 3; do echo \"working on it: $n\" >&2; done; echo '{\"$status\": \"again\", \"n\": 1}'"
+SLOW = "cat >/dev/null; echo started >&2; sleep 60; echo '{\"$status\": \"again\", \"n\": 1}'"
+
+
+@pytest.fixture
+def mcp_root(uwf, root_dir, tmp_path) -> tuple[Path, str]:
+    """A root with the loop workflow, a talkative agent (default) and a slow one; a thread of it."""
+    (root_dir / "config.yaml").write_text(
+        "agents:\n"
+        f"  talker: {{command: sh, args: [-c, {json.dumps(SAYING)}], protocol: text}}\n"
+        f"  slow: {{command: sh, args: [-c, {json.dumps(SLOW)}], protocol: text}}\n"
+        "defaultAgent: talker\n"
+    )
+    (tmp_path / "loop.yaml").write_text(loop_workflow(100))
+    assert uwf("workflow", "put", str(tmp_path / "loop.yaml")).code == 0
+    thread = uwf("thread", "start", "loop", "-p", "go").json()["thread"]
+    return root_dir, thread
+
+
+def server(root_dir: Path, *extra: str, cwd: Path | None = None) -> StdioServerParameters:
+    command = _uwf_command()
+    return StdioServerParameters(command=command[0], args=[*command[1:], "--root", str(root_dir), "mcp", *extra],
+                                 env=dict(os.environ), cwd=str(cwd) if cwd else None)
+
+
+def call(params: StdioServerParameters, script) -> object:
+    """Run `script(client)` against a fresh server process; its return value."""
+
+    async def main():
+        async with Client(params, read_timeout_seconds=60) as client:
+            return await script(client)
+
+    return anyio.run(main)
+
+
+def head(uwf, thread: str) -> str:
+    return uwf("thread", "show", thread).json()["head"]
+
+
+def test_every_tool_has_a_valid_schema_and_says_what_it_does(mcp_root):
+    root_dir, _ = mcp_root
+
+    async def script(client):
+        return (await client.list_tools()).tools
+
+    tools = call(server(root_dir), script)
+    names = {tool.name for tool in tools}
+    assert {"workflow_list", "workflow_put", "thread_start", "thread_step", "thread_run", "thread_read", "thread_fork",
+            "thread_kill", "thread_answer", "thread_files", "inbox", "ps"} <= names
+    for tool in tools:
+        validator_for(tool.input_schema).check_schema(tool.input_schema)
+        assert tool.description and tool.annotations is not None, tool.name
+        if tool.output_schema is not None:
+            validator_for(tool.output_schema).check_schema(tool.output_schema)
+    read_only = {tool.name for tool in tools if tool.annotations.read_only_hint}
+    assert "thread_show" in read_only and "thread_step" not in read_only and "workflow_put" not in read_only
+
+
+def test_a_step_streams_its_agents_lines_as_progress_and_lands_as_the_cli_says(uwf, mcp_root):
+    root_dir, thread = mcp_root
+    before = head(uwf, thread)
+    progress: list[tuple[float, str | None]] = []
+
+    async def script(client):
+        async def on_progress(value, total, message):
+            progress.append((value, message))
+
+        step = await client.call_tool("thread_step", {"thread": thread}, progress_callback=on_progress)
+        show = await client.call_tool("thread_show", {"thread": thread})
+        read = await client.read_resource(f"uwf://thread/{thread}")
+        return step, show, read
+
+    step, show, read = call(server(root_dir, "--allow", "write"), script)
+    assert not step.is_error, step.content
+    assert step.structured_content["role"] == "worker" and step.structured_content["agent"] == "talker"
+    assert step.structured_content["head"] != before and head(uwf, thread) == step.structured_content["head"]
+    assert [message for _, message in progress] == ["working on it: 1", "working on it: 2", "working on it: 3"]
+    assert [value for value, _ in progress] == [1, 2, 3]
+    assert show.structured_content == uwf("thread", "show", thread).json()  # the CLI's shape, field for field
+    text = read.contents[0].text
+    assert "worker" in text and text == uwf("thread", "read", thread).out
+
+
+def test_a_thread_started_in_a_workspace_shows_its_files_and_forks(uwf, mcp_root, tmp_path):
+    """thread_start with a workspace inside the server's directory; a step's changes and a file's
+    content as the step left it; a fork of that step, with an edited output."""
+    root_dir, _ = mcp_root
+    (tmp_path / "project").mkdir()
+
+    async def script(client):
+        started = await client.call_tool("thread_start", {"workflow": "loop", "prompt": "write notes", "workspace": "project"})
+        thread = started.structured_content["thread"]
+        step = (await client.call_tool("thread_step", {"thread": thread})).structured_content["head"]
+        changes = await client.call_tool("thread_files", {"step": step})
+        content = await client.call_tool("thread_files", {"step": step, "path": "notes.txt"})
+        missing = await client.call_tool("thread_files", {"step": step, "path": "../etc/passwd"})
+        fork = await client.call_tool("thread_fork", {"step": step, "output": {"$status": "done", "n": 2}, "workspace": "fork"})
+        return thread, step, changes, content, missing, fork
+
+    thread, step, changes, content, missing, fork = call(server(root_dir, "--allow", "write", cwd=tmp_path), script)
+    assert [change["path"] for change in changes.structured_content["changes"]] == ["notes.txt"]
+    assert changes.structured_content == uwf("thread", "files", step, "--json").json()
+    assert content.structured_content["content"] == "step worker\n" and content.structured_content["kind"] == "file"
+    assert missing.is_error and "not a path inside the workspace" in missing.content[0].text
+    assert not fork.is_error, fork.content
+    forked = fork.structured_content
+    assert forked["workspace"] == str(tmp_path / "fork") and (tmp_path / "fork" / "notes.txt").read_text() == "step worker\n"
+    assert uwf("thread", "steps", forked["thread"]).json()[-1]["output"] == {"$status": "done", "n": 2}
+    assert uwf("thread", "show", thread).json()["workspace"] == str(tmp_path / "project")
+
+
+def test_a_read_only_server_refuses_every_write_and_says_how_to_allow_it(uwf, mcp_root, tmp_path):
+    root_dir, thread = mcp_root
+    before = head(uwf, thread)
+
+    async def script(client):
+        results = [await client.call_tool("thread_step", {"thread": thread}),
+                   await client.call_tool("thread_start", {"workflow": "loop", "prompt": "more"}),
+                   await client.call_tool("workflow_put", {"yaml": loop_workflow(5).replace("name: loop", "name: other")})]
+        return results, await client.call_tool("thread_list", {})
+
+    results, listed = call(server(root_dir), script)
+    for result in results:
+        assert result.is_error
+        message = result.content[0].text
+        assert "read-only" in message and "--allow write" in message and "\n" not in message
+    assert head(uwf, thread) == before
+    assert [item["thread"] for item in listed.structured_content["result"]] == [thread]
+    assert [item["name"] for item in uwf("workflow", "list").json()] == ["loop"]
+
+
+def test_a_bad_call_is_one_line_and_the_server_goes_on(uwf, mcp_root):
+    root_dir, thread = mcp_root
+
+    async def script(client):
+        answers = [
+            await client.call_tool("thread_step", {}),  # no thread
+            await client.call_tool("thread_show", {"thread": "01NOSUCHTHREAD"}),
+            await client.call_tool("thread_step", {"thread": thread, "agent": "sh -c 'touch /tmp/owned'"}),  # a command line
+            await client.call_tool("workflow_put", {"yaml": "name: [unclosed"}),
+            await client.call_tool("thread_start", {"workflow": "loop", "prompt": "p", "workspace": "/"}),
+        ]
+        return answers, await client.call_tool("workflow_list", {})
+
+    answers, still = call(server(root_dir, "--allow", "write"), script)
+    messages = [answer.content[0].text for answer in answers]
+    assert all(answer.is_error for answer in answers), messages
+    assert all("\n" not in message and "Traceback" not in message for message in messages), messages
+    assert messages[0] == "Error executing tool thread_step: bad arguments: thread: Field required"
+    assert "no thread" in messages[1]
+    assert "unknown agent" in messages[2] and "talker" in messages[2]
+    assert "outside" in messages[4]
+    assert not still.is_error and still.structured_content["result"][0]["name"] == "loop"
+    assert len(uwf("thread", "list").json()) == 1  # nothing started by the refused call
+
+
+def test_a_cancelled_step_stops_its_agent_and_leaves_the_head(uwf, mcp_root):
+    root_dir, thread = mcp_root
+    before = head(uwf, thread)
+
+    async def script(client):
+        started = anyio.Event()
+
+        async def on_progress(value, total, message):
+            started.set()
+
+        with anyio.move_on_after(60):
+            async with anyio.create_task_group() as group:
+
+                async def step():
+                    await client.call_tool("thread_step", {"thread": thread, "agent": "slow"}, progress_callback=on_progress)
+
+                group.start_soon(step)
+                await started.wait()  # the agent runs
+                group.cancel_scope.cancel()  # the client cancels the call
+        began = time.monotonic()
+        while time.monotonic() - began < 30:  # the server records the attempt as it stops the agent
+            shown = await client.call_tool("thread_show", {"thread": thread})
+            if "running" not in shown.structured_content:
+                break
+            await anyio.sleep(0.1)
+        return await client.call_tool("workflow_list", {})
+
+    still = call(server(root_dir, "--allow", "write"), script)
+    assert not still.is_error
+    assert head(uwf, thread) == before
+    runs = uwf("thread", "runs", thread).json()
+    assert runs and runs[-1]["status"] in ("cancelled", "killed") and "MCP client" in (runs[-1].get("error") or ""), runs
+    assert not any("sleep 60" in line for line in _processes())
+
+
+def _processes() -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                found.append(Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                pass
+    return found
+
+
+def test_two_clients_on_one_root_each_step_and_see_the_other_move(uwf, mcp_root):
+    """Two servers (two clients) on one root at once: each steps its own thread concurrently, and one
+    listening to the other's thread hears it move (the root's change signal, not a poll of its own)."""
+    root_dir, thread = mcp_root
+    other = uwf("thread", "start", "loop", "-p", "again").json()["thread"]
+    heard: list[str] = []
+
+    async def main():
+        writes = server(root_dir, "--allow", "write")
+        async with Client(writes, read_timeout_seconds=60) as first, Client(writes, read_timeout_seconds=60) as second:
+            async with first.listen(resource_subscriptions=[f"uwf://thread/{other}"]) as subscription:
+                results = {}
+
+                async def step(client, name):
+                    results[name] = await client.call_tool("thread_step", {"thread": name})
+
+                async def hear():
+                    async for event in subscription:
+                        heard.append(getattr(event, "uri", ""))
+                        return
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(hear)
+                    group.start_soon(step, first, thread)
+                    group.start_soon(step, second, other)
+                    with anyio.fail_after(30):
+                        while not heard:
+                            await anyio.sleep(0.05)
+                return results
+
+    results = anyio.run(main)
+    assert not results[thread].is_error and not results[other].is_error, results
+    assert head(uwf, thread) == results[thread].structured_content["head"]
+    assert head(uwf, other) == results[other].structured_content["head"]
+    assert heard == [f"uwf://thread/{other}"]
+
+
+def test_http_needs_the_bearer_token(mcp_root):
+    import httpx
+
+    root_dir, thread = mcp_root
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = "a-token-of-the-right-shape-1234"
+    process = subprocess.Popen([*_uwf_command(), "--root", str(root_dir), "mcp", "--http", f"127.0.0.1:{port}", "--token", token],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and process.poll() is None, process.stderr.read() if process.poll() is not None else ""
+                time.sleep(0.1)
+        assert refused.status_code == 401
+        wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer not-the-token-at-all-0000"}, timeout=5)
+        assert wrong.status_code == 401
+
+        async def main():
+            import httpx2
+
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+                from mcp.client.streamable_http import streamable_http_client
+
+                async with Client(streamable_http_client(url, http_client=http)) as client:
+                    return await client.call_tool("thread_show", {"thread": thread})
+
+        shown = anyio.run(main)
+        assert not shown.is_error and shown.structured_content["thread"] == thread
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+def test_without_the_extra_the_command_says_what_to_install(tmp_path):
+    """The mcp SDK not found: one line naming the extra, no traceback."""
+    script = (
+        "import importlib.util, sys\n"
+        "real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda name, *rest: None if name == 'mcp' else real(name, *rest)\n"
+        "sys.argv = ['uwf', '--root', sys.argv[1], 'mcp']\n"
+        "from uwf_core.cli.main import main\n"
+        "sys.exit(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "root")], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "pip install 'uwf[mcp]'" in done.stderr and "Traceback" not in done.stderr, done.stderr

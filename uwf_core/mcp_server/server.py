@@ -1,0 +1,116 @@
+"""The server: the tools and resources over one opened root, on stdio (a client starts `uwf mcp`
+as its subprocess) or streamable HTTP (127.0.0.1 by default, every request with the bearer token)."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import re
+import secrets
+import sys
+from contextlib import asynccontextmanager
+
+from ..errors import UwfError
+from ..version import __version__
+from .gate import Gate
+
+TOKEN_ENV = "UWF_MCP_TOKEN"
+TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,}")
+INSTRUCTIONS = (
+    "uwf runs multi-role agent workflows as threads of content-addressed steps. List workflows and "
+    "threads, read a thread (the resource uwf://thread/ID, or thread_read), start one and step it "
+    "(thread_step streams its agent's output as progress). {access}"
+)
+
+
+def build_server(gate: Gate):
+    """An MCPServer whose tools and resources read (and, if allowed, write) `gate.repo`."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.subscriptions import InMemorySubscriptionBus
+
+    from . import resources, tools
+
+    bus = InMemorySubscriptionBus()
+
+    @asynccontextmanager
+    async def lifespan(_server):
+        async with resources.watching(gate, bus):
+            yield {}
+
+    access = ("Writes are allowed." if gate.writes else
+              "This server is read-only: the tools that write refuse (the user starts it with --allow write).")
+    server = MCPServer(
+        "uwf", version=__version__, instructions=INSTRUCTIONS.format(access=access), subscriptions=bus, lifespan=lifespan,
+        log_level="WARNING", middleware=[_one_line_errors],
+    )
+    tools.register(server, gate)
+    resources.register(server, gate)
+    return server
+
+
+async def _one_line_errors(ctx, call_next):
+    """A tool's error as one line, the SDK's own included: its check of the arguments answers
+    with pydantic's report, several lines with a link on each."""
+    result = await call_next(ctx)
+    if ctx.method == "tools/call" and isinstance(result, dict) and result.get("isError"):  # the wire form, here
+        for item in result.get("content") or ():
+            if item.get("type") == "text" and "\n" in item.get("text", ""):
+                item["text"] = _arguments_line(item["text"])
+    return result
+
+
+def _arguments_line(text: str) -> str:
+    """'Error executing tool T: 1 validation error for TArguments / thread / Field required [type=...]'
+    as 'Error executing tool T: bad arguments: thread: Field required'."""
+    lines = text.splitlines()
+    if "validation error" not in lines[0]:
+        return " ".join(line.strip() for line in lines if line.strip())
+    head = lines[0].split(": ", 1)[0]
+    problems, where = [], None
+    for line in lines[1:]:
+        if not line.startswith(" "):
+            where = line.strip()
+        elif line.startswith("  ") and not line.startswith("    ") and where is not None:
+            problems.append(f"{where}: {line.strip().split(' [type=', 1)[0]}")
+            where = None
+    return f"{head}: bad arguments: {'; '.join(problems) or lines[0]}"
+
+
+def serve_stdio(gate: Gate) -> None:
+    build_server(gate).run("stdio")
+
+
+def serve_http(gate: Gate, host: str, port: int, token: str) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp; a request without `Authorization: Bearer TOKEN` is
+    answered 401 before the SDK sees it."""
+    import anyio
+    import uvicorn
+
+    app = _guarded(build_server(gate).streamable_http_app(), token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    print(f"uwf mcp: http://{host}:{port}/mcp (Authorization: Bearer {token})", file=sys.stderr, flush=True)
+    anyio.run(uvicorn.Server(config).serve)
+
+
+def pick_token(given: str | None) -> str:
+    """--token, else $UWF_MCP_TOKEN, else a random one; checked for its shape."""
+    token = given or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
+    if not TOKEN_SHAPE.fullmatch(token):
+        raise UwfError("the token must be at least 16 characters, letters, digits, - and _ only")
+    return token
+
+
+def _guarded(app, token: str):
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b"uwf mcp: a bearer token is needed (Authorization: Bearer TOKEN)\n"})
+                return
+        await app(scope, receive, send)
+
+    return guarded

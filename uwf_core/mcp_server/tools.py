@@ -1,0 +1,307 @@
+"""The tools `uwf mcp` offers, each the function a CLI command calls, its result the JSON that
+command prints. Read tools first; then the ones that write, which the gate refuses unless the
+server was started with `--allow write`."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Annotated, Any, Callable
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from ..errors import UwfError
+from .gate import Gate, Refused, one_line
+from .stepping import run_blocking
+
+READ = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+STEPS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=True)  # an agent runs
+KILL = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
+MAX_FILE_CHARS = 200_000  # a file's content in one answer
+
+Thread = Annotated[str, Field(description="a thread id (or a unique prefix of one)")]
+Step = Annotated[str, Field(description="a step's hash (or a unique prefix); a start's for files")]
+WorkflowName = Annotated[str, Field(description="a registered workflow's name, or a workflow hash")]
+Yaml = Annotated[str, Field(description="a workflow as YAML text, as `uwf workflow put FILE` takes it")]
+Agent = Annotated[str | None, Field(description="one of the root's agents for this step, over the workflow's choice")]
+
+
+def register(server: MCPServer, gate: Gate) -> None:
+    _workflow_tools(_Tools(server), gate)
+    _reading_tools(_Tools(server), gate)
+    _writing_tools(_Tools(server), gate)
+
+
+class _Tools:
+    """server.tool, with a uwf error (or a refusal) as the tool's one-line error: the SDK keeps
+    the text of a ToolError only, and says nothing of any other exception but its tool's name."""
+
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+
+    def tool(self, annotations: ToolAnnotations) -> Callable[[Callable], Callable]:
+        def register(fn: Callable) -> Callable:
+            if inspect.iscoroutinefunction(fn):
+
+                @functools.wraps(fn)
+                async def wrapper(*args, **kwargs):
+                    try:
+                        return await fn(*args, **kwargs)
+                    except (UwfError, Refused) as exc:
+                        raise ToolError(one_line(exc)) from None
+
+            else:
+
+                @functools.wraps(fn)
+                def wrapper(*args, **kwargs):
+                    try:
+                        return fn(*args, **kwargs)
+                    except (UwfError, Refused) as exc:
+                        raise ToolError(one_line(exc)) from None
+
+            self.server.add_tool(wrapper, annotations=annotations)
+            return fn
+
+        return register
+
+
+def _workflow_tools(server: _Tools, gate: Gate) -> None:
+    repo = gate.repo
+
+    @server.tool(READ)
+    def workflow_list() -> list[dict[str, Any]]:
+        """Registered workflows: [{name, hash}] (`uwf workflow list`)."""
+        entries = repo.registry.entries()
+        return [{"name": name, "hash": entries[name].hash} for name in sorted(entries)]
+
+    @server.tool(READ)
+    def workflow_show(workflow: WorkflowName, source: bool = False) -> dict[str, Any]:
+        """A workflow's payload (roles, graph, conditions); with source, the YAML it was put from."""
+        from ..workflow.ops import load_workflow, workflow_source
+
+        if source:
+            return {"source": workflow_source(repo, workflow)}
+        return load_workflow(repo, workflow).to_payload()
+
+    @server.tool(READ)
+    def workflow_graph(workflow: WorkflowName, mermaid: bool = False) -> str:
+        """The roles and labelled transitions, as text (or a Mermaid flowchart)."""
+        from ..workflow.graph_text import render_mermaid, render_text
+        from ..workflow.ops import load_workflow
+
+        loaded = load_workflow(repo, workflow)
+        return render_mermaid(loaded) if mermaid else render_text(loaded)
+
+    @server.tool(READ)
+    def workflow_lint(yaml: Yaml) -> dict[str, Any]:
+        """Check a workflow without storing it: {ok, problems: [{severity, message}]}."""
+        from ..workflow.ops import lint_text
+
+        draft = lint_text(yaml)
+        problems = [{"severity": problem.severity, "message": problem.format(draft.document)} for problem in draft.problems]
+        return {"ok": not draft.errors, "problems": problems}
+
+    @server.tool(WRITE)
+    def workflow_put(yaml: Yaml) -> dict[str, Any]:
+        """Register a workflow (a new version when the name exists): {name, hash, changed, warnings}."""
+        from ..workflow.ops import put_workflow_text
+
+        gate.write("workflow_put")
+        result = put_workflow_text(repo, yaml)
+        return {"name": result.name, "hash": result.hash, "changed": result.changed, "warnings": result.warnings}
+
+
+def _reading_tools(server: _Tools, gate: Gate) -> None:
+    repo = gate.repo
+
+    @server.tool(READ)
+    def thread_list(all: bool = False) -> list[dict[str, Any]]:  # noqa: A002 — the CLI's --all
+        """Active threads, newest first (with all, archived ones too, with their reason)."""
+        from ..thread.reports import threads_report
+
+        return threads_report(repo, include_archived=all)
+
+    @server.tool(READ)
+    def thread_show(thread: Thread) -> dict[str, Any]:
+        """{workflow, thread, head, done, steps, ...}: what runs, waits or asks now, its files."""
+        from ..thread.reports import thread_report
+
+        return thread_report(repo, thread)
+
+    @server.tool(READ)
+    def thread_steps(thread: Thread) -> list[dict[str, Any]]:
+        """A thread's steps, oldest first: hash, role, agent, output, detail, containment."""
+        from ..thread.reports import steps_report
+
+        return steps_report(repo, thread)
+
+    @server.tool(READ)
+    def thread_read(
+        thread: Thread,
+        quota: Annotated[int | None, Field(ge=1, description="at most this many characters (the newest steps kept)")] = None,
+        before: Annotated[str | None, Field(description="only the steps before this step's hash")] = None,
+    ) -> str:
+        """The whole thread as Markdown, as an agent of it reads its history."""
+        from ..thread.read import read_thread
+
+        return read_thread(repo, thread, quota=quota, before=before)
+
+    @server.tool(READ)
+    def thread_dry_run(
+        thread: Thread,
+        role: Annotated[str | None, Field(description="preview this role's step instead of the moderator's choice")] = None,
+        agent: Agent = None,
+    ) -> dict[str, Any]:
+        """What the next step would do (role and why, agent and why, the prompt); writes nothing."""
+        from ..engine.dry_run import dry_run
+
+        return dry_run(repo, thread, role=role, agent=gate.agent(agent)).to_json()
+
+    @server.tool(READ)
+    def thread_cost(thread: Thread, tree: bool = False) -> dict[str, Any]:
+        """Tokens and cost per step, agent, model and role; with tree, the forks' too."""
+        from ..thread.ledger import thread_cost as cost, tree_cost
+
+        return (tree_cost(repo, thread) if tree else cost(repo, thread)).to_json()
+
+    @server.tool(READ)
+    def step_details(step: Step) -> dict[str, Any]:
+        """A step's output, detail, answer and prompt, with the attempt that wrote it."""
+        from ..thread.details import step_details as details
+
+        return details(repo, step).to_json()
+
+    @server.tool(READ)
+    def thread_files(
+        step: Step, path: Annotated[str | None, Field(description="a file's path: its content as the step left it")] = None
+    ) -> dict[str, Any]:
+        """The paths a step added, modified and deleted (by hand before it, and by it); with path,
+        that file's content in the step's snapshot."""
+        from ..thread.files import file_at
+        from ..thread.ops import resolve_node
+        from ..thread.reports import files_report
+
+        if path is None:
+            return files_report(repo, step)
+        kind, content = file_at(repo, resolve_node(repo, step), path)
+        text = content.decode("utf-8", "replace")
+        data: dict[str, Any] = {"path": path, "kind": kind, "size": len(content), "content": text[:MAX_FILE_CHARS]}
+        if len(text) > MAX_FILE_CHARS:
+            data["truncated"] = True
+        if b"\0" in content[:8192]:
+            data["binary"] = True
+        return data
+
+    @server.tool(READ)
+    def inbox() -> list[dict[str, Any]]:
+        """Threads waiting for a person's answer (a human role), oldest first."""
+        from ..engine.queue.inbox import inbox as waiting
+
+        return [item.to_json() for item in waiting(repo)]
+
+    @server.tool(READ)
+    def ps() -> list[dict[str, Any]]:
+        """Every step in flight on the root, from any host: thread, role, agent, host, pid, since."""
+        from ..thread.reports import running_report
+
+        return running_report(repo)
+
+
+def _writing_tools(server: _Tools, gate: Gate) -> None:
+    repo = gate.repo
+
+    @server.tool(WRITE)
+    def thread_start(
+        workflow: WorkflowName,
+        prompt: Annotated[str, Field(min_length=1, description="the task")],
+        workspace: Annotated[str | None, Field(description="the agents' working directory, inside the server's")] = None,
+        agents: Annotated[dict[str, str] | None, Field(description="role -> one of the root's agents, for this thread")] = None,
+    ) -> dict[str, Any]:
+        """Start a thread (no step is run): {workflow, thread, head}."""
+        from ..thread.ops import start_thread
+
+        gate.write("thread_start")
+        bindings = {role: gate.agent(agent) for role, agent in (agents or {}).items()}
+        info = start_thread(repo, workflow, prompt, gate.workspace(workspace), bindings or None)
+        return {"workflow": info.workflow, "thread": info.thread, "head": info.head}
+
+    @server.tool(STEPS)
+    async def thread_step(
+        thread: Thread,
+        ctx: Context,
+        agent: Agent = None,
+        timeout: Annotated[float | None, Field(gt=0, description="the whole step's time limit in seconds")] = None,
+    ) -> dict[str, Any]:
+        """One moderator -> agent -> extract cycle. The agent's output lines come as progress;
+        cancelling the call stops the agent (the attempt is recorded, the head does not move)."""
+        from ..encoding.records import replace
+        from ..engine.step import perform_step
+
+        gate.write("thread_step")
+        chosen = gate.agent(agent)
+        result = await run_blocking(ctx, lambda options: perform_step(repo, thread, replace(options, agent=chosen, timeout=timeout)))
+        return result.to_json()
+
+    @server.tool(STEPS)
+    async def thread_run(
+        thread: Thread,
+        ctx: Context,
+        max_steps: Annotated[int, Field(ge=1, le=1000, alias="maxSteps", description="stop after this many steps")] = 10,
+        agent: Agent = None,
+    ) -> dict[str, Any]:
+        """Step until the thread is done, a step fails, or maxSteps steps; progress as thread_step."""
+        from ..encoding.records import replace
+        from ..engine.step import run_thread
+
+        gate.write("thread_run")
+        chosen = gate.agent(agent)
+        result = await run_blocking(ctx, lambda options: run_thread(repo, thread, replace(options, agent=chosen), max_steps=max_steps))
+        return result.to_json()
+
+    @server.tool(WRITE)
+    def thread_fork(
+        step: Step,
+        output: Annotated[dict[str, Any] | None, Field(description="fork from a copy of the step with this output (agent 'human')")] = None,
+        workspace: Annotated[str | None, Field(description="the fork's own directory, inside the server's")] = None,
+    ) -> dict[str, Any]:
+        """A new thread whose head is an existing step: {workflow, thread, head, workspace}."""
+        from ..thread.ops import fork_thread, fork_with_output
+        from ..thread.reports import fork_report
+
+        gate.write("thread_fork")
+        where = gate.workspace(workspace)
+        info = fork_thread(repo, step, where) if output is None else fork_with_output(repo, step, output, where)
+        return fork_report(repo, info)
+
+    @server.tool(KILL)
+    def thread_kill(thread: Thread) -> dict[str, Any]:
+        """Archive a thread as killed and stop its running agent."""
+        from ..engine.control import kill_thread
+
+        gate.write("thread_kill")
+        return kill_thread(repo, thread).to_json()
+
+    @server.tool(WRITE)
+    def thread_pick(step: Step, thread: Annotated[str | None, Field(description="the thread it becomes the next step of")] = None) -> dict[str, Any]:
+        """Make a side-by-side candidate's step the thread's next step."""
+        from ..engine.fanout.side_by_side import pick_step
+
+        gate.write("thread_pick")
+        return pick_step(repo, step, thread).to_json()
+
+    @server.tool(WRITE)
+    def thread_answer(
+        thread: Thread, answer: Annotated[str, Field(min_length=1, description="the role's output: JSON, YAML, or frontmatter Markdown")]
+    ) -> dict[str, Any]:
+        """Answer a thread waiting for a person (see inbox): one step, recorded as agent `human`."""
+        from ..engine.queue.inbox import answer_thread
+
+        gate.write("thread_answer")
+        result = answer_thread(repo, thread, answer)
+        data = result.to_json()
+        data["queued"] = any(entry.thread == result.thread for entry in repo.backend.queue.entries())
+        return data
