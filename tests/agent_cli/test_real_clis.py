@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -241,3 +242,52 @@ def test_claude_code_with_its_shell_allowed_runs_in_the_sandbox(uwf, tmp_path):
         assert result.code == 0, result.err[-2000:]
     assert (workspace / "bashed.txt").read_text() == "from-bash\n"
     assert not (home / ".claude" / "session-env").exists() or not any((home / ".claude" / "session-env").iterdir())
+
+
+def test_claude_code_starts_and_steps_a_thread_through_uwf_mcp(uwf, root_dir, tmp_path):
+    """The real Claude Code, its model the tests' server, given `uwf mcp --allow write` as an MCP
+    server: it calls thread_start, reads the thread's id from the result, and calls thread_step."""
+    if shutil.which("claude") is None:
+        pytest.skip("claude is not installed (on PATH)")
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from loop_workflow import loop_workflow
+
+    from conftest import _uwf_command
+
+    home, project = tmp_path / "home", tmp_path / "project"  # the server's directory: a step's, for a thread with no workspace
+    home.mkdir()
+    project.mkdir()
+    noop = "cat >/dev/null; echo '{\"$status\": \"again\", \"n\": 7}'"
+    (root_dir / "config.yaml").write_text(f"agents:\n  noop: {{command: sh, args: [-c, {json.dumps(noop)}], protocol: text}}\ndefaultAgent: noop\n")
+    (tmp_path / "loop.yaml").write_text(loop_workflow(10))
+    assert uwf("workflow", "put", str(tmp_path / "loop.yaml")).code == 0
+    command = _uwf_command()
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"uwf": {"type": "stdio", "command": command[0],
+                                                          "args": [*command[1:], "--root", str(root_dir), "mcp", "--allow", "write"]}}}))
+
+    def model(body):
+        """Start a thread, then step the one the tool's result names, then say so."""
+        tools = {tool.get("name") for tool in (body or {}).get("tools") or []}
+        if "mcp__uwf__thread_start" not in tools:
+            return reply("ok")  # a side request of Claude Code's own
+        results = [json.dumps(block.get("content")) for message in body.get("messages") or [] if isinstance(message.get("content"), list)
+                   for block in message["content"] if block.get("type") == "tool_result"]
+        if not results:
+            return reply(tool_calls=[("mcp__uwf__thread_start", {"workflow": "loop", "prompt": "from claude code"})])
+        if len(results) == 1:
+            thread = re.search(r"[0-9A-HJKMNP-TV-Z]{26}", results[0]).group(0)
+            return reply(tool_calls=[("mcp__uwf__thread_step", {"thread": thread})])
+        return reply("The thread is started and stepped.")
+
+    with FakeOpenAI([model] * 20) as server:
+        env = {**os.environ, "HOME": str(home), **_claude(home, server)}
+        done = subprocess.run(["claude", "-p", "start a loop thread and step it", "--output-format", "text", "--mcp-config", str(config),
+                               "--strict-mcp-config", "--allowedTools", "mcp__uwf__thread_start", "mcp__uwf__thread_step"],
+                              cwd=project, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "started and stepped" in done.stdout
+    threads = uwf("thread", "list").json()
+    assert len(threads) == 1
+    steps = uwf("thread", "steps", threads[0]["thread"]).json()
+    assert [(step["role"], step["agent"], step["output"]["n"]) for step in steps] == [("worker", "noop", 7)], uwf("thread", "runs", threads[0]["thread"]).out

@@ -24,6 +24,7 @@ from conftest import _uwf_command  # noqa: E402
 
 SAYING = "cat >/dev/null; echo \"step $UWF_ROLE\" >> notes.txt; for n in 1 2 3; do echo \"working on it: $n\" >&2; done; echo '{\"$status\": \"again\", \"n\": 1}'"
 SLOW = "cat >/dev/null; echo started >&2; sleep 60; echo '{\"$status\": \"again\", \"n\": 1}'"
+GARBAGE = "cat >/dev/null; echo 'no JSON here'"
 
 
 @pytest.fixture
@@ -33,6 +34,7 @@ def mcp_root(uwf, root_dir, tmp_path) -> tuple[Path, str]:
         "agents:\n"
         f"  talker: {{command: sh, args: [-c, {json.dumps(SAYING)}], protocol: text}}\n"
         f"  slow: {{command: sh, args: [-c, {json.dumps(SLOW)}], protocol: text}}\n"
+        f"  garbage: {{command: sh, args: [-c, {json.dumps(GARBAGE)}], protocol: text}}\n"
         "defaultAgent: talker\n"
     )
     (tmp_path / "loop.yaml").write_text(loop_workflow(100))
@@ -163,6 +165,7 @@ def test_a_bad_call_is_one_line_and_the_server_goes_on(uwf, mcp_root):
             await client.call_tool("thread_step", {"thread": thread, "agent": "sh -c 'touch /tmp/owned'"}),  # a command line
             await client.call_tool("workflow_put", {"yaml": "name: [unclosed"}),
             await client.call_tool("thread_start", {"workflow": "loop", "prompt": "p", "workspace": "/"}),
+            await client.call_tool("thread_step", {"thread": thread, "agent": "garbage"}),  # the agent's answer unreadable
         ]
         return answers, await client.call_tool("workflow_list", {})
 
@@ -174,6 +177,8 @@ def test_a_bad_call_is_one_line_and_the_server_goes_on(uwf, mcp_root):
     assert "no thread" in messages[1]
     assert "unknown agent" in messages[2] and "talker" in messages[2]
     assert "outside" in messages[4]
+    assert "could not read the output of agent 'garbage'" in messages[5]
+    assert uwf("thread", "show", thread).json()["steps"] == 0 and uwf("thread", "runs", thread).json()[-1]["status"] == "failed"
     assert not still.is_error and still.structured_content["result"][0]["name"] == "loop"
     assert len(uwf("thread", "list").json()) == 1  # nothing started by the refused call
 

@@ -12,6 +12,7 @@ recorded (headers and JSON body) so tests can assert what was sent.
 from __future__ import annotations
 
 import json
+import uuid
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -102,10 +103,11 @@ def anthropic_message(payload: dict) -> dict:
     usage = payload.get("usage") or {}
     message = payload["choices"][0]["message"]
     calls = message.get("tool_calls") or []
-    content = [{"type": "tool_use", "id": f"toolu_{i}", "name": call["function"]["name"], "input": json.loads(call["function"]["arguments"])}
+    unique = uuid.uuid4().hex[:12]  # a conversation of several tool calls names each once (Claude Code waits on a repeated id)
+    content = [{"type": "tool_use", "id": f"toolu_{unique}_{i}", "name": call["function"]["name"], "input": json.loads(call["function"]["arguments"])}
                for i, call in enumerate(calls)] or [{"type": "text", "text": message.get("content") or ""}]
     return {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "fake-model", "content": content,
+        "id": f"msg_{unique}", "type": "message", "role": "assistant", "model": "fake-model", "content": content,
         "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
         "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)},
     }

@@ -55,6 +55,10 @@ async def run_blocking(ctx: Any, work: Callable[[Any], Any]) -> Any:
         async with anyio.create_task_group() as group:
             group.start_soon(report)
             return await anyio.to_thread.run_sync(in_thread, abandon_on_cancel=True)
+    except BaseExceptionGroup as grouped:  # the step's own error (a StepError), not the task group's wrapping of it
+        if len(grouped.exceptions) == 1 and isinstance(grouped.exceptions[0], Exception):
+            raise grouped.exceptions[0] from None
+        raise
     except anyio.get_cancelled_exc_class():
         cancel.set(CANCELLED)
         with anyio.CancelScope(shield=True):
