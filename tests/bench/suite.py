@@ -578,7 +578,7 @@ def workspace_files(report: Report, uwf: Uwf, quick: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/benchmarks.md)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs, for a first look")
-    sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "tui-run", "workers", "map", "otel", "lanes", "pg"]
+    sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "tui-run", "workers", "map", "otel", "mcp", "lanes", "pg"]
     parser.add_argument("--only", choices=sections, action="append")
     parser.add_argument("--under-load", action="store_true", help="keep one core busy beside the whole run (a shared machine)")
     args = parser.parse_args(argv)
@@ -634,6 +634,10 @@ def _run(args, sections: list[str]) -> None:
             from otel_rows import otel_rows
 
             otel_rows(report, Row, uwf, 15 if quick else 45)
+        if "mcp" in only:
+            from mcp_rows import mcp_rows
+
+            mcp_rows(report, Row, uwf, run_timed, 10 if quick else 30)
         if "lanes" in only:
             from lane_rows import lane_rows
 
