@@ -23,26 +23,14 @@ def register(sub, common) -> None:
 
 
 def cmd_files(args) -> int:
-    from ..thread.files import step_changes
-    from ..thread.ops import resolve_node
+    from ..thread.reports import files_report, step_file_changes
     from ..workspace.changes import unified
-
-    from ..errors import UwfError
 
     repo = repo_of(args)
     if args.json:
-        from ..thread.reports import files_report
-
         emit_json(files_report(repo, args.step))
         return 0
-    step = resolve_node(repo, args.step)
-    written = [run.outside for run in repo.runs.of_step(step) if run.outside is not None and not run.outside.empty][-1:]
-    try:
-        hand, changes = step_changes(repo, step)
-    except UwfError:
-        if not written:
-            raise
-        hand, changes = [], None  # no snapshot, but its agent wrote outside the workspace: that much is known
+    _, hand, changes, written = step_file_changes(repo, args.step)
     lines = []
     groups = [("changed between steps, before it (by hand, or left by a failed attempt)", hand)] if hand else []
     if changes is not None and (changes or not hand):  # a resumed start has hand changes only
@@ -54,8 +42,8 @@ def cmd_files(args) -> int:
                 lines.extend(unified(repo.nodes, change))
             else:
                 lines.append(f"  {_status_mark(change.status)} {change.to_json()['path']}{_sizes(change)}")
-    if written:
-        lines += ["written outside the workspace:", *(f"  {line}" for line in written[0].lines())]
+    if written is not None:
+        lines += ["written outside the workspace:", *(f"  {line}" for line in written.lines())]
     emit_text("\n".join(lines))
     return 0
 

@@ -126,6 +126,16 @@ def _files_of(repo: Repo, info) -> dict:
 def files_report(repo: Repo, step: str) -> dict:
     """`uwf thread files STEP --json`: what changed before the step (by hand) and by it, and what
     its agent wrote outside the workspace."""
+    step, hand, changes, written = step_file_changes(repo, step)
+    data = {"step": step, "byHand": [c.to_json() for c in hand], "changes": [c.to_json() for c in changes or []]}
+    if written is not None:
+        data["outside"] = written.to_dict()
+    return data
+
+
+def step_file_changes(repo: Repo, step: str) -> tuple:
+    """(the step's full hash, changes by hand before it, changes by it or None when it has no
+    snapshot, what its agent wrote outside the workspace or None)."""
     from ..errors import UwfError
     from .files import step_changes
     from .ops import resolve_node
@@ -137,11 +147,8 @@ def files_report(repo: Repo, step: str) -> dict:
     except UwfError:
         if not written:
             raise
-        hand, changes = [], []  # no snapshot, but its agent wrote outside the workspace: that much is known
-    data = {"step": step, "byHand": [c.to_json() for c in hand], "changes": [c.to_json() for c in changes]}
-    if written:
-        data["outside"] = written[0].to_dict()
-    return data
+        hand, changes = [], None  # no snapshot, but its agent wrote outside the workspace: that much is known
+    return step, hand, changes, written[0] if written else None
 
 
 def running_report(repo: Repo) -> list[dict]:
