@@ -110,6 +110,19 @@ def test_a_failing_agent_that_prints_keys_on_stderr_leaks_nothing(uwf, root_dir)
     assert _leaks(root_dir) == []
 
 
+@pytest.mark.parametrize("after", range(3975, 3990, 3))
+def test_the_stderr_kept_is_redacted_before_it_is_cut(uwf, root_dir, after):
+    """The tail of a failing agent's stderr (2,000 characters) is cut after redaction: a cut that
+    fell inside the key kept its end (an adversary's trial saw `9abcdefXYZ...` stored)."""
+    script = f'printf "%s" "$DEPLOY_TOKEN" >&2; yes x | head -c {after} | tr -d "\\n" >&2; exit 1'
+    _config(root_dir, _agent("cut", script, "    secrets: [DEPLOY_TOKEN]\n"))
+    thread = _thread(uwf)
+    assert uwf("thread", "step", thread, "--agent", "cut").code == 1
+    stored = uwf("thread", "runs", thread).json()[-1]["stderr"]
+    assert not any(OTHER_TOKEN[start:] in stored for start in range(len(OTHER_TOKEN) - 4)), stored[:60]
+    assert _leaks(root_dir) == []
+
+
 def test_the_extract_model_never_sees_a_key_the_agent_printed(uwf, root_dir):
     prose = f'echo "The thesis is that the key $DEPLOY_TOKEN works."'
     extracted = grounded({"thesis": "the key works", "keyPoints": ["works"]},

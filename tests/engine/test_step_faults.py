@@ -775,3 +775,31 @@ def test_a_staging_file_with_a_view_of_its_own_is_refused_not_run(uwf, solve, ro
     assert failed.code == 1 and "Traceback" not in failed.err
     assert "which uwf never makes" in failed.err, failed.err
     assert head_of(uwf, solve["thread"]) == solve["start"]
+
+
+def test_a_cancel_after_the_agent_ended_but_before_the_head_moved_keeps_the_head(root, root_dir, tmp_path, monkeypatch):
+    """A cancel can come while the answer is read and checked, after the agent's end: the step is
+    not taken (an adversary's trial through `uwf mcp` saw 11 of 18 such cancels move the head)."""
+    from loop_workflow import loop_workflow
+
+    from uwf_core.api import Cancel, StepError, StepOptions, perform_step, put_workflow, start_thread, thread_info
+    from uwf_core.engine import step as engine_step
+
+    answer = "cat >/dev/null; echo '{\"$status\": \"again\", \"n\": 1}'"
+    (root_dir / "config.yaml").write_text(f"agents:\n  noop: {{command: sh, args: [-c, {json.dumps(answer)}], protocol: text}}\ndefaultAgent: noop\n")
+    (tmp_path / "loop.yaml").write_text(loop_workflow(10))
+    put_workflow(root, str(tmp_path / "loop.yaml"))
+    info = start_thread(root, "loop", "go")
+    cancel = Cancel()
+    real = engine_step._next_is_end
+
+    def late_cancel(*args, **kwargs):
+        cancel.set("cancelled by the test")  # the agent has ended: its answer is read, the head not yet moved
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine_step, "_next_is_end", late_cancel)
+    with pytest.raises(StepError) as raised:
+        perform_step(root, info.thread, StepOptions(cancel=cancel))
+    assert "cancelled (cancelled by the test) before the head moved" in raised.value.message
+    assert thread_info(root, info.thread).head == info.head
+    assert runs_of(root_dir, info.thread)[-1]["status"] == "killed"

@@ -318,3 +318,62 @@ def test_without_the_extra_the_command_says_what_to_install(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "root")], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "pip install 'uwf[mcp]'" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_no_workspace_is_given_inside_the_storage_root(uwf, tmp_path):
+    """A root kept in the server's directory (a project-local root): neither a thread nor a fork may
+    have a workspace inside it (an adversary's trial forked into root/cas); the CLI refuses it too."""
+    project = tmp_path / "project"
+    root_dir = project / ".uwf"
+    root_dir.mkdir(parents=True)
+    (root_dir / "config.yaml").write_text(f"agents:\n  talker: {{command: sh, args: [-c, {json.dumps(SAYING)}], protocol: text}}\ndefaultAgent: talker\n")
+    (tmp_path / "loop.yaml").write_text(loop_workflow(10))
+    env = {"UWF_STORAGE_ROOT": str(root_dir)}
+    assert uwf("workflow", "put", str(tmp_path / "loop.yaml"), env=env).code == 0
+    (project / "work").mkdir()
+
+    async def script(client):
+        thread = (await client.call_tool("thread_start", {"workflow": "loop", "prompt": "p", "workspace": "work"})).structured_content["thread"]
+        step = (await client.call_tool("thread_step", {"thread": thread})).structured_content["head"]
+        return step, [await client.call_tool("thread_start", {"workflow": "loop", "prompt": "p", "workspace": ".uwf"}),
+                      await client.call_tool("thread_fork", {"step": step, "workspace": ".uwf/newdir"}),
+                      await client.call_tool("thread_fork", {"step": step, "workspace": ".uwf/cas/x"})]
+
+    step, refused = call(server(root_dir, "--allow", "write", cwd=project), script)
+    assert all(result.is_error and "inside the storage root" in result.content[0].text for result in refused), [r.content for r in refused]
+    assert not (root_dir / "newdir").exists() and not (root_dir / "cas" / "x").exists()
+    cli = uwf("thread", "fork", step, "-w", str(root_dir / "clifork"), env=env)
+    assert cli.code == 1 and "inside the storage root" in cli.err and not (root_dir / "clifork").exists()
+    default = uwf("thread", "fork", step, env=env)  # the root's own workspaces directory stays a fork's place
+    assert default.code == 0, default.err
+    assert default.json()["workspace"].startswith(str(root_dir / "workspaces"))
+
+
+def test_a_run_takes_at_most_max_steps_and_streams_every_steps_lines(uwf, mcp_root):
+    root_dir, thread = mcp_root
+    progress: list[str] = []
+
+    async def script(client):
+        async def on_progress(value, total, message):
+            progress.append(message)
+
+        return (await client.call_tool("thread_run", {"thread": thread, "max_steps": 2}, progress_callback=on_progress),
+                await client.call_tool("thread_run", {"thread": thread, "max_steps": 0}))
+
+    ran, refused = call(server(root_dir, "--allow", "write"), script)
+    assert not ran.is_error, ran.content
+    assert uwf("thread", "show", thread).json()["steps"] == 2 and ran.structured_content["head"] == head(uwf, thread)
+    assert progress == ["working on it: 1", "working on it: 2", "working on it: 3"] * 2
+    assert refused.is_error and "max_steps" in refused.content[0].text and "\n" not in refused.content[0].text
+
+
+def test_the_gate_keeps_workspaces_inside_its_directory_even_at_the_top(tmp_path):
+    from uwf_core.mcp_server.gate import Gate, Refused
+
+    top = Gate(repo=None, writes=True, workspaces="/")  # a client that starts its servers in /
+    assert top.workspace(str(tmp_path)) == str(tmp_path)
+    inside = Gate(repo=None, writes=True, workspaces=str(tmp_path))
+    assert inside.workspace("a/b") == str(tmp_path / "a" / "b")
+    for bad in ("..", "/etc", "a/\0b", str(tmp_path) + "-sibling"):
+        with pytest.raises(Refused):
+            inside.workspace(bad)

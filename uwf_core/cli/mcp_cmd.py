@@ -41,7 +41,8 @@ def cmd_mcp(args) -> int:
         from ..mcp_server.server import pick_token, serve_http
 
         host, port = _address(args.http)
-        serve_http(gate, host, port, pick_token(args.token))
+        token, made = pick_token(args.token)
+        serve_http(gate, host, port, token, made=made)
     else:
         from ..mcp_server.server import serve_stdio
 

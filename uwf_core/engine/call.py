@@ -309,12 +309,12 @@ class AgentCall:
                     env=env,
                     stdin_text=stdin_text,
                     timeout=self.time_left(),
-                    on_output=on_output,
-                    on_start=lambda pid: self.lease.update(pgid=pid),
+                    on_output=on_output, on_start=lambda pid: self.lease.update(pgid=pid),
                     cancel=KillWatch(self.repo, self.info.thread, self.options.cancel),
                     policy=self.policy if guard is None else guard.policy(self.policy),
                     prompt_data=prompt_data,
                     pass_fds=fds,
+                    redact=self.secrets.text,  # before the stderr is cut to its tail: never half a key kept
                 )
             finally:
                 for fd in fds:

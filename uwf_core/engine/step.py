@@ -199,6 +199,8 @@ def _land(
     left = max(0.001, deadline - time.monotonic()) if deadline is not None else None
     done, after, next_error = _next_is_end(repo, workflow, context, new_head, left)
     summarize = done and options.checks and summarizer_on(repo)  # then archived after its summary, below
+    if options.cancel is not None and options.cancel.is_set():  # cancelled after its agent ended: not taken either
+        raise StepError(f"the step was cancelled{options.cancel.why()} before the head moved; its answer is not kept", "killed")
     try:
         repo.threads.compare_and_set(
             info.thread,

@@ -47,9 +47,11 @@ class Gate:
         at the user's home or another project."""
         if path is None:
             return None
+        if "\0" in path:
+            raise Refused("a workspace path cannot hold a NUL character")
         full = os.path.realpath(os.path.join(self.workspaces, path))
         base = os.path.realpath(self.workspaces)
-        if full != base and not full.startswith(base + os.sep):
+        if os.path.commonpath([full, base]) != base:
             raise Refused(f"workspace {path} is outside {base}, the directory this server may give agents (uwf mcp --workspaces DIR)")
         return full
 

@@ -77,27 +77,53 @@ def _arguments_line(text: str) -> str:
 
 
 def serve_stdio(gate: Gate) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, _interrupted)
     build_server(gate).run("stdio")
 
 
-def serve_http(gate: Gate, host: str, port: int, token: str) -> None:
+def _interrupted(signum, frame) -> None:
+    """Ctrl-C: the steps in flight cancelled and recorded, then the server ends. (Left to the event
+    loop, it cancels them but then waits on its thread blocked reading stdin, and never ends.)"""
+    import threading
+
+    from .stepping import stop_all
+
+    def stop() -> None:
+        stop_all("the MCP server was interrupted", 10.0)
+        os._exit(130)
+
+    threading.Thread(target=stop, daemon=True).start()
+
+
+def serve_http(gate: Gate, host: str, port: int, token: str, *, made: bool) -> None:
     """Streamable HTTP at http://HOST:PORT/mcp; a request without `Authorization: Bearer TOKEN` is
-    answered 401 before the SDK sees it."""
+    answered 401 before the SDK sees it. `made`: the token is a new one, printed once (one the
+    user gave is not echoed)."""
     import anyio
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    app = _guarded(build_server(gate).streamable_http_app(), token)
+    # The SDK's guard against DNS rebinding knows only loopback names: on another address every
+    # request would be refused (421). The token is what a page a browser was lured to lacks.
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    security = None if loopback else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = _guarded(build_server(gate).streamable_http_app(host=host, transport_security=security), token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    print(f"uwf mcp: http://{host}:{port}/mcp (Authorization: Bearer {token})", file=sys.stderr, flush=True)
+    shown = f"Authorization: Bearer {token}" if made else "the bearer token given"
+    print(f"uwf mcp: http://{'[' + host + ']' if ':' in host else host}:{port}/mcp ({shown})", file=sys.stderr, flush=True)
     anyio.run(uvicorn.Server(config).serve)
 
 
-def pick_token(given: str | None) -> str:
-    """--token, else $UWF_MCP_TOKEN, else a random one; checked for its shape."""
-    token = given or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
+def pick_token(given: str | None) -> tuple[str, bool]:
+    """(--token, else $UWF_MCP_TOKEN, else a random one; whether it was made here), its shape checked."""
+    token = given or os.environ.get(TOKEN_ENV)
+    made = not token
+    token = token or secrets.token_urlsafe(24)
     if not TOKEN_SHAPE.fullmatch(token):
         raise UwfError("the token must be at least 16 characters, letters, digits, - and _ only")
-    return token
+    return token, made
 
 
 def _guarded(app, token: str):

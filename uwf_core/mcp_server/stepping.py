@@ -13,6 +13,19 @@ import anyio.to_thread
 
 CANCELLED = "cancelled by the MCP client"
 MAX_MESSAGE = 500  # characters of an output line in one progress notification
+_RUNNING: dict[int, tuple] = {}  # the steps in flight: id -> (Cancel, done Event)
+
+
+def stop_all(reason: str, wait: float) -> None:
+    """Cancel every step in flight and wait (at most `wait` seconds) for each to record it."""
+    import time
+
+    running = list(_RUNNING.values())
+    for cancel, _ in running:
+        cancel.set(reason)
+    deadline = time.monotonic() + wait
+    for _, done in running:
+        done.wait(max(0.0, deadline - time.monotonic()))
 
 
 async def run_blocking(ctx: Any, work: Callable[[Any], Any]) -> Any:
@@ -23,6 +36,7 @@ async def run_blocking(ctx: Any, work: Callable[[Any], Any]) -> Any:
 
     cancel = Cancel()
     done = threading.Event()
+    _RUNNING[id(done)] = (cancel, done)
     send, receive = anyio.create_memory_object_stream[str](max_buffer_size=1000)
 
     def on_output(line: str) -> None:
@@ -36,6 +50,7 @@ async def run_blocking(ctx: Any, work: Callable[[Any], Any]) -> Any:
             return work(StepOptions(on_output=lambda line: anyio.from_thread.run_sync(on_output, line), cancel=cancel))
         finally:
             done.set()
+            _RUNNING.pop(id(done), None)
             try:
                 anyio.from_thread.run_sync(send.close)
             except RuntimeError:

@@ -250,10 +250,10 @@ def _writing_tools(server: _Tools, gate: Gate) -> None:
     async def thread_run(
         thread: Thread,
         ctx: Context,
-        max_steps: Annotated[int, Field(ge=1, le=1000, alias="maxSteps", description="stop after this many steps")] = 10,
+        max_steps: Annotated[int, Field(ge=1, le=1000, description="stop after this many steps")] = 10,
         agent: Agent = None,
     ) -> dict[str, Any]:
-        """Step until the thread is done, a step fails, or maxSteps steps; progress as thread_step."""
+        """Step until the thread is done, a step fails, or max_steps steps; progress as thread_step."""
         from ..encoding.records import replace
         from ..engine.step import run_thread
 

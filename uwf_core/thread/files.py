@@ -90,6 +90,16 @@ def workspaces_dir(repo: Repo) -> str:
     )
 
 
+def check_thread_workspace(repo: Repo, workspace: str, forks_dir: str | None = None) -> None:
+    """Refused now, not at the first step: agents may write all of it and uwf snapshots all of it
+    (the system, a home, the store but for `forks_dir`, forks' directories: workspace/places.py)."""
+    from ..workspace.places import check_workspace, real_home
+
+    store_dirs = tuple(map(os.path.realpath, repo.backend.store_dirs))
+    for home in dict.fromkeys(map(os.path.realpath, (os.path.expanduser("~"), real_home()))):
+        check_workspace(workspace, home, store_dirs, forks_dir)
+
+
 def give_workspace(repo: Repo, thread: str, node_hash: str, directory: str | None, say=None) -> str | None:
     """Before a new thread (a fork at `node_hash`) is listed: its own directory with that node's
     files. Returns the directory, or None when the thread has no workspace to give."""
@@ -103,6 +113,12 @@ def give_workspace(repo: Repo, thread: str, node_hash: str, directory: str | Non
             say(f"uwf: {node_hash} has no snapshot of its files: the fork shares the directory {start.workspace}")
         return None  # no workspace, or snapshots off: the fork shares its StartNode's, as the user chose
     target = os.path.realpath(directory or os.path.join(workspaces_dir(repo), thread))
+    if directory is not None:  # a fork's named directory as a started thread's: never inside the store
+        try:
+            forks = workspaces_dir(repo)
+        except UwfError:
+            forks = None  # a PostgreSQL root with no workspace.dir keeps none
+        check_thread_workspace(repo, target, forks)
     if tree is None:
         os.makedirs(target, exist_ok=True)  # a directory the user named, used as it is
         if say is not None:

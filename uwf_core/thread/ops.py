@@ -138,8 +138,10 @@ def start_thread(
     if workspace is not None:
         if not os.path.isdir(workspace):
             raise UwfError(f"workspace {os.path.abspath(workspace)} is not a directory")
+        from .files import check_thread_workspace
+
         workspace = os.path.realpath(workspace)  # the place a link leads to: what an agent's sandbox mounts
-        _check_workspace(repo, workspace)
+        check_thread_workspace(repo, workspace)
     if not prompt.strip():
         raise UwfError("the prompt is empty")
     _check_budget(max_tokens, max_cost)
@@ -171,15 +173,6 @@ def redacted_prompt(repo: Repo, prompt: str, say: Callable[[str], None] | None =
         say(f"uwf: the prompt held the value of {names}: stored as [redacted:{held[0]}]{' and the like' if len(held) > 1 else ''}; "
             f"an agent that needs a key gets it through its entry's `secrets:`")
     return secrets.text(prompt)
-
-
-def _check_workspace(repo: Repo, workspace: str) -> None:
-    """Refused now, not at the first step: agents may write all of it and uwf snapshots all of it."""
-    from ..workspace.places import check_workspace, real_home
-
-    store_dirs = tuple(map(os.path.realpath, repo.backend.store_dirs))
-    for home in dict.fromkeys(map(os.path.realpath, (os.path.expanduser("~"), real_home()))):
-        check_workspace(workspace, home, store_dirs)
 
 
 def _check_budget(max_tokens: int | None, max_cost: float | None) -> None:

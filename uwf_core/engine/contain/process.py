@@ -134,9 +134,11 @@ def run_process(
     policy: Policy | None = None,
     prompt_data: bytes | None = None,
     pass_fds: tuple[int, ...] = (),
+    redact: Callable[[str], str] | None = None,
 ) -> ProcessOutcome:
     """Run `argv` to its end. With a `policy`, contained: in the sandbox it describes (where
-    `prompt_data` becomes its /tmp/uwf-prompt.md), or else under uwf as subreaper."""
+    `prompt_data` becomes its /tmp/uwf-prompt.md), or else under uwf as subreaper. `redact`: the
+    stderr kept is redacted before it is cut to its tail, so the cut never leaves half a key."""
     from .orphans import LEADERS, SPAWN_LOCK, Orphans, become_subreaper, reap_strays
     from .sandbox import BUBBLEWRAP, bwrap_argv, containment, empty_document
 
@@ -175,7 +177,7 @@ def run_process(
     if on_start is not None:  # after its prompt: a database write here would hold the agent up
         on_start(proc.pid)
     try:
-        stdout, stderr_tail, timed_out, cancelled, overflowed = _supervise(proc, timeout, on_output, cancel, started, orphans)
+        stdout, stderr_tail, timed_out, cancelled, overflowed = _supervise(proc, timeout, on_output, cancel, started, orphans, redact)
     finally:
         if proc.poll() is None:
             kill_group(proc.pid, proc)
@@ -290,7 +292,7 @@ def _feed(pipe, data: bytes) -> None:
         pass
 
 
-def _supervise(proc, timeout, on_output, cancel, started, orphans=None):
+def _supervise(proc, timeout, on_output, cancel, started, orphans=None, redact=None):
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ, "out")
     selector.register(proc.stderr, selectors.EVENT_READ, "err")
@@ -348,7 +350,8 @@ def _supervise(proc, timeout, on_output, cancel, started, orphans=None):
             proc.wait(timeout=0.1)
         except subprocess.TimeoutExpired:
             pass
-    tail = _tail(err_tail.decode("utf-8", "replace"), STDERR_TAIL_CHARS)
+    kept = err_tail.decode("utf-8", "replace")
+    tail = _tail(redact(kept) if redact is not None else kept, STDERR_TAIL_CHARS)
     return b"".join(out_chunks).decode("utf-8", "replace"), tail, watch.timed_out, watch.cancelled, overflowed
 
 
