@@ -110,17 +110,28 @@ def test_a_failing_agent_that_prints_keys_on_stderr_leaks_nothing(uwf, root_dir)
     assert _leaks(root_dir) == []
 
 
-@pytest.mark.parametrize("after", range(3975, 3990, 3))
+@pytest.mark.parametrize("after", [*(f"yes x | head -c {n} | tr -d '\\n'" for n in range(3975, 3990, 3)),
+                                   "i=0; while [ $i -lt 1330 ]; do printf '\\342\\202\\254'; i=$((i+1)); done"])  # 1,330 euros: 3 bytes each
 def test_the_stderr_kept_is_redacted_before_it_is_cut(uwf, root_dir, after):
-    """The tail of a failing agent's stderr (2,000 characters) is cut after redaction: a cut that
-    fell inside the key kept its end (an adversary's trial saw `9abcdefXYZ...` stored)."""
-    script = f'printf "%s" "$DEPLOY_TOKEN" >&2; yes x | head -c {after} | tr -d "\\n" >&2; exit 1'
+    """The tail of a failing agent's stderr (2,000 characters) is cut after redaction, and the bytes
+    kept as it came (4,000) lose a key's end their cut left: an adversary's trials saw
+    `9abcdefXYZ...` stored, after ASCII and after three-byte characters."""
+    script = f'printf "%s" "$DEPLOY_TOKEN" >&2; {after} >&2; exit 1'
     _config(root_dir, _agent("cut", script, "    secrets: [DEPLOY_TOKEN]\n"))
     thread = _thread(uwf)
     assert uwf("thread", "step", thread, "--agent", "cut").code == 1
     stored = uwf("thread", "runs", thread).json()[-1]["stderr"]
     assert not any(OTHER_TOKEN[start:] in stored for start in range(len(OTHER_TOKEN) - 4)), stored[:60]
     assert _leaks(root_dir) == []
+
+
+def test_a_window_cut_inside_a_key_keeps_nothing_of_it():
+    secrets = Secrets({"LONG_KEY": "k" * 10 + "-" + "0123456789" * 500, "TOKEN": "tok-deploy-abcdef987654"})
+    long_key = secrets.by_name["LONG_KEY"]
+    assert secrets.window(long_key[-4000:]) == ""  # a 5,011-character key (a PEM key is ~3,250): the whole window is its end
+    assert secrets.window("abcdef987654 then the rest") == " then the rest"
+    assert secrets.window("\ufffdf987654 and more tok-deploy-abcdef987654") == " and more [redacted:TOKEN]"
+    assert secrets.window("nothing of a key here") == "nothing of a key here"
 
 
 def test_the_extract_model_never_sees_a_key_the_agent_printed(uwf, root_dir):

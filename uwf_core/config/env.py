@@ -206,5 +206,18 @@ class Secrets:
         """`redact` for a string, typed as one."""
         return self.redact(value)  # type: ignore[return-value]
 
+    def window(self, value: str) -> str:
+        """`text` for the end of a longer stream (a failing agent's stderr, kept as it comes): a
+        secret the window's start cut through is dropped with what the cut left of it, as is a
+        window that lies wholly inside one."""
+        value = self.text(value)
+        start = value.lstrip("\ufffd")  # a character the cut split: no secret's end begins with it
+        for secret, _ in self._ordered:
+            for size in range(min(len(secret), len(start)), 0, -1):
+                if start.startswith(secret[-size:]):
+                    start = start[size:]
+                    break
+        return start
+
 
 NO_SECRETS = Secrets({})

@@ -314,7 +314,7 @@ class AgentCall:
                     policy=self.policy if guard is None else guard.policy(self.policy),
                     prompt_data=prompt_data,
                     pass_fds=fds,
-                    redact=self.secrets.text,  # before the stderr is cut to its tail: never half a key kept
+                    redact=self.secrets.window,  # before the stderr is cut to its tail: never half a key kept
                 )
             finally:
                 for fd in fds:

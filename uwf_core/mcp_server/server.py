@@ -39,11 +39,29 @@ def build_server(gate: Gate):
 
     access = ("Writes are allowed." if gate.writes else
               "This server is read-only: the tools that write refuse (the user starts it with --allow write).")
+    arguments: dict[str, frozenset[str]] = {}
+
+    async def unknown_arguments(ctx, call_next):
+        """An argument a tool does not take is refused, not passed over: a client that sent
+        `maxSteps` for `max_steps` would otherwise run ten steps for the one it asked. Said by the
+        tool itself (tools.REFUSAL), so that the answer has the SDK's own shape."""
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        if ctx.method == "tools/call" and params.get("name") in arguments and isinstance(params.get("arguments"), dict):
+            taken = arguments[params["name"]]
+            unknown = sorted(set(params["arguments"]) - taken)
+            if unknown:
+                token = tools.REFUSAL.set(f"no argument {', '.join(map(repr, unknown))} (it takes {', '.join(sorted(taken)) or 'none'})")
+                try:
+                    return await call_next(ctx)
+                finally:
+                    tools.REFUSAL.reset(token)
+        return await call_next(ctx)
+
     server = MCPServer(
         "uwf", version=__version__, instructions=INSTRUCTIONS.format(access=access), subscriptions=bus, lifespan=lifespan,
-        log_level="WARNING", middleware=[_one_line_errors],
+        log_level="WARNING", middleware=[_one_line_errors, unknown_arguments],
     )
-    tools.register(server, gate)
+    arguments.update(tools.register(server, gate))
     resources.register(server, gate)
     return server
 

@@ -4,6 +4,7 @@ server was started with `--allow write`."""
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 from typing import Annotated, Any, Callable
@@ -22,6 +23,7 @@ WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint
 STEPS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=True)  # an agent runs
 KILL = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
 MAX_FILE_CHARS = 200_000  # a file's content in one answer
+REFUSAL: contextvars.ContextVar[str | None] = contextvars.ContextVar("uwf_mcp_refusal", default=None)  # server.py's check of the arguments
 
 Thread = Annotated[str, Field(description="a thread id (or a unique prefix of one)")]
 Step = Annotated[str, Field(description="a step's hash (or a unique prefix); a start's for files")]
@@ -30,10 +32,13 @@ Yaml = Annotated[str, Field(description="a workflow as YAML text, as `uwf workfl
 Agent = Annotated[str | None, Field(description="one of the root's agents for this step, over the workflow's choice")]
 
 
-def register(server: MCPServer, gate: Gate) -> None:
-    _workflow_tools(_Tools(server), gate)
-    _reading_tools(_Tools(server), gate)
-    _writing_tools(_Tools(server), gate)
+def register(server: MCPServer, gate: Gate) -> dict[str, frozenset[str]]:
+    """The tools on `server`; each tool's argument names (the SDK passes over any other)."""
+    tools = _Tools(server)
+    _workflow_tools(tools, gate)
+    _reading_tools(tools, gate)
+    _writing_tools(tools, gate)
+    return tools.arguments
 
 
 class _Tools:
@@ -42,6 +47,7 @@ class _Tools:
 
     def __init__(self, server: MCPServer) -> None:
         self.server = server
+        self.arguments: dict[str, frozenset[str]] = {}
 
     def tool(self, annotations: ToolAnnotations) -> Callable[[Callable], Callable]:
         def register(fn: Callable) -> Callable:
@@ -49,6 +55,7 @@ class _Tools:
 
                 @functools.wraps(fn)
                 async def wrapper(*args, **kwargs):
+                    _refuse_if_told()
                     try:
                         return await fn(*args, **kwargs)
                     except (UwfError, Refused) as exc:
@@ -58,15 +65,24 @@ class _Tools:
 
                 @functools.wraps(fn)
                 def wrapper(*args, **kwargs):
+                    _refuse_if_told()
                     try:
                         return fn(*args, **kwargs)
                     except (UwfError, Refused) as exc:
                         raise ToolError(one_line(exc)) from None
 
             self.server.add_tool(wrapper, annotations=annotations)
+            names = [name for name, param in inspect.signature(fn).parameters.items() if param.annotation not in (Context, "Context")]
+            self.arguments[fn.__name__] = frozenset(names)
             return fn
 
         return register
+
+
+def _refuse_if_told() -> None:
+    refusal = REFUSAL.get()
+    if refusal is not None:
+        raise ToolError(refusal)
 
 
 def _workflow_tools(server: _Tools, gate: Gate) -> None:
