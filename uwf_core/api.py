@@ -324,6 +324,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     from .workflow.ops import (
         put_workflow as put_workflow,
         lint_file as lint_file,
+        lint_text as lint_text,
+        put_workflow_text as put_workflow_text,
         list_workflows as list_workflows,
         load_workflow as load_workflow,
         workflow_of as workflow_of,

@@ -223,7 +223,7 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
             steps = self.timeline.context.steps
             self.window += timeline_rows.WINDOW
             first = max(0, len(steps) - self.window)
-            self.selected_step = f"step:{steps[first].hash}"  # the cursor lands on the oldest step now shown
+            self.cursor_to = (self.timeline.info.thread, f"step:{steps[first].hash}")  # the oldest step now shown
             self.load_timeline(self.timeline.info.thread)  # the new rows' costs are read too
         elif kind in ("step", "start", "attempt", "running"):
             if kind in ("attempt", "start"):
