@@ -42,6 +42,7 @@ _EXPORTS = {
     "thread_steps": "thread.ops",
     "fork_thread": "thread.ops",
     "fork_with_output": "thread.ops",
+    "role_step": "thread.ops",
     "resume_thread": "thread.ops",
     "resolve_thread_id": "thread.ops",
     "ulid_timestamp_ms": "encoding.ids",  # when a thread was created (its id is a ULID)
@@ -303,6 +304,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         thread_steps as thread_steps,
         fork_thread as fork_thread,
         fork_with_output as fork_with_output,
+        role_step as role_step,
         resume_thread as resume_thread,
         resolve_thread_id as resolve_thread_id,
     )

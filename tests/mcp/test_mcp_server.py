@@ -359,9 +359,10 @@ def test_a_run_takes_at_most_max_steps_and_streams_every_steps_lines(uwf, mcp_ro
 
         return (await client.call_tool("thread_run", {"thread": thread, "max_steps": 2}, progress_callback=on_progress),
                 await client.call_tool("thread_run", {"thread": thread, "max_steps": 0}),
-                await client.call_tool("thread_run", {"thread": thread, "maxSteps": 1}))
+                await client.call_tool("thread_run", {"thread": thread, "maxSteps": 1}),
+                await client.call_tool("thread_fork", {"step": thread, "from_role": "worker", "nth": 1}))
 
-    ran, refused, misnamed = call(server(root_dir, "--allow", "write"), script)
+    ran, refused, misnamed, forked = call(server(root_dir, "--allow", "write"), script)
     assert not ran.is_error, ran.content
     assert uwf("thread", "show", thread).json()["steps"] == 2 and ran.structured_content["head"] == head(uwf, thread)
     assert progress == ["working on it: 1", "working on it: 2", "working on it: 3"] * 2
@@ -369,6 +370,7 @@ def test_a_run_takes_at_most_max_steps_and_streams_every_steps_lines(uwf, mcp_ro
     assert misnamed.is_error and misnamed.content[0].text == (
         "Error executing tool thread_run: no argument 'maxSteps' (it takes agent, max_steps, thread)")
     assert uwf("thread", "show", thread).json()["steps"] == 2  # not ten more steps for the one asked
+    assert not forked.is_error and forked.structured_content["head"] == uwf("thread", "steps", thread).json()[0]["hash"]
 
 
 def test_the_gate_keeps_workspaces_inside_its_directory_even_at_the_top(tmp_path):

@@ -20,6 +20,7 @@ GROUPS = {
     "root": "root_cmd",
     "inbox": "inbox_cmd",
     "mcp": "mcp_cmd",
+    "ps": "ps_cmd",
 }
 
 

@@ -57,7 +57,9 @@ def register(groups, common) -> None:
     read.add_argument("--quota", type=positive_int, metavar="N", help="at most N characters (the newest steps are kept)")
     read.add_argument("--before", metavar="HASH", help="only the steps before this step")
     fork = command(sub, common, "fork", cmd_fork, "a new thread whose head is an existing step")
-    fork.add_argument("step", help="a StepNode (or StartNode) hash or prefix")
+    fork.add_argument("step", help="a StepNode (or StartNode) hash or prefix; with --from-role, a thread")
+    fork.add_argument("--from-role", metavar="ROLE", help="fork from the thread's last step of this role")
+    fork.add_argument("--nth", type=positive_int, metavar="K", help="with --from-role: its Kth step of that role (1 the first)")
     fork.add_argument(
         "--edit-output",
         metavar="FILE",
@@ -240,9 +242,15 @@ def cmd_read(args) -> int:
 
 
 def cmd_fork(args) -> int:
-    from ..thread.ops import fork_thread, fork_with_output
+    from ..thread.ops import fork_thread, fork_with_output, role_step
 
     repo = repo_of(args)
+    if args.nth is not None and not args.from_role:
+        from ..errors import UsageError
+
+        raise UsageError("--nth counts the steps of the role --from-role names: give it (e.g. --from-role reviewer --nth 2)")
+    if args.from_role:
+        args.step = role_step(repo, args.step, args.from_role, args.nth)
     if args.edit_output:
         info = fork_with_output(repo, args.step, _read_mapping(args.edit_output), args.workspace, say=_stream_line)
     else:

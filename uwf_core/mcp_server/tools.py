@@ -280,15 +280,21 @@ def _writing_tools(server: _Tools, gate: Gate) -> None:
 
     @server.tool(WRITE)
     def thread_fork(
-        step: Step,
+        step: Annotated[str, Field(description="a step's hash (or a unique prefix); with from_role, a thread")],
         output: Annotated[dict[str, Any] | None, Field(description="fork from a copy of the step with this output (agent 'human')")] = None,
         workspace: Annotated[str | None, Field(description="the fork's own directory, inside the server's")] = None,
+        from_role: Annotated[str | None, Field(description="fork from the thread's last step of this role")] = None,
+        nth: Annotated[int | None, Field(ge=1, description="with from_role: its nth step of that role, 1 the first")] = None,
     ) -> dict[str, Any]:
         """A new thread whose head is an existing step: {workflow, thread, head, workspace}."""
-        from ..thread.ops import fork_thread, fork_with_output
+        from ..thread.ops import fork_thread, fork_with_output, role_step
         from ..thread.reports import fork_report
 
         gate.write("thread_fork")
+        if nth is not None and from_role is None:
+            raise Refused("nth counts the steps of the role from_role names: give it")
+        if from_role is not None:
+            step = role_step(repo, step, from_role, nth)
         where = gate.workspace(workspace)
         info = fork_thread(repo, step, where) if output is None else fork_with_output(repo, step, output, where)
         return fork_report(repo, info)

@@ -222,6 +222,21 @@ def thread_steps(repo: Repo, thread: str) -> list[StepContext]:
     return context_of(repo, thread_info(repo, thread).head, with_checks=True).steps
 
 
+def role_step(repo: Repo, thread: str, role: str, nth: int | None = None) -> str:
+    """The hash of a thread's last step of `role` (with `nth`, its nth, 1 the first): where
+    `thread fork --from-role` forks from."""
+    steps = [step for step in thread_steps(repo, thread) if step.role == role]
+    info = thread_info(repo, thread)
+    if not steps:
+        roles = sorted({step.role for step in thread_steps(repo, thread)})
+        raise UwfError(f"thread {info.thread} has no step of role '{role}'" + (f" (its roles so far: {', '.join(roles)})" if roles else ""))
+    if nth is None:
+        return steps[-1].hash
+    if not 1 <= nth <= len(steps):
+        raise UwfError(f"thread {info.thread} has {len(steps)} step{'s' if len(steps) != 1 else ''} of role '{role}': --nth {nth} is not one of them")
+    return steps[nth - 1].hash
+
+
 def _with_files(repo: Repo, start: StartNode, directory: str | None = None, *, say=None, trusted: str | None = None) -> StartNode:
     """The StartNode with a snapshot of its workspace (or the thread's own `directory`), when it keeps them."""
     from .files import snapshot, snapshots_on
