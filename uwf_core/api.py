@@ -43,6 +43,9 @@ _EXPORTS = {
     "fork_thread": "thread.ops",
     "fork_with_output": "thread.ops",
     "role_step": "thread.ops",
+    "remove_thread": "thread.remove",
+    "remove_workflow": "thread.remove",
+    "Removed": "thread.remove",
     "resume_thread": "thread.ops",
     "resolve_thread_id": "thread.ops",
     "ulid_timestamp_ms": "encoding.ids",  # when a thread was created (its id is a ULID)
@@ -309,6 +312,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         resolve_thread_id as resolve_thread_id,
     )
     from .thread.read import read_thread as read_thread, step_body as step_body
+    from .thread.remove import Removed as Removed, remove_thread as remove_thread, remove_workflow as remove_workflow
     from .thread.timeline import (
         Timeline as Timeline,
         Branch as Branch,

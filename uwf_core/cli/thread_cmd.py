@@ -73,6 +73,8 @@ def register(groups, common) -> None:
     resume.add_argument("-p", "--prompt", required=True, help="the new task (use - to read it from stdin)")
     kill = command(sub, common, "kill", cmd_kill, "archive a thread as killed and stop its running agent")
     kill.add_argument("thread")
+    rm = command(sub, common, "rm", cmd_rm, "remove a thread from the root's index and archive (its nodes are gc's)")
+    rm.add_argument("thread")
     details = command(sub, common, "step-details", cmd_step_details, "a step's output, detail, answer and prompt")
     details.add_argument("step")
     runs = command(sub, common, "runs", cmd_runs, "a thread's step attempts from runs.jsonl (ok, failed, timeout, killed)")
@@ -300,6 +302,16 @@ def cmd_kill(args) -> int:
     from ..engine.control import kill_thread
 
     emit_json(kill_thread(repo_of(args), args.thread).to_json())
+    return 0
+
+
+def cmd_rm(args) -> int:
+    from ..thread.remove import remove_thread
+
+    removed = remove_thread(repo_of(args), args.thread)
+    note(f"thread {removed.name} removed" + (f", and its directory {removed.workspace}" if removed.workspace else "")
+         + f"; `uwf cas gc` will free {removed.frees} node{'s' if removed.frees != 1 else ''} nothing else reaches")
+    emit_json(removed.to_json())
     return 0
 
 

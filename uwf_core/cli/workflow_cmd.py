@@ -21,6 +21,9 @@ def register(groups, common) -> None:
     rollback = command(sub, common, "rollback", cmd_rollback, "make an earlier version current again")
     rollback.add_argument("name")
     rollback.add_argument("hash", nargs="?", help="the version to restore (default: the previous one)")
+    remove = command(sub, common, "remove", cmd_remove, "remove a workflow name and its versions from the registry (nodes are gc's)")
+    remove.add_argument("name")
+    remove.add_argument("--force", action="store_true", help="even while active threads run it (they go on)")
     graph = command(sub, common, "graph", cmd_graph, "the roles and labelled transitions, as text or Mermaid")
     graph.add_argument("workflow", help="registry name or hash")
     graph.add_argument("--mermaid", action="store_true", help="print a Mermaid flowchart")
@@ -88,6 +91,16 @@ def cmd_rollback(args) -> int:
 
     entry = rollback_workflow(repo_of(args), args.name, args.hash)
     emit_json({"name": entry.name, "hash": entry.hash})
+    return 0
+
+
+def cmd_remove(args) -> int:
+    from ..thread.remove import remove_workflow
+
+    removed = remove_workflow(repo_of(args), args.name, force=args.force)
+    note(f"workflow '{removed.name}' removed ({len(removed.heads)} version{'s' if len(removed.heads) != 1 else ''}); "
+         f"`uwf cas gc` will free {removed.frees} node{'s' if removed.frees != 1 else ''} nothing else reaches")
+    emit_json(removed.to_json())
     return 0
 
 

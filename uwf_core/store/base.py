@@ -97,6 +97,9 @@ class ThreadIndex(Protocol):
     def set_workspace(self, thread: str, path: str) -> None: ...
     def restore_archived(self, record: ArchivedThread) -> None:
         """Append an archive record as it is (`uwf root copy`)."""
+    def remove(self, thread: str) -> list[str]:
+        """A thread out of the index and the archive, its own workspace mapping too (`uwf thread
+        rm`): the heads it had (nodes are gc's); [] when it was in neither."""
     def damaged(self) -> list[DamagedEntry]:
         """Entries of the heads or the archive that cannot be read: each hides only itself."""
 
@@ -109,6 +112,8 @@ class Registry(Protocol):
     def rollback(self, name: str, hash_prefix: str | None = None) -> RegistryEntry: ...
     def restore(self, entry: RegistryEntry) -> None:
         """Set a name's entry as it is, versions and times included (`uwf root copy`)."""
+    def remove(self, name: str) -> RegistryEntry:
+        """A name out of the registry, every version (`uwf workflow remove`): its entry as it was."""
 
 
 class RunLog(Protocol):

@@ -90,6 +90,15 @@ class FsRegistry:
             entries[entry.name] = entry
             save_registry(self.root, entries)
 
+    def remove(self, name: str) -> RegistryEntry:
+        with self.root.lock("registry"):
+            entries = load_registry(self.root)
+            entry = entries.pop(name, None)
+            if entry is None:
+                raise NotFoundError(f"no workflow named '{name}'")
+            save_registry(self.root, entries)
+            return entry
+
     def rollback(self, name: str, hash_prefix: str | None = None) -> RegistryEntry:
         """Make a history version current again (default: the newest); the current one goes to history."""
         with self.root.lock("registry"):

@@ -128,6 +128,29 @@ class FsThreadIndex:
         with self.root.lock("index"):
             append_line(self.root.history_file, json.dumps(record.to_json(), ensure_ascii=False))
 
+    def remove(self, thread: str) -> list[str]:
+        with self.root.lock("index"):
+            threads, damaged = self._load()
+            heads = [threads.pop(thread)] if thread in threads else []
+            kept, gone = [], []
+            try:
+                with open(self.root.history_file, encoding="utf-8", errors="surrogateescape") as handle:
+                    lines = handle.read().splitlines()
+            except FileNotFoundError:
+                lines = []
+            for line in lines:
+                (gone if _archived_thread(line) == thread else kept).append(line)
+            heads += [record["head"] for record in map(json.loads, gone) if isinstance(record.get("head"), str)]
+            if gone:  # the archive first: a crash between the two leaves the thread active, never half gone
+                text = "".join(line + "\n" for line in kept)
+                atomic_write(self.root.history_file, text.encode("utf-8", "surrogateescape"))
+            if heads and thread in self.workspaces():
+                mapping = self.workspaces()
+                del mapping[thread]
+                atomic_write(self.root.join("workspaces.yaml"), dumps(mapping, WORKSPACES_HEADER).encode("utf-8"))
+            self._save(threads, damaged)
+            return heads
+
     def history(self) -> list[ArchivedThread]:
         """Archived threads, oldest first; a line that cannot be read is skipped (see `damaged`)."""
         return self._read_history()[0]
@@ -163,3 +186,12 @@ def _archived(data: object) -> ArchivedThread | None:
         stamp if isinstance(stamp, int) else None,
         data.get("summary") if isinstance(data.get("summary"), str) else None,
     )
+
+
+def _archived_thread(line: str) -> str | None:
+    """The thread an archive line records, or None for a line that cannot be read (kept as it is)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record.get("thread") if isinstance(record, dict) and isinstance(record.get("thread"), str) else None

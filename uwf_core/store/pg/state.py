@@ -97,6 +97,15 @@ class PgThreadIndex:
             )
             self.db.bump(conn)
 
+    def remove(self, thread: str) -> list[str]:
+        with self.db.transaction() as conn:
+            heads = [row[0] for row in conn.execute("delete from uwf_heads where thread = %s returning head", (thread,)).fetchall()]
+            heads += [row[0] for row in conn.execute("delete from uwf_history where thread = %s returning head", (thread,)).fetchall()]
+            if heads:
+                conn.execute("delete from uwf_workspaces where thread = %s", (thread,))
+            self.db.bump(conn)
+            return heads
+
     def damaged(self) -> list:
         """Nothing: rows are typed and written in transactions (a directory root's lines can tear)."""
         return []
@@ -187,6 +196,14 @@ class PgRegistry:
     def restore(self, entry: RegistryEntry) -> None:
         with self.db.transaction() as conn:
             self._save(conn, entry)
+
+    def remove(self, name: str) -> RegistryEntry:
+        with self.db.transaction() as conn:
+            row = conn.execute("delete from uwf_registry where name = %s returning entry", (name,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"no workflow named '{name}'")
+            self.db.bump(conn)
+            return _entry(name, row[0])
 
     def _save(self, conn, entry: RegistryEntry) -> None:
         conn.execute(
