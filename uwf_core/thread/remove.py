@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 @record(frozen=True)
 class Removed:
+    """What `remove_thread` or `remove_workflow` took out, and what gc will then free."""
+
     name: str  # the thread's id, or the workflow's name
     heads: list  # the thread's heads (active, archived), or the workflow's versions
     workspace: str | None  # a thread's own directory uwf made and removed with it
