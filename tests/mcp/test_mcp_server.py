@@ -151,7 +151,7 @@ def test_a_read_only_server_refuses_every_write_and_says_how_to_allow_it(uwf, mc
         message = result.content[0].text
         assert "read-only" in message and "--allow write" in message and "\n" not in message
     assert head(uwf, thread) == before
-    assert [item["thread"] for item in listed.structured_content["result"]] == [thread]
+    assert [item["thread"] for item in listed.structured_content["threads"]] == [thread]
     assert [item["name"] for item in uwf("workflow", "list").json()] == ["loop"]
 
 
@@ -179,7 +179,7 @@ def test_a_bad_call_is_one_line_and_the_server_goes_on(uwf, mcp_root):
     assert "outside" in messages[4]
     assert "could not read the output of agent 'garbage'" in messages[5]
     assert uwf("thread", "show", thread).json()["steps"] == 0 and uwf("thread", "runs", thread).json()[-1]["status"] == "failed"
-    assert not still.is_error and still.structured_content["result"][0]["name"] == "loop"
+    assert not still.is_error and still.structured_content["workflows"][0]["name"] == "loop"
     assert len(uwf("thread", "list").json()) == 1  # nothing started by the refused call
 
 
@@ -317,7 +317,7 @@ def test_without_the_extra_the_command_says_what_to_install(tmp_path):
         "sys.exit(main())\n"
     )
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "root")], capture_output=True, text=True, timeout=60)
-    assert done.returncode != 0 and "pip install 'uwf[mcp]'" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode != 0 and "pip install -e '.[mcp]'" in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def test_no_workspace_is_given_inside_the_storage_root(uwf, tmp_path):
@@ -383,3 +383,32 @@ def test_the_gate_keeps_workspaces_inside_its_directory_even_at_the_top(tmp_path
     for bad in ("..", "/etc", "a/\0b", str(tmp_path) + "-sibling"):
         with pytest.raises(Refused):
             inside.workspace(bad)
+
+
+def test_an_ended_thread_names_the_tools_that_go_on_and_thread_resume_does(uwf, mcp_root):
+    root_dir, thread = mcp_root
+
+    async def script(client):
+        await client.call_tool("thread_kill", {"thread": thread})
+        refused = await client.call_tool("thread_step", {"thread": thread})
+        resumed = await client.call_tool("thread_resume", {"thread": thread, "prompt": "go on"})
+        stepped = await client.call_tool("thread_step", {"thread": thread})
+        return refused, resumed, stepped
+
+    refused, resumed, stepped = call(server(root_dir, "--allow", "write"), script)
+    message = refused.content[0].text
+    assert refused.is_error and "`thread_fork`" in message and "`thread_resume`" in message and "uwf thread" not in message, message
+    assert not resumed.is_error and not stepped.is_error, (resumed.content, stepped.content)
+    assert uwf("thread", "show", thread).json()["head"] == stepped.structured_content["head"]
+
+
+def test_http_on_a_busy_port_is_one_line_and_serves_nothing(mcp_root):
+    root_dir, _ = mcp_root
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run([*_uwf_command(), "--root", str(root_dir), "mcp", "--http", f"127.0.0.1:{port}"],
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert f"cannot serve on 127.0.0.1:{port}" in done.stderr and "Bearer" not in done.stderr

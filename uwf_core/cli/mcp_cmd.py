@@ -11,7 +11,7 @@ def register(groups, common) -> None:
         "mcp",
         help="serve this root to MCP clients (tools, resources; read-only unless --allow write)",
         description="A Model Context Protocol server over the root, on stdio (the client starts `uwf mcp` itself) or "
-        "streamable HTTP (--http). Needs the mcp extra: pip install 'uwf[mcp]'.",
+        "streamable HTTP (--http). Needs the mcp extra: pip install -e '.[mcp]' in uwf's checkout. See docs/mcp.md.",
         parents=[common],
     )
     parser.add_argument("--allow", choices=["write"], help="let clients put workflows and start, step, fork, kill and answer threads")
@@ -28,7 +28,7 @@ def cmd_mcp(args) -> int:
     from ..errors import UsageError, UwfError
 
     if find_spec("mcp") is None:
-        raise UwfError("uwf mcp needs the mcp extra: pip install 'uwf[mcp]'")
+        raise UwfError("uwf mcp needs the mcp extra: in uwf's checkout, .venv/bin/pip install -e '.[mcp]' (or pip install 'uwf[mcp]' from a package index)")
     if args.token and not args.http:
         raise UsageError("--token is for --http (a stdio server answers only the client that started it)")
     from ..mcp_server.gate import Gate

@@ -127,11 +127,24 @@ def serve_http(gate: Gate, host: str, port: int, token: str, *, made: bool) -> N
     # request would be refused (421). The token is what a page a browser was lured to lacks.
     loopback = host in ("127.0.0.1", "localhost", "::1")
     security = None if loopback else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    _check_free(host, port)  # said in one line before anything is printed as served
     app = _guarded(build_server(gate).streamable_http_app(host=host, transport_security=security), token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     shown = f"Authorization: Bearer {token}" if made else "the bearer token given"
     print(f"uwf mcp: http://{'[' + host + ']' if ':' in host else host}:{port}/mcp ({shown})", file=sys.stderr, flush=True)
     anyio.run(uvicorn.Server(config).serve)
+
+
+def _check_free(host: str, port: int) -> None:
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise UwfError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
 
 
 def pick_token(given: str | None) -> tuple[str, bool]:
@@ -153,7 +166,7 @@ def _guarded(app, token: str):
             if not hmac.compare_digest(given, expected):
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body", "body": b"uwf mcp: a bearer token is needed (Authorization: Bearer TOKEN)\n"})
+                await send({"type": "http.response.body", "body": b"uwf mcp: no bearer token, or not this server's (Authorization: Bearer TOKEN)\n"})
                 return
         await app(scope, receive, send)
 

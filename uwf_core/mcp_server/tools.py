@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import re
 from typing import Annotated, Any, Callable
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -59,7 +60,7 @@ class _Tools:
                     try:
                         return await fn(*args, **kwargs)
                     except (UwfError, Refused) as exc:
-                        raise ToolError(one_line(exc)) from None
+                        raise ToolError(_as_tools(one_line(exc), self.arguments)) from None
 
             else:
 
@@ -69,14 +70,24 @@ class _Tools:
                     try:
                         return fn(*args, **kwargs)
                     except (UwfError, Refused) as exc:
-                        raise ToolError(one_line(exc)) from None
+                        raise ToolError(_as_tools(one_line(exc), self.arguments)) from None
 
-            self.server.add_tool(wrapper, annotations=annotations)
+            self.server.add_tool(wrapper, annotations=annotations, description=inspect.cleandoc(fn.__doc__ or ""))
             names = [name for name, param in inspect.signature(fn).parameters.items() if param.annotation not in (Context, "Context")]
             self.arguments[fn.__name__] = frozenset(names)
             return fn
 
         return register
+
+
+def _as_tools(message: str, tools: dict) -> str:
+    """A uwf error says what to do next as a command line (`uwf thread fork`): here, as the tool."""
+
+    def tool(match: re.Match) -> str:
+        name = f"{match.group(1)}_{match.group(2).replace('-', '_')}"
+        return f"`{name}`" if name in tools else match.group(0)
+
+    return re.sub(r"`uwf (thread|workflow) ([a-z-]+)[^`]*`", tool, message)
 
 
 def _refuse_if_told() -> None:
@@ -89,10 +100,10 @@ def _workflow_tools(server: _Tools, gate: Gate) -> None:
     repo = gate.repo
 
     @server.tool(READ)
-    def workflow_list() -> list[dict[str, Any]]:
-        """Registered workflows: [{name, hash}] (`uwf workflow list`)."""
+    def workflow_list() -> dict[str, Any]:
+        """Registered workflows: {workflows: [{name, hash}]} (`uwf workflow list`)."""
         entries = repo.registry.entries()
-        return [{"name": name, "hash": entries[name].hash} for name in sorted(entries)]
+        return {"workflows": [{"name": name, "hash": entries[name].hash} for name in sorted(entries)]}
 
     @server.tool(READ)
     def workflow_show(workflow: WorkflowName, source: bool = False) -> dict[str, Any]:
@@ -135,11 +146,11 @@ def _reading_tools(server: _Tools, gate: Gate) -> None:
     repo = gate.repo
 
     @server.tool(READ)
-    def thread_list(all: bool = False) -> list[dict[str, Any]]:  # noqa: A002 — the CLI's --all
-        """Active threads, newest first (with all, archived ones too, with their reason)."""
+    def thread_list(all: bool = False) -> dict[str, Any]:  # noqa: A002 — the CLI's --all
+        """{threads: [...]}: the active threads, newest first (with all, archived ones too, with their reason)."""
         from ..thread.reports import threads_report
 
-        return threads_report(repo, include_archived=all)
+        return {"threads": threads_report(repo, include_archived=all)}
 
     @server.tool(READ)
     def thread_show(thread: Thread) -> dict[str, Any]:
@@ -149,11 +160,11 @@ def _reading_tools(server: _Tools, gate: Gate) -> None:
         return thread_report(repo, thread)
 
     @server.tool(READ)
-    def thread_steps(thread: Thread) -> list[dict[str, Any]]:
-        """A thread's steps, oldest first: hash, role, agent, output, detail, containment."""
+    def thread_steps(thread: Thread) -> dict[str, Any]:
+        """{steps: [...]}: a thread's steps, oldest first: hash, role, agent, output, detail, containment."""
         from ..thread.reports import steps_report
 
-        return steps_report(repo, thread)
+        return {"steps": steps_report(repo, thread)}
 
     @server.tool(READ)
     def thread_read(
@@ -213,18 +224,18 @@ def _reading_tools(server: _Tools, gate: Gate) -> None:
         return data
 
     @server.tool(READ)
-    def inbox() -> list[dict[str, Any]]:
-        """Threads waiting for a person's answer (a human role), oldest first."""
+    def inbox() -> dict[str, Any]:
+        """{waiting: [...]}: the threads waiting for a person's answer (a human role), oldest first."""
         from ..engine.queue.inbox import inbox as waiting
 
-        return [item.to_json() for item in waiting(repo)]
+        return {"waiting": [item.to_json() for item in waiting(repo)]}
 
     @server.tool(READ)
-    def ps() -> list[dict[str, Any]]:
-        """Every step in flight on the root, from any host: thread, role, agent, host, pid, since."""
+    def ps() -> dict[str, Any]:
+        """{running: [...]}: every step in flight on the root, from any host: thread, role, agent, host, pid, since."""
         from ..thread.reports import running_report
 
-        return running_report(repo)
+        return {"running": running_report(repo)}
 
 
 def _writing_tools(server: _Tools, gate: Gate) -> None:
@@ -298,6 +309,15 @@ def _writing_tools(server: _Tools, gate: Gate) -> None:
         where = gate.workspace(workspace)
         info = fork_thread(repo, step, where) if output is None else fork_with_output(repo, step, output, where)
         return fork_report(repo, info)
+
+    @server.tool(WRITE)
+    def thread_resume(thread: Thread, prompt: Annotated[str, Field(min_length=1, description="the new task")]) -> dict[str, Any]:
+        """Continue an archived thread with a new prompt: {workflow, thread, head}."""
+        from ..thread.ops import resume_thread
+
+        gate.write("thread_resume")
+        info = resume_thread(repo, thread, prompt)
+        return {"workflow": info.workflow, "thread": info.thread, "head": info.head}
 
     @server.tool(KILL)
     def thread_kill(thread: Thread) -> dict[str, Any]:
