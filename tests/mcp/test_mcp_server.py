@@ -166,6 +166,7 @@ def test_a_bad_call_is_one_line_and_the_server_goes_on(uwf, mcp_root):
             await client.call_tool("workflow_put", {"yaml": "name: [unclosed"}),
             await client.call_tool("thread_start", {"workflow": "loop", "prompt": "p", "workspace": "/"}),
             await client.call_tool("thread_step", {"thread": thread, "agent": "garbage"}),  # the agent's answer unreadable
+            await client.call_tool("thread_list", {"archived": True}),  # an argument it does not take (a sync tool)
         ]
         return answers, await client.call_tool("workflow_list", {})
 
@@ -178,6 +179,7 @@ def test_a_bad_call_is_one_line_and_the_server_goes_on(uwf, mcp_root):
     assert "unknown agent" in messages[2] and "talker" in messages[2]
     assert "outside" in messages[4]
     assert "could not read the output of agent 'garbage'" in messages[5]
+    assert messages[6] == "Error executing tool thread_list: no argument 'archived' (it takes all)"
     assert uwf("thread", "show", thread).json()["steps"] == 0 and uwf("thread", "runs", thread).json()[-1]["status"] == "failed"
     assert not still.is_error and still.structured_content["workflows"][0]["name"] == "loop"
     assert len(uwf("thread", "list").json()) == 1  # nothing started by the refused call

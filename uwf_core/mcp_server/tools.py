@@ -10,6 +10,7 @@ import inspect
 import re
 from typing import Annotated, Any, Callable
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
@@ -52,25 +53,17 @@ class _Tools:
 
     def tool(self, annotations: ToolAnnotations) -> Callable[[Callable], Callable]:
         def register(fn: Callable) -> Callable:
-            if inspect.iscoroutinefunction(fn):
+            is_async = inspect.iscoroutinefunction(fn)
 
-                @functools.wraps(fn)
-                async def wrapper(*args, **kwargs):
-                    _refuse_if_told()
-                    try:
+            @functools.wraps(fn)
+            async def wrapper(*args, **kwargs):  # async: the refusal is read in the request's own context
+                _refuse_if_told()
+                try:
+                    if is_async:
                         return await fn(*args, **kwargs)
-                    except (UwfError, Refused) as exc:
-                        raise ToolError(_as_tools(one_line(exc), self.arguments)) from None
-
-            else:
-
-                @functools.wraps(fn)
-                def wrapper(*args, **kwargs):
-                    _refuse_if_told()
-                    try:
-                        return fn(*args, **kwargs)
-                    except (UwfError, Refused) as exc:
-                        raise ToolError(_as_tools(one_line(exc), self.arguments)) from None
+                    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))  # off the event loop
+                except (UwfError, Refused) as exc:
+                    raise ToolError(_as_tools(one_line(exc), self.arguments)) from None
 
             self.server.add_tool(wrapper, annotations=annotations, description=inspect.cleandoc(fn.__doc__ or ""))
             names = [name for name, param in inspect.signature(fn).parameters.items() if param.annotation not in (Context, "Context")]
