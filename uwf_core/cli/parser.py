@@ -21,6 +21,7 @@ GROUPS = {
     "inbox": "inbox_cmd",
     "mcp": "mcp_cmd",
     "ps": "ps_cmd",
+    "skill": "skill_cmd",
 }
 
 
