@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -414,3 +415,31 @@ def test_http_on_a_busy_port_is_one_line_and_serves_nothing(mcp_root):
                               capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert f"cannot serve on 127.0.0.1:{port}" in done.stderr and "Bearer" not in done.stderr
+
+
+def test_ctrl_c_cancels_the_step_in_flight_records_it_and_ends_the_server(uwf, mcp_root):
+    root_dir, thread = mcp_root
+    before = head(uwf, thread)
+    command = _uwf_command()
+    process = subprocess.Popen([*command, "--root", str(root_dir), "mcp", "--allow", "write"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+                        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "thread_step", "arguments": {"thread": thread, "agent": "slow"}}}):
+            process.stdin.write((json.dumps(message) + "\n").encode())
+            process.stdin.flush()
+        deadline = time.monotonic() + 30
+        while "running" not in uwf("thread", "show", thread).json() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130
+    assert head(uwf, thread) == before
+    last = uwf("thread", "runs", thread).json()[-1]
+    assert last["status"] == "killed" and "the MCP server was interrupted" in last["error"], last
+    assert not any("sleep 60" in line for line in _processes())
