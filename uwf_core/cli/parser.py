@@ -22,6 +22,7 @@ GROUPS = {
     "mcp": "mcp_cmd",
     "ps": "ps_cmd",
     "skill": "skill_cmd",
+    "init": "init_cmd",
 }
 
 

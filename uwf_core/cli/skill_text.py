@@ -68,34 +68,6 @@ AGENT_ENVIRONMENT = {
     "UWF_INSTRUCTION": "the moderator's instruction for this step, when there is one",
 }
 
-EXAMPLE = """\
-name: review-loop
-description: a writer and a reviewer until the reviewer approves
-maxSteps: 12
-roles:
-  writer:
-    description: writes or revises the text
-    goal: a careful technical writer
-    procedure: write the text the prompt asks for; on a second round, address the review
-    output: the text, under the frontmatter
-    meta:
-      type: object
-      properties: {summary: {type: string}}
-      required: [summary]
-  reviewer:
-    description: reviews the text
-    goal: a demanding editor
-    procedure: read the last text and decide
-    output: the review
-    meta:
-      type: object
-      properties: {$status: {enum: [approved, changes]}, comments: {type: string}}
-      required: [$status]
-graph:
-  $START: [{role: writer, condition: null}]
-  writer: [{role: reviewer, condition: null}]
-  reviewer: {approved: $END, changes: writer}
-"""
 
 
 def render(topic: str | None) -> str:
@@ -155,7 +127,9 @@ def _author() -> str:
     lines += [f"- `{name}`: {text}" for name, text in WORKFLOW_FIELDS.items()]
     lines += ["", "## A role's fields", ""] + [f"- `{name}`: {text}" for name, text in ROLE_FIELDS.items()]
     lines += ["", "## A map role (a child thread per item)", ""] + [f"- `{name}`: {text}" for name, text in MAP_FIELDS.items()]
-    lines += ["", "## A complete example", "", "```yaml", EXAMPLE.rstrip(), "```", ""]
+    from ..workflow.scaffold_files import REVIEW_LOOP
+
+    lines += ["", "## A complete example (`uwf init` writes it, with its offline answers)", "", "```yaml", REVIEW_LOOP.rstrip(), "```", ""]
     return "\n".join(lines)
 
 
