@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from .common import command, repo_of
-from .output import emit_json, emit_text
+from .output import age_text, emit_json, emit_text
 
 
 def register(groups, common) -> None:
@@ -45,7 +45,7 @@ def cmd_inbox(args) -> int:
     now = int(time.time() * 1000)
     for item in items:
         queued = "  queued" if item.queued else ""
-        emit_text(f"{item.thread}  {item.workflow}  {item.role}  waiting {_age(now - item.since)}{queued}")
+        emit_text(f"{item.thread}  {item.workflow}  {item.role}  waiting {age_text(now - item.since)}{queued}")
         emit_text(f"    {_first_line(item.instruction or item.task or item.description)}")
     return 0
 
@@ -103,14 +103,6 @@ def _keep(repo, thread: str, text: str) -> str:
     os.makedirs(repo.backend.scratch_dir, exist_ok=True)
     atomic_write(path, text.encode("utf-8"), mode=0o600, sync=False)
     return path
-
-
-def _age(ms: int) -> str:
-    seconds = max(0, ms // 1000)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def _first_line(text: str) -> str:

@@ -53,3 +53,12 @@ def _one_line(message: str) -> str:
     if text.isprintable():
         return text
     return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
+
+
+def age_text(ms: int) -> str:
+    """A duration in milliseconds as people read it in a table: 42s, 5m, 3h, 2d."""
+    seconds = max(0, ms // 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

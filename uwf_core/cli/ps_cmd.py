@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .common import repo_of
-from .output import emit_json, emit_text
+from .output import age_text, emit_json, emit_text
 
 
 def register(groups, common) -> None:
@@ -21,7 +21,6 @@ def cmd_ps(args) -> int:
     import time
 
     from ..thread.reports import running_report
-    from .inbox_cmd import _age
 
     running = running_report(repo_of(args))
     if args.json:
@@ -34,6 +33,6 @@ def cmd_ps(args) -> int:
     for item in running:
         where = f"worker {item['worker']}" if item.get("worker") else f"{item['host']} pid {item['pid']}"
         waiting = f"  ({item['waiting']})" if item.get("waiting") else ""
-        since = f"for {_age(now - item['startedAt'])}" if item.get("startedAt") else "starting"
+        since = f"for {age_text(now - item['startedAt'])}" if item.get("startedAt") else "starting"
         emit_text(f"{item['thread']}  {item['role'] or '-'}  {item['agent'] or '-'}  {where}  {since}{waiting}")
     return 0

@@ -33,7 +33,6 @@ class Removed:
 
 def remove_thread(repo: Repo, thread: str) -> Removed:
     """Refused while a step of it runs (its step lock is held for the removal, so none starts)."""
-    from .files import workspaces_dir
     from .ops import resolve_thread_id
 
     thread_id = resolve_thread_id(repo, thread)
@@ -43,7 +42,7 @@ def remove_thread(repo: Repo, thread: str) -> Removed:
     if not heads:
         raise UwfError(f"no thread '{thread_id}': it is neither active nor archived (removed already?)")
     removed_dir = None
-    if own and _made_by_uwf(repo, own, workspaces_dir):
+    if own and _made_by_uwf(repo, own):
         from ..store.files import remove_tree
 
         try:
@@ -82,8 +81,10 @@ def _workflow_of_head(repo: Repo, head: str) -> str | None:
         return None
 
 
-def _made_by_uwf(repo: Repo, path: str, workspaces_dir) -> bool:
+def _made_by_uwf(repo: Repo, path: str) -> bool:
     """A fork's directory in the root's workspaces directory: uwf's to remove; one the user named is not."""
+    from .files import workspaces_dir
+
     try:
         forks = os.path.realpath(workspaces_dir(repo))
     except UwfError:

@@ -131,7 +131,8 @@ class FsThreadIndex:
     def remove(self, thread: str) -> list[str]:
         with self.root.lock("index"):
             threads, damaged = self._load()
-            heads = [threads.pop(thread)] if thread in threads else []
+            active = thread in threads
+            heads = [threads.pop(thread)] if active else []
             kept, gone = [], []
             try:
                 with open(self.root.history_file, encoding="utf-8", errors="surrogateescape") as handle:
@@ -144,11 +145,11 @@ class FsThreadIndex:
             if gone:  # the archive first: a crash between the two leaves the thread active, never half gone
                 text = "".join(line + "\n" for line in kept)
                 atomic_write(self.root.history_file, text.encode("utf-8", "surrogateescape"))
-            if heads and thread in self.workspaces():
-                mapping = self.workspaces()
-                del mapping[thread]
+            mapping = self.workspaces() if heads else {}
+            if mapping.pop(thread, None) is not None:
                 atomic_write(self.root.join("workspaces.yaml"), dumps(mapping, WORKSPACES_HEADER).encode("utf-8"))
-            self._save(threads, damaged)
+            if active:
+                self._save(threads, damaged)
             return heads
 
     def history(self) -> list[ArchivedThread]:
