@@ -24,7 +24,8 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from conftest import _uwf_command  # noqa: E402
 
 SAYING = "cat >/dev/null; echo \"step $UWF_ROLE\" >> notes.txt; for n in 1 2 3; do echo \"working on it: $n\" >&2; done; echo '{\"$status\": \"again\", \"n\": 1}'"
-SLOW = "cat >/dev/null; echo started >&2; sleep 60; echo '{\"$status\": \"again\", \"n\": 1}'"
+SLEEP = f"sleep 60.{os.getpid()}"  # this worker's own: other test processes sleep 60 too
+SLOW = f"cat >/dev/null; echo started >&2; {SLEEP}; echo '{{\"$status\": \"again\", \"n\": 1}}'"
 GARBAGE = "cat >/dev/null; echo 'no JSON here'"
 
 
@@ -45,9 +46,10 @@ def mcp_root(uwf, root_dir, tmp_path) -> tuple[Path, str]:
 
 
 def server(root_dir: Path, *extra: str, cwd: Path | None = None) -> StdioServerParameters:
+    """A server whose directory (where a thread without a workspace steps) is the test's, never the checkout."""
     command = _uwf_command()
     return StdioServerParameters(command=command[0], args=[*command[1:], "--root", str(root_dir), "mcp", *extra],
-                                 env=dict(os.environ), cwd=str(cwd) if cwd else None)
+                                 env=dict(os.environ), cwd=str(cwd or root_dir.parent))
 
 
 def call(params: StdioServerParameters, script) -> object:
@@ -218,7 +220,7 @@ def test_a_cancelled_step_stops_its_agent_and_leaves_the_head(uwf, mcp_root):
     assert head(uwf, thread) == before
     runs = uwf("thread", "runs", thread).json()
     assert runs and runs[-1]["status"] in ("cancelled", "killed") and "MCP client" in (runs[-1].get("error") or ""), runs
-    assert not any("sleep 60" in line for line in _processes())
+    assert not any(SLEEP in line for line in _processes())
 
 
 def _processes() -> list[str]:
@@ -421,7 +423,7 @@ def test_ctrl_c_cancels_the_step_in_flight_records_it_and_ends_the_server(uwf, m
     root_dir, thread = mcp_root
     before = head(uwf, thread)
     command = _uwf_command()
-    process = subprocess.Popen([*command, "--root", str(root_dir), "mcp", "--allow", "write"], stdin=subprocess.PIPE,
+    process = subprocess.Popen([*command, "--root", str(root_dir), "mcp", "--allow", "write"], cwd=root_dir.parent, stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -442,4 +444,4 @@ def test_ctrl_c_cancels_the_step_in_flight_records_it_and_ends_the_server(uwf, m
     assert head(uwf, thread) == before
     last = uwf("thread", "runs", thread).json()[-1]
     assert last["status"] == "killed" and "the MCP server was interrupted" in last["error"], last
-    assert not any("sleep 60" in line for line in _processes())
+    assert not any(SLEEP in line for line in _processes())
