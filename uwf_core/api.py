@@ -17,6 +17,7 @@ _EXPORTS = {
     "not_a_directory": "store.location",
     "UwfError": "errors",
     "NotFoundError": "errors",
+    "PausedError": "errors",
     # workflows
     "Workflow": "workflow.model",
     "Role": "workflow.model",
@@ -44,6 +45,12 @@ _EXPORTS = {
     "fork_with_output": "thread.ops",
     "role_step": "thread.ops",
     "remove_thread": "thread.remove",
+    "pause_thread": "thread.pause",
+    "unpause_thread": "thread.pause",
+    "paused_since": "thread.pause",
+    "follow_thread": "thread.live",
+    "latest_thread": "thread.live",
+    "LiveEvent": "thread.live",
     "remove_workflow": "thread.remove",
     "Removed": "thread.remove",
     "resume_thread": "thread.ops",
@@ -230,7 +237,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     )
     from .engine.step import perform_step as perform_step, run_thread as run_thread
     from .engine.queue.worker import queue_thread as queue_thread, Worker as Worker
-    from .errors import UwfError as UwfError, NotFoundError as NotFoundError
+    from .errors import UwfError as UwfError, NotFoundError as NotFoundError, PausedError as PausedError
     from .repo import Repo as Repo, AgentFunctions as AgentFunctions
     from .store.copy import copy_root as copy_root
     from .store.fsck import FsckReport as FsckReport
@@ -311,6 +318,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         resume_thread as resume_thread,
         resolve_thread_id as resolve_thread_id,
     )
+    from .thread.live import LiveEvent as LiveEvent, follow_thread as follow_thread, latest_thread as latest_thread
+    from .thread.pause import pause_thread as pause_thread, paused_since as paused_since, unpause_thread as unpause_thread
     from .thread.read import read_thread as read_thread, step_body as step_body
     from .thread.remove import Removed as Removed, remove_thread as remove_thread, remove_workflow as remove_workflow
     from .thread.timeline import (

@@ -57,3 +57,7 @@ class UsageError(UwfError):
 class StoreUnavailableError(UwfError):
     """The root cannot be reached right now (a database restarting, a network gone): trying again
     later may work, so a worker waits instead of giving the thread up."""
+
+
+class PausedError(UwfError):
+    """A step asked of a paused thread: none starts until `uwf thread unpause`."""

@@ -38,6 +38,7 @@ from .formatting import brief, root_title
 from .keys import HELP, TEXTUAL_COMMANDS, key_applies, why_not
 from .live import LiveRefresh
 from .messages import AgentChecked, HumanAnswerRequested, InboxAnswered, InboxLoaded
+from .following import Followers
 from .runner import AgentRunner, WorkerThreads, resolve
 from .screens.modals import ConfirmScreen, HelpScreen
 from .stepping import Stepping
@@ -70,6 +71,7 @@ class UwfApp(ViewKeys, Stepping, LiveRefresh, App):
         notifies = getattr(repo.backend, "notifies", False)
         self.poll_seconds = poll_seconds if poll_seconds is not None else (1.0 if notifies else 0.2)
         self.runner = AgentRunner(self)  # the agents this session runs
+        self.followers = Followers(repo, self.post_message)  # threads followed live (L): steps others run
         self.worker_threads = WorkerThreads(lambda: len(self.runner) > 0)  # the loop's default executor: quitting waits for steps, briefly
         self.toasted: dict[tuple[str, str, str], float] = {}  # a toast on screen -> until when
         self.commands = Commands(self)
@@ -141,6 +143,7 @@ class UwfApp(ViewKeys, Stepping, LiveRefresh, App):
 
     def on_unmount(self) -> None:
         self.runner.stop_all()
+        self.followers.stop_all()
 
     def on_resize(self, event) -> None:
         self._fit(event.size)

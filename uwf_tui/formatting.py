@@ -7,11 +7,11 @@ import os
 import time
 
 STATUS_ICONS = {
-    "running": "▶", "queued": "⋯", "asking": "?", "mapping": "⑂", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "budget": "⧗", "damaged": "!",
+    "running": "▶", "paused": "‖", "queued": "⋯", "asking": "?", "mapping": "⑂", "waiting": "·", "failed": "✗", "cancelled": "■", "done": "✓", "killed": "☠", "max-steps": "⧗", "budget": "⧗", "damaged": "!",
     "picked": "✓", "not-picked": "–",  # a candidate's fork (thread step --agents): its step taken, or not
 }
 STATUS_STYLES = {
-    "running": "bold green", "queued": "bold blue", "asking": "bold yellow", "mapping": "bold blue", "waiting": "white", "failed": "bold red", "cancelled": "yellow", "done": "cyan", "killed": "magenta",
+    "running": "bold green", "paused": "bold yellow", "queued": "bold blue", "asking": "bold yellow", "mapping": "bold blue", "waiting": "white", "failed": "bold red", "cancelled": "yellow", "done": "cyan", "killed": "magenta",
     "max-steps": "yellow", "budget": "yellow", "damaged": "bold white on red", "picked": "cyan", "not-picked": "dim",
 }
 

@@ -9,7 +9,7 @@ from textual.screen import ModalScreen
 
 from .screens.report import ReportScreen
 
-THREAD_ACTIONS = {"step", "run", "queue", "fork", "kill", "cancel", "edit", "preview"}
+THREAD_ACTIONS = {"step", "run", "queue", "fork", "kill", "cancel", "edit", "preview", "pause", "unpause", "follow"}
 # Keys that act on the selection: checked again when they act, after the keys of a burst before them
 # (a check when pressed would judge the selection those keys are about to move).
 WAIT_FOR_BURST = THREAD_ACTIONS | {"mark", "diff", "cost", "copy_hash", "pick"}
@@ -67,7 +67,11 @@ def _thread_action_applies(app, action: str) -> bool:
         return False
     running = thread in app.running
     if action in ("step", "run"):
-        return not running and info.active
+        return not running and info.active and thread not in view.paused
+    if action in ("pause", "unpause"):
+        return info.active and (thread in view.paused) == (action == "unpause")
+    if action == "follow":  # steps another process runs; L again stops following
+        return thread in app.followers or (info.active and not running)
     if action == "queue":
         return info.active and not running and view.statuses.get(thread) not in ("queued", "mapping", "running", "asking")
     if action == "cancel":
@@ -100,6 +104,8 @@ def why_not(app, action: str) -> str | None:
         return f"nothing runs for thread {thread[:10]}, here or in another process"
     if thread in app.running:
         return f"thread {thread[:10]} is already running here (x cancels it)"
+    if thread in view.paused and info.active and action in ("step", "run"):
+        return f"thread {thread[:10]} is paused: space unpauses it (then s or r goes on; workers take it up again)"
     if running is not None:
         return f"thread {thread[:10]} is running in another process: {running.describe()}"
     if not info.active:
@@ -115,6 +121,8 @@ def why_not(app, action: str) -> str | None:
 HELP = [
     ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS"), ("i", "Inbox")]),
     ("Threads", [("s", "step"), ("r", "run to the end"), ("p", "preview the next step"), ("d", "queue for workers"), ("x", "cancel its agent"),
+                 ("space", "pause: no step starts after the one in flight (here, thread run, workers); again: unpause"),
+                 ("L", "follow steps another process runs: their lines in the log (L again: stop)"),
                  ("K", "kill (asks)"), ("n", "new thread"), ("f", "fork the step"), ("e", "edit its output and fork"),
                  ("m", "mark the step"), ("D", "diff it with the mark"), ("$", "its cost, and its forks'"),
                  ("P", "on a fork row: move the thread to its step")]),
@@ -159,6 +167,11 @@ BINDINGS = [
     Binding("m", "mark", "Mark", id="mark", tooltip="mark the selected step (or thread) to diff another with it (D)"),
     Binding("D", "diff", "Diff", id="diff", tooltip="diff the marked step with the selected one, side by side from their common ancestor"),
     Binding("K", "kill", "Kill", id="kill", tooltip="kill the selected thread (asks first)"),
+    Binding("space", "pause", "Pause", show=False, id="pause",
+            tooltip="pause the selected thread: its step in flight finishes, none starts after it (here, in `uwf thread run`, on workers)"),
+    Binding("space", "unpause", "Unpause", id="unpause", tooltip="let the selected paused thread go on (s, r and workers step it again)"),
+    Binding("L", "follow", "Live", show=False, id="follow",
+            tooltip="follow the selected thread's steps that another process or host runs: their agents' lines in the log; again to stop"),
     Binding("P", "pick", "Pick", id="pick", tooltip="move the thread to the selected fork's step (a candidate of `uwf thread step --agents`)"),
     Binding("dollar_sign", "cost", "Cost", show=False, id="cost", key_display="$",
             tooltip="the selected thread's ledger (tokens, cost and time of each step, totals, budget) and its fork subtree's"),

@@ -8,7 +8,7 @@ dropped (live.LiveRefresh.live_views).
 
 from __future__ import annotations
 
-from uwf_core.api import Cancel, UwfError, thread_info
+from uwf_core.api import Cancel, UwfError, pause_thread, thread_info, unpause_thread
 
 from .messages import AgentOutput, KillDone, StepDone
 from .workers import RUN_STOPPED
@@ -35,6 +35,45 @@ class Stepping:
         self.running_title()  # now, not at the next tick
         self.threads_view.stop_ledger(thread)
         self.threads_view.log_line(thread, "run until done" if run else "step", "bold")
+
+    def action_pause(self) -> None:
+        self._after_keys("pause", lambda: self._pause(True))
+
+    def action_unpause(self) -> None:
+        self._after_keys("unpause", lambda: self._pause(False))
+
+    def _pause(self, pause: bool) -> None:
+        thread = self.threads_view.current_thread()
+        if not thread:
+            return
+        try:
+            if pause:
+                pause_thread(self.repo, thread)
+            else:
+                unpause_thread(self.repo, thread)
+        except UwfError as exc:
+            self.notify(exc.message, severity="error")
+            return
+        if pause:
+            running = "its step in flight finishes, " if thread in self.runner or self.repo.locks.running(thread) else ""
+            self.threads_view.log_line(thread, f"‖ paused: {running}no step starts after it, here or on a worker (space unpauses)", "yellow")
+        else:
+            self.threads_view.log_line(thread, "▷ unpaused: s or r steps it, and workers take it up if it is queued", "green")
+        self._force_refresh()
+
+    def action_follow(self) -> None:
+        self._after_keys("follow", self._follow)
+
+    def _follow(self) -> None:
+        thread = self.threads_view.current_thread()
+        if not thread:
+            return
+        if thread in self.followers:
+            self.followers.stop(thread)
+            self.threads_view.log_line(thread, "no longer following", "dim")
+            return
+        self.followers.start(thread)
+        self.threads_view.log_line(thread, "following: steps another process or host runs show here as they go (L stops)", "bold")
 
     def on_agent_output(self, message: AgentOutput) -> None:
         if self.live_views() is None:

@@ -93,6 +93,8 @@ def step(repo: Repo, thread: str, run: bool, cancel: Cancel, post: Post, pending
         return
     if run and cancel.is_set() and not result.done:
         summary = _run_stopped(repo, result.head, taken)
+    elif run and result.paused:
+        summary = f"{_run_stopped(repo, result.head, taken).partition(';')[0]}: the thread was paused (space unpauses it)"
     elif result.done:
         summary = "thread finished" if result.reason == "done" else f"thread ended ({result.reason})"
     else:

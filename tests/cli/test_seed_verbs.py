@@ -8,7 +8,7 @@ import time
 
 import pytest
 from loop_workflow import loop_workflow
-from place import runner
+from place import loop_runner
 
 SLOW = "cat >/dev/null; echo started >&2; sleep 4; echo '{\"$status\": \"again\", \"n\": 1}'"
 QUICK = "cat >/dev/null; echo '{\"$status\": \"again\", \"n\": 1}'"
@@ -17,13 +17,7 @@ QUICK = "cat >/dev/null; echo '{\"$status\": \"again\", \"n\": 1}'"
 @pytest.fixture(params=["dir", "postgresql"])
 def place(request, root_dir, tmp_path):
     location = str(root_dir) if request.param == "dir" else request.getfixturevalue("pg_url")
-    run = runner(location, str(root_dir / "host.env"))
-    (tmp_path / "loop.yaml").write_text(loop_workflow(50))
-    run("workflow", "put", str(tmp_path / "loop.yaml"))
-    run("agent", "add", "slow", "--protocol", "text", "--", "sh", "-c", SLOW)
-    run("agent", "add", "quick", "--protocol", "text", "--", "sh", "-c", QUICK)
-    run("setup", "--default-agent", "quick")
-    return run
+    return loop_runner(location, root_dir, tmp_path, {"slow": SLOW, "quick": QUICK}, "quick")
 
 
 def test_ps_lists_the_step_in_flight_and_nothing_once_it_is_over(place):

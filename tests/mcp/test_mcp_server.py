@@ -445,3 +445,20 @@ def test_ctrl_c_cancels_the_step_in_flight_records_it_and_ends_the_server(uwf, m
     last = uwf("thread", "runs", thread).json()[-1]
     assert last["status"] == "killed" and "the MCP server was interrupted" in last["error"], last
     assert not any(SLEEP in line for line in _processes())
+
+
+def test_a_paused_thread_is_refused_a_step_naming_the_tool_that_unpauses_it(uwf, mcp_root):
+    root_dir, thread = mcp_root
+
+    async def script(client):
+        paused = await client.call_tool("thread_pause", {"thread": thread})
+        refused = await client.call_tool("thread_step", {"thread": thread})
+        unpaused = await client.call_tool("thread_unpause", {"thread": thread})
+        stepped = await client.call_tool("thread_step", {"thread": thread})
+        return paused, refused, unpaused, stepped
+
+    paused, refused, unpaused, stepped = call(server(root_dir, "--allow", "write"), script)
+    assert paused.structured_content == {"thread": thread, "paused": True, "already": False}
+    message = refused.content[0].text
+    assert refused.is_error and f"thread {thread} is paused" in message and "`thread_unpause`" in message, message
+    assert not unpaused.is_error and not stepped.is_error and uwf("thread", "runs", thread).json()[-1]["status"] == "ok"

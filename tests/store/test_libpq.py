@@ -97,7 +97,7 @@ def test_notifications_arrive_and_a_wait_ends_at_its_timeout(pg_url):
         assert list(listener.notifies(timeout=0.3)) == []
         assert 0.25 < time.monotonic() - started < 2
         threading.Timer(0.2, lambda: talker.execute("notify uwf_test")).start()
-        assert list(listener.notifies(timeout=10)) == ["uwf_test"]
+        assert list(listener.notifies(timeout=10)) == [("uwf_test", "")]
     finally:
         time.sleep(0.3)
         listener.close()

@@ -26,3 +26,16 @@ def runner(location: str, env_file: str):
     run.spawn = spawn
     run.location = location
     return run
+
+
+def loop_runner(location: str, root_dir, tmp_path, agents: dict[str, str], default: str):
+    """A runner on a root with the loop workflow and text agents (name → `sh -c` script)."""
+    from loop_workflow import loop_workflow
+
+    run = runner(location, str(root_dir / "host.env"))
+    (tmp_path / "loop.yaml").write_text(loop_workflow(50))
+    run("workflow", "put", str(tmp_path / "loop.yaml"))
+    for name, script in agents.items():
+        run("agent", "add", name, "--protocol", "text", "--", "sh", "-c", script)
+    run("setup", "--default-agent", default)
+    return run

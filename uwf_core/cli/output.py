@@ -28,12 +28,17 @@ def warn(message: str) -> None:
 
 
 def stream(line: str, prefix: str = "") -> None:
-    """A line an agent wrote to its stderr, passed on as it comes, its control characters
-    escaped: an untrusted program does not get to move the cursor or recolour the terminal."""
-    if not line.isprintable():
-        line = "".join(char if char.isprintable() or char == "\t" else char.encode("unicode_escape").decode("ascii") for char in line)
-    sys.stderr.write(f"{prefix}{line}\n")
+    """A line an agent wrote to its stderr, passed on as it comes."""
+    sys.stderr.write(f"{prefix}{shown(line)}\n")
     sys.stderr.flush()
+
+
+def shown(line: str) -> str:
+    """An agent's line with its control characters escaped: an untrusted program does not get to
+    move the cursor or recolour the terminal."""
+    if line.isprintable():
+        return line
+    return "".join(char if char.isprintable() or char == "\t" else char.encode("unicode_escape").decode("ascii") for char in line)
 
 
 def note(message: str) -> None:

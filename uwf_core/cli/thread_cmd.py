@@ -1,5 +1,5 @@
-"""`uwf thread start | step | run | dry-run | show | list | steps | read | fork | resume | kill | step-details | runs | cost`
-(`files`, `checkout`, `export-git`: files_cmd.py; `step --agents`, `pick`: pick_cmd.py)."""
+"""`uwf thread start | step | run | dry-run | show | list | steps | read | fork | resume | kill | pause | unpause | step-details | runs | cost`
+(`live`: live_cmd.py; `files`, `checkout`, `export-git`: files_cmd.py; `step --agents`, `pick`: pick_cmd.py)."""
 
 from __future__ import annotations
 
@@ -73,6 +73,10 @@ def register(groups, common) -> None:
     resume.add_argument("-p", "--prompt", required=True, help="the new task (use - to read it from stdin)")
     kill = command(sub, common, "kill", cmd_kill, "archive a thread as killed and stop its running agent")
     kill.add_argument("thread")
+    pause = command(sub, common, "pause", cmd_pause, "let the step in flight finish and start none after it (run, workers, the TUI) until unpause")
+    pause.add_argument("thread")
+    unpause = command(sub, common, "unpause", cmd_unpause, "let a paused thread go on (a queued one: the workers take it up again)")
+    unpause.add_argument("thread")
     rm = command(sub, common, "rm", cmd_rm, "remove a thread from the root's index and archive (its nodes are gc's)")
     rm.add_argument("thread")
     details = command(sub, common, "step-details", cmd_step_details, "a step's output, detail, answer and prompt")
@@ -81,8 +85,10 @@ def register(groups, common) -> None:
     runs.add_argument("thread")
     from .files_cmd import register as register_files
     from .inbox_cmd import register_answer
+    from .live_cmd import register as register_live
     from .pick_cmd import register as register_pick
 
+    register_live(sub, common)
     register_files(sub, common)
     register_pick(sub, common)
     register_answer(sub, common)
@@ -190,6 +196,8 @@ def cmd_run(args) -> int:
     repo = repo_of(args)
     options = replace(_step_options(args, repo), on_commit=landed)
     result = run_thread(repo, args.thread, options, max_steps=args.max, on_step=progress)
+    if result.paused:
+        note(f"thread {result.thread} was paused: it stops here; `uwf thread unpause {result.thread}` lets it go on")
     emit_json(result.to_json())
     return _killed(result)
 
@@ -207,6 +215,31 @@ def _detach(args) -> int:
     emit_json({"thread": thread, "queued": True})
     if not queued:
         note(f"thread {thread} was already queued")
+    return 0
+
+
+def cmd_pause(args) -> int:
+    from ..thread.pause import pause_thread
+
+    repo = repo_of(args)
+    thread, now = pause_thread(repo, args.thread)
+    running = repo.locks.running(thread)
+    emit_json({"thread": thread, "paused": True})
+    if not now:
+        note(f"thread {thread} was already paused")
+    elif running is not None:
+        note(f"thread {thread} is paused: its step in flight ({running.role or 'starting'}) finishes, none starts after it")
+    return 0
+
+
+def cmd_unpause(args) -> int:
+    from ..thread.pause import unpause_thread
+
+    repo = repo_of(args)
+    thread = unpause_thread(repo, args.thread)
+    emit_json({"thread": thread, "paused": False})
+    if any(entry.thread == thread for entry in repo.backend.queue.entries()):
+        note(f"thread {thread} is queued: a worker takes it up again")
     return 0
 
 

@@ -111,6 +111,7 @@ class StepResult:
     killed_by: str | None = None  # why the supervisor ended the thread (engine/oversight/supervisor.py)
     step: str | None = None  # the role's own StepNode, when a check after it is the head
     next_error: str | None = None  # deciding what comes after the step failed (a condition's error): the step stands
+    paused: bool = False  # run_thread stopped here: the thread was paused meanwhile
 
     def to_json(self) -> dict:
         data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
@@ -128,6 +129,8 @@ class StepResult:
             data["step"] = self.step
         if self.next_error:
             data["nextError"] = self.next_error
+        if self.paused:
+            data["paused"] = True
         return data
 
 

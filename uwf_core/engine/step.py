@@ -16,7 +16,7 @@ import time
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 from ..encoding.records import replace
-from ..errors import ConflictError, UwfError
+from ..errors import ConflictError, PausedError, UwfError
 from ..thread.context import context_of, keep_context, step_context
 from ..thread.model import SUPERVISOR_AGENT, SUPERVISOR_ROLE, ThreadContext
 from ..thread.nodes import read_step
@@ -28,6 +28,7 @@ from ..thread.moderator import (
     evaluate,
 )
 from ..thread.ops import ThreadInfo, active_thread, resolve_thread_id, thread_info
+from ..thread.pause import refuse_paused
 from ..workflow.ops import workflow_of
 from .attempt import ASKING, MAP_WAITING, Attempt, Committed, StepError, StepOptions, StepResult, interruption, redact_error
 from .call import AgentCall
@@ -56,10 +57,13 @@ if TYPE_CHECKING:
 
 def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) -> StepResult:
     """One step of `thread` (an id or a unique prefix): moderator, agent, verify, move the head.
-    Raises StepError (the head unmoved, the attempt in the runs log) when it fails."""
+    Raises StepError (the head unmoved, the attempt in the runs log) when it fails; PausedError,
+    with nothing run or recorded, when the thread is paused."""
     thread_id = resolve_thread_id(repo, thread)
     with repo.locks.acquire(thread_id, options.worker) as lease:
         info = active_thread(repo, thread_id)
+        refuse_paused(repo, info.thread)
+        options = replace(options, on_output=_told(lease, options.on_output))
         trace = step_trace(repo, info, options, lease.interrupted)
         if lease.interrupted is not None:
             _record_interrupted(repo, info, lease)
@@ -81,6 +85,19 @@ def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) 
                 raise
             trace.put({"uwf.done": result.done, "uwf.reason": result.reason, "uwf.reused_from": result.reused_from, "uwf.head.after": result.head})
             return result
+
+
+def _told(lease: StepLease, shown: Callable[[str], None] | None) -> Callable[[str], None]:
+    """The step's output (redacted where it is made: engine/call.py) to the caller and to the
+    lease, where `uwf thread live` in any process reads it."""
+    if shown is None:
+        return lease.say
+
+    def both(line: str) -> None:
+        lease.say(line)
+        shown(line)
+
+    return both
 
 
 def _record_failure(attempt: Attempt, error: BaseException, status: str, message: str, stderr: str | None = None) -> None:
@@ -337,11 +354,17 @@ def run_thread(
     max_steps: int | None = None,
     on_step: Callable[[StepResult], None] | None = None,
 ) -> StepResult:
-    """Step until the thread is done, a step fails (raised), or `max_steps` steps ran."""
+    """Step until the thread is done, a step fails (raised), `max_steps` steps ran, or it was
+    paused meanwhile (the result then says `paused`; paused before its first step: PausedError)."""
     taken = 0
     result = None
     while max_steps is None or taken < max_steps:
-        result = perform_step(repo, thread, options)
+        try:
+            result = perform_step(repo, thread, options)
+        except PausedError:
+            if result is None:
+                raise
+            return replace(result, paused=True)
         if on_step is not None:
             on_step(result)
         if result.done:

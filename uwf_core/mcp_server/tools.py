@@ -321,6 +321,24 @@ def _writing_tools(server: _Tools, gate: Gate) -> None:
         return kill_thread(repo, thread).to_json()
 
     @server.tool(WRITE)
+    def thread_pause(thread: Thread) -> dict[str, Any]:
+        """Pause a thread: its step in flight finishes, none starts after it (thread_step,
+        thread_run, `uwf worker` on any host) until thread_unpause."""
+        from ..thread.pause import pause_thread
+
+        gate.write("thread_pause")
+        thread_id, now = pause_thread(repo, thread)
+        return {"thread": thread_id, "paused": True, "already": not now}
+
+    @server.tool(WRITE)
+    def thread_unpause(thread: Thread) -> dict[str, Any]:
+        """Let a paused thread go on (a queued one: the workers take it up again)."""
+        from ..thread.pause import unpause_thread
+
+        gate.write("thread_unpause")
+        return {"thread": unpause_thread(repo, thread), "paused": False}
+
+    @server.tool(WRITE)
     def thread_pick(step: Step, thread: Annotated[str | None, Field(description="the thread it becomes the next step of")] = None) -> dict[str, Any]:
         """Make a side-by-side candidate's step the thread's next step."""
         from ..engine.fanout.side_by_side import pick_step

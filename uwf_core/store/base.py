@@ -95,6 +95,10 @@ class ThreadIndex(Protocol):
     def workspaces(self) -> dict[str, str]:
         """Thread → its own workspace directory, where it is not its StartNode's (a fork's)."""
     def set_workspace(self, thread: str, path: str) -> None: ...
+    def paused(self) -> dict[str, int]:
+        """Paused thread → since when (ms): no step starts on one until it is unpaused."""
+    def set_paused(self, thread: str, since: int | None) -> bool:
+        """Pause a thread from `since`, or unpause it (None); False when it already was so."""
     def restore_archived(self, record: ArchivedThread) -> None:
         """Append an archive record as it is (`uwf root copy`)."""
     def remove(self, thread: str) -> list[str]:
@@ -130,6 +134,8 @@ class StepLease(Protocol):
     interrupted: RunningStep | None
 
     def update(self, **fields) -> None: ...
+    def say(self, line: str) -> None:
+        """One line of the step's (redacted) output, for `live_feed` readers in any process."""
     def __enter__(self) -> StepLease: ...
     def __exit__(self, *exc_info) -> None: ...
 
@@ -171,6 +177,17 @@ class WorkQueue(Protocol):
     def damaged(self) -> list[DamagedEntry]: ...
 
 
+class LiveFeed(Protocol):
+    """A reader of one thread's step output as it comes (`uwf thread live`)."""
+
+    def read(self, timeout: float) -> list[str | None]:
+        """The lines said since the last read, None where a step's lines begin; waiting up to
+        `timeout` seconds for one."""
+    def close(self) -> None: ...
+    def __enter__(self) -> LiveFeed: ...
+    def __exit__(self, *exc_info) -> None: ...
+
+
 class TextFile(Protocol):
     """A small mutable text (config.yaml), replaced whole."""
 
@@ -208,6 +225,9 @@ class Backend(Protocol):
     def staged(self, stage: str) -> dict[str, bytes]: ...
     def staged_derived(self, stage: str) -> dict[str, bytes]: ...
     def drop_stage(self, stage: str) -> None: ...
+    def live_feed(self, thread: str) -> LiveFeed:
+        """What the steps of `thread` say as they run (StepLease.say), from now on, in any process."""
+
     def change_token(self) -> Hashable:
         """Changes whenever threads, runs, the registry, a step lock or the queue change (for live views)."""
 

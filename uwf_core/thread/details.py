@@ -123,16 +123,19 @@ STATUS_DAMAGED = "damaged"  # the head cannot be read
 STATUS_QUEUED = "queued"  # waiting for a `uwf worker` (`uwf thread run --detach`)
 STATUS_MAPPING = "mapping"  # a map step waiting for its children, which workers step
 STATUS_ASKING = "asking"  # its next role is a person's, who has not answered (`uwf inbox`)
+STATUS_PAUSED = "paused"  # no step starts until `uwf thread unpause` (its step in flight, if any, is "running")
 
 
 def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
-    """running / queued / waiting / failed / cancelled for active threads (failed: the last attempt from
+    """running / paused / queued / waiting / failed / cancelled for active threads (failed: the last attempt from
     the current head failed or timed out; cancelled: it was stopped, runs.jsonl's `killed`), the
     archive reason (done / killed / max-steps) for the others."""
     last_run: dict[str, RunRecord] = {}
     queued: set[str] = set()
+    paused: dict[str, int] = {}
     active = {info.thread for info in infos if info.active}
     if active:
+        paused = repo.threads.paused()
         for record in reversed(repo.runs.read()):  # newest first: a 100,000-step thread's last is found at once
             last_run.setdefault(record.thread, record)
             if active <= last_run.keys():
@@ -146,6 +149,8 @@ def thread_statuses(repo: Repo, infos: list[ThreadInfo]) -> dict[str, str]:
             statuses[info.thread] = info.reason or "done"
         elif repo.locks.running(info.thread) is not None:
             statuses[info.thread] = STATUS_RUNNING
+        elif info.thread in paused:
+            statuses[info.thread] = STATUS_PAUSED
         elif _last_is(last_run.get(info.thread), info.head, "waiting"):
             statuses[info.thread] = STATUS_MAPPING
         elif _last_is(last_run.get(info.thread), info.head, "asking"):

@@ -25,6 +25,9 @@ def thread_report(repo: Repo, thread: str) -> dict:
     contained = _containment(repo.runs.read(info.thread))
     if contained:
         data["containment"] = contained
+    paused = repo.threads.paused().get(info.thread)
+    if paused is not None:
+        data["paused"] = paused  # since (ms): no step starts until `uwf thread unpause`
     running = repo.locks.running(info.thread) if info.active else None
     if running is not None:  # a step in progress, here or on another host
         data["running"] = {"pid": running.pid, "host": running.host, "role": running.role, "agent": running.agent, "startedAt": running.started_at}
@@ -49,6 +52,7 @@ def threads_report(repo: Repo, include_archived: bool = False) -> list[dict]:
 
     items = []
     queued = {entry.thread: entry for entry in repo.backend.queue.entries()}
+    paused = repo.threads.paused()
     for info in list_threads(repo, include_archived=include_archived):
         item = {"thread": info.thread, "workflow": info.workflow, "head": info.head}
         entry = queued.get(info.thread)
@@ -58,6 +62,8 @@ def threads_report(repo: Repo, include_archived: bool = False) -> list[dict]:
                 item["worker"] = entry.worker  # the worker stepping it now
             if entry.asking and entry.asking == info.head:
                 item["asking"] = True  # waiting for a person (`uwf inbox`)
+        if info.thread in paused:
+            item["paused"] = True
         try:
             item["name"] = workflow_of(repo, info.workflow).name  # the hash stays for scripts; the name is for people
         except UwfError:

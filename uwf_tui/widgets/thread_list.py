@@ -24,7 +24,7 @@ from .text_fields import BurstInput
 AGE_SECONDS = 5.0
 COLUMNS = (("status", 12), ("id", TAG), ("workflow", 14), ("steps", 5), ("updated", 7))  # then the prompt
 SORTS = ("status", "workflow", "steps", "updated", "prompt")  # what `o` sorts by, in turn
-SORT_STATUS = ("asking", "running", "queued", "mapping", "waiting", "failed", "damaged", "budget", "max-steps", "cancelled", "killed", "done")  # what needs a person first
+SORT_STATUS = ("asking", "running", "paused", "queued", "mapping", "waiting", "failed", "damaged", "budget", "max-steps", "cancelled", "killed", "done")  # what needs a person first
 
 
 class ThreadList(Vertical):

@@ -53,6 +53,7 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         self.repo = repo
         self.infos: dict[str, ThreadInfo] = {}
         self.statuses: dict[str, str] = {}
+        self.paused: dict[str, int] = {}  # thread -> since (ms): no step starts on it
         self.running_worker: str | None = None  # the `uwf worker` stepping the shown thread, if one is
         self.names: dict[str, str] = {}
         self.timeline: Timeline | None = None
@@ -134,6 +135,7 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         try:
             infos = list_threads(self.repo, include_archived=True)
             self.statuses = thread_statuses(self.repo, infos)
+            self.paused = self.repo.threads.paused()
             for thread in self.app.runner.running:  # between two steps of a run here its lock is free: still running
                 if self.statuses.get(thread) == "waiting":
                     self.statuses[thread] = "running"

@@ -20,7 +20,7 @@ import threading
 import time
 
 from ...encoding.records import record
-from ...errors import LockedError, StoreUnavailableError, UwfError
+from ...errors import LockedError, PausedError, StoreUnavailableError, UwfError
 from ..attempt import ASKING, MAP_WAITING, StepError, StepOptions
 from ..contain.process import Cancel
 from ..step import perform_step
@@ -46,7 +46,7 @@ class WorkerEvent:
     """One line of the worker's log: a step done or failed, or a thread taken or left."""
 
     thread: str
-    what: str  # "step", "failed", "done", "ended (REASON)", "left" (its turn on the thread over, still queued), "lost" (its claim), "asking", "waiting", "busy", "warning"
+    what: str  # "step", "failed", "done", "ended (REASON)", "left" (its turn on the thread over, still queued), "lost" (its claim), "asking", "waiting", "busy", "paused", "warning"
     role: str | None = None
     agent: str | None = None
     seconds: float = 0.0
@@ -197,6 +197,9 @@ class Worker:
                     self.mapping.add(thread)
                 if first:
                     self.on_event(WorkerEvent(thread, "waiting", seconds=time.monotonic() - started, detail=exc.message))
+                return
+            except PausedError as exc:  # paused meanwhile: it stays queued, and no worker claims it until it is unpaused
+                self.on_event(WorkerEvent(thread, "paused", detail=exc.message))
                 return
             except UwfError as exc:
                 self._ended(claim, exc, started)

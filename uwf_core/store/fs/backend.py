@@ -90,6 +90,11 @@ class FsBackend:
 
         return FsWorkQueue(self.root)
 
+    def live_feed(self, thread: str):
+        from .live import FsLiveFeed
+
+        return FsLiveFeed(self.root.locks_dir, thread)
+
     # -- a sandboxed step agent's staging file (store/fs/staged.py) --------------------------
 
     def new_stage(self) -> str | None:
@@ -170,8 +175,10 @@ class FsBackend:
         except OSError:
             return []
         for name in names:
-            thread = name.removesuffix(".lock").partition("-")[2]
-            if name.startswith(("thread-", "claim-")) and name.endswith(".lock") and is_ulid(thread) and thread not in active:
+            thread = name.removesuffix(".lock").removesuffix(".log").partition("-")[2]
+            lock = name.startswith(("thread-", "claim-")) and name.endswith(".lock")
+            stream = name.startswith("live-") and name.endswith(".log")  # a step's live lines its holder left (it died)
+            if (lock or stream) and is_ulid(thread) and thread not in active:
                 path = os.path.join(self.root.locks_dir, name)
                 try:
                     if os.lstat(path).st_mtime < cutoff:
@@ -268,7 +275,7 @@ class FsBackend:
     def change_token(self) -> tuple:
         """The state files' and step locks' (size, mtime): equal tokens mean nothing to reload."""
         paths = [self.root.threads_file, self.root.history_file, self.root.runs_file, self.root.registry_file, self.root.config_file,
-                 self.root.join("queue.yaml")]
+                 self.root.join("queue.yaml"), self.root.join("paused.yaml")]
         try:
             paths += sorted(os.path.join(self.root.locks_dir, name) for name in os.listdir(self.root.locks_dir) if name.startswith(("thread-", "claim-")))
         except OSError:

@@ -5,6 +5,10 @@ naming uwf's pid and, once spawned, the agent's process group. A second step
 fails at once naming the holder; `uwf thread kill` reads the group to
 terminate; a line left behind by a holder that died (SIGKILL) is how the
 next step learns that an attempt was interrupted.
+
+Beside it, locks/live-<ID>.log carries the step's agent output (redacted) for
+`uwf thread live` in other processes: made at the step's first line, a new
+file per step, removed when the step ends (a reader holding it drains it).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ class FsStepLease:
         self.lock = root.lock(f"thread-{thread}", wait=False, purpose=f"thread {thread}")
         self.info: dict = {"worker": worker} if worker else {}
         self.interrupted: RunningStep | None = None
+        self.live_path = os.path.join(root.locks_dir, f"live-{thread}.log")
+        self.live_fd: int | None = None
 
     def __enter__(self) -> FsStepLease:
         try:
@@ -52,7 +58,26 @@ class FsStepLease:
         self.info.update(fields)
         self.lock.write_info(json.dumps(self.info))
 
+    def say(self, line: str) -> None:
+        """One line of the step's output for live readers; a write that fails costs only the view."""
+        try:
+            if self.live_fd is None:
+                try:
+                    os.unlink(self.live_path)  # a dead step's, or one whose holder died: a new file is a new step
+                except FileNotFoundError:
+                    pass
+                self.live_fd = os.open(self.live_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            os.write(self.live_fd, line.encode("utf-8", "replace") + b"\n")
+        except OSError:
+            pass
+
     def __exit__(self, *exc_info) -> None:
+        if self.live_fd is not None:
+            os.close(self.live_fd)
+            try:
+                os.unlink(self.live_path)
+            except OSError:
+                pass
         self.lock.release()
 
 

@@ -120,9 +120,11 @@ class FsWorkQueue:
 
     def claim(self, worker: str, skip: set[str] | None = None) -> FsClaim | None:
         entries = self.entries()
-        heads = FsThreadIndex(self.root).heads() if any(entry.asking for entry in entries) else {}
+        index = FsThreadIndex(self.root)
+        heads = index.heads() if any(entry.asking for entry in entries) else {}
+        paused = index.paused() if entries else {}
         for entry in entries:
-            if skip and entry.thread in skip:
+            if skip and entry.thread in skip or entry.thread in paused:
                 continue
             if entry.asking and heads.get(entry.thread) == entry.asking:
                 continue  # waiting for a person at this head

@@ -15,6 +15,7 @@ from .root import Root, flat_state_bytes, load_flat_state, load_jsonl, load_yaml
 
 HEADER = "uwf active threads: thread id -> head node (a StartNode or the newest StepNode)"
 WORKSPACES_HEADER = "uwf threads' own workspaces: thread id -> directory (a fork's; others use their StartNode's)"
+PAUSED_HEADER = "uwf paused threads: thread id -> since (ms since the epoch); `uwf thread unpause` takes one out"
 
 
 class FsThreadIndex:
@@ -73,6 +74,24 @@ class FsThreadIndex:
             mapping = self.workspaces()
             mapping[thread] = path
             atomic_write(self.root.join("workspaces.yaml"), dumps(mapping, WORKSPACES_HEADER).encode("utf-8"))
+
+    def paused(self) -> dict[str, int]:
+        raw = load_yaml_state(self.root.join("paused.yaml"))
+        if not isinstance(raw, dict):
+            return {}
+        return {thread: int(since) for thread, since in raw.items() if is_ulid(thread) and str(since).isdigit()}
+
+    def set_paused(self, thread: str, since: int | None) -> bool:
+        with self.root.lock("index"):
+            mapping = self.paused()
+            if (thread in mapping) == (since is not None):
+                return False
+            if since is None:
+                del mapping[thread]
+            else:
+                mapping[thread] = since
+            atomic_write(self.root.join("paused.yaml"), dumps(mapping, PAUSED_HEADER).encode("utf-8"))
+            return True
 
     def compare_and_set(
         self,
@@ -148,6 +167,9 @@ class FsThreadIndex:
             mapping = self.workspaces() if heads else {}
             if mapping.pop(thread, None) is not None:
                 atomic_write(self.root.join("workspaces.yaml"), dumps(mapping, WORKSPACES_HEADER).encode("utf-8"))
+            paused = self.paused() if heads else {}
+            if paused.pop(thread, None) is not None:
+                atomic_write(self.root.join("paused.yaml"), dumps(paused, PAUSED_HEADER).encode("utf-8"))
             if active:
                 self._save(threads, damaged)
             return heads

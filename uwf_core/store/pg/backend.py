@@ -137,6 +137,11 @@ class PgBackend:
 
         return PgWorkQueue(self.db)
 
+    def live_feed(self, thread: str):
+        from .live import PgLiveFeed
+
+        return PgLiveFeed(self.db, thread)
+
     def change_token(self):
         return self.db.query("select value from uwf_meta where key = 'changes'")[0][0]
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from ...errors import StoreUnavailableError, UwfError
 from .libpq import LibpqMissing, PgError, connect, library_version
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 CHANGES_CHANNEL = "uwf_changes"
 DEAD_LINK_SECONDS = 15  # a peer silent this long is gone (keepalives 5 s + 3 x 2 s; unacknowledged data)
 CLIENT_OPTIONS = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3", "connect_timeout": "10"}
@@ -73,6 +73,9 @@ alter table uwf_history add column summary text;
     4: """
 alter table uwf_queue add column beat timestamptz;
 alter table uwf_queue add column asking text;
+""",
+    5: """
+create table uwf_paused (thread text primary key, since bigint not null);
 """,
 }
 

@@ -254,7 +254,7 @@ class Connection:
         return self.lib.PQsocket(self.handle)
 
     def notifies(self, timeout: float, stop_after: int = 1):
-        """NOTIFY payloads' channels as they arrive, until `stop_after` came or `timeout` passed."""
+        """(channel, payload) of each NOTIFY as it arrives, until `stop_after` came or `timeout` passed."""
         lib, seen = self.lib, 0
         deadline = time.monotonic() + timeout
         while True:
@@ -266,8 +266,9 @@ class Connection:
                 if not note:
                     break
                 channel = (note.contents.relname or b"").decode()
+                payload = (note.contents.extra or b"").decode("utf-8", "replace")
                 lib.PQfreemem(ctypes.cast(note, ctypes.c_void_p))
-                yield channel
+                yield channel, payload
                 seen += 1
                 if seen >= stop_after:
                     return

@@ -1,7 +1,8 @@
 """Step locks and worker claims of a PostgreSQL root: session-level advisory locks, each on a
 connection of its own, so they hold for as long as a step or a worker needs and go with the
 session when its process dies or its host is lost. What a lock's holder says about itself (pid,
-host, role, agent, the server's start) is a row beside it.
+host, role, agent, the server's start) is a row beside it; what its step's agent says as it runs
+is NOTIFY'd on the thread's live channel (store/pg/live.py).
 
 A claim is also a lease: its worker beats it (every 5 s, engine/queue/worker.py) on the claim's session. A claim
 not beaten for LEASE_SECONDS (by the server's clock) is lapsed, and a worker that wants the
@@ -21,6 +22,10 @@ from ...encoding.ids import xxh64_digest
 from ...errors import LockedError
 from ..records import QueuedThread, RunningStep, process_alive, this_host
 from .db import Database
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .live import LiveSender
 
 
 def advisory_key(name: str) -> int:
@@ -81,6 +86,8 @@ class PgStepLease:
         self.conn = None
         self.info: dict = {"worker": worker} if worker else {}
         self.interrupted: RunningStep | None = None
+        self.guard = threading.Lock()  # the step's thread and the live sender share the session
+        self.sender: LiveSender | None = None
 
     def __enter__(self) -> PgStepLease:
         conn = self.db.borrow_session()
@@ -103,12 +110,22 @@ class PgStepLease:
 
     def update(self, **fields) -> None:
         self.info.update(fields)
-        self.db.change(
-            "insert into uwf_running (thread, info) values (%s, %s) on conflict (thread) do update set info = excluded.info",
-            (self.thread, json.dumps(self.info)), self.conn, "lock a thread of",
-        )
+        with self.guard:
+            self.db.change(
+                "insert into uwf_running (thread, info) values (%s, %s) on conflict (thread) do update set info = excluded.info",
+                (self.thread, json.dumps(self.info)), self.conn, "lock a thread of",
+            )
+
+    def say(self, line: str) -> None:
+        if self.sender is None:
+            from .live import LiveSender
+
+            self.sender = LiveSender(self.conn, self.guard, self.thread)
+        self.sender.put(line)
 
     def __exit__(self, *exc_info) -> None:
+        if self.sender is not None:
+            self.sender.close()
         try:
             with self.conn.transaction():
                 self.conn.execute("delete from uwf_running where thread = %s", (self.thread,))
@@ -248,13 +265,14 @@ class PgWorkQueue:
     def claim(self, worker: str, skip: set[str] | None = None) -> PgClaim | None:
         """The oldest queued thread whose claim lock is free (or whose lease lapsed), taken on a new
         session: the lock is the claim (it dies with the worker), `worker` and `beat` its lease.
-        A thread waiting for a person at its current head is passed over."""
+        A thread waiting for a person at its current head, or paused, is passed over."""
         conn = self.db.connect()
         try:
             with self.db.errors("claim a thread of"):
                 rows = conn.execute(
                     "select q.thread, q.worker is not null and q.beat < now() - make_interval(secs => %s) from uwf_queue q"
-                    " left join uwf_heads h on h.thread = q.thread where q.asking is null or q.asking is distinct from h.head"
+                    " left join uwf_heads h on h.thread = q.thread where (q.asking is null or q.asking is distinct from h.head)"
+                    " and not exists (select 1 from uwf_paused p where p.thread = q.thread)"
                     " order by q.queued_at, q.thread",
                     (LEASE_SECONDS,),
                 ).fetchall()

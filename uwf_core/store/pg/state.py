@@ -32,6 +32,19 @@ class PgThreadIndex:
                 (thread, path),
             )
 
+    def paused(self) -> dict[str, int]:
+        return dict(self.db.query("select thread, since from uwf_paused"))
+
+    def set_paused(self, thread: str, since: int | None) -> bool:
+        with self.db.transaction() as conn:
+            if since is None:
+                changed = conn.execute("delete from uwf_paused where thread = %s", (thread,)).rowcount
+            else:
+                changed = conn.execute("insert into uwf_paused (thread, since) values (%s, %s) on conflict do nothing", (thread, since)).rowcount
+            if changed:
+                self.db.bump(conn)
+            return bool(changed)
+
     def add(self, thread: str, head: str) -> None:
         with self.db.transaction() as conn:
             conn.execute(
@@ -103,6 +116,7 @@ class PgThreadIndex:
             heads += [row[0] for row in conn.execute("delete from uwf_history where thread = %s returning head", (thread,)).fetchall()]
             if heads:
                 conn.execute("delete from uwf_workspaces where thread = %s", (thread,))
+                conn.execute("delete from uwf_paused where thread = %s", (thread,))
             self.db.bump(conn)
             return heads
 

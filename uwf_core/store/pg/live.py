@@ -1,0 +1,113 @@
+"""Live step output on a PostgreSQL root (`uwf thread live` on any host): NOTIFY on the thread's
+channel, LISTEN to read it. Nothing is stored: a reader sees what is said from when it listens.
+
+The step's session sends, from a thread of its own, whatever lines have gathered since its last
+send, in one NOTIFY: an agent that prints fast costs a round trip per batch, not per line, and
+never waits on the database.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+from .db import Database
+
+STEP_BEGINS = "\x01"  # the first line a step's sender sends: its lines begin here
+MAX_PAYLOAD = 7000  # bytes of one NOTIFY (the server's limit is 8000)
+CLOSE_SECONDS = 2.0  # what the step's end waits for the last lines to go
+
+
+def channel(thread: str) -> str:
+    return f"uwf_live_{thread.lower()}"
+
+
+def batches(lines: list[str]) -> list[str]:
+    """Lines joined into payloads under MAX_PAYLOAD bytes; a longer line is cut to fit."""
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in lines:
+        data = line.encode("utf-8", "replace")
+        if len(data) > MAX_PAYLOAD:
+            line = data[: MAX_PAYLOAD - 3].decode("utf-8", "ignore") + "..."
+            data = line.encode()
+        if current and size + len(data) + 1 > MAX_PAYLOAD:
+            out.append("\n".join(current))
+            current, size = [], 0
+        current.append(line)
+        size += len(data) + 1
+    if current:
+        out.append("\n".join(current))
+    return out
+
+
+class LiveSender:
+    """Sends a step's lines on its lease's session (shared under `guard`); a failed send costs
+    only the live view."""
+
+    def __init__(self, conn, guard: threading.Lock, thread: str) -> None:
+        self.conn = conn
+        self.guard = guard
+        self.channel = channel(thread)
+        self.lines: queue.SimpleQueue = queue.SimpleQueue()
+        self.lines.put(STEP_BEGINS)
+        self.worker = threading.Thread(target=self._send, name="uwf-live", daemon=True)
+        self.worker.start()
+
+    def put(self, line: str) -> None:
+        self.lines.put(line)
+
+    def close(self) -> None:
+        self.lines.put(None)
+        self.worker.join(CLOSE_SECONDS)
+
+    def _send(self) -> None:
+        while True:
+            pending = [self.lines.get()]
+            while not self.lines.empty():
+                pending.append(self.lines.get())
+            ended = None in pending
+            for payload in batches([line for line in pending if line is not None]):
+                try:
+                    with self.guard:
+                        self.conn.execute("select pg_notify(%s, %s)", (self.channel, payload))
+                except Exception:
+                    return  # the session is gone: the step's end says what became of it
+            if ended:
+                return
+
+
+class PgLiveFeed:
+    """A session of its own that LISTENs on the thread's channel."""
+
+    def __init__(self, db: Database, thread: str) -> None:
+        self.db = db
+        self.channel = channel(thread)
+        self.conn = None
+
+    def listen(self) -> None:
+        if self.conn is None:
+            self.conn = self.db.connect()
+            with self.db.errors("listen to"):
+                self.conn.execute(f"listen {self.channel}")
+
+    def read(self, timeout: float) -> list[str | None]:
+        self.listen()
+        payloads: list[str] = []
+        with self.db.errors("listen to"):
+            payloads += (payload for _, payload in self.conn.notifies(timeout=timeout, stop_after=1))
+            payloads += (payload for _, payload in self.conn.notifies(timeout=0, stop_after=10_000))  # what came with it
+        return [None if line == STEP_BEGINS else line for payload in payloads for line in payload.split("\n")]
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def __enter__(self) -> PgLiveFeed:
+        self.listen()  # from now on: what was said before is not kept
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
