@@ -64,7 +64,7 @@ def test_without_a_pick_the_forks_stay_and_thread_pick_moves_the_thread(place):
     run = place
     thread = _start(run)
     before = run("thread", "show", thread)["head"]
-    result = run("thread", "step", thread, "--agents", "fast,broken,slow", "--timeout", "1")
+    result = run("thread", "step", thread, "--agents", "fast,broken,slow", "--timeout", "5")
     fast, broken, slow = result["candidates"]
     assert (result["picked"], result["head"]) == (None, before)
     assert (fast["status"], broken["status"], slow["status"]) == ("ok", "failed", "timeout")
@@ -97,7 +97,7 @@ def test_every_agent_failing_is_one_error_and_the_thread_stays(place):
     run = place
     thread = _start(run)
     before = run("thread", "show", thread)["head"]
-    done = run("thread", "step", thread, "--agents", "broken,slow", "--timeout", "1", code=1)
+    done = run("thread", "step", thread, "--agents", "broken,slow", "--timeout", "5", code=1)
     *streamed, error = done.stderr.strip().splitlines()
     assert streamed == ["[broken] nope"]  # each agent's stderr as it came, named
     assert error.startswith("uwf: error: every agent failed: broken: agent 'broken' exited with code 3") and "; slow: " in error
