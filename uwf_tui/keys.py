@@ -121,8 +121,7 @@ def why_not(app, action: str) -> str | None:
 HELP = [
     ("Views", [("1", "Workflows"), ("2", "Threads"), ("3", "CAS"), ("i", "Inbox")]),
     ("Threads", [("s", "step"), ("r", "run to the end"), ("p", "preview the next step"), ("d", "queue for workers"), ("x", "cancel its agent"),
-                 ("space", "pause: no step starts after the one in flight (here, thread run, workers); again: unpause"),
-                 ("L", "follow steps another process runs: their lines in the log (L again: stop)"),
+                 ("space", "pause/unpause"), ("L", "follow steps run elsewhere"),
                  ("K", "kill (asks)"), ("n", "new thread"), ("f", "fork the step"), ("e", "edit its output and fork"),
                  ("m", "mark the step"), ("D", "diff it with the mark"), ("$", "its cost, and its forks'"),
                  ("P", "on a fork row: move the thread to its step")]),

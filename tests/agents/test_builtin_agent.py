@@ -29,7 +29,7 @@ def srv():
 def setup_root(uwf, base_url: str, *agent_args: str) -> None:
     agent = " ".join(["uwf-builtin", *agent_args])
     result = uwf(
-        "setup", "--provider", "fake", "--base-url", base_url, "--api-key", KEY, "--model", "fake-model",
+        "setup", "--provider", "fake", "--base-url", base_url, "--api-key", KEY, "--model", "fake-model", "--summarizer", "off",
         "--agent", f"builtin={agent}", "--default-agent", "builtin",
     )  # fmt: skip
     assert result.code == 0, result

@@ -73,7 +73,7 @@ def runs_of(tmp_path: Path, name: str) -> int:
 
 def configure(uwf, root_dir: Path, script: Path, base_url: str | None) -> None:
     if base_url is not None:
-        result = uwf("setup", "--provider", "fake", "--base-url", base_url, "--api-key", KEY, "--model", "fake-model")
+        result = uwf("setup", "--provider", "fake", "--base-url", base_url, "--api-key", KEY, "--model", "fake-model", "--summarizer", "off")
         assert result.code == 0, result
     root = Repo.open(str(root_dir))
     # It keeps its counts beside its script: a path outside the workspace it is allowed to write.

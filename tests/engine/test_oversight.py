@@ -29,8 +29,9 @@ def srv():
 
 
 def _setup(uwf, root_dir, tmp_path, srv, *, interval: int | None, summarizer: bool = False) -> str:
-    """solve-issue with `supervisorInterval` (None: not set), its scripted agent, the fake model."""
-    summary = ["--summarizer-model", "fake-model"] if summarizer else []
+    """solve-issue with `supervisorInterval` (None: not set), its scripted agent, the fake model;
+    the summarizer named (`summarizer`), or off."""
+    summary = ["--summarizer-model", "fake-model"] if summarizer else ["--summarizer", "off"]
     setup = uwf("setup", "--provider", "fake", "--base-url", srv.base_url, "--api-key", KEY, "--model", "fake-model", *summary)
     assert setup.code == 0, setup
     text = (EXAMPLES / "solve-issue.yaml").read_text(encoding="utf-8")
@@ -181,15 +182,43 @@ def test_the_summarizer_writes_one_summary_into_the_archive_record(uwf, root_dir
     assert cost.code == 0 and "$summary" in cost.out
 
 
-def test_a_summarizer_that_fails_archives_the_thread_without_a_summary(uwf, root_dir, tmp_path, srv):
+RAW_SUMMARY = '{"approved": true, "comments": "Whitespace is trimmed and the three cases are tested. Approved."}'
+
+
+def test_a_summarizer_that_fails_keeps_the_raw_summary_and_records_the_failure(uwf, root_dir, tmp_path, srv):
     thread = _setup(uwf, root_dir, tmp_path, srv, interval=None, summarizer=True)
     srv.add({"status": 404, "body": {"error": {"message": "no such model"}}})
     run = uwf("thread", "run", thread, "--agent", SOLVE_AGENT)
     assert run.code == 0, run
-    assert "uwf: warning: the summarizer could not be asked" in run.err and "archived without a summary" in run.err
+    assert "uwf: warning: the summarizer could not be asked" in run.err and "archived with its last output's summary" in run.err
     shown = uwf("thread", "show", thread).json()
-    assert shown["done"] is True and "summary" not in shown
+    assert shown["done"] is True and shown["summary"] == RAW_SUMMARY  # the reviewer's output: it has no `summary` of its own
     assert _roles(uwf, thread) == SOLVE_ROLES
+    failed = uwf("thread", "runs", thread).json()[-1]
+    assert failed["role"] == "$summary" and failed["status"] == "failed" and "no such model" in failed["error"]
+
+
+def test_the_summarizer_is_on_by_default_with_the_extraction_model(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=None)
+    assert uwf("setup", "--summarizer", "on").code == 0
+    assert "summarizer" not in (root_dir / "config.yaml").read_text()  # on is the default: nothing written
+    srv.add(reply("Fixed in two rounds."))
+    assert uwf("thread", "run", thread, "--agent", SOLVE_AGENT).code == 0
+    assert [request["body"]["model"] for request in srv.requests] == ["fake-model"]  # defaultModel, as extraction takes it
+    assert uwf("thread", "show", thread).json()["summary"] == "Fixed in two rounds."
+    assert _roles(uwf, thread) == [*SOLVE_ROLES, "$summary"]
+
+
+def test_off_or_without_any_model_a_finished_thread_keeps_its_raw_summary(uwf, root_dir, tmp_path, srv):
+    thread = _setup(uwf, root_dir, tmp_path, srv, interval=None)
+    assert "summarizer: \"false\"" in (root_dir / "config.yaml").read_text()
+    run = uwf("thread", "run", thread, "--agent", SOLVE_AGENT)
+    assert run.code == 0 and "warning" not in run.err and not srv.requests
+    assert uwf("thread", "show", thread).json()["summary"] == RAW_SUMMARY
+    (root_dir / "config.yaml").write_text("")  # no model at all (the offline demo): nothing to ask, nothing said
+    again = uwf("thread", "start", "solve-issue", "-p", "again").json()["thread"]
+    run = uwf("thread", "run", again, "--agent", SOLVE_AGENT)
+    assert run.code == 0 and "warning" not in run.err and uwf("thread", "show", again).json()["summary"] == RAW_SUMMARY
 
 
 def test_a_fork_and_a_resume_route_past_the_checks(uwf, root_dir, tmp_path, srv):
@@ -307,7 +336,7 @@ def test_the_seeds_model_names_choose_the_models(uwf, root_dir, tmp_path, srv):
     repo = Repo.open(str(root_dir))
     config = repo.config
     models = {**config.models, "supervisor": ModelConfig("supervisor", "fake", "small-judge"), "summarizer": ModelConfig("summarizer", "fake", "writer")}
-    repo.save_config(Config(**{**config.__dict__, "models": models}))
+    repo.save_config(Config(**{**config.__dict__, "models": models, "summarizer": True}))
     srv.add(decision("continue", "fine"), reply("A summary."))
     assert uwf("thread", "run", thread, "--agent", SOLVE_AGENT).code == 0
     assert [request["body"]["model"] for request in srv.requests] == ["small-judge", "writer"]

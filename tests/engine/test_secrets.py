@@ -141,7 +141,7 @@ def test_the_extract_model_never_sees_a_key_the_agent_printed(uwf, root_dir):
     with FakeOpenAI([extracted]) as server:
         _config(root_dir, _agent("prose", prose, "    secrets: [DEPLOY_TOKEN]\n"), server.base_url)
         with (root_dir / "config.yaml").open("a") as handle:
-            handle.write("defaultModel: m\n")
+            handle.write("defaultModel: m\nsummarizer: false\n")
         thread = _thread(uwf)
         result = uwf("thread", "step", thread, "--agent", "prose")
     assert result.code == 0, result
@@ -269,7 +269,7 @@ def test_a_key_from_the_callers_environment_is_stored_and_shown_nowhere(uwf, roo
     with FakeOpenAI([extracted]) as server:
         _config(root_dir, _agent("echoes", echoes) + _agent("prose", prose) + _agent("fails", fails), server.base_url)
         with (root_dir / "config.yaml").open("a") as handle:
-            handle.write("defaultModel: m\n")
+            handle.write("defaultModel: m\nsummarizer: false\n")
         shown = ""
         for agent in ("echoes", "prose", "fails"):
             thread = _thread(uwf)

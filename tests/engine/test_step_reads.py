@@ -85,6 +85,7 @@ def test_a_text_step_reads_each_state_file_once_and_each_node_at_most_once(uwf, 
     assert reads.pop("threads.yaml") == 2  # the head at the start, then the compare-and-set
     assert reads.pop("config.yaml") == 1
     assert reads.pop(".env") == 1
+    assert reads.pop("paused.yaml") == 1  # the pause gate, under the step lock (no file: one failed open)
     nodes = {path: count for path, count in reads.items() if path.startswith("node:")}
     assert nodes and all(count == 1 for count in nodes.values()), nodes
     assert not {path: count for path, count in reads.items() if path not in nodes}, reads  # no registry, history or runs read

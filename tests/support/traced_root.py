@@ -43,7 +43,7 @@ ROLE = """\
 def setup_traced_root(uwf, tmp_path, base_url: str) -> None:
     """uwf-builtin as the default agent on `base_url`, and the three-steps workflow."""
     result = uwf(
-        "setup", "--provider", "fake", "--base-url", base_url, "--api-key", KEY, "--model", "fake-model",
+        "setup", "--provider", "fake", "--base-url", base_url, "--api-key", KEY, "--model", "fake-model", "--summarizer", "off",
         "--agent", "builtin=uwf-builtin", "--default-agent", "builtin",
     )  # fmt: skip
     assert result.code == 0, result

@@ -23,7 +23,8 @@ def register(groups, common) -> None:
     parser.add_argument("--model-alias", metavar="ALIAS", help="alias for --model (default: its last path part)")
     parser.add_argument("--extract-model", metavar="ALIAS", help="model alias used to extract structured output")
     parser.add_argument("--supervisor-model", metavar="ALIAS", help="model alias of the supervisor (supervisorInterval; default: defaultModel)")
-    parser.add_argument("--summarizer-model", metavar="ALIAS", help="model alias that summarizes each finished thread (none: no summary)")
+    parser.add_argument("--summarizer-model", metavar="ALIAS", help="model alias that summarizes each finished thread (default: the extraction model; `summarizer: false` in config.yaml: none)")
+    parser.add_argument("--summarizer", choices=("on", "off"), help="summarize each finished thread with a model (on, the default) or keep its last output's summary (off)")
     parser.add_argument("--agent-preset", action="append", default=[], metavar="NAME", help="add a known agent CLI: claude, codex, aider, hermes, llm, cursor-agent (`uwf agent presets` shows each line)")
     parser.add_argument("--agent", action="append", default=[], metavar="ALIAS=COMMAND", help="add a step-protocol agent command")
     parser.add_argument("--default-agent", metavar="ALIAS", help="the agent used when nothing else says")
@@ -46,11 +47,12 @@ def cmd_setup(args) -> int:
         extract_model=args.extract_model,
         supervisor_model=args.supervisor_model,
         summarizer_model=args.summarizer_model,
+        summarizer=None if args.summarizer is None else args.summarizer == "on",
         presets=list(args.agent_preset),
         agents=agents,
         default_agent=args.default_agent,
     )
-    flags = [v for k, v in vars(request).items() if v]
+    flags = [v for k, v in vars(request).items() if v or v is False]
     repo = repo_of(args)
     if not flags:
         if not sys.stdin.isatty():

@@ -164,6 +164,9 @@ class Config:
     # Every N steps a supervisor model judges whether a thread should go on (the seeds' name); a
     # workflow's own supervisorInterval wins. 0: no supervisor.
     supervisor_interval: int = 0
+    # A thread that finishes gets an LLM summary of its run (the seeds' summarizer: on unless
+    # `summarizer: false`), else it keeps its raw summary (its last output's).
+    summarizer: bool = True
     otel: OtelConfig = field(default_factory=OtelConfig)
     settings: dict[str, str] = field(default_factory=dict)  # other top-level scalars, kept as written
 
@@ -200,6 +203,8 @@ class Config:
             data["workspace"] = self.workspace.to_dict()
         if self.supervisor_interval:
             data["supervisorInterval"] = self.supervisor_interval
+        if not self.summarizer:
+            data["summarizer"] = "false"
         if self.otel.to_dict() not in (None, {}):
             data["otel"] = self.otel.to_dict()
         data.update(self.settings)
@@ -222,7 +227,7 @@ def parse_config(text: str | None, where: str) -> Config:
 
 
 def _parse(raw: dict, file: str) -> Config:
-    known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides", "prices", "workspace", "supervisorInterval", "otel"}
+    known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides", "prices", "workspace", "supervisorInterval", "summarizer", "otel"}
     providers = {}
     for name, spec in mapping(raw, "providers", file).items():
         where = f"{file}: providers.{name}"
@@ -258,6 +263,7 @@ def _parse(raw: dict, file: str) -> Config:
         prices=prices,
         workspace=_workspace(mapping(raw, "workspace", file), f"{file}: workspace"),
         supervisor_interval=interval(raw.get("supervisorInterval"), f"{file}: supervisorInterval"),
+        summarizer=flag(raw.get("summarizer"), f"{file}: summarizer", default=True),
         otel=_otel(raw.get("otel"), f"{file}: otel"),
         settings=settings,
     )

@@ -32,7 +32,8 @@ class SetupRequest:
     model_alias: str | None = None
     extract_model: str | None = None  # alias for modelOverrides.extract
     supervisor_model: str | None = None  # alias for modelOverrides.supervisor
-    summarizer_model: str | None = None  # alias for modelOverrides.summarizer (turns the summarizer on)
+    summarizer_model: str | None = None  # alias for modelOverrides.summarizer
+    summarizer: bool | None = None  # `summarizer: false` in config.yaml (False), or back on (True)
     presets: list[str] = field(default_factory=list)
     agents: dict[str, str] = field(default_factory=dict)  # alias -> command line (step protocol)
     default_agent: str | None = None
@@ -63,6 +64,7 @@ def merge_setup(config: Config, request: SetupRequest) -> tuple[Config, dict[str
         default_agent=default_agent,
         default_model=default_model,
         model_overrides=model_overrides,
+        summarizer=config.summarizer if request.summarizer is None else request.summarizer,
     )
     secrets = {providers[provider].api_key_env: request.api_key} if request.api_key else {}
     return new, secrets

@@ -39,6 +39,7 @@ from .oversight.step_checks import (
     committed,
     due,
     finish_done,
+    raw_summary,
     still_stored,
     summarizer_on,
     supervise_at,
@@ -226,6 +227,7 @@ def _land(
             archive_reason=REASON_DONE if done and not summarize else None,
             workflow=workflow.hash,
             check=lambda: still_stored(repo, new_head),
+            summary=raw_summary(repo, after) if done and not summarize else None,
         )
     except ConflictError as exc:
         record = repo.threads.last_archived(info.thread)

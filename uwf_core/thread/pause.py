@@ -47,4 +47,5 @@ def unpause_thread(repo: Repo, thread: str) -> str:
 
 
 def paused_since(repo: Repo, thread: str) -> int | None:
+    """When `thread` was paused (ms since the epoch), or None when it is not."""
     return repo.threads.paused().get(thread)

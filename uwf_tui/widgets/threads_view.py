@@ -433,9 +433,8 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
     # -- what the keys act on ----------------------------------------------------------
 
     def current_thread(self) -> str | None:
-        """The thread under the list's cursor now. Keys act on this, not on the last handled
-        highlight event: in a burst like `j s` the event of `j` is still queued when `s` runs.
-        None when the list is empty (a filter that hides every thread)."""
+        """The thread under the list's cursor now (None: the list is empty). Keys act on this, not on
+        the last highlight event: in a burst like `j s` the event of `j` is still queued when `s` runs."""
         if not self.thread_table.row_count:
             return None
         return row_at_cursor(self.thread_table) or self.selected_thread

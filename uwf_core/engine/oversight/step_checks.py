@@ -16,6 +16,8 @@ from ...thread.model import SUMMARIZER_AGENT, SUMMARY_ROLE, SUPERVISOR_AGENT, SU
 from ...thread.moderator import REASON_DONE, REASON_KILLED
 from ..attempt import Attempt, Committed, StepOptions
 
+RAW_SUMMARY_CHARS = 1000  # of a finished thread's own summary, kept in its archive record
+
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
@@ -37,17 +39,36 @@ def supervisor_due(interval: int, context: ThreadContext) -> bool:
 
 def model_alias(repo: Repo, purpose: str) -> str | None:
     """The seeds' names first: a model alias called `supervisor` / `summarizer` in config.yaml's
-    models; then modelOverrides.<purpose>; the supervisor then takes defaultModel."""
+    models; then modelOverrides.<purpose>; then the supervisor takes defaultModel, the summarizer
+    the extraction model (modelOverrides.extract, else defaultModel), as the seeds' does."""
     config = repo.config
     if purpose in config.models:
         return purpose
     if config.model_overrides.get(purpose):
         return config.model_overrides[purpose]
-    return config.default_model if purpose == "supervisor" else None
+    if purpose == "summarizer":
+        return config.model_overrides.get("extract") or config.default_model
+    return config.default_model
 
 
 def summarizer_on(repo: Repo) -> bool:
-    return model_alias(repo, "summarizer") is not None
+    """On unless config.yaml says `summarizer: false`, where a model can be named at all."""
+    return repo.config.summarizer and model_alias(repo, "summarizer") is not None
+
+
+def raw_summary(repo: Repo, context: ThreadContext) -> str | None:
+    """What a finished thread says of itself without the summarizer (the seeds' raw completion
+    summary): its last step's `summary` when that is text, else that output as JSON, cut."""
+    import json
+
+    if not context.steps:
+        return None
+    output = context.steps[-1].output
+    text = output.get("summary") if isinstance(output, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        text = json.dumps(output, ensure_ascii=False, sort_keys=True)
+    text = repo.secrets.text(text.strip())
+    return text if len(text) <= RAW_SUMMARY_CHARS else text[: RAW_SUMMARY_CHARS - 1] + "…"
 
 
 def within_budget(repo: Repo, context: ThreadContext, workflow: Workflow) -> bool:
@@ -103,8 +124,10 @@ def supervise_at(
 
 
 def finish_done(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: Workflow, options: StepOptions, time_left) -> str:
-    """Archive a thread that is done at `info.head` (`context`), after a summary of its run when a
-    summarizer is configured: the head it is archived with."""
+    """Archive a thread that is done at `info.head` (`context`), after a summary of its run by the
+    summarizer (when it is on and a model can be named): the head it is archived with. Without
+    one, or when it fails (a warning, and a failed `$summary` attempt), the archive record keeps
+    the thread's raw summary."""
     if summarizer_on(repo) and within_budget(repo, context, workflow):
         from .supervisor import CheckError, summarize
 
@@ -112,7 +135,7 @@ def finish_done(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: 
         try:
             check = summarize(repo, context, workflow, model_alias(repo, "summarizer"), time_left)
         except CheckError as exc:
-            warn(options, f"{exc.message}; the thread is archived without a summary")
+            warn(options, f"{exc.message}; the thread is archived with its last output's summary")
             _record(repo, info, SUMMARY_ROLE, started, "failed", None, exc.message)
         else:
             try:
@@ -131,7 +154,7 @@ def finish_done(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: 
             except ConflictError as exc:  # killed or moved meanwhile: what happened to it stands
                 warn(options, f"the summary was not kept: {exc.message}")
                 return info.head
-    repo.threads.archive(info.thread, workflow.hash, REASON_DONE, expected=info.head)
+    repo.threads.archive(info.thread, workflow.hash, REASON_DONE, expected=info.head, summary=raw_summary(repo, context))
     return info.head
 
 

@@ -8,6 +8,7 @@ step's last lines are read even after its file is gone.
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 POLL_SECONDS = 0.05  # how often the file is looked at while nothing comes
@@ -42,11 +43,15 @@ class FsLiveFeed:
             if now != self.inode:  # the step ended (its file is gone) or another began: this one is read
                 lines += self._finish()
         if self.fd is None and now is not None:
-            try:
-                self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:  # never through a link, never blocked on a fifo: only a step's own file is read
+                self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
                 return lines
-            self.inode = os.fstat(self.fd).st_ino
+            status = os.fstat(self.fd)
+            if not stat.S_ISREG(status.st_mode):
+                self.close()
+                return lines
+            self.inode = status.st_ino
             lines.append(None)  # a file is a step: its lines begin here
             lines += self._drain()
         return lines

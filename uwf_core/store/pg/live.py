@@ -19,6 +19,9 @@ CLOSE_SECONDS = 2.0  # what the step's end waits for the last lines to go
 
 
 def channel(thread: str) -> str:
+    """The thread's channel: an identifier made of its id (a ULID), so it can be LISTENed to as is."""
+    if not thread.isalnum() or not thread.isascii():
+        raise ValueError(f"not a thread id: {thread!r}")
     return f"uwf_live_{thread.lower()}"
 
 
