@@ -1,4 +1,5 @@
-"""Traces in a real Arize Phoenix (`phoenix serve` on 127.0.0.1, SQLite in a temp dir), read back
+"""Traces in a real Arize Phoenix (started as the README says, by scripts/phoenix_local.py: every
+listener on 127.0.0.1, SQLite in a temp dir), read back
 through Phoenix's own REST API. Phoenix lives in a venv of its own (its dependencies are not
 uwf's): .ci/run makes .venv-phoenix; UWF_TEST_PHOENIX may name another `phoenix` executable."""
 
@@ -41,8 +42,10 @@ def _free_port() -> int:
 
 
 class Phoenix:
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, pid: int, ports: tuple[int, int]) -> None:
         self.base = base
+        self.pid = pid
+        self.ports = ports  # the UI's and OTLP/HTTP's, OTLP/gRPC's
 
     def get(self, path: str) -> dict:
         with urllib.request.urlopen(self.base + path, timeout=30) as response:
@@ -71,18 +74,13 @@ def phoenix(tmp_path_factory):
     command = _phoenix_command()
     if command is None:
         pytest.skip("Arize Phoenix is not installed (.ci/run installs it in .venv-phoenix)")
-    port = _free_port()
-    env = {
-        **os.environ,
-        "PHOENIX_WORKING_DIR": str(tmp_path_factory.mktemp("phoenix")),
-        "PHOENIX_HOST": "127.0.0.1",
-        "PHOENIX_PORT": str(port),
-        "PHOENIX_GRPC_PORT": str(_free_port()),
-        "PHOENIX_TELEMETRY_ENABLED": "false",
-    }
+    port, grpc_port = _free_port(), _free_port()
+    env = {**os.environ, "PHOENIX_WORKING_DIR": str(tmp_path_factory.mktemp("phoenix"))}
     log = tmp_path_factory.mktemp("phoenix-log") / "phoenix.log"
+    python = Path(command).with_name("python")  # the README's recipe: its own Python runs the launcher
+    launcher = [str(python), str(REPO / "scripts" / "phoenix_local.py"), "--port", str(port), "--grpc-port", str(grpc_port)]
     with open(log, "wb") as out:
-        process = subprocess.Popen([command, "serve"], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(launcher, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_SECONDS
@@ -96,7 +94,7 @@ def phoenix(tmp_path_factory):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"phoenix serve did not start: {log.read_text()[-2000:]}")
             time.sleep(0.5)
-        yield Phoenix(base)
+        yield Phoenix(base, process.pid, (port, grpc_port))
     finally:
         os.killpg(process.pid, 15)
         try:
@@ -171,3 +169,38 @@ def test_a_thread_stepped_by_two_processes_is_one_trace(uwf, tmp_path, srv, phoe
     assert [span["name"] for span in _roots(spans)] == ["step plan", "step build", "step check"]
     traces = [each for each in phoenix.get("/v1/projects/default/traces?limit=1000")["data"] if each["trace_id"] == f"{trace_id_of(thread):032x}"]
     assert len(traces) == 1
+
+
+def test_the_recipes_phoenix_listens_on_loopback_only(phoenix):
+    """Both its receivers (the UI with OTLP/HTTP, and OTLP/gRPC, which `phoenix serve` alone binds
+    to every interface) on 127.0.0.1, and nothing else Phoenix's processes listen on is wider."""
+    listening = _listeners(phoenix.pid)
+    assert {port for _, port in listening} >= set(phoenix.ports), listening
+    assert all(address == "127.0.0.1" for address, _ in listening), listening
+
+
+def _listeners(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket in LISTEN that the process group of `pid` holds."""
+    inodes = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and os.getpgid(int(proc.name)) == pid:
+                inodes |= {os.readlink(fd)[8:-1] for fd in (proc / "fd").iterdir() if os.readlink(fd).startswith("socket:[")}
+        except OSError:
+            continue
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                address, port = fields[1].split(":")
+                found.add((_address(address), int(port, 16)))
+    return found
+
+
+def _address(hex_address: str) -> str:
+    if len(hex_address) == 8:
+        return socket.inet_ntop(socket.AF_INET, bytes.fromhex(hex_address)[::-1])
+    raw = bytes.fromhex(hex_address)
+    six = socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+    return six.removeprefix("::ffff:")
