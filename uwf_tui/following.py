@@ -60,6 +60,8 @@ def _shown(event: LiveEvent) -> str:
         return f"✓ {event.role} ({event.agent}) → {event.head}"
     if event.kind == "failed":
         return f"✗ {event.role} ({event.agent}) {event.text}"
+    if event.kind in ("paused", "unpaused"):
+        return "‖ paused: no step starts until it is unpaused (space)" if event.kind == "paused" else "▷ unpaused"
     if event.kind == "ended":
         return f"■ thread ended ({event.text}); no longer following"
     return event.text or ""

@@ -66,8 +66,8 @@ def _thread_action_applies(app, action: str) -> bool:
     if thread is None or info is None:
         return False
     running = thread in app.running
-    if action in ("step", "run"):
-        return not running and info.active and thread not in view.paused
+    if action in ("step", "run"):  # not on one another process steps (its status, read at the last reload: no query here)
+        return not running and info.active and thread not in view.paused and view.statuses.get(thread) != "running"
     if action in ("pause", "unpause"):
         return info.active and (thread in view.paused) == (action == "unpause")
     if action == "follow":  # steps another process runs; L again stops following

@@ -10,7 +10,9 @@ a time:
 
     replace "OLD" with "NEW"     in every paragraph that holds OLD
     append "TEXT"                a paragraph at the end
-    delete "TEXT"                every paragraph that holds TEXT
+    delete "TEXT"                every paragraph that holds TEXT (the whole paragraph)
+
+A line that is none of these, or a replace or delete that finds nothing, fails the step.
 
 The differ compares original.docx with modified.docx paragraph by paragraph and writes diff.docx:
 each change with its paragraph numbers, the old text struck through, the new underlined.
@@ -107,13 +109,15 @@ def _edit(document, line: str) -> None:
         raise ValueError(f'cannot follow {line!r}: each line is replace "OLD" with "NEW", append "TEXT" or delete "TEXT"')
     if match["verb"] == "append":
         document.add_paragraph(match["text"])
-    elif match["verb"] == "delete":
-        for paragraph in [p for p in document.paragraphs if match["text"] in p.text]:
+        return
+    found = [paragraph for paragraph in document.paragraphs if (match["text"] or match["old"]) in paragraph.text]
+    if not found:  # an edit that changes nothing is a mistake in the prompt: said, not passed over
+        raise ValueError(f"cannot follow {line!r}: no paragraph holds {match['text'] or match['old']!r}")
+    for paragraph in found:
+        if match["verb"] == "delete":
             paragraph._element.getparent().remove(paragraph._element)
-    else:
-        for paragraph in document.paragraphs:
-            if match["old"] in paragraph.text:
-                paragraph.text = paragraph.text.replace(match["old"], match["new"])  # its runs become one
+        else:
+            paragraph.text = paragraph.text.replace(match["old"], match["new"])  # its runs become one
 
 
 def _paragraphs(docx, path: Path) -> list[str]:

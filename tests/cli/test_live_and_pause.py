@@ -12,6 +12,10 @@ from place import loop_runner
 TALKY = "cat >/dev/null; for n in 1 2 3; do echo \"$UWF_ROLE says $n\" >&2; sleep 0.2; done; echo '{\"$status\": \"again\", \"n\": 1}'"
 PACED = "cat >/dev/null; sleep 0.4; echo '{\"$status\": \"again\", \"n\": 1}'"
 LONG = "cat >/dev/null; for n in 1 2 3 4; do sleep 0.7; echo \"$UWF_ROLE says $n\" >&2; done; echo '{\"$status\": \"again\", \"n\": 1}'"
+QUICK = "cat >/dev/null; echo \"quick $UWF_HEAD\" >&2; echo done >&2; echo '{\"$status\": \"again\", \"n\": 1}'"
+ODD = "cat >/dev/null; printf 'a\\000b\\n\\001\\nafter\\n' >&2; echo '{\"$status\": \"again\", \"n\": 1}'"
+FLOOD = "cat >/dev/null; head -c 20000000 /dev/zero | tr '\\0' x | fold -w 1000 >&2; echo '{\"$status\": \"again\", \"n\": 1}'"
+NAMED = "cat >/dev/null; echo 'h-*' > .gitignore; touch \"h-$LIVE_TOKEN.txt\"; echo '{\"$status\": \"again\", \"n\": 1}'"
 SECRET = "cat >/dev/null; echo \"the key is $LIVE_TOKEN\" >&2; echo '{\"$status\": \"again\", \"n\": 1}'"
 TOKEN = "sk-live-0123456789abcdef"
 
@@ -22,7 +26,11 @@ def place(request, root_dir, tmp_path):
     for env in ("host.env", ".env"):  # a PostgreSQL root's host file, a directory root's own
         (root_dir / env).write_text(f"LIVE_TOKEN={TOKEN}\n")
     run = loop_runner(location, root_dir, tmp_path, {"talky": TALKY, "paced": PACED, "long": LONG}, "talky")
-    run("agent", "add", "secret", "--protocol", "text", "--secret", "LIVE_TOKEN", "--", "sh", "-c", SECRET)
+    for name, script in (("secret", SECRET), ("named", NAMED)):
+        run("agent", "add", name, "--protocol", "text", "--secret", "LIVE_TOKEN", "--", "sh", "-c", script)
+    for name, script in (("quick", QUICK), ("odd", ODD), ("flood", FLOOD)):
+        run("agent", "add", name, "--protocol", "text", "--", "sh", "-c", script)
+    run.kind = request.param
     return run
 
 
@@ -56,7 +64,7 @@ def test_live_follows_each_step_its_lines_and_the_end_from_another_process(place
     assert lines == ["worker says 1", "worker says 2", "worker says 3"] * 2
     assert [event["head"] for event in events if event["event"] == "step"] == steps
     assert {(event["role"], event["agent"]) for event in events if event["event"] in ("started", "step")} == {("worker", "talky")}
-    assert events[-1] == {"event": "ended", "thread": thread, "text": "killed"}
+    assert events[-1] == {"event": "ended", "thread": thread, "reason": "killed"}
 
 
 def test_live_attached_mid_step_and_by_latest_with_text_output(place):
@@ -97,7 +105,8 @@ def test_what_live_shows_is_redacted(place, root_dir):
     events = _events(live)
     said = [event["text"] for event in events if event["event"] == "line"]
     assert said and all(TOKEN not in line for line in said) and any("the key is" in line for line in said), said
-    assert not list((root_dir).rglob("live-*.log"))  # the step's stream is gone with its step
+    for stream in root_dir.rglob("live-*.log"):  # a directory root's: kept until the next step (or gc)
+        assert TOKEN not in stream.read_text()
 
 
 def test_pause_stops_a_run_after_its_step_and_refuses_the_next(place):
@@ -152,3 +161,89 @@ def test_paused_queued_thread_is_left_by_two_workers_until_unpaused(place):
             worker.terminate()
         for worker in workers:
             worker.communicate(timeout=60)
+
+
+def test_the_lines_of_steps_faster_than_a_look_are_all_told(place):
+    run = place
+    thread = run("thread", "start", "loop", "-p", "go")["thread"]
+    live = run.spawn("thread", "live", thread, "--json")
+    time.sleep(1)
+    for _ in range(4):
+        run("thread", "step", thread, "--agent", "quick")
+    run("thread", "kill", thread)
+    lines = [event["text"] for event in _events(live) if event["event"] == "line"]
+    assert lines.count("done") == 4 and len([line for line in lines if line.startswith("quick ")]) == 4, lines
+
+
+def test_a_nul_or_the_marker_an_agent_writes_hides_nothing(place):
+    run = place
+    thread = run("thread", "start", "loop", "-p", "go")["thread"]
+    live = run.spawn("thread", "live", thread, "--json")
+    time.sleep(1)
+    run("thread", "step", thread, "--agent", "odd")
+    run("thread", "kill", thread)
+    lines = [event["text"] for event in _events(live) if event["event"] == "line"]
+    assert lines[0] == "a\ufffdb" and lines[1] in ("\x01", "\\x01") and lines[2:] == ["after"], lines
+
+
+def test_a_flood_is_cut_for_the_live_view_and_the_step_goes_on(place, root_dir):
+    run = place
+    thread = run("thread", "start", "loop", "-p", "go")["thread"]
+    live = run.spawn("thread", "live", thread, "--json")
+    time.sleep(1)
+    run("thread", "step", thread, "--agent", "flood")
+    run("thread", "kill", thread)
+    lines = [event["text"] for event in _events(live) if event["event"] == "line"]
+    assert sum(len(line) for line in lines) <= 17 * 1024 * 1024  # PostgreSQL: what its sender could send, the rest dropped
+    if run.kind == "dir":
+        assert lines[-1].startswith("uwf: the live view of this step stops here"), lines[-1][:100]
+        assert (root_dir / "locks" / f"live-{thread}.log").stat().st_size <= 16 * 1024 * 1024 + 1024
+
+
+def test_a_thread_that_ends_is_unpaused_and_a_resume_steps(place):
+    run = place
+    thread = run("thread", "start", "loop", "-p", "go")["thread"]
+    run("thread", "pause", thread)
+    run("thread", "kill", thread)
+    assert "paused" not in run("thread", "show", thread)
+    assert "is not paused: it has ended (killed)" in run("thread", "unpause", thread, code=1).stderr
+    run("thread", "resume", thread, "-p", "again")
+    run("thread", "step", thread, "--agent", "quick")
+
+
+def test_uwfs_own_lines_naming_a_key_are_redacted_too(place, tmp_path):
+    run = place
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    thread = run("thread", "start", "loop", "-p", "go", "-w", str(workspace))["thread"]
+    live = run.spawn("thread", "live", thread, "--json")
+    time.sleep(1)
+    stepped = run.spawn("thread", "step", thread, "--agent", "named")
+    _, err = stepped.communicate(timeout=60)
+    run("thread", "kill", thread)
+    said = [event.get("text", "") for event in _events(live)]
+    assert TOKEN not in err and TOKEN not in "".join(said), (err, said)
+
+
+def test_a_stale_stream_is_not_replayed_and_a_damaged_pause_file_refuses_in_one_line(place, root_dir):
+    run = place
+    if run.kind != "dir":
+        pytest.skip("a directory root's files")
+    thread = run("thread", "start", "loop", "-p", "go")["thread"]
+    stale = root_dir / "locks" / f"live-{thread}.log"
+    stale.parent.mkdir(exist_ok=True)
+    stale.write_text("a dead step's line\n")
+    live = run.spawn("thread", "live", thread, "--json")
+    time.sleep(1)
+    run("thread", "step", thread, "--agent", "quick")
+    run("thread", "kill", thread)
+    lines = [event["text"] for event in _events(live) if event["event"] == "line"]
+    assert "a dead step's line" not in lines and "done" in lines, lines
+    other = run("thread", "start", "loop", "-p", "other")["thread"]
+    for text in ("- " + other, f"{other}: 1.5", f"{other}: 99999999999999999999999"):
+        (root_dir / "paused.yaml").write_text(text + "\n")
+        refused = run("thread", "step", other, code=1)
+        assert "paused.yaml cannot be read" in refused.stderr and refused.stderr.count("\n") == 1, refused.stderr
+    (root_dir / "paused.yaml").write_text(f"{other.lower()}: 1\n")
+    assert "is paused" in run("thread", "step", other, code=1).stderr  # a lower-case id is the same thread
+    assert run("thread", "runs", other) == []

@@ -190,7 +190,7 @@ def test_a_summarizer_that_fails_keeps_the_raw_summary_and_records_the_failure(u
     srv.add({"status": 404, "body": {"error": {"message": "no such model"}}})
     run = uwf("thread", "run", thread, "--agent", SOLVE_AGENT)
     assert run.code == 0, run
-    assert "uwf: warning: the summarizer could not be asked" in run.err and "archived with its last output's summary" in run.err
+    assert "uwf: warning: the summarizer could not be asked" in run.err and "archived with its raw summary (from its last output)" in run.err
     shown = uwf("thread", "show", thread).json()
     assert shown["done"] is True and shown["summary"] == RAW_SUMMARY  # the reviewer's output: it has no `summary` of its own
     assert _roles(uwf, thread) == SOLVE_ROLES
@@ -211,7 +211,7 @@ def test_the_summarizer_is_on_by_default_with_the_extraction_model(uwf, root_dir
 
 def test_off_or_without_any_model_a_finished_thread_keeps_its_raw_summary(uwf, root_dir, tmp_path, srv):
     thread = _setup(uwf, root_dir, tmp_path, srv, interval=None)
-    assert "summarizer: \"false\"" in (root_dir / "config.yaml").read_text()
+    assert "\nsummarizer: false\n" in (root_dir / "config.yaml").read_text()
     run = uwf("thread", "run", thread, "--agent", SOLVE_AGENT)
     assert run.code == 0 and "warning" not in run.err and not srv.requests
     assert uwf("thread", "show", thread).json()["summary"] == RAW_SUMMARY

@@ -82,3 +82,15 @@ def test_an_instruction_it_cannot_follow_fails_the_step_in_one_line(uwf, documen
     failed = uwf("thread", "step", thread)
     assert failed.code == 1 and "cannot follow 'make it nicer'" in failed.err and failed.err.count("\n") == 1, failed.err
     assert uwf("thread", "steps", thread).json() == []
+
+
+def test_an_edit_that_finds_nothing_fails_rather_than_passing_over(uwf, document_root, tmp_path):
+    given = docx.Document()
+    given.add_paragraph("Sales grew 5%.")
+    given.save(str(tmp_path / "input.docx"))
+    workspace = document_root / "nothing"
+    workspace.mkdir()
+    prompt = json.dumps({"prompt": 'replace "12%" with "9%"', "inputDocx": str(tmp_path / "input.docx")})
+    thread = uwf("thread", "start", "document", "-w", str(workspace), "-p", prompt, "--agent", "writer=doc-writer").json()["thread"]
+    failed = uwf("thread", "step", thread)
+    assert failed.code == 1 and "no paragraph holds '12%'" in failed.err, failed.err

@@ -277,11 +277,13 @@ def test_syntax_error_is_not_a_pyyaml_exception():
     assert not isinstance(info.value, yaml.YAMLError)
 
 
+def test_dumps_writes_booleans_as_yaml_does():
+    assert dumps({"a": True, "b": False}) == "a: true\nb: false\n"
+
+
 def test_dumps_refuses_what_it_cannot_write():
     with pytest.raises(TypeError):
         dumps({"a": None})
-    with pytest.raises(TypeError):
-        dumps({"a": True})
     with pytest.raises(TypeError):
         dumps({"a": 1.5})
     with pytest.raises(TypeError):

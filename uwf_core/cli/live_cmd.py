@@ -14,7 +14,7 @@ def register(sub, common) -> None:
     live.add_argument("thread", nargs="?", help="a thread id or prefix (or --latest)")
     live.add_argument("--latest", action="store_true", help="the thread whose step started last, else the newest active thread")
     live.add_argument("--role", metavar="ROLE", help="only this role's steps and lines")
-    live.add_argument("--json", action="store_true", help="one JSON object per event: started, line, step, ended")
+    live.add_argument("--json", action="store_true", help="one JSON object per event: started, line, step, failed, paused, unpaused, ended")
 
 
 def cmd_live(args) -> int:

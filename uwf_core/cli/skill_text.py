@@ -100,7 +100,7 @@ def _cli() -> str:
                 if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or action.dest == "root":
                     continue  # --root: said once, above
                 flags = ", ".join(action.option_strings) or (action.metavar or action.dest)
-                lines.append(f"- `{flags}`: {action.help or ''}")
+                lines.append(f"- `{flags}`: {action.help}" if action.help else f"- `{flags}`")
             lines.append("")
     return "\n".join(lines)
 

@@ -74,9 +74,9 @@ def register(groups, common) -> None:
     kill = command(sub, common, "kill", cmd_kill, "archive a thread as killed and stop its running agent")
     kill.add_argument("thread")
     pause = command(sub, common, "pause", cmd_pause, "let the step in flight finish and start none after it (run, workers, the TUI) until unpause")
-    pause.add_argument("thread")
+    pause.add_argument("thread", help="a thread id or a unique prefix")
     unpause = command(sub, common, "unpause", cmd_unpause, "let a paused thread go on (a queued one: the workers take it up again)")
-    unpause.add_argument("thread")
+    unpause.add_argument("thread", help="a thread id or a unique prefix")
     rm = command(sub, common, "rm", cmd_rm, "remove a thread from the root's index and archive (its nodes are gc's)")
     rm.add_argument("thread")
     details = command(sub, common, "step-details", cmd_step_details, "a step's output, detail, answer and prompt")
@@ -215,6 +215,8 @@ def _detach(args) -> int:
     emit_json({"thread": thread, "queued": True})
     if not queued:
         note(f"thread {thread} was already queued")
+    if thread in repo.threads.paused():
+        note(f"thread {thread} is paused: workers pass it over until `uwf thread unpause {thread}`")
     return 0
 
 

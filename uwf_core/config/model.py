@@ -204,7 +204,7 @@ class Config:
         if self.supervisor_interval:
             data["supervisorInterval"] = self.supervisor_interval
         if not self.summarizer:
-            data["summarizer"] = "false"
+            data["summarizer"] = False
         if self.otel.to_dict() not in (None, {}):
             data["otel"] = self.otel.to_dict()
         data.update(self.settings)

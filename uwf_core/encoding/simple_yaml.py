@@ -18,15 +18,17 @@ class YamlSyntaxError(Exception):
 
 
 def dumps(value: dict, header: str = "") -> str:
-    """Emit a mapping of strings, ints, nested mappings, and lists of scalars or mappings."""
+    """Emit a mapping of strings, ints, booleans, nested mappings, and lists of scalars or mappings."""
     lines = [f"# {line}" for line in header.splitlines()]
     _emit_mapping(value, 0, lines)
     return "\n".join(lines) + "\n"
 
 
 def _scalar(value: object) -> str:
-    if isinstance(value, bool) or value is None:
-        raise TypeError("simple_yaml writes only strings and integers")
+    if isinstance(value, bool):
+        return "true" if value else "false"  # read back as text (the fast reader's scalars are): config's flag() takes both
+    if value is None:
+        raise TypeError("simple_yaml writes only strings, integers and booleans")
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):

@@ -64,7 +64,7 @@ def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) 
     with repo.locks.acquire(thread_id, options.worker) as lease:
         info = active_thread(repo, thread_id)
         refuse_paused(repo, info.thread)
-        options = replace(options, on_output=_told(lease, options.on_output))
+        options = replace(options, on_output=_told(lease, options.on_output, repo.secrets.text))
         trace = step_trace(repo, info, options, lease.interrupted)
         if lease.interrupted is not None:
             _record_interrupted(repo, info, lease)
@@ -88,15 +88,16 @@ def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) 
             return result
 
 
-def _told(lease: StepLease, shown: Callable[[str], None] | None) -> Callable[[str], None]:
-    """The step's output (redacted where it is made: engine/call.py) to the caller and to the
-    lease, where `uwf thread live` in any process reads it."""
-    if shown is None:
-        return lease.say
+def _told(lease: StepLease, shown: Callable[[str], None] | None, redact: Callable[[str], str]) -> Callable[[str], None]:
+    """The step's output to the caller and to the lease, where `uwf thread live` in any process
+    reads it; redacted here once more, whoever made the line (an agent's lines are where they
+    are read, engine/call.py; uwf's own notes name paths an agent chose)."""
 
     def both(line: str) -> None:
+        line = redact(line)
         lease.say(line)
-        shown(line)
+        if shown is not None:
+            shown(line)
 
     return both
 

@@ -180,6 +180,10 @@ class WorkQueue(Protocol):
 class LiveFeed(Protocol):
     """A reader of one thread's step output as it comes (`uwf thread live`)."""
 
+    def attach(self, running_since: int | None) -> None:
+        """Where reading starts: the running step's lines from its start where the backend keeps
+        them (`running_since`: when it started, ms; None: no step runs), never an ended step's."""
+
     def read(self, timeout: float) -> list[str | None]:
         """The lines said since the last read, None where a step's lines begin; waiting up to
         `timeout` seconds for one."""

@@ -7,6 +7,18 @@ import os
 
 from ..encoding.records import asdict, field, record
 
+# A step's live output (StepLease.say, `uwf thread live`): bounded, so an agent that floods its
+# stderr fills neither the root's disk nor a follower's memory; the step itself goes on.
+LIVE_MAX_BYTES = 16 * 1024 * 1024  # of one step's lines; past it, one line says they were cut
+LIVE_MAX_LINE = 16 * 1024  # characters of one line (the rest cut)
+LIVE_CUT = "uwf: the live view of this step stops here: its output passed 16 MB (the step goes on; `uwf thread runs` keeps its stderr's tail)"
+
+
+def live_line(line: str) -> str:
+    """A line as the live view carries it: cut at LIVE_MAX_LINE, no NUL (a PostgreSQL payload ends at one)."""
+    line = line if len(line) <= LIVE_MAX_LINE else line[: LIVE_MAX_LINE - 3] + "..."
+    return line.replace("\x00", "\ufffd")
+
 
 @record(frozen=True)
 class ArchivedThread:

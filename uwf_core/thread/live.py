@@ -30,8 +30,9 @@ MAX_LANDED = 200  # nodes told at once when the head moved far (a pick, a long r
 @record(frozen=True)
 class LiveEvent:
     """`kind`: "started" (a step began), "line" (its agent said `text`), "step" (the head moved
-    to `head`), "failed" (a step ended without moving it; `text` is why), "ended" (the thread
-    ended; `text` is why)."""
+    to `head`), "failed" (a step ended without moving it; `text` is why), "paused" / "unpaused"
+    (no step starts until it is unpaused / steps may start again), "ended" (the thread ended;
+    `text` is why). In JSON `text` is named for what it is: `text`, `error` or `reason`."""
 
     kind: str
     thread: str
@@ -42,9 +43,10 @@ class LiveEvent:
 
     def to_json(self) -> dict:
         data = {"event": self.kind, "thread": self.thread}
-        for key in ("role", "agent", "text", "head"):
-            if getattr(self, key) is not None:
-                data[key] = getattr(self, key)
+        named = {"failed": "error", "ended": "reason"}.get(self.kind, "text")
+        for key, value in (("role", self.role), ("agent", self.agent), (named, self.text), ("head", self.head)):
+            if value is not None:
+                data[key] = value
         return data
 
     def line(self) -> str:
@@ -57,6 +59,10 @@ class LiveEvent:
             return f"{self.role} ({self.agent}) -> {self.head}"
         if self.kind == "failed":
             return f"x {self.role or 'a step'} ({self.agent or '?'}) {self.text}"
+        if self.kind == "paused":
+            return f"thread {self.thread} is paused: no step starts until `uwf thread unpause {self.thread}`"
+        if self.kind == "unpaused":
+            return f"thread {self.thread} is unpaused"
         return f"thread {self.thread} ended ({self.text})"
 
 
@@ -80,6 +86,8 @@ def follow_thread(
     set. `role`: only that role's steps and lines (the end is always told)."""
     follower = _Follower(repo, thread_info(repo, thread), on_event, role)
     with repo.backend.live_feed(follower.thread) as feed:
+        running = repo.locks.running(follower.thread)
+        feed.attach(running.started_at if running is not None else None)  # a step that ended before: not told
         follower.announce()
         while follower.info.active and not (stop is not None and stop.is_set()):
             follower.take(feed.read(POLL_SECONDS))
@@ -100,6 +108,7 @@ class _Follower:
         self.thread, self.head = info.thread, info.head
         self.step_key: tuple | None = None
         self.step_role: str | None = None
+        self.paused: bool | None = None  # not looked at yet
 
     def take(self, items: list[str | None]) -> None:
         """Lines as they came; None where a new step's lines begin: the last one's landing, and the
@@ -119,11 +128,21 @@ class _Follower:
             self.failed()
         if running is None:
             self.step_key = None
+            self.pause_changed()
             return
         if key != self.step_key and running.role is not None:  # its role is known once its moderator has chosen
             self.step_key, self.step_role = key, running.role
             if self.role is None or running.role == self.role:
                 self.on_event(LiveEvent("started", self.thread, running.role, running.agent))
+
+    def pause_changed(self) -> None:
+        """Told when the thread was paused or unpaused since the last look (between steps only: a
+        step in flight finishes either way)."""
+        paused = self.thread in self.repo.threads.paused()
+        if paused != self.paused:
+            if self.paused is not None or paused:
+                self.on_event(LiveEvent("paused" if paused else "unpaused", self.thread))
+            self.paused = paused
 
     def failed(self) -> None:
         """A step that ended without moving the head: its attempt's record says why."""
@@ -153,11 +172,22 @@ def _last_lines(repo: Repo, thread: str, feed, *, ended: bool) -> list[str | Non
     """What the step that moved the head said last: it may still be on its way (a PostgreSQL
     root sends from a thread of its own until the lease ends), so a thread that ended waits for
     its step's lease to go, briefly."""
-    lines = feed.read(0)
     deadline = time.monotonic() + LAST_LINES_SECONDS
+    lines = _drained(feed, deadline)
     while ended and repo.locks.running(thread) is not None and time.monotonic() < deadline:
         lines += feed.read(0.05)
-    return lines + (feed.read(0) if ended else [])
+    return lines + (_drained(feed, deadline) if ended else [])
+
+
+def _drained(feed, deadline: float) -> list[str | None]:
+    """Every line there is now (a feed gives a bounded part at a look), until `deadline`."""
+    lines: list[str | None] = []
+    while time.monotonic() < deadline:
+        more = feed.read(0)
+        if not more:
+            break
+        lines += more
+    return lines
 
 
 def _landed(repo: Repo, old: str, new: str) -> list[tuple[str, StepNode]]:

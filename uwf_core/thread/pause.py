@@ -19,7 +19,10 @@ if TYPE_CHECKING:
 
 
 def paused_message(thread: str, since: int) -> str:
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since / 1000))
+    try:
+        when = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(since / 1000))
+    except (OverflowError, ValueError, OSError):  # a time no clock can show
+        when = f"{since} ms since the epoch"
     return f"thread {thread} is paused (since {when}); `uwf thread unpause {thread}` lets it go on"
 
 
@@ -42,7 +45,8 @@ def unpause_thread(repo: Repo, thread: str) -> str:
     """The thread id; refused when it was not paused."""
     info = thread_info(repo, thread)
     if not repo.threads.set_paused(info.thread, None):
-        raise UwfError(f"thread {info.thread} is not paused")
+        ended = "" if info.active else f": it has ended ({info.reason or 'done'})"
+        raise UwfError(f"thread {info.thread} is not paused{ended}")
     return info.thread
 
 

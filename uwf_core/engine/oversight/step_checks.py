@@ -135,7 +135,7 @@ def finish_done(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: 
         try:
             check = summarize(repo, context, workflow, model_alias(repo, "summarizer"), time_left)
         except CheckError as exc:
-            warn(options, f"{exc.message}; the thread is archived with its last output's summary")
+            warn(options, f"{exc.message}; the thread is archived with its raw summary (from its last output)")
             _record(repo, info, SUMMARY_ROLE, started, "failed", None, exc.message)
         else:
             try:

@@ -199,7 +199,7 @@ class Worker:
                     self.on_event(WorkerEvent(thread, "waiting", seconds=time.monotonic() - started, detail=exc.message))
                 return
             except PausedError as exc:  # paused meanwhile: it stays queued, and no worker claims it until it is unpaused
-                self.on_event(WorkerEvent(thread, "paused", detail=exc.message))
+                self.on_event(WorkerEvent(thread, "paused", detail="it stays queued; `uwf thread unpause` lets a worker take it up"))
                 return
             except UwfError as exc:
                 self._ended(claim, exc, started)

@@ -7,8 +7,10 @@ terminate; a line left behind by a holder that died (SIGKILL) is how the
 next step learns that an attempt was interrupted.
 
 Beside it, locks/live-<ID>.log carries the step's agent output (redacted) for
-`uwf thread live` in other processes: made at the step's first line, a new
-file per step, removed when the step ends (a reader holding it drains it).
+`uwf thread live` in other processes: a new file per step, made at its first
+line and kept until the next step's first line replaces it (so a follower reads
+a fast step's lines too), at most LIVE_MAX_BYTES; gc and `thread rm` remove it
+once the thread is gone.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 import time
 
 from ...errors import LockedError
-from ..records import RunningStep, process_alive, this_host
+from ..records import LIVE_CUT, LIVE_MAX_BYTES, RunningStep, live_line, process_alive, this_host
 from .root import Root
 
 
@@ -42,6 +44,7 @@ class FsStepLease:
         self.interrupted: RunningStep | None = None
         self.live_path = os.path.join(root.locks_dir, f"live-{thread}.log")
         self.live_fd: int | None = None
+        self.live_left = LIVE_MAX_BYTES
 
     def __enter__(self) -> FsStepLease:
         try:
@@ -60,24 +63,24 @@ class FsStepLease:
 
     def say(self, line: str) -> None:
         """One line of the step's output for live readers; a write that fails costs only the view."""
+        if self.live_left <= 0:
+            return
         try:
             if self.live_fd is None:
                 try:
-                    os.unlink(self.live_path)  # a dead step's, or one whose holder died: a new file is a new step
+                    os.unlink(self.live_path)  # the last step's: a new file is a new step
                 except FileNotFoundError:
                     pass
                 self.live_fd = os.open(self.live_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
-            os.write(self.live_fd, line.encode("utf-8", "replace") + b"\n")
+            data = live_line(line).encode("utf-8", "replace") + b"\n"
+            self.live_left -= len(data)
+            os.write(self.live_fd, data if self.live_left > 0 else LIVE_CUT.encode() + b"\n")
         except OSError:
             pass
 
     def __exit__(self, *exc_info) -> None:
         if self.live_fd is not None:
             os.close(self.live_fd)
-            try:
-                os.unlink(self.live_path)
-            except OSError:
-                pass
         self.lock.release()
 
 

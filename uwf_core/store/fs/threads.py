@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 from ...encoding.ids import is_hash, is_ulid
 from ...encoding.records import replace
 from ...encoding.simple_yaml import dumps
-from ...errors import ConflictError
+from ...errors import ConflictError, StateFileError
 from ..files import append_line, atomic_write
 from ..records import ArchivedThread, DamagedEntry
 from .root import Root, flat_state_bytes, load_flat_state, load_jsonl, load_yaml_state, set_aside, without_lines
 
 HEADER = "uwf active threads: thread id -> head node (a StartNode or the newest StepNode)"
 WORKSPACES_HEADER = "uwf threads' own workspaces: thread id -> directory (a fork's; others use their StartNode's)"
+MAX_SINCE = 10**15  # ms: past the year 33,000, not a time
 PAUSED_HEADER = "uwf paused threads: thread id -> since (ms since the epoch); `uwf thread unpause` takes one out"
 
 
@@ -76,10 +78,21 @@ class FsThreadIndex:
             atomic_write(self.root.join("workspaces.yaml"), dumps(mapping, WORKSPACES_HEADER).encode("utf-8"))
 
     def paused(self) -> dict[str, int]:
-        raw = load_yaml_state(self.root.join("paused.yaml"))
-        if not isinstance(raw, dict):
+        """paused.yaml, read strictly: a line it cannot read is one error naming the file, never a
+        thread silently taken for unpaused (the gate would then let a step through)."""
+        path = self.root.join("paused.yaml")
+        raw = load_yaml_state(path)
+        if raw is None:
             return {}
-        return {thread: int(since) for thread, since in raw.items() if is_ulid(thread) and str(since).isdigit()}
+        if not isinstance(raw, dict):
+            raise StateFileError(f"{path} cannot be read: expected `THREAD: SINCE` lines (fix or remove it; nothing was changed)")
+        mapping = {}
+        for thread, since in raw.items():
+            key = str(thread).strip().upper()
+            if not is_ulid(key) or not str(since).isdigit() or int(since) > MAX_SINCE:
+                raise StateFileError(f"{path} cannot be read: {thread!r}: {since!r} is not a thread id and a time in ms (fix or remove the line; nothing was changed)")
+            mapping[key] = int(since)
+        return mapping
 
     def set_paused(self, thread: str, since: int | None) -> bool:
         with self.root.lock("index"):
@@ -88,10 +101,23 @@ class FsThreadIndex:
                 return False
             if since is None:
                 del mapping[thread]
+            elif thread not in self._load()[0]:
+                return False  # it ended meanwhile: nothing to pause
             else:
                 mapping[thread] = since
-            atomic_write(self.root.join("paused.yaml"), dumps(mapping, PAUSED_HEADER).encode("utf-8"))
+            self._save_paused(mapping)
             return True
+
+    def _save_paused(self, mapping: dict[str, int]) -> None:
+        atomic_write(self.root.join("paused.yaml"), dumps(mapping, PAUSED_HEADER).encode("utf-8"))
+
+    def _unpause_ended(self, thread: str) -> None:
+        """An ended thread is not paused any more (a resume of it steps at once); under the index lock."""
+        if not os.path.exists(self.root.join("paused.yaml")):
+            return
+        mapping = self.paused()
+        if mapping.pop(thread, None) is not None:
+            self._save_paused(mapping)
 
     def compare_and_set(
         self,
@@ -123,6 +149,8 @@ class FsThreadIndex:
             else:
                 threads[thread] = new
             self._save(threads, damaged)
+            if archive_reason is not None:
+                self._unpause_ended(thread)
 
     def archive(self, thread: str, workflow: str | None, reason: str, expected: str | None = None, summary: str | None = None) -> str:
         with self.root.lock("index"):
@@ -135,6 +163,7 @@ class FsThreadIndex:
             self._append_history(thread, workflow, head, reason, summary)
             del threads[thread]
             self._save(threads, damaged)
+            self._unpause_ended(thread)
             return head
 
     def _append_history(self, thread: str, workflow: str | None, head: str, reason: str, summary: str | None = None) -> None:
@@ -167,9 +196,9 @@ class FsThreadIndex:
             mapping = self.workspaces() if heads else {}
             if mapping.pop(thread, None) is not None:
                 atomic_write(self.root.join("workspaces.yaml"), dumps(mapping, WORKSPACES_HEADER).encode("utf-8"))
-            paused = self.paused() if heads else {}
-            if paused.pop(thread, None) is not None:
-                atomic_write(self.root.join("paused.yaml"), dumps(paused, PAUSED_HEADER).encode("utf-8"))
+            if heads:
+                self._unpause_ended(thread)
+                _remove_live(self.root, thread)
             if active:
                 self._save(threads, damaged)
             return heads
@@ -186,6 +215,14 @@ class FsThreadIndex:
             if record.thread == thread:
                 return record
         return None
+
+
+def _remove_live(root: Root, thread: str) -> None:
+    """The thread's last step's live lines (store/fs/locks.py), with the thread."""
+    try:
+        os.unlink(os.path.join(root.locks_dir, f"live-{thread}.log"))
+    except OSError:
+        pass
 
 
 def _head_problem(thread: object, head: object) -> str | None:

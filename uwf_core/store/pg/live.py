@@ -11,11 +11,13 @@ from __future__ import annotations
 import queue
 import threading
 
+from ..records import LIVE_CUT, LIVE_MAX_BYTES, live_line
 from .db import Database
 
 STEP_BEGINS = "\x01"  # the first line a step's sender sends: its lines begin here
 MAX_PAYLOAD = 7000  # bytes of one NOTIFY (the server's limit is 8000)
 CLOSE_SECONDS = 2.0  # what the step's end waits for the last lines to go
+PENDING = 10_000  # lines waiting to be sent at most
 
 
 def channel(thread: str) -> str:
@@ -47,33 +49,56 @@ def batches(lines: list[str]) -> list[str]:
 
 class LiveSender:
     """Sends a step's lines on its lease's session (shared under `guard`); a failed send costs
-    only the live view."""
+    only the live view. At most LIVE_MAX_BYTES a step, and at most PENDING lines wait: past
+    either, lines are dropped (said once), never held in memory."""
 
     def __init__(self, conn, guard: threading.Lock, thread: str) -> None:
         self.conn = conn
         self.guard = guard
         self.channel = channel(thread)
-        self.lines: queue.SimpleQueue = queue.SimpleQueue()
+        self.lines: queue.Queue = queue.Queue(PENDING)
+        self.left = LIVE_MAX_BYTES
+        self.dropped = 0
+        self.closed = False
         self.lines.put(STEP_BEGINS)
         self.worker = threading.Thread(target=self._send, name="uwf-live", daemon=True)
         self.worker.start()
 
     def put(self, line: str) -> None:
-        self.lines.put(line)
+        if self.left <= 0:
+            return
+        line = live_line(line)
+        if line == STEP_BEGINS:
+            line = "\\x01"  # an agent's line is never read as the marker
+        self.left -= len(line) + 1
+        try:
+            self.lines.put_nowait(line if self.left > 0 else LIVE_CUT)
+        except queue.Full:
+            self.dropped += 1
 
     def close(self) -> None:
-        self.lines.put(None)
+        try:
+            self.lines.put(None, timeout=CLOSE_SECONDS)
+        except queue.Full:
+            pass
         self.worker.join(CLOSE_SECONDS)
+        with self.guard:
+            self.closed = True  # the session goes back to its pool: a sender still at work sends no more
 
     def _send(self) -> None:
         while True:
             pending = [self.lines.get()]
             while not self.lines.empty():
                 pending.append(self.lines.get())
+            if self.dropped:
+                pending.insert(-1, f"uwf: {self.dropped} lines were not sent: the live view fell behind")
+                self.dropped = 0
             ended = None in pending
             for payload in batches([line for line in pending if line is not None]):
                 try:
                     with self.guard:
+                        if self.closed:
+                            return
                         self.conn.execute("select pg_notify(%s, %s)", (self.channel, payload))
                 except Exception:
                     return  # the session is gone: the step's end says what became of it
@@ -88,6 +113,9 @@ class PgLiveFeed:
         self.db = db
         self.channel = channel(thread)
         self.conn = None
+
+    def attach(self, running_since: int | None) -> None:
+        """Nothing is kept: what is said from now on is told."""
 
     def listen(self) -> None:
         if self.conn is None:

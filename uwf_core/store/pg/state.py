@@ -40,7 +40,9 @@ class PgThreadIndex:
             if since is None:
                 changed = conn.execute("delete from uwf_paused where thread = %s", (thread,)).rowcount
             else:
-                changed = conn.execute("insert into uwf_paused (thread, since) values (%s, %s) on conflict do nothing", (thread, since)).rowcount
+                changed = conn.execute(  # only while it is active, checked in the same statement
+                    "insert into uwf_paused (thread, since) select %s, %s where exists (select 1 from uwf_heads where thread = %s)"
+                    " on conflict do nothing", (thread, since, thread)).rowcount
             if changed:
                 self.db.bump(conn)
             return bool(changed)
@@ -88,7 +90,8 @@ class PgThreadIndex:
             "insert into uwf_history (thread, workflow, head, reason, completed_at, summary) values (%s, %s, %s, %s, %s, %s)",
             (thread, workflow, head, reason, int(time.time() * 1000), summary),
         )
-        conn.execute("delete from uwf_heads where thread = %s", (thread,))
+        # an ended thread is not paused any more: a resume of it steps at once
+        conn.execute("with unpaused as (delete from uwf_paused where thread = %s) delete from uwf_heads where thread = %s", (thread, thread))
 
     @contextmanager
     def exclusive(self):
