@@ -50,6 +50,22 @@ def _events(process) -> list[dict]:
     return [json.loads(line) for line in out.splitlines()]
 
 
+def _followed(run, *agents: str) -> tuple[str, list[dict]]:
+    """A new thread followed by `thread live --json` while it takes a step with each agent, then
+    is killed: (the thread, what the follower told)."""
+    thread = run("thread", "start", "loop", "-p", "go")["thread"]
+    live = run.spawn("thread", "live", thread, "--json")
+    time.sleep(1)  # attached, waiting for a step
+    for agent in agents:
+        run("thread", "step", thread, "--agent", agent)
+    run("thread", "kill", thread)
+    return thread, _events(live)
+
+
+def _lines(events: list[dict]) -> list[str]:
+    return [event["text"] for event in events if event["event"] == "line"]
+
+
 def test_live_follows_each_step_its_lines_and_the_end_from_another_process(place):
     run = place
     thread = run("thread", "start", "loop", "-p", "go")["thread"]
@@ -96,14 +112,8 @@ def test_live_refusals_and_an_ended_thread(place):
 
 
 def test_what_live_shows_is_redacted(place, root_dir):
-    run = place
-    thread = run("thread", "start", "loop", "-p", "go")["thread"]
-    live = run.spawn("thread", "live", thread, "--json")
-    time.sleep(1)
-    run("thread", "step", thread, "--agent", "secret")
-    run("thread", "kill", thread)
-    events = _events(live)
-    said = [event["text"] for event in events if event["event"] == "line"]
+    _, events = _followed(place, "secret")
+    said = _lines(events)
     assert said and all(TOKEN not in line for line in said) and any("the key is" in line for line in said), said
     for stream in root_dir.rglob("live-*.log"):  # a directory root's: kept until the next step (or gc)
         assert TOKEN not in stream.read_text()
@@ -164,36 +174,19 @@ def test_paused_queued_thread_is_left_by_two_workers_until_unpaused(place):
 
 
 def test_the_lines_of_steps_faster_than_a_look_are_all_told(place):
-    run = place
-    thread = run("thread", "start", "loop", "-p", "go")["thread"]
-    live = run.spawn("thread", "live", thread, "--json")
-    time.sleep(1)
-    for _ in range(4):
-        run("thread", "step", thread, "--agent", "quick")
-    run("thread", "kill", thread)
-    lines = [event["text"] for event in _events(live) if event["event"] == "line"]
+    lines = _lines(_followed(place, "quick", "quick", "quick", "quick")[1])
     assert lines.count("done") == 4 and len([line for line in lines if line.startswith("quick ")]) == 4, lines
 
 
 def test_a_nul_or_the_marker_an_agent_writes_hides_nothing(place):
-    run = place
-    thread = run("thread", "start", "loop", "-p", "go")["thread"]
-    live = run.spawn("thread", "live", thread, "--json")
-    time.sleep(1)
-    run("thread", "step", thread, "--agent", "odd")
-    run("thread", "kill", thread)
-    lines = [event["text"] for event in _events(live) if event["event"] == "line"]
+    lines = _lines(_followed(place, "odd")[1])
     assert lines[0] == "a\ufffdb" and lines[1] in ("\x01", "\\x01") and lines[2:] == ["after"], lines
 
 
 def test_a_flood_is_cut_for_the_live_view_and_the_step_goes_on(place, root_dir):
     run = place
-    thread = run("thread", "start", "loop", "-p", "go")["thread"]
-    live = run.spawn("thread", "live", thread, "--json")
-    time.sleep(1)
-    run("thread", "step", thread, "--agent", "flood")
-    run("thread", "kill", thread)
-    lines = [event["text"] for event in _events(live) if event["event"] == "line"]
+    thread, events = _followed(run, "flood")
+    lines = _lines(events)
     assert sum(len(line) for line in lines) <= 17 * 1024 * 1024  # PostgreSQL: what its sender could send, the rest dropped
     if run.kind == "dir":
         assert lines[-1].startswith("uwf: the live view of this step stops here"), lines[-1][:100]
