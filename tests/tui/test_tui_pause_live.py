@@ -70,3 +70,23 @@ def test_l_follows_a_step_another_process_runs(fixed, tmp_path):
     flat = text.replace("\n", "")  # the log wraps long lines
     assert "is running (another process)" in flat and f"✓ analyst (uwf-script) → {head}" in flat
     assert "■ thread ended (done); no longer following" in flat and not still  # its end ends the following
+
+
+def test_a_reload_in_the_middle_of_a_burst_keeps_the_cursor_where_the_keys_left_it(fixed):
+    """`Home space s` with a reload landing between Home and its highlight event: space and s act
+    on the thread Home went to (a reload used to put the cursor back on the last highlighted one)."""
+    root, ids = fixed
+    from uwf_core.api import start_thread
+
+    async def script(app, pilot):
+        table = app.query_one("#threads")
+        await select_thread(app, pilot, list(table.rows)[1].value)
+        before = app.threads_view.selected_thread
+        start_thread(root, "solve-issue", "a new thread, listed first")  # another process's, say
+        table.move_cursor(row=0)  # Home, its highlight event not handled yet
+        moved_to = app.threads_view.current_thread()
+        app.threads_view.reload()  # the poll's reload lands first
+        return before, moved_to, app.threads_view.current_thread()
+
+    before, moved_to, after = run_app(root, script)
+    assert moved_to != before and after == moved_to

@@ -131,7 +131,9 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         info = self.infos.get(thread or "")
         return self._workflow_name(info.workflow) if info is not None and info.workflow else None
 
-    def reload(self) -> None:
+    def reload(self, keep: str | None = None) -> None:
+        """List and timeline again; the cursor stays on `keep`, else on its thread (a burst's keys act there)."""
+        keep = keep or (row_at_cursor(self.thread_table) if self.thread_table.row_count else None) or self.selected_thread
         try:
             infos = list_threads(self.repo, include_archived=True)
             self.statuses = thread_statuses(self.repo, infos)
@@ -150,12 +152,9 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         self.infos = {info.thread: info for info in infos}
         if not infos:
             self.show_first_run()
-        self.thread_list.fill(infos, self.statuses, self._workflow_name, keep=self.selected_thread)
-        # The selected thread again (its head moved, a step started or ended: redraw its timeline),
-        # unless the filter has hidden it: then the thread the cursor is on now, so the timeline
-        # never shows a thread other than the one the keys act on.
-        shown = row_at_cursor(self.thread_table)
-        target = self.selected_thread if self.selected_thread in self.thread_table.rows else shown
+        self.thread_list.fill(infos, self.statuses, self._workflow_name, keep=keep)
+        shown = row_at_cursor(self.thread_table)  # where a filter hid `keep`: the timeline shows what the keys act on
+        target = keep if keep in self.thread_table.rows else shown
         if target:
             self.select_thread(target)
         elif infos and self.thread_list.filter_text:
@@ -193,7 +192,7 @@ class ThreadsView(ThreadHeader, AgentLog, Horizontal):
         """A thread this session just made (fork, edit, new): list it and open its timeline."""
         self.selected_thread = thread
         self.selected_step = None
-        self.reload()
+        self.reload(keep=thread)
         self.select_thread(thread)
 
     # -- keyboard navigation: Enter goes in, Esc comes back out ---------------------------
