@@ -240,10 +240,13 @@ def test_two_clients_on_one_root_each_step_and_see_the_other_move(uwf, mcp_root)
     root_dir, thread = mcp_root
     other = uwf("thread", "start", "loop", "-p", "again").json()["thread"]
     heard: list[str] = []
+    places = [root_dir.parent / name for name in ("first", "second")]  # each client its own directory, where its thread steps
+    for place in places:
+        place.mkdir()
 
     async def main():
-        writes = server(root_dir, "--allow", "write")
-        async with Client(writes, read_timeout_seconds=60) as first, Client(writes, read_timeout_seconds=60) as second:
+        first_server, second_server = (server(root_dir, "--allow", "write", cwd=place) for place in places)
+        async with Client(first_server, read_timeout_seconds=60) as first, Client(second_server, read_timeout_seconds=60) as second:
             async with first.listen(resource_subscriptions=[f"uwf://thread/{other}"]) as subscription:
                 results = {}
 
