@@ -36,6 +36,16 @@ def test_a_new_project_runs_as_its_readme_says_and_its_test_passes(uwf, root_dir
         if " thread run " in command:
             assert json.loads(done.stdout)["done"] is True
     assert thread is not None
+    steps = json.loads(subprocess.run(["sh", "-c", f"uwf thread steps {thread}"], cwd=project, env=env, capture_output=True, text=True,
+                                      timeout=60, check=True).stdout)
+    workflow = json.loads(subprocess.run(["sh", "-c", f"uwf thread show {thread}"], cwd=project, env=env, capture_output=True,
+                                         text=True, timeout=60, check=True).stdout)["workflow"]
+    roles = json.loads(subprocess.run(["sh", "-c", f"uwf workflow show {workflow}"], cwd=project, env=env, capture_output=True,
+                                      text=True, timeout=60, check=True).stdout)["roles"]
+    for step in steps:  # the canned answers say what their authors meant: no key a YAML comma made up
+        schema = json.loads(subprocess.run(["sh", "-c", f"uwf cas schema get {roles[step['role']]['meta']}"], cwd=project, env=env,
+                                           capture_output=True, text=True, timeout=60, check=True).stdout)
+        assert set(step["output"]) <= set(schema.get("properties", {})), (step["role"], step["output"])
     tested = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", str(project)],
                             cwd=project, capture_output=True, text=True, timeout=300, env={**env, "PYTHONDONTWRITEBYTECODE": "1"})
     assert tested.returncode == 0 and re.search(r"\b1 passed\b", tested.stdout), tested.stdout[-2000:]

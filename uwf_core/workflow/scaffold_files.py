@@ -35,7 +35,7 @@ REVIEW_LOOP_SCRIPT = """\
 writer:
   - output: {summary: A first draft.}
     body: The first draft of the text.
-  - output: {summary: The draft, revised as the review asked.}
+  - output: {summary: "The draft, revised as the review asked."}
     body: The text, shorter and clearer.
 reviewer:
   - output: {$status: changes, comments: Make it shorter.}
