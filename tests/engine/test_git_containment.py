@@ -579,3 +579,26 @@ def test_a_walk_kept_between_runs_forgets_another_runs_staging_directory(tmp_pat
     assert refresh(other) == []  # not this run's to find
     mine = load(cache, str(workspace), None, (str(scratch),), (str(stage),))
     assert [item.path for item in refresh(mine)] == [str(stage / "evil")]
+
+
+def test_runs_sharing_a_workspace_without_git_share_its_placeholder(uwf, root_dir, tmp_path):
+    """Threads without a workspace of their own step where they are stepped from, a worker's lanes
+    in one directory at once: each run's private .git is mounted on one empty `.git` there, made
+    by the first and removed by the last, so none loses its repository mid-run."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    script = "git init -q && sleep 1.5 && git status --porcelain >/dev/null && echo ran >> runs.txt; printf -- " + json.dumps(ANSWER)
+    (root_dir / "config.yaml").write_text(
+        f"agents:\n  hostile:\n    command: sh\n    args: [-c, {json.dumps(script)}]\n    protocol: text\n")
+    assert uwf("workflow", "put", str(EXAMPLES / "analyze-topic.yaml")).code == 0
+    threads = [uwf("thread", "start", "analyze-topic", "-p", f"work {n}", "--no-snapshot").json()["thread"] for n in range(3)]
+    env = {**os.environ, **GIT_ENV, "UWF_STORAGE_ROOT": str(root_dir)}
+    from conftest import _uwf_command
+
+    steps = [subprocess.Popen([*_uwf_command(), "thread", "step", thread, "--agent", "hostile"], cwd=shared, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for thread in threads]
+    for started in steps:
+        out, err = started.communicate(timeout=120)
+        assert started.returncode == 0, err
+    assert (shared / "runs.txt").read_text() == "ran\n" * 3
+    assert not (shared / ".git").exists()  # the last one out removed it

@@ -24,7 +24,7 @@ from ...store.records import OutsideWrites
 from ..attempt import StepError
 from ...workspace.tree import show_text
 from .git.audit import UncheckableWorkspace, audit, survey
-from .git.private import GitResult, find_gitdir, finish_git, private_git, remove_placeholder
+from .git.private import GitResult, find_gitdir, finish_git, private_git, release_placeholder
 from .state_dirs import finish_state, private_states
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
@@ -107,18 +107,23 @@ class RunGuard:
         workspace = os.path.realpath(self.workspace)
         self.kept = {path: _identity(path) for path in uwf_itself() if path.startswith(workspace + "/") and os.path.exists(path)}
         if self.resolved.git != "write":
-            main_gitdir, none = find_gitdir(self.workspace)
-            self._survey(main_gitdir)
+            main_gitdir, none = find_gitdir(self.workspace, self._placeholders())
+            # a placeholder .git (runs sharing this workspace mount theirs on it) is no finding either
+            self._survey(main_gitdir or (os.path.join(workspace, ".git") if none and self.boxed else None))
         if not self.boxed:
             return
         from .watchdog import WATCHDOG
 
         self.states = private_states(self.resolved.state, self.env, self.scratch)
         if main_gitdir is not None or none:
-            placeholder = os.path.join(os.path.realpath(self.workspace), ".git")
-            self.git = private_git(main_gitdir or placeholder, self.scratch, self.resolved.git, placeholder=main_gitdir is None)
+            self.git = private_git(main_gitdir or os.path.join(workspace, ".git"), self.scratch, self.resolved.git,
+                                   locks=None if main_gitdir else self._placeholders())
         for copy in self._copies():
             WATCHDOG.guard_file(copy.path)  # a private copy holds your login: gone with uwf, however it ends
+
+    def _placeholders(self) -> str:
+        """Where runs on this host hold the placeholder .git of a workspace they share."""
+        return os.path.join(self.cache, "git-placeholders")
 
     def _survey(self, main_gitdir: str | None) -> None:
         from ...encoding.ids import xxh64_hash
@@ -181,7 +186,7 @@ class RunGuard:
                 notes += said
             if self.git is not None:
                 try:
-                    result = finish_git(self.git, f"uwf: agent {self.resolved.label}, thread {self.thread}")
+                    result = finish_git(self.git, f"uwf: agent {self.resolved.label}, thread {self.thread}", self._placeholders())
                 except OSError as exc:
                     result = GitResult(notes=(f".git: what the run wrote in its copy could not be read back ({exc})",))
                 git_paths += [f".git/{show_text(path)}" for path in result.wrote]
@@ -293,7 +298,7 @@ class RunGuard:
                 said.append(f"a private copy of the run could not be removed ({exc}): remove {copy.path}")
                 self.left.append(copy.path)
         if self.git is not None and self.git.placeholder:
-            remove_placeholder(self.git.gitdir)
+            release_placeholder(self.git, self._placeholders())
         return said
 
 

@@ -23,6 +23,7 @@ import re
 from ....encoding.records import record
 from ....store.files import read_regular
 from ..private_copy import PrivateCopy
+from . import placeholder
 
 KEEP = ("hooks", "modules", "worktrees", "lfs")  # the real ones, read-only
 REAL_OBJECTS = "uwf-objects"  # where the copy shows the real objects/, read-only (its alternates name it)
@@ -60,34 +61,44 @@ class PrivateGit:
     index_stamp: tuple | None = None
     head: bytes | None = None  # the real HEAD as the run found it
     placeholder: bool = False  # no .git was there: the mount point is uwf's, removed after the run
+    hold: int | None = None  # the placeholder's shared lock (git/placeholder.py), while the run has it
 
 
-def find_gitdir(workspace: str) -> tuple[str | None, bool]:
+def find_gitdir(workspace: str, locks: str) -> tuple[str | None, bool]:
     """The .git directory git finds from `workspace` (in it or above it), and whether there is
     none at all: then the workspace gets an empty private one, which the agent may `git init`
     (aider does) with nothing of it kept. (None, False) for a linked worktree's or a submodule's
     `.git` file: its git directory is elsewhere, read-only to the agent as all outside its
-    workspace is, and the file itself is kept read-only (engine/contain/git/audit.py)."""
+    workspace is, and the file itself is kept read-only (engine/contain/git/audit.py). An empty
+    `.git` in the workspace is a placeholder another run mounts on now: this run shares it."""
     place = os.path.realpath(workspace)
-    remove_placeholder(os.path.join(place, ".git"))  # an empty one a killed uwf left as a run's mount point
+    own = os.path.join(place, ".git")
+    placeholder.release(own, locks)  # an empty one a killed uwf left as a run's mount point
     while True:
         candidate = os.path.join(place, ".git")
         if os.path.lexists(candidate):
             if os.path.isdir(candidate) and not os.path.islink(candidate) and os.path.isfile(os.path.join(candidate, "HEAD")):
                 return candidate, False
+            if candidate == own and placeholder.is_placeholder(candidate):
+                return None, True
             return None, False
         if place == "/":
             return None, True
         place = os.path.dirname(place)
 
 
-def private_git(gitdir: str, scratch: str, mode: str, placeholder: bool = False) -> PrivateGit:
-    """A private copy of `gitdir`; with `placeholder`, `gitdir` is the workspace's `.git` that is
-    not there: made empty for the run (its mount point) and removed after it."""
-    if placeholder:
-        os.mkdir(gitdir, 0o755)
-        copy = PrivateCopy.make(gitdir, scratch)
-        return PrivateGit(gitdir, copy, "read", placeholder=True)
+def private_git(gitdir: str, scratch: str, mode: str, locks: str | None = None) -> PrivateGit:
+    """A private copy of `gitdir`; with `locks`, `gitdir` is the workspace's `.git` that is not
+    there: made empty for the run (its mount point, shared with other runs there) and removed
+    after the last of them."""
+    if locks is not None:
+        held = placeholder.hold(gitdir, locks)
+        try:
+            copy = PrivateCopy.make(gitdir, scratch)
+        except BaseException:
+            placeholder.release(gitdir, locks, held)
+            raise
+        return PrivateGit(gitdir, copy, "read", placeholder=True, hold=held)
     copy = PrivateCopy.make(gitdir, scratch, skip=("objects", "logs", "*.lock", REAL_OBJECTS), keep=KEEP, fresh=("logs",))
     copy.view(REAL_OBJECTS, os.path.join(gitdir, "objects"))  # in the sandbox .git is the copy: the real objects are here
     objects = os.path.join(copy.path, "objects")
@@ -99,13 +110,13 @@ def private_git(gitdir: str, scratch: str, mode: str, placeholder: bool = False)
     return PrivateGit(gitdir, copy, mode, _stamp(os.path.join(gitdir, "index")), _read(os.path.join(gitdir, "HEAD")))
 
 
-def finish_git(private: PrivateGit, message: str) -> GitResult:
+def finish_git(private: PrivateGit, message: str, locks: str) -> GitResult:
     """After the run: what it wrote in its .git, and with `git: commit` its commits taken in.
     The copy is removed."""
     try:
         changes = private.copy.changes()
         if private.placeholder:
-            remove_placeholder(private.gitdir)
+            release_placeholder(private, locks)
             made = ["the run made a git repository in its workspace's private .git (there was none): thrown away"] if changes else []
             return GitResult(notes=tuple(made))
         data = [change for change in changes if _is_data(change.path)]
@@ -120,13 +131,10 @@ def finish_git(private: PrivateGit, message: str) -> GitResult:
         private.copy.remove()
 
 
-def remove_placeholder(path: str) -> None:
-    """An empty `.git` directory (never a repository to git) removed; anything else kept."""
-    try:
-        if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path):
-            os.rmdir(path)
-    except OSError:
-        pass  # something of yours is in it now (a `git init` of yours meanwhile): kept
+def release_placeholder(private: PrivateGit, locks: str) -> None:
+    """The run's hold on its placeholder let go (once), and the placeholder removed if it was the last."""
+    held, private.hold = private.hold, None
+    placeholder.release(private.gitdir, locks, held)
 
 
 def _is_data(path: str) -> bool:
