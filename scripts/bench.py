@@ -1,5 +1,5 @@
 """The benchmark suite in one command: `.venv/bin/python scripts/bench.py [--quick]`.
-See tests/bench/suite.py and docs/benchmarks.md."""
+See tests/bench/suite.py and docs/explanation/benchmarks.md."""
 
 import sys
 from pathlib import Path

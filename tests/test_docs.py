@@ -10,7 +10,8 @@ REPO = Path(__file__).resolve().parents[1]
 MARKERS = ("<<<<<<< ", "=======\n", ">>>>>>> ")
 
 
-@pytest.mark.parametrize("path", [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))],
+                         ids=lambda p: str(p.relative_to(REPO)))
 def test_no_merge_conflict_markers(path):
     lines = path.read_text().splitlines(keepends=True)
     found = [number for number, line in enumerate(lines, 1) if line.startswith(MARKERS)]

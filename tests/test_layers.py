@@ -1,4 +1,4 @@
-"""The layers docs/architecture.md draws are the layers the imports make.
+"""The layers docs/explanation/architecture.md draws are the layers the imports make.
 
 Every import in uwf_core — at the top of a module or inside a function —
 may reach its own layer or one below, never one above. Imports under
@@ -49,7 +49,7 @@ def layer_of(module: str) -> int:
     for index, names in enumerate(LAYERS):
         if head in names:
             return index
-    raise AssertionError(f"uwf_core.{module} is in no layer: add its package to LAYERS and docs/architecture.md")
+    raise AssertionError(f"uwf_core.{module} is in no layer: add its package to LAYERS and docs/explanation/architecture.md")
 
 
 def _modules() -> list[tuple[str, Path]]:
@@ -100,7 +100,7 @@ def engine_layer_of(module: str) -> int:
             if (module == name or module.startswith(name + ".")) and (best is None or len(name) > len(best[1])):
                 best = (index, name)
     if best is None:
-        raise AssertionError(f"uwf_core.engine.{module} is in no engine layer: add it to ENGINE_LAYERS and docs/architecture.md")
+        raise AssertionError(f"uwf_core.engine.{module} is in no engine layer: add it to ENGINE_LAYERS and docs/explanation/architecture.md")
     return best[0]
 
 
@@ -168,7 +168,7 @@ def _cas_puts(path: Path) -> list[int]:
 
 def test_the_thread_layer_puts_its_nodes_through_one_door():
     """thread/nodes.py's put_node is where every node of a thread goes into the CAS
-    (docs/architecture.md, "What flows through one step")."""
+    (docs/explanation/architecture.md, "What flows through one step")."""
     door = CORE / "thread" / "nodes.py"
     assert _cas_puts(door), "the check finds no put in thread/nodes.py: it would pass on anything"
     others = {str(path.relative_to(CORE)): _cas_puts(path) for path in sorted((CORE / "thread").rglob("*.py")) if path != door}

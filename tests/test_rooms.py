@@ -1,6 +1,6 @@
 """The house's shape, held: no two modules import each other in a loop, anywhere in uwf_core or
 uwf_tui (imports under TYPE_CHECKING count here: a loop of annotations is still two rooms that
-cannot be read apart), and no room grows past 500 lines unless docs/architecture.md says why."""
+cannot be read apart), and no room grows past 500 lines unless docs/explanation/architecture.md says why."""
 
 from __future__ import annotations
 
@@ -107,8 +107,8 @@ def test_the_loop_check_finds_a_loop():
 
 
 def _explained() -> set[str]:
-    """The rooms docs/architecture.md explains being long: its "Long rooms" section's `path`s."""
-    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    """The rooms docs/explanation/architecture.md explains being long: its "Long rooms" section's `path`s."""
+    text = (REPO / "docs" / "explanation" / "architecture.md").read_text(encoding="utf-8")
     section = text.split("## Long rooms", 1)[1].split("\n## ", 1)[0] if "## Long rooms" in text else ""
     return set(re.findall(r"`((?:uwf_core|uwf_tui)/[\w/]+\.py)`", section))
 
@@ -121,6 +121,6 @@ def test_no_room_is_longer_than_500_lines_unless_the_architecture_says_why():
         for path in (REPO / package).rglob("*.py")
     }
     unexplained = {path: lines for path, lines in long.items() if lines > MAX_LINES and path not in explained}
-    assert not unexplained, f"rooms past {MAX_LINES} lines: split them, or say why in docs/architecture.md's Long rooms: {unexplained}"
+    assert not unexplained, f"rooms past {MAX_LINES} lines: split them, or say why in docs/explanation/architecture.md's Long rooms: {unexplained}"
     stale = {path for path in explained if long.get(path, 0) <= MAX_LINES}
-    assert not stale, f"docs/architecture.md explains rooms that are not long (any more): {stale}"
+    assert not stale, f"docs/explanation/architecture.md explains rooms that are not long (any more): {stale}"

@@ -2,7 +2,7 @@
 
 The public names are those of `uwf_core.api`, re-exported here lazily (PEP 562)
 so importing the package costs nothing: `uwf` starts once per step, and its
-start-up time is the product's hot path. See docs/architecture.md for the layers.
+start-up time is the product's hot path. See docs/explanation/architecture.md for the layers.
 """
 
 from __future__ import annotations

@@ -222,7 +222,7 @@ def test_hermes_shell_cannot_get_git_or_hermes_to_run_its_code_later(uwf, tmp_pa
 
 
 def test_claude_code_with_its_shell_allowed_runs_in_the_sandbox(uwf, tmp_path):
-    """`--allowedTools Bash` (docs/agents.md) needs ~/.claude/session-env writable: it is, in the
+    """`--allowedTools Bash` (docs/how-to/agent-clis.md) needs ~/.claude/session-env writable: it is, in the
     run's private copy of ~/.claude."""
     if shutil.which("claude") is None:
         pytest.skip("claude is not installed (on PATH)")

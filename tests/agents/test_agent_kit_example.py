@@ -1,4 +1,4 @@
-"""The README's "write your own agent" example really works as the tester of develop."""
+"""docs/how-to/write-an-agent.md's example really works as the tester of develop."""
 
 from __future__ import annotations
 

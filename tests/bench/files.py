@@ -1,4 +1,4 @@
-"""The workspace-snapshot rows of the suite (docs/benchmarks.md), side by side with git itself
+"""The workspace-snapshot rows of the suite (docs/explanation/benchmarks.md), side by side with git itself
 in one run on the same generated tree: a first snapshot against `git add -A && git commit`, a
 snapshot after one changed file against the same commit, the storage of 100 one-file changes
 against `.git`, and a CLI step on a 100-file workspace with snapshots against one without."""

@@ -1,4 +1,4 @@
-"""uwf's benchmark suite: every figure of docs/benchmarks.md in one run, side by side with
+"""uwf's benchmark suite: every figure of docs/explanation/benchmarks.md in one run, side by side with
 LangGraph where LangGraph does the same thing, as medians and ratios measured in this run
 (the machine is shared and noisy: ratios measured together are what can be compared).
 
@@ -576,7 +576,7 @@ def workspace_files(report: Report, uwf: Uwf, quick: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/benchmarks.md)")
+    parser = argparse.ArgumentParser(description="uwf's benchmark suite (docs/explanation/benchmarks.md)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs, for a first look")
     sections = ["startup", "cli", "sandbox", "files", "inproc", "python", "disk", "fork", "cas", "tui", "tui-run", "workers", "map", "otel", "mcp", "lanes", "pg"]
     parser.add_argument("--only", choices=sections, action="append")

@@ -1,4 +1,4 @@
-"""A deterministic demo root for TUI snapshots and the README screenshots.
+"""A deterministic demo root for TUI snapshots and the screenshots in the docs.
 
 Everything is written in-process with a frozen clock and counted thread ids,
 so every hash, id and time is the same on every run: the examples

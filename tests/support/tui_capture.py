@@ -1,6 +1,6 @@
 """Drive uwf-tui on the fixed demo root and capture each view as SVG.
 
-Shared by the snapshot tests and scripts/screenshots.py, so the README's
+Shared by the snapshot tests and scripts/screenshots.py, so the docs'
 screenshots are exactly what the tests check.
 """
 

@@ -1,4 +1,4 @@
-"""Traces in a real Arize Phoenix (started as the README says, by scripts/phoenix_local.py: every
+"""Traces in a real Arize Phoenix (started as docs/how-to/traces.md says, by scripts/phoenix_local.py: every
 listener on 127.0.0.1, SQLite in a temp dir), read back
 through Phoenix's own REST API. Phoenix lives in a venv of its own (its dependencies are not
 uwf's): .ci/run makes .venv-phoenix; UWF_TEST_PHOENIX may name another `phoenix` executable."""
@@ -77,7 +77,7 @@ def phoenix(tmp_path_factory):
     port, grpc_port = _free_port(), _free_port()
     env = {**os.environ, "PHOENIX_WORKING_DIR": str(tmp_path_factory.mktemp("phoenix"))}
     log = tmp_path_factory.mktemp("phoenix-log") / "phoenix.log"
-    python = Path(command).with_name("python")  # the README's recipe: its own Python runs the launcher
+    python = Path(command).with_name("python")  # the traces page's recipe: its own Python runs the launcher
     launcher = [str(python), str(REPO / "scripts" / "phoenix_local.py"), "--port", str(port), "--grpc-port", str(grpc_port)]
     with open(log, "wb") as out:
         process = subprocess.Popen(launcher, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

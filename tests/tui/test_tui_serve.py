@@ -151,7 +151,7 @@ def test_every_request_needs_the_token(tmp_path):
 
 
 def test_the_log_is_on_stderr_and_the_static_files_have_no_listing(tmp_path):
-    """stdout says where to go; the requests go to stderr (as the README says); /static/ lists nothing."""
+    """stdout says where to go; the requests go to stderr (as docs/how-to/tui-in-browser.md says); /static/ lists nothing."""
     import subprocess
 
     env = {**os.environ, "UWF_SERVE_TOKEN": TOKEN}
@@ -166,7 +166,7 @@ def test_the_log_is_on_stderr_and_the_static_files_have_no_listing(tmp_path):
 
 
 def test_behind_a_tls_proxy_the_page_uses_https_and_wss(tmp_path):
-    """The README suggests a TLS proxy in front: the page's asset and websocket URLs follow the
+    """docs/how-to/tui-in-browser.md suggests a TLS proxy in front: the page's asset and websocket URLs follow the
     proxy's X-Forwarded-Proto and -Host, so the browser does not mix ws:// into an https page."""
     env = {**os.environ, "UWF_SERVE_TOKEN": TOKEN}
     with served("--root", str(tmp_path / "root"), "--port", "0", env=env) as server:

@@ -4,7 +4,7 @@ The fixed root is deterministic (frozen clock, counted ids), so the only
 thing that differs between two runs is Rich's generated element id, which
 is normalised. After an intended UI change, regenerate the golden files:
 UWF_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/tui/test_tui_snapshots.py
-(and scripts/screenshots.py for the README).
+(and scripts/screenshots.py for the docs).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ def register(groups, common) -> None:
         "mcp",
         help="serve this root to MCP clients (tools, resources; read-only unless --allow write)",
         description="A Model Context Protocol server over the root, on stdio (the client starts `uwf mcp` itself) or "
-        "streamable HTTP (--http). Needs the mcp extra: pip install -e '.[mcp]' in uwf's checkout. See docs/mcp.md.",
+        "streamable HTTP (--http). Needs the mcp extra: pip install -e '.[mcp]' in uwf's checkout. See docs/how-to/mcp.md.",
         parents=[common],
     )
     parser.add_argument("--allow", choices=["write"], help="let clients put workflows and start, step, fork, kill and answer threads")

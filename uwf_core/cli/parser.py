@@ -115,3 +115,22 @@ def _build(args: list[str] | None) -> argparse.ArgumentParser:
         if named is None or name == named:
             import_module(f".{module}", __package__).register(groups, common)
     return parser
+
+
+def walk(parser: argparse.ArgumentParser, prefix: str = ""):
+    """(the command's words, its parser) for every group and command under `parser`, depth first,
+    a group before its commands: what `uwf skill cli` and the docs' CLI reference describe."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                words = f"{prefix} {name}".strip()
+                if not sub.description:
+                    sub.description = helps.get(name)
+                yield words, sub
+                yield from walk(sub, words)
+
+
+def is_group(parser: argparse.ArgumentParser) -> bool:
+    """A parser of subcommands (`uwf thread`): on its own it only prints its help."""
+    return any(isinstance(action, argparse._SubParsersAction) and action.choices for action in parser._actions)

@@ -33,7 +33,7 @@ ROLE_FIELDS = {
     "meta": "the JSON Schema of its structured output (a `$status` enum routes the graph)",
 }
 MAP_FIELDS = {
-    "map": "a role that runs a child thread per item: its settings are",
+    "map": "makes the role a map: a child thread per item (the settings below)",
     "over": "a JSONata expression giving the items",
     "workflow": "the registered workflow each child runs",
     "prompt": "each child's prompt, a Mustache template (over the item)",
@@ -105,17 +105,11 @@ def _cli() -> str:
     return "\n".join(lines)
 
 
-def _commands(parser: argparse.ArgumentParser, prefix: str = ""):
-    """(the command's words, its parser) for every command in the tree, depth first."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            helps = {choice.dest: choice.help for choice in action._choices_actions}
-            for name, sub in action.choices.items():
-                words = f"{prefix} {name}".strip()
-                if not sub.description:
-                    sub.description = helps.get(name)
-                inner = list(_commands(sub, words))
-                yield from inner if inner else [(words, sub)]
+def _commands(parser: argparse.ArgumentParser):
+    """(the command's words, its parser) for every command in the tree that is not a group."""
+    from .parser import is_group, walk
+
+    return [(words, command) for words, command in walk(parser) if not is_group(command)]
 
 
 def _author() -> str:

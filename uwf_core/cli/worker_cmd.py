@@ -50,6 +50,6 @@ def cmd_worker(args) -> int:
 
     box = containment()
     if box.kind != BUBBLEWRAP and not box.nested:  # said once here: a worker streams no agent's stderr
-        sys.stderr.write(f"uwf: warning: agents run without a sandbox: {box.reason} (see README: Agents run contained)\n")
+        sys.stderr.write(f"uwf: warning: agents run without a sandbox: {box.reason} (see docs/explanation/containment.md)\n")
     worker.run()
     return 0

@@ -6,7 +6,7 @@ test and lint commands, a `.env` that points the CLI elsewhere). Each names its 
 directory as `state`: the agent gets a private copy of it for each run (engine/contain/state_dirs.py),
 so what it writes there — memories, transcripts, config it rewrites, skills — never reaches the
 sessions you run yourself; no preset writes anything outside the workspace as it is.
-docs/agents.md records the version each was tried with, inside the sandbox, and what it may
+docs/how-to/agent-clis.md records the version each was tried with, inside the sandbox, and what it may
 write, reach and run. A preset names no secret, since each CLI keeps its own login
 (`uwf agent add NAME --secret VAR -- ...` for one that reads a key).
 """

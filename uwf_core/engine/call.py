@@ -448,7 +448,7 @@ def _warn_uncontained(resolved: ResolvedAgent, on_output) -> None:
         box = containment()
         if box.kind == BUBBLEWRAP or box.nested:
             return
-        advice = "install bubblewrap" if "not installed" in (box.reason or "") else "see README: Agents run contained"
+        advice = "install bubblewrap" if "not installed" in (box.reason or "") else "see docs/explanation/containment.md"
         key, message = "", (
             f"uwf: warning: agents run without a sandbox: {box.reason}; each runs in a process group that uwf ends "
             f"with its step, but it can write outside its workspace and read the root ({advice})"

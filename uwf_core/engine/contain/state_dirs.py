@@ -11,7 +11,7 @@ databases are not copied at all (SKIP): the agent starts without them and never 
 login the CLI refreshed is the one thing written back, so that a rotated token does not log you
 out — and only when nothing but its tokens and their times changed (LOGINS, `_same_login`). The
 tokens themselves cannot be checked: an agent can write back tokens of another login with your
-account's name beside them. docs/agents.md says so.
+account's name beside them. docs/how-to/agent-clis.md says so.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 One small file per node made the disk hold ~20x what the data weighs (the block size) and
 cost an fsync per node; in one SQLite file (WAL, synchronous=FULL) a step's nodes are one
-transaction and one fsync, and the disk holds about what they weigh (docs/benchmarks.md).
+transaction and one fsync, and the disk holds about what they weigh (docs/explanation/benchmarks.md).
 The bytes stored are the CBOR envelope the CAS hashes, zlib-compressed when that saves space (a
 node of some size: file contents in workspace snapshots, prompts). A CBOR envelope begins with
 0xA3 (a map of three), a zlib stream with 0x78, so each row says which it is; version 1 files

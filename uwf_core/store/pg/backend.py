@@ -37,7 +37,7 @@ class PgBackend:
         return f"PgBackend({display(self.location)})"
 
     def new_stage(self) -> str | None:
-        """No staging: a step agent reaches the database itself (README: Agents run contained)."""
+        """No staging: a step agent reaches the database itself (docs/explanation/containment.md)."""
         return None
 
     def stage_env(self, stage: str) -> dict[str, str]:
