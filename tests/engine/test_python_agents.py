@@ -81,9 +81,11 @@ def test_the_context_holds_the_task_the_steps_and_the_prompt_when_asked(repo):
     perform_step(repo, thread, StepOptions(agent="look"))
     result = perform_step(repo, thread, StepOptions(agent="look"))
     ctx = seen[-1]
-    assert ctx.task == "Fix the login bug" and ctx.role == "developer" and ctx.workflow == "solve-issue"
-    assert [step.role for step in ctx.steps] == ["planner"] and ctx.last == {"plan": "p", "steps": ["s"]}
-    assert ctx.output_of("planner") == ctx.last and ctx.output_of("reviewer") is None
+    assert ctx.task == "Fix the login bug" and ctx.role == "developer" and ctx.workflow_name == "solve-issue"
+    assert ctx.workflow == result.workflow  # the hash, as everywhere in the API
+    assert [step.role for step in ctx.steps] == ["planner"] and ctx.last_output == {"plan": "p", "steps": ["s"]}
+    assert ctx.last is not None and ctx.last.role == "planner" and ctx.last.output == ctx.last_output == ctx.steps[-1].output
+    assert ctx.output_of("planner") == ctx.last_output and ctx.output_of("reviewer") is None
     assert ctx.schema["required"] == ["filesChanged", "summary"]
     assert os.path.isdir(ctx.workspace) and ctx.deadline is None and ctx.time_left() is None
     details = step_details(repo, result.head)
@@ -101,17 +103,34 @@ def test_a_function_that_raises_fails_the_attempt_with_its_exception(repo):
     run = _runs(repo, thread)[-1]
     assert run.status == "failed" and "raised ValueError" in run.error
     assert "Traceback" in run.stderr and "python_agents_fixture.py" in run.stderr  # the traceback, kept with the attempt
+    assert isinstance(caught.value.cause, ValueError) and caught.value.__cause__ is caught.value.cause  # the exception itself
 
 
-def test_a_synchronous_overrun_is_a_timeout_and_its_answer_is_dropped(repo, monkeypatch):
-    monkeypatch.setenv("UWF_TEST_SLEEP", "1.2")
+def test_the_exception_a_function_raised_can_be_caught_by_its_type(repo):
+    def looks_up(ctx):
+        return {"plan": {}["missing"], "steps": []}
+
+    repo.agents.register("looks-up", looks_up)
+    thread = _thread(repo)
+    try:
+        perform_step(repo, thread, StepOptions(agent="looks-up"))
+    except StepError as exc:
+        assert isinstance(exc.cause, KeyError) and exc.cause.args == ("missing",)
+    else:
+        raise AssertionError("the step did not fail")
+
+
+def test_a_synchronous_overrun_is_a_timeout_at_the_deadline_and_its_answer_is_dropped(repo, monkeypatch):
+    monkeypatch.setenv("UWF_TEST_SLEEP", "4")
     repo.agents.register("sleeps", _fn("sleeps"))
     thread = _thread(repo)
     head = repo.threads.heads()[thread]
+    started = time.monotonic()
     with pytest.raises(StepError) as caught:
         perform_step(repo, thread, StepOptions(agent="sleeps", timeout=0.5))
-    assert caught.value.status == "timeout" and caught.value.message.startswith("python agent 'sleeps' timed out after 0.5s; it returned after the deadline")
-    assert "cooperative" in caught.value.message
+    took = time.monotonic() - started
+    assert took < 3, f"the step waited {took:.1f}s for a function whose deadline was 0.5s"  # a hard deadline, not the function's 4 s
+    assert caught.value.status == "timeout" and caught.value.message.startswith("python agent 'sleeps' timed out after 0.5s; uwf stopped waiting")
     assert repo.threads.heads()[thread] == head and _runs(repo, thread)[-1].status == "timeout"
 
 
@@ -182,14 +201,31 @@ def test_an_output_that_stays_wrong_fails_after_two_corrections(repo):
 
     def wrong(ctx):
         calls.append(ctx.correction)
-        return _fn("always_wrong")(ctx)
+        return {"plan": 3 + len(calls)}  # wrong, and differently each time
 
     repo.agents.register("wrong", wrong)
     thread = _thread(repo)
     with pytest.raises(StepError) as caught:
         perform_step(repo, thread, StepOptions(agent="wrong"))
     assert "does not match the role's schema" in caught.value.message and "; after 2 corrections" in caught.value.message
-    assert calls[0] is None and all("could not be used" in message for message in calls[1:]) and len(calls) == 3
+    assert calls[0] is None and len(calls) == 3
+    first = calls[1]  # a value, not a text agent's words about frontmatter
+    assert first.output == {"plan": 4} and any("plan" in error for error in first.errors) and "frontmatter" not in str(first)
+    assert "does not match the role's schema" in first.message
+
+
+def test_a_function_that_returns_the_same_wrong_output_is_not_asked_a_third_time(repo):
+    calls = []
+
+    def wrong(ctx):
+        calls.append(ctx.correction)
+        return _fn("always_wrong")(ctx)
+
+    repo.agents.register("wrong", wrong)
+    thread = _thread(repo)
+    with pytest.raises(StepError) as caught:
+        perform_step(repo, thread, StepOptions(agent="wrong"))
+    assert "the same output again after a correction" in caught.value.message and len(calls) == 2
 
 
 def test_a_text_answer_is_extracted(repo):
@@ -316,7 +352,8 @@ def test_the_quickstart_example_runs_to_its_end(tmp_path):
 def test_a_function_that_changes_what_it_was_given_changes_nothing_of_uwfs(repo):
     def meddle(ctx):
         if ctx.role == "developer":
-            ctx.last["plan"] = "changed"  # its own copy
+            ctx.last_output["plan"] = "changed"  # its own copy
+            ctx.last.output["plan"] = "changed too"
             ctx.schema["required"] = []
             return {"filesChanged": [], "summary": ctx.output_of("planner")["plan"]}
         return _fn("solve")(ctx)

@@ -87,13 +87,18 @@ def interruption(lost: RunningStep) -> str:
 
 
 class StepError(UwfError):
-    """A step attempt that failed; `status` is how runs.jsonl records it."""
+    """A step attempt that failed; `status` is how runs.jsonl records it. `cause`: the exception a
+    Python agent function raised in this process (also the error's `__cause__`), so a caller can
+    tell a KeyError from a timeout; None for every other failure and for an isolated function,
+    whose exception stayed in its own process (its traceback is `stderr`)."""
 
-    def __init__(self, message: str, status: str = "failed", stderr: str | None = None, head: str | None = None) -> None:
+    def __init__(self, message: str, status: str = "failed", stderr: str | None = None, head: str | None = None,
+                 cause: BaseException | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.stderr = stderr
         self.head = head  # the head the attempt started from, where the caller needs it (asking)
+        self.cause = cause
 
 
 @record(frozen=True)

@@ -2,9 +2,10 @@
 process (or, with `isolate: process`, in a child process that is contained and killed like any
 agent's). Its answer is validated, corrected and written exactly as a text agent's is.
 
-In uwf's process the step's deadline is cooperative for a synchronous function (it is told the
-time left and `ctx.check()` stops it; one that returns late fails as a timeout and its answer is
-dropped); an async function is cancelled at the deadline. `isolate: process` is the hard limit.
+In uwf's process an async function is cancelled at the deadline, and a synchronous one (run on a
+thread of its own when there is a deadline) is given up on at it: the step fails as a timeout at
+once, the function runs on until it returns and its answer is dropped (`ctx.check()` stops it
+sooner). `isolate: process` is the hard limit: its process group is killed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..record import write_answer
 
 if TYPE_CHECKING:
     from ..call import AgentCall, KillWatch
-    from ..python.context import PythonContext
+    from ..python.context import Correction, PythonContext
 
 
 def run(call: AgentCall) -> str:
@@ -36,16 +37,21 @@ def run(call: AgentCall) -> str:
     output, text, extra = _parts(call, answer)
     method, corrections, usage = None, 0, None
     if output is not None:
+        refused: dict | None = None
         while True:
             errors = _errors(call, output)
             if not errors:
                 break
-            if corrections >= MAX_CORRECTIONS:
+            again = refused is not None and output == refused  # a function that cannot do otherwise is not asked once more
+            if again or corrections >= MAX_CORRECTIONS:
                 more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
                 tried = f"; after {corrections} correction{'s' if corrections != 1 else ''}" if corrections else ""
-                raise StepError(f"python agent '{call.resolved.label}' returned an output that does not match the role's schema: {errors[0]}{more}{tried}")
+                same = ", the same output again after a correction" if again else ""
+                raise StepError(f"python agent '{call.resolved.label}' returned an output that does not match the role's schema"
+                                f"{same}: {errors[0]}{more}{tried}")
             corrections += 1
-            output, text, extra = _parts(call, _again(call, ctx, _correction(errors, call.schema), corrections))
+            refused = output if isinstance(output, dict) else None
+            output, text, extra = _parts(call, _again(call, ctx, _correction(errors, output), corrections))
             if output is None:
                 break  # it answered the correction with text: extracted below
     if output is None:
@@ -97,7 +103,8 @@ def _context(call: AgentCall, cancel: KillWatch) -> PythonContext:
 
     start = call.context.start
     return PythonContext(
-        thread=call.info.thread, workflow=call.workflow.name, role=call.role.name, schema=call.schema,
+        thread=call.info.thread, workflow=call.workflow.hash or "", workflow_name=call.workflow.name, role=call.role.name,
+        schema=call.schema,
         instruction=call.decision.instruction, task=start.prompt, steps=call.context.steps, workspace=call.workspace,
         cwd=call.cwd, deadline=call.deadline, secrets=named_secrets(call.repo, call.resolved), prompt=lambda: call.prompt,
         cancel=cancel, log=_log(call), repo=call.repo, context=call.context,
@@ -128,9 +135,9 @@ def _ask(call: AgentCall, ctx: PythonContext) -> object:
     except StepError as exc:  # ctx.check(): out of time, or cancelled
         raise _stopped(call) if exc.status == "killed" else _timed_out(call, "it stopped at ctx.check()") from None
     except FunctionFailed as exc:
-        raise _raised(call, exc.kind, exc.message, exc.trace) from None
-    except Overran:
-        raise _timed_out(call, "the async function was cancelled at the deadline") from None
+        raise _raised(call, exc.kind, exc.message, exc.trace, exc.error) from exc.error
+    except Overran as exc:
+        raise _timed_out(call, str(exc)) from None
     except Stopped:
         raise _stopped(call) from None
     if ctx.cancelled:
@@ -153,11 +160,12 @@ def _stopped(call: AgentCall) -> StepError:
     return StepError(f"python agent '{call.resolved.label}' was cancelled{why}", "killed")
 
 
-def _raised(call: AgentCall, kind: str, message: str, trace: str) -> StepError:
+def _raised(call: AgentCall, kind: str, message: str, trace: str, cause: BaseException | None = None) -> StepError:
     """The attempt fails with the exception's type and message; the traceback is its record's
-    stderr (uwf-tui's Detail of the failed attempt, `uwf thread runs`), not the terminal's."""
+    stderr (uwf-tui's Detail of the failed attempt, `uwf thread runs`), not the terminal's; the
+    exception itself is the error's `cause` when it was raised in this process."""
     said = f": {message}" if message else ""
-    return StepError(f"python agent '{call.resolved.label}' raised {kind}{said}", "failed", trace)
+    return StepError(f"python agent '{call.resolved.label}' raised {kind}{said}", "failed", trace, cause=cause)
 
 
 def _ask_isolated(call: AgentCall, ctx: PythonContext) -> object:
@@ -197,8 +205,8 @@ def _spawn_host(call: AgentCall, request: dict):
     return call.spawn([sys.executable, "-P", "-m", "uwf_core.engine.python.host"], json.dumps(request, ensure_ascii=False))
 
 
-def _again(call: AgentCall, ctx: PythonContext, message: str, corrections: int) -> object:
-    ctx.correction = message
+def _again(call: AgentCall, ctx: PythonContext, correction: Correction, corrections: int) -> object:
+    ctx.correction = correction
     ctx.corrections = corrections
     return _ask(call, ctx)
 
@@ -284,10 +292,14 @@ def _errors(call: AgentCall, output: object) -> list[str]:
     return validation_errors(call.schema, output, cache_key=call.role.meta)
 
 
-def _correction(errors: list[str], schema: dict) -> str:
-    from ..extraction.extract import ExtractError, correction_message
+def _correction(errors: list[str], output: object) -> Correction:
+    """What a function is told of an output the schema refused: the errors, as values, and the
+    output itself (a text agent's correction speaks of frontmatter; a function returns a dict)."""
+    from ..python.context import Correction
 
-    return correction_message(ExtractError(errors[0], errors), schema)
+    listed = "; ".join(errors[:5]) + (f" (and {len(errors) - 5} more)" if len(errors) > 5 else "")
+    refused = json_copy(output) if isinstance(output, dict) else None
+    return Correction(f"the output does not match the role's schema: {listed}", tuple(errors), refused)
 
 
 def _extract(call: AgentCall, ctx: PythonContext, text: str, corrections: int):
@@ -295,12 +307,20 @@ def _extract(call: AgentCall, ctx: PythonContext, text: str, corrections: int):
     from ..extraction.extract import ExtractError, extract_with_corrections, lazy_fallback
     from .text import llm_fallback
 
+    from ..python.context import Correction
+
     asked = [corrections]
+    answered = [text]
 
     def retry(message: str) -> str:
         asked[0] += 1
-        output, text, _ = _parts(call, _again(call, ctx, message, asked[0]))
-        return text if output is None else json.dumps(output, ensure_ascii=False)
+        output, again, _ = _parts(call, _again(call, ctx, Correction(message), asked[0]))
+        again = again if output is None else json.dumps(output, ensure_ascii=False)
+        if again == answered[0]:  # it cannot do otherwise: not asked once more
+            raise StepError(f"could not read the answer of python agent '{call.resolved.label}': it answered the same again "
+                            f"after a correction ({message.splitlines()[0] if message else 'unreadable'})")
+        answered[0] = again
+        return again
 
     try:
         result = extract_with_corrections(

@@ -19,10 +19,12 @@ if TYPE_CHECKING:
 
 
 class FunctionFailed(Exception):
-    """The function raised: its exception's type, message and traceback (kept for the record)."""
+    """The function raised: its exception (the step's error is chained to it), its type, message
+    and traceback (kept for the record)."""
 
-    def __init__(self, kind: str, message: str, trace: str) -> None:
+    def __init__(self, error: BaseException, kind: str, message: str, trace: str) -> None:
         super().__init__(f"{kind}: {message}" if message else kind)
+        self.error = error
         self.kind = kind
         self.message = message
         self.trace = trace
@@ -37,10 +39,42 @@ class Stopped(Exception):
 
 
 def call_function(func: Callable, argument: object, *, deadline: float | None, cancel: Cancel | None, on_output: Callable[[str], None] | None) -> object:
-    """`func(argument)`, awaited if it is async. What it prints on this thread goes to `on_output`
-    line by line (never to uwf's stdout, which is the CLI's JSON). An async function is stopped
-    at the deadline or on cancel (Overran, Stopped); a synchronous one cannot be and is told
-    through its context; it raised: FunctionFailed."""
+    """`func(argument)`, awaited if it is async. What it prints goes to `on_output` line by line
+    (never to uwf's stdout, which is the CLI's JSON). An async function is stopped at the deadline
+    or on cancel (Overran, Stopped); with a deadline a synchronous one runs on a thread of its own
+    that the step stops waiting for at the deadline or on cancel — Python cannot stop a thread, so
+    it goes on until it returns, and what it returns then is dropped; it raised: FunctionFailed."""
+    if deadline is None:
+        return _call(func, argument, deadline, cancel, on_output)
+    box: list = []
+
+    def runner() -> None:
+        try:
+            box.append((True, _call(func, argument, deadline, cancel, on_output)))
+        except BaseException as exc:  # noqa: BLE001  (handed back to the calling thread)
+            box.append((False, exc))
+
+    thread = threading.Thread(target=runner, name="uwf-python-agent", daemon=True)  # daemon: never keeps uwf alive
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.05)
+        if not thread.is_alive():
+            break
+        if cancel is not None and cancel.is_set():
+            raise Stopped()
+        if time.monotonic() > deadline + GRACE:  # an async one is cancelled at the deadline itself: it says so first
+            raise Overran("uwf stopped waiting for the function at the deadline (Python cannot stop a thread: it runs on "
+                          "until it returns, and what it returns is dropped)")
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
+GRACE = 0.2  # seconds past the deadline before a function's thread is given up on
+
+
+def _call(func: Callable, argument: object, deadline: float | None, cancel: Cancel | None, on_output: Callable[[str], None] | None) -> object:
     with routed_output(on_output):
         try:
             result = func(argument)
@@ -57,7 +91,7 @@ def _failed(exc: BaseException) -> FunctionFailed:
     import traceback
 
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return FunctionFailed(type(exc).__name__, str(exc), trace)
+    return FunctionFailed(exc, type(exc).__name__, str(exc), trace)
 
 
 def _await(awaitable, deadline: float | None, cancel: Cancel | None, on_output: Callable[[str], None] | None) -> object:
@@ -98,7 +132,7 @@ async def _guarded(awaitable, deadline: float | None, cancel: Cancel | None):
             wait = left if wait is None else min(wait, left)
             if left <= 0:
                 task.cancel()
-                raise Overran()
+                raise Overran("the async function was cancelled at the deadline")
         done, _ = await asyncio.wait({task}, timeout=wait)
         if done:
             return task.result()

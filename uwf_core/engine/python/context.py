@@ -9,6 +9,7 @@ it wrote its own nodes (full control; uwf verifies them as it does a step-protoc
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence as _Sequence  # loaded with os already: free
 
 from ...encoding.records import field, record
 from ..attempt import StepError
@@ -34,6 +35,28 @@ class PythonAnswer:
 
 
 @record(frozen=True)
+class Correction:
+    """Why a function's last answer could not be used, when it is asked again: `errors`, each a
+    place in the output and what the role's schema wants there; `output`, the output refused (None
+    when the answer was text that could not be read); `message`, the same in words (what a text
+    agent would be told)."""
+
+    message: str
+    errors: tuple = ()
+    output: dict | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_json(self) -> dict:
+        return {"message": self.message, "errors": list(self.errors), "output": self.output}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Correction:
+        return cls(data["message"], tuple(data.get("errors") or ()), data.get("output"))
+
+
+@record(frozen=True)
 class WrittenStep:
     """The StepNode a function wrote itself (through the agent kit); uwf checks it continues the
     head, has the role's name and a valid output, and holds no key, then moves the head to it."""
@@ -45,16 +68,19 @@ class PythonContext:
     """One role's work, as a Python agent function sees it. Read-only: the thread moves only by
     what the function returns.
 
-    `thread`, `workflow` (its name), `role`; `schema`, the role's output schema a returned dict
-    must match; `task`, the thread's prompt; `instruction`, the route's, if any; `steps`, the
-    earlier steps oldest first (`.role`, `.output`, `.agent`, `.hash`); `workspace` and `cwd`
-    (the route's location in it); `deadline` (time.monotonic(), None: no limit); `secrets`, the
-    .env keys the entry names; `correction` and `corrections`, set when it is asked again;
-    `repo` and `context`, in uwf's process only, for a function that writes its own step."""
+    `thread`; `workflow`, the workflow's hash (as everywhere in the API) and `workflow_name`;
+    `role`; `schema`, the role's output schema a returned dict must match; `task`, the thread's
+    prompt; `instruction`, the route's, if any; `steps`, the earlier steps oldest first (`.role`,
+    `.output`, `.agent`, `.hash`), `last` the newest of them and `last_output` its output;
+    `workspace` and `cwd` (the route's location in it); `deadline` (time.monotonic(), None: no
+    limit); `secrets`, the .env keys the entry names; `correction` (a `Correction`) and
+    `corrections`, set when it is asked again; `repo` and `context`, in uwf's process only, for a
+    function that writes its own step."""
 
     __slots__ = (
-        "thread", "workflow", "role", "schema", "instruction", "task", "steps", "workspace", "cwd", "deadline",
-        "secrets", "correction", "corrections", "repo", "context", "_prompt", "_prompt_text", "_read", "_cancel", "_log",
+        "thread", "workflow", "workflow_name", "role", "schema", "instruction", "task", "steps", "workspace", "cwd",
+        "deadline", "secrets", "correction", "corrections", "repo", "context", "_prompt", "_prompt_text", "_read",
+        "_cancel", "_log",
     )
 
     def __init__(
@@ -62,6 +88,7 @@ class PythonContext:
         *,
         thread: str,
         workflow: str,
+        workflow_name: str,
         role: str,
         schema: dict,
         instruction: str | None,
@@ -78,17 +105,18 @@ class PythonContext:
         context: ThreadContext | None = None,
     ) -> None:
         self.thread = thread
-        self.workflow = workflow  # the workflow's name
+        self.workflow = workflow  # the workflow's hash, as StepResult.workflow and ThreadInfo.workflow
+        self.workflow_name = workflow_name  # its registered name
         self.role = role
         self.schema = json_copy(schema)  # the role's output schema: what a returned dict must match
         self.instruction = instruction  # the route's rendered instruction, if it has one
         self.task = task  # the thread's prompt (its StartNode's)
-        self.steps = StepViews(steps)  # the earlier steps, oldest first: .role, .output, .agent, .hash
+        self.steps: Sequence[StepView] = StepViews(steps)  # the earlier steps, oldest first: .role, .output, .agent, .hash
         self.workspace = workspace  # the thread's files (uwf's own directory when it has none)
         self.cwd = cwd  # the route's location inside the workspace: where a text agent would run
         self.deadline = deadline  # time.monotonic() at which the step's time runs out (None: no limit)
         self.secrets = dict(secrets or {})  # the .env keys the agent's entry names, and no others
-        self.correction: str | None = None  # why the last answer could not be used, on a correction call
+        self.correction: Correction | None = None  # why the last answer could not be used, on a correction call
         self.corrections = 0  # how many times it was asked again
         self.repo = repo  # the opened root (in uwf's process only): for a function that writes its own step
         self.context = context  # the thread as the moderator sees it (in uwf's process only)
@@ -126,7 +154,12 @@ class PythonContext:
         return None
 
     @property
-    def last(self) -> Any:
+    def last(self) -> StepView | None:
+        """The previous step, as `ctx.steps[-1]` (None at the thread's first step)."""
+        return self.steps[-1] if len(self.steps) else None
+
+    @property
+    def last_output(self) -> dict[str, Any] | None:
         """The previous step's output (None at the thread's first step)."""
         return self.steps[-1].output if len(self.steps) else None
 
@@ -162,10 +195,12 @@ class PythonContext:
 
     def to_json(self) -> dict:
         return {
-            "thread": self.thread, "workflow": self.workflow, "role": self.role, "schema": self.schema,
+            "thread": self.thread, "workflow": self.workflow, "workflowName": self.workflow_name, "role": self.role,
+            "schema": self.schema,
             "instruction": self.instruction, "task": self.task, "workspace": self.workspace, "cwd": self.cwd,
             "steps": [{"hash": s.hash, "role": s.role, "agent": s.agent, "output": s.output} for s in self.steps],
-            "secrets": sorted(self.secrets), "prompt": self._text(), "correction": self.correction,
+            "secrets": sorted(self.secrets), "prompt": self._text(),
+            "correction": None if self.correction is None else self.correction.to_json(),
             "corrections": self.corrections, "timeLeft": self.time_left(),
         }
 
@@ -181,13 +216,14 @@ class PythonContext:
         )
         left = data.get("timeLeft")
         ctx = cls(
-            thread=data["thread"], workflow=data["workflow"], role=data["role"], schema=data["schema"],
+            thread=data["thread"], workflow=data["workflow"], workflow_name=data["workflowName"], role=data["role"],
+            schema=data["schema"],
             instruction=data.get("instruction"), task=data["task"], steps=steps, workspace=data["workspace"],
             cwd=data["cwd"], deadline=None if left is None else time.monotonic() + left,
             secrets={name: environ[name] for name in data.get("secrets", ()) if name in environ},
             prompt=data.get("prompt") or "", log=lambda line: print(line, flush=True),
         )
-        ctx.correction = data.get("correction")
+        ctx.correction = Correction.from_json(data["correction"]) if data.get("correction") else None
         ctx.corrections = data.get("corrections", 0)
         return ctx
 
@@ -218,14 +254,14 @@ class StepView:
         return self._step.instruction
 
     @property
-    def output(self) -> Any:
-        return json_copy(self._step.output)
+    def output(self) -> dict[str, Any]:
+        return json_copy(self._step.output)  # type: ignore[return-value]  # a step's output is an object
 
     def __repr__(self) -> str:
         return f"StepView(hash={self.hash!r}, role={self.role!r}, agent={self.agent!r})"
 
 
-class StepViews:
+class StepViews(_Sequence):
     """The thread's earlier steps, oldest first, read back only as far as they are asked for."""
 
     __slots__ = ("_steps",)
