@@ -351,3 +351,10 @@ def test_a_forks_git_branch_shares_the_commits_of_the_steps_it_shares(uwf, root_
                           capture_output=True, text=True, check=True).stdout.strip()
     message = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%B", base], capture_output=True, text=True, check=True).stdout
     assert f"uwf step {steps[0]}" in message
+
+
+def test_root_copy_of_a_root_that_is_not_there_is_refused(uwf, tmp_path):
+    """A typo in the source copies nothing and says so, rather than an empty success."""
+    copied = uwf("root", "copy", str(tmp_path / "no-such-root"), str(tmp_path / "elsewhere"))
+    assert copied.code == 1 and "there is no root at" in copied.err and "nothing to copy" in copied.err
+    assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "no-such-root").exists()

@@ -408,10 +408,12 @@ def uwf_command() -> list[str]:
 def sandbox(base: Path) -> tuple[Path, dict[str, str]]:
     """A fresh place for a page: `base/work` (the working directory, holding a copy of the
     examples), `base/root` (the storage root) and `base/home` (HOME, outside the working directory:
-    a workspace may not hold the home); the environment, nothing of the caller's uwf or OTEL."""
-    work, root, home = base / "work", base / "root", base / "home"
+    a workspace may not hold the home), `base/tmp` (TMPDIR); the environment, nothing of the caller's
+    uwf or OTEL."""
+    work, root, home, tmp = base / "work", base / "root", base / "home", base / "tmp"
     work.mkdir(parents=True)
     home.mkdir()
+    tmp.mkdir()
     shutil.copytree(EXAMPLES, work / "examples", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     env = {
         name: value for name, value in os.environ.items()
@@ -420,6 +422,7 @@ def sandbox(base: Path) -> tuple[Path, dict[str, str]]:
     env.update(
         UWF_STORAGE_ROOT=str(root),
         HOME=str(home),
+        TMPDIR=str(tmp),  # a page's `mktemp -d` is the test's, gone with it
         PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
         COLUMNS="100",
         NO_COLOR="1",

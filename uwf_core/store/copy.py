@@ -15,6 +15,15 @@ import sys
 from ..encoding.records import record
 from ..errors import UwfError
 
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from rich.progress import Progress, TaskID
+
+    from .base import Backend
+
 BATCH = 500  # nodes per transaction
 
 
@@ -28,9 +37,9 @@ class CopyReport:
     workflows: int
     config: str  # "copied", "same", "kept" (the destination had its own) or "none"
     checked: int  # nodes fsck checked at the destination
-    problems: list
+    problems: list[dict[str, Any]]  # fsck's, as FsckProblem.to_dict gives them
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "nodes": self.nodes, "nodesThere": self.nodes_there, "threads": self.threads, "archived": self.archived, "runs": self.runs,
             "workflows": self.workflows, "config": self.config, "fsck": {"checked": self.checked, "ok": not self.problems, "problems": self.problems},
@@ -40,9 +49,15 @@ class CopyReport:
 def copy_root(source: str, destination: str, *, progress: bool = False) -> CopyReport:
     """A whole root to another place or backend; what differs is refused, never overwritten, so
     it is safe to run again."""
+    import os
+
+    from .fs.backend import FsBackend
     from .open import open_backend
 
-    src, dst = _Root(open_backend(source)), _Root(open_backend(destination))
+    source_backend = open_backend(source)
+    if isinstance(source_backend, FsBackend) and not os.path.isdir(source_backend.location):
+        raise UwfError(f"there is no root at {source}: nothing to copy")  # a typo copies nothing, said
+    src, dst = _Root(source_backend), _Root(open_backend(destination))
     if src.backend.location == dst.backend.location:
         raise UwfError("the source and the destination are the same root")
     hiding = [entry for entry in src.backend.threads.damaged() if entry.hides]
@@ -66,7 +81,7 @@ def copy_root(source: str, destination: str, *, progress: bool = False) -> CopyR
     return CopyReport(copied, there, threads, archived, runs, workflows, config, report.checked, problems)
 
 
-def _copy_nodes(src, dst, show) -> tuple[int, int]:
+def _copy_nodes(src: _Root, dst: _Root, show: _Progress) -> tuple[int, int]:
     wanted = src.backend.nodes.hashes()
     present = set(dst.backend.nodes.hashes())
     todo = [hash_ for hash_ in wanted if hash_ not in present]
@@ -75,12 +90,14 @@ def _copy_nodes(src, dst, show) -> tuple[int, int]:
         with dst.backend.nodes.batch():
             for hash_ in todo[start : start + BATCH]:
                 node = src.nodes.get(hash_)  # verified: a corrupt node stops the copy, naming it
-                dst.backend.nodes.write(hash_, node.type, src.backend.nodes.read(hash_))
+                data = src.backend.nodes.read(hash_)
+                assert data is not None  # get() has just read it
+                dst.backend.nodes.write(hash_, node.type, data)
         show.advance(min(BATCH, len(todo) - start))
     return len(todo), len(wanted) - len(todo)
 
 
-def _copy_registry(src, dst) -> int:
+def _copy_registry(src: _Root, dst: _Root) -> int:
     theirs = dst.registry.entries()
     copied = 0
     for name, entry in src.registry.entries().items():
@@ -93,7 +110,7 @@ def _copy_registry(src, dst) -> int:
     return copied
 
 
-def _copy_threads(src, dst) -> tuple[int, int]:
+def _copy_threads(src: _Root, dst: _Root) -> tuple[int, int]:
     own = dst.threads.workspaces()
     for thread, path in src.threads.workspaces().items():  # before the heads: a fork is never listed without its directory
         if own.get(thread) != path:
@@ -116,7 +133,7 @@ def _copy_threads(src, dst) -> tuple[int, int]:
     return threads, archived
 
 
-def _copy_runs(src, dst) -> int:
+def _copy_runs(src: _Root, dst: _Root) -> int:
     there = {record.to_json() for record in dst.runs.read()}
     copied = 0
     for item in src.runs.read():
@@ -126,7 +143,7 @@ def _copy_runs(src, dst) -> int:
     return copied
 
 
-def _copy_config(src, dst) -> str:
+def _copy_config(src: _Root, dst: _Root) -> str:
     text, theirs = src.backend.config.read(), dst.backend.config.read()
     if text is None:
         return "none"
@@ -141,7 +158,7 @@ def _copy_config(src, dst) -> str:
 class _Root:
     """A backend and the CAS over it (what a copy needs of an opened root)."""
 
-    def __init__(self, backend) -> None:
+    def __init__(self, backend: Backend) -> None:
         from .cas import CasStore
 
         self.backend = backend
@@ -154,7 +171,8 @@ class _Progress:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled and sys.stderr.isatty()
-        self.bar = None
+        self.bar: Progress | None = None
+        self.task: TaskID  # set with bar
 
     def start(self, what: str, total: int) -> None:
         if not self.enabled or not total:

@@ -142,7 +142,8 @@ uwf thread run THREAD                              # to the end; then: uwf threa
 ```
 
 With a real agent CLI instead: `uwf setup --agent-preset claude --default-agent claude` (or
-`codex`), then start a thread as above. The test runs the workflow offline in a throwaway root:
+`codex`), then start a thread as above. The test runs the workflow offline in a throwaway root
+(with pytest, which uwf itself does not install: `pip install pytest`):
 
 ```sh
 python -m pytest test_{slug}.py
