@@ -24,6 +24,7 @@ from ...store.records import OutsideWrites
 from ..attempt import StepError
 from ...workspace.tree import show_text
 from .git.audit import UncheckableWorkspace, audit, survey
+from .git import placeholder
 from .git.private import GitResult, find_gitdir, finish_git, private_git, release_placeholder
 from .state_dirs import finish_state, private_states
 
@@ -90,6 +91,7 @@ class RunGuard:
             guard._prepare()
         except OSError as exc:  # a full or read-only disk: one line, nothing left behind
             guard._remove()
+            guard._placeholder_taken()
             where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
             raise StepError(
                 f"agent '{resolved.label}' could not be given its private copies of .git and its state directories: "
@@ -97,6 +99,7 @@ class RunGuard:
             ) from None
         except BaseException:
             guard._remove()
+            guard._placeholder_taken()
             raise
         return guard
 
@@ -186,7 +189,7 @@ class RunGuard:
                 notes += said
             if self.git is not None:
                 try:
-                    result = finish_git(self.git, f"uwf: agent {self.resolved.label}, thread {self.thread}", self._placeholders())
+                    result = finish_git(self.git, f"uwf: agent {self.resolved.label}, thread {self.thread}")
                 except OSError as exc:
                     result = GitResult(notes=(f".git: what the run wrote in its copy could not be read back ({exc})",))
                 git_paths += [f".git/{show_text(path)}" for path in result.wrote]
@@ -197,7 +200,7 @@ class RunGuard:
                                  f"thrown away, your .git is as it was")
         finally:
             notes += self._remove()
-        self.made = self._new_repositories() + self._replaced_uwf()
+        self.made = self._placeholder_taken() + self._new_repositories() + self._replaced_uwf()
         refused += self.made
         writable = self._written_in_writable(home)
         warnings = self._trusted(writable, home)
@@ -213,7 +216,8 @@ class RunGuard:
         if self.survey is None:
             return []
         try:
-            refused, unchecked = audit(self.survey)
+            locks = self._placeholders()
+            refused, unchecked = audit(self.survey, in_use=lambda path: placeholder.in_use(path, locks))
         except OSError as exc:
             self.unchecked = f"a git repository the run made could not be renamed aside: {exc}"
             return [self.unchecked]
@@ -297,9 +301,19 @@ class RunGuard:
             except Exception as exc:  # noqa: BLE001 — whatever the run made of it, the check after the run comes
                 said.append(f"a private copy of the run could not be removed ({exc}): remove {copy.path}")
                 self.left.append(copy.path)
-        if self.git is not None and self.git.placeholder:
-            release_placeholder(self.git, self._placeholders())
         return said
+
+    def _placeholder_taken(self) -> list[str]:
+        """The placeholder .git let go, and a repository that took its place refused."""
+        if self.git is None or not self.git.placeholder:
+            return []
+        try:
+            made = release_placeholder(self.git, self._placeholders())
+        except OSError as exc:
+            return [f".git (what stands where the run's empty .git was) could not be renamed aside: {exc}"]
+        return [f"{show_text(os.path.relpath(path, self.workspace))} (a git repository where the run's empty .git was: its "
+                f"mount point was moved meanwhile), renamed {show_text(os.path.relpath(path, self.workspace))}.refused-by-uwf"
+                for path in made]
 
 
 def _identity(path: str) -> tuple:

@@ -27,6 +27,11 @@ from ....workspace.tree import show_text
 from .config import named_paths
 from .walk import Found, UncheckableWorkspace, Walk, empty_dot_gits, forget, load, refresh, save, walk
 
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 REFUSED = ".refused-by-uwf"
 
 __all__ = ["UncheckableWorkspace", "Survey", "audit", "survey"]
@@ -80,14 +85,16 @@ def survey(
     return Survey(taken, cache, tuple(dict.fromkeys(protected)), known, named, tuple(leftovers), tuple(empty_dot_gits(taken)))
 
 
-def audit(taken: Survey) -> tuple[list[str], list[str]]:
+def audit(taken: Survey, in_use: Callable[[str], bool] = lambda path: False) -> tuple[list[str], list[str]]:
     """After the run: every repository entry it made and every named path that is not what was
     there, renamed so git passes it by (what each was and where it went); and what the walk could
-    not check. Everything it did find is renamed, whatever it could not."""
+    not check. Everything it did find is renamed, whatever it could not — but an empty `.git`
+    another run's private .git is mounted on now (`in_use`): that run checks it when it ends."""
     refused: list[str] = []
     unchecked: list[str] = []
     for _ in range(8):  # a bare-looking directory renamed is entered next time round: a .git may be in it
-        new = [item for item in refresh(taken.walk) if item.identity not in taken.known]
+        new = [item for item in refresh(taken.walk) if item.identity not in taken.known
+               and not (item.kind == "dotgit" and not _filled(item.path) and in_use(item.path))]
         unchecked += taken.walk.unchecked
         new += [Found(path, "dotgit", ("filled",)) for path in taken.empty if _filled(path) and path not in {item.path for item in new}]
         taken.empty = tuple(path for path in taken.empty if not _filled(path))

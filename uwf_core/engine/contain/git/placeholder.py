@@ -51,6 +51,34 @@ def release(gitdir: str, locks: str, held: int | None = None) -> None:
         os.close(fd)
 
 
+def identity(path: str) -> tuple[int, int, int] | None:
+    """What tells the placeholder from a directory made in its place: a freed inode is reused at
+    once, but the new directory's ctime is its own."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_ctime_ns)
+
+
+def in_use(gitdir: str, locks: str) -> bool:
+    """Another run holds this placeholder now (its private .git is mounted on it): not a
+    repository any run made, and not to be moved."""
+    from ....encoding.ids import xxh64_hash
+
+    try:
+        fd = os.open(os.path.join(locks, xxh64_hash(os.fsencode(gitdir)) + ".lock"), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def is_placeholder(path: str) -> bool:
     """An empty `.git` directory: never a repository to git, so nothing of yours."""
     try:

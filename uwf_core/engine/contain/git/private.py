@@ -62,6 +62,7 @@ class PrivateGit:
     head: bytes | None = None  # the real HEAD as the run found it
     placeholder: bool = False  # no .git was there: the mount point is uwf's, removed after the run
     hold: int | None = None  # the placeholder's shared lock (git/placeholder.py), while the run has it
+    held: tuple | None = None  # the placeholder's identity (placeholder.identity): what the run's .git is mounted on
 
 
 def find_gitdir(workspace: str, locks: str) -> tuple[str | None, bool]:
@@ -98,7 +99,7 @@ def private_git(gitdir: str, scratch: str, mode: str, locks: str | None = None) 
         except BaseException:
             placeholder.release(gitdir, locks, held)
             raise
-        return PrivateGit(gitdir, copy, "read", placeholder=True, hold=held)
+        return PrivateGit(gitdir, copy, "read", placeholder=True, hold=held, held=placeholder.identity(gitdir))
     copy = PrivateCopy.make(gitdir, scratch, skip=("objects", "logs", "*.lock", REAL_OBJECTS), keep=KEEP, fresh=("logs",))
     copy.view(REAL_OBJECTS, os.path.join(gitdir, "objects"))  # in the sandbox .git is the copy: the real objects are here
     objects = os.path.join(copy.path, "objects")
@@ -110,13 +111,12 @@ def private_git(gitdir: str, scratch: str, mode: str, locks: str | None = None) 
     return PrivateGit(gitdir, copy, mode, _stamp(os.path.join(gitdir, "index")), _read(os.path.join(gitdir, "HEAD")))
 
 
-def finish_git(private: PrivateGit, message: str, locks: str) -> GitResult:
+def finish_git(private: PrivateGit, message: str) -> GitResult:
     """After the run: what it wrote in its .git, and with `git: commit` its commits taken in.
-    The copy is removed."""
+    The copy is removed (a placeholder stays held: the caller checks it, then lets it go)."""
     try:
         changes = private.copy.changes()
         if private.placeholder:
-            release_placeholder(private, locks)
             made = ["the run made a git repository in its workspace's private .git (there was none): thrown away"] if changes else []
             return GitResult(notes=tuple(made))
         data = [change for change in changes if _is_data(change.path)]
@@ -131,10 +131,24 @@ def finish_git(private: PrivateGit, message: str, locks: str) -> GitResult:
         private.copy.remove()
 
 
-def release_placeholder(private: PrivateGit, locks: str) -> None:
-    """The run's hold on its placeholder let go (once), and the placeholder removed if it was the last."""
+def release_placeholder(private: PrivateGit, locks: str) -> list[str]:
+    """The run's hold on its placeholder let go (once), and the placeholder removed if it was the
+    last. Checked first, while still held: what stands at `.git` now must be the directory the
+    run's .git was mounted on. Another run's check can move a mount point aside (it is only an
+    empty directory on the host), and then an agent's `git init` writes the host's .git: that
+    one is renamed aside and said (what was made and where it went)."""
+    if private.hold is None:
+        return []
+    made = []
+    now = placeholder.identity(private.gitdir)
+    if now is not None and (now != private.held or not placeholder.is_placeholder(private.gitdir)):
+        from .audit import REFUSED
+
+        os.rename(private.gitdir, private.gitdir + REFUSED)
+        made.append(private.gitdir)
     held, private.hold = private.hold, None
     placeholder.release(private.gitdir, locks, held)
+    return made
 
 
 def _is_data(path: str) -> bool:

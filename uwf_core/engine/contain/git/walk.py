@@ -50,7 +50,7 @@ class Walk:
     skip: str | None  # the main .git: its private copy is the sandbox's, and it is no finding
     dirs: dict
     found: dict  # listing directory -> [Found]
-    pending: bool = False  # saved before a run whose check after it has not happened (uwf was killed)
+    pending: tuple[str, ...] = ()  # the markers of runs whose check after them never came (their uwf was killed)
     changed: bool = False  # not as saved: a refresh listed a directory again, or it was never saved
     unchecked: list = field(default_factory=list)  # what the last walk could not list (too deep, too many, unreadable)
     prune: tuple = ()  # directories not entered: the agent cannot write them (hidden in its sandbox)
@@ -108,7 +108,15 @@ def save(taken: Walk, cache: str, pending: bool) -> None:
 
     marker = f"{cache}.pending.{os.getpid()}"  # one per run: runs in one workspace at once each keep theirs
     try:
-        if taken.changed or not os.path.exists(cache):
+        if pending:  # this survey has just checked what the runs that died before it made
+            for stale in taken.pending:
+                if os.path.exists(stale):
+                    os.unlink(stale)
+            taken.pending = ()
+        # While another run here is in flight (or died unchecked since), the walk saved is the one
+        # it will be checked against: this run's, which may hold what that run made, must not replace it.
+        others = _other_markers(cache, marker)
+        if (taken.changed or not os.path.exists(cache)) and not others:
             dirs, found = _without_keys(taken)
             found = {path: [[item.path, item.kind, list(item.identity)] for item in items] for path, items in found.items()}
             data = {"format": FORMAT, "workspace": taken.workspace, "skip": taken.skip, "prune": list(taken.prune),
@@ -117,10 +125,8 @@ def save(taken: Walk, cache: str, pending: bool) -> None:
             taken.changed = False
         if pending:
             open(marker, "wb").close()
-        else:
-            for stale in [marker, *(_dead_markers(cache) if taken.pending else ())]:
-                if os.path.exists(stale):
-                    os.unlink(stale)
+        elif os.path.exists(marker):
+            os.unlink(marker)
     except OSError:
         pass  # only a cache: the next survey walks the workspace whole
 
@@ -169,6 +175,17 @@ def _dead_markers(cache: str) -> list[str]:
     return dead
 
 
+def _other_markers(cache: str, own: str) -> list[str]:
+    """The pending markers of the other runs in this workspace: in flight, or dead and not yet checked."""
+    directory, name = os.path.split(cache)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return [os.path.join(directory, entry) for entry in names
+            if entry.startswith(name + ".pending.") and os.path.join(directory, entry) != own]
+
+
 def _alive(pid: int) -> bool:
     from ....store.records import process_alive
 
@@ -195,7 +212,7 @@ def _load(cache: str, workspace: str, skip: str | None, prune: tuple[str, ...]) 
         return None  # none, or not one uwf wrote: walked afresh
     if workspace not in dirs:
         return None
-    return Walk(workspace, skip, dirs, found, bool(_dead_markers(cache)), prune=prune)
+    return Walk(workspace, skip, dirs, found, tuple(_dead_markers(cache)), prune=prune)
 
 
 def _scan(taken: Walk, tops: list[str], fresh: bool) -> list[Found]:
