@@ -28,8 +28,11 @@ from ..thread.model import ThreadContext
 from ..workflow.model import Role, Workflow
 
 if TYPE_CHECKING:
-    from typing import Callable
+    from argparse import ArgumentParser
+    from typing import Any, Callable
 
+    from ..engine.extraction.extract import Fallback
+    from ..engine.extraction.llm import LlmExtractor
     from ..engine.prompt import Prompt
 
 
@@ -43,14 +46,14 @@ class AgentContext:
     role: Role
     context: ThreadContext
     instruction: str | None
-    options: dict = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def store(self) -> CasStore:
         return self.repo.nodes
 
     @property
-    def schema(self) -> dict:
+    def schema(self) -> dict[str, Any]:
         return self.store.schema(self.role.meta)
 
     @property
@@ -79,7 +82,7 @@ class AgentAnswer:
     (turns, tool calls, usage...), and a session handed back to `continue_`."""
 
     text: str
-    detail: dict = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
     session: object = None
 
 
@@ -88,7 +91,7 @@ if TYPE_CHECKING:
     ContinueFunction = Callable[[AgentContext, object, str], "AgentAnswer | str"]
 
 
-def load_agent_context(repo: Repo, thread: str, role_name: str, options: dict | None = None) -> AgentContext:
+def load_agent_context(repo: Repo, thread: str, role_name: str, options: dict[str, Any] | None = None) -> AgentContext:
     """The context of `role_name`'s step at the thread's head: what `run(ctx)` is given (and what a
     python agent that writes its own step builds from `ctx.repo`)."""
     from ..thread.moderator import evaluate
@@ -122,7 +125,7 @@ def complete_step(
     agent_label: str,
     started_ms: int,
     continue_: ContinueFunction | None = None,
-    fallback: Callable | None = None,
+    fallback: Fallback | None = None,
 ) -> str:
     """Extract the structured output (fast path, fallback, corrections) and write the step."""
     from ..engine.extraction.extract import extract_with_corrections
@@ -133,6 +136,7 @@ def complete_step(
     current = [answer]
 
     def retry(message: str) -> str:
+        assert continue_ is not None  # passed as the retry only then
         current[0] = _answer(continue_(ctx, current[0].session, message))
         return current[0].text
 
@@ -165,7 +169,7 @@ def complete_step(
     )
 
 
-def _llm_fallback(repo: Repo):
+def _llm_fallback(repo: Repo) -> LlmExtractor | None:
     """The LLM extractor (None when no extract model is configured); built only if the fast path fails."""
     from ..config.env import env_with_secrets
     from ..engine.extraction.llm import fallback_for
@@ -179,13 +183,16 @@ def run_agent(
     argv: list[str] | None = None,
     *,
     continue_: ContinueFunction | None = None,
-    configure: Callable | None = None,
+    configure: Callable[[ArgumentParser], object] | None = None,
     description: str = "",
     llm_fallback: bool = True,
 ) -> int:
     """The whole step protocol around `run`; returns the exit code."""
     import argparse
 
+    from ..errors import speak_cli
+
+    speak_cli()  # an agent program's errors are read where the step's are: in the CLI's words
     parser = argparse.ArgumentParser(prog=name, description=description or f"{name}: a uwf step-protocol agent")
     if configure is not None:
         configure(parser)

@@ -6,6 +6,11 @@ from ..encoding.records import field, record, replace
 from ..encoding.simple_yaml import YamlSyntaxError, dumps, loads
 from .values import ConfigError, flag, interval, is_env_name, mapping, none, paths, size, text
 
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from typing import Any
+
 PROTOCOLS = ("step", "text")
 # What an agent may do to the git repository of its workspace (engine/contain/git/private.py): `read`
 # (the default) works on a private copy of .git that is thrown away; `commit` keeps the objects,
@@ -20,7 +25,7 @@ class ProviderConfig:
     base_url: str
     api_key_env: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = {"baseUrl": self.base_url}
         if self.api_key_env:
             data["apiKeyEnv"] = self.api_key_env
@@ -33,7 +38,7 @@ class ModelConfig:
     provider: str
     name: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"provider": self.provider, "name": self.name}
 
 
@@ -57,9 +62,9 @@ class AgentConfig:
     python: str | None = None  # protocol python: the function, "package.module:function" or "/path/file.py:function"
     isolate: bool = False  # python: call it in a child process of its own (killable, contained), not in uwf's
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         if self.python is not None:
-            data: dict = {"python": self.python}
+            data: dict[str, Any] = {"python": self.python}
             if self.isolate:
                 data["isolate"] = "process"
         else:
@@ -96,7 +101,7 @@ class Price:
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.input + completion_tokens * self.output) / 1_000_000
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"input": _number_text(self.input), "output": _number_text(self.output)}
 
 
@@ -113,8 +118,8 @@ class WorkspaceConfig:
     max_snapshot_bytes: int = 1 << 30
     dir: str | None = None  # forks' workspaces; default: <root>/workspaces for a directory root
 
-    def to_dict(self) -> dict:
-        data: dict = {}
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
         if not self.snapshot:
             data["snapshot"] = "false"
         if self.max_file_bytes != WorkspaceConfig.max_file_bytes:
@@ -140,7 +145,7 @@ class OtelConfig:
     def to_dict(self) -> object:
         if self.problem is not None:
             return self.written
-        data: dict = {}
+        data: dict[str, Any] = {}
         if self.endpoint:
             data["endpoint"] = self.endpoint
         if self.content:
@@ -181,8 +186,8 @@ class Config:
                 return self.prices[known.name]
         return None
 
-    def to_dict(self) -> dict:
-        data: dict = {}
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
         if self.providers:
             data["providers"] = {name: p.to_dict() for name, p in self.providers.items()}
         if self.models:
@@ -226,7 +231,7 @@ def parse_config(text: str | None, where: str) -> Config:
     return _parse(raw, where)
 
 
-def _parse(raw: dict, file: str) -> Config:
+def _parse(raw: dict[str, Any], file: str) -> Config:
     known = {"providers", "models", "agents", "defaultAgent", "agentOverrides", "defaultModel", "modelOverrides", "prices", "workspace", "supervisorInterval", "summarizer", "otel"}
     providers = {}
     for name, spec in mapping(raw, "providers", file).items():
@@ -292,7 +297,7 @@ def _otel_section(raw: object, where: str) -> OtelConfig:
     return OtelConfig(None if none(endpoint) else endpoint, flag(raw.get("content"), f"{where}.content"))
 
 
-def _workspace(raw: dict, where: str) -> WorkspaceConfig:
+def _workspace(raw: dict[str, Any], where: str) -> WorkspaceConfig:
     unknown = set(raw) - {"snapshot", "maxFileBytes", "maxSnapshotBytes", "dir"}
     if unknown:
         raise ConfigError(f"{where}: unknown key '{sorted(unknown)[0]}' (snapshot, maxFileBytes, maxSnapshotBytes, dir)")
@@ -341,7 +346,7 @@ def _agent(name: str, spec: object, where: str) -> AgentConfig:
     protocol = "step" if none(protocol) else protocol
     if protocol not in PROTOCOLS:
         raise ConfigError(f"{where}.protocol must be 'step' or 'text', not {protocol!r}")
-    timeout = spec.get("timeout")
+    timeout: Any = spec.get("timeout")  # as written, until checked
     if none(timeout):
         timeout = None
     else:
@@ -390,7 +395,7 @@ PYTHON_KEYS = {
 }
 
 
-def _python_agent(name: str, spec: dict, where: str) -> AgentConfig:
+def _python_agent(name: str, spec: dict[str, Any], where: str) -> AgentConfig:
     """`python: module:function`: a function uwf calls (engine/protocols/python.py), in its own
     process when `isolate: process`; the sandbox settings apply to that process."""
     stray = sorted(set(spec) - PYTHON_KEYS)

@@ -66,7 +66,11 @@ def merge_setup(config: Config, request: SetupRequest) -> tuple[Config, dict[str
         model_overrides=model_overrides,
         summarizer=config.summarizer if request.summarizer is None else request.summarizer,
     )
-    secrets = {providers[provider].api_key_env: request.api_key} if request.api_key else {}
+    secrets: dict[str, str] = {}
+    if request.api_key:
+        key_env = providers[provider].api_key_env if provider is not None else None
+        assert key_env is not None  # _merge_provider refuses an api key without a provider, and gives that one a variable
+        secrets = {key_env: request.api_key}
     return new, secrets
 
 
@@ -111,11 +115,11 @@ def _merge_models(
         models[alias] = ModelConfig(alias, owner, request.model)
         default_model = alias
     model_overrides = dict(config.model_overrides)
-    for purpose, alias in (("extract", request.extract_model), ("supervisor", request.supervisor_model), ("summarizer", request.summarizer_model)):
-        if alias:
-            if alias not in models:
-                raise UwfError(f"--{purpose}-model '{alias}' is not a model alias ({', '.join(models) or 'none yet'})")
-            model_overrides[purpose] = alias
+    for purpose, chosen in (("extract", request.extract_model), ("supervisor", request.supervisor_model), ("summarizer", request.summarizer_model)):
+        if chosen:
+            if chosen not in models:
+                raise UwfError(f"--{purpose}-model '{chosen}' is not a model alias ({', '.join(models) or 'none yet'})")
+            model_overrides[purpose] = chosen
     return models, default_model, model_overrides
 
 

@@ -17,7 +17,9 @@ from operator import attrgetter
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
-    from typing import Any, dataclass_transform
+    from typing import Any, TypeVar, dataclass_transform
+
+    _R = TypeVar("_R")
 else:
 
     def dataclass_transform(**kwargs):
@@ -153,9 +155,10 @@ def _has_default(spec: Field) -> bool:
     return spec.default is not _MISSING or spec.default_factory is not _MISSING
 
 
-def replace(obj, **changes):
+def replace(obj: _R, **changes: Any) -> _R:
     """A copy of the record `obj` with `changes` (as `dataclasses.replace`)."""
-    values = {f.name: getattr(obj, f.name) for f in obj.__record_fields__}
+    fields: tuple[Field, ...] = getattr(obj, "__record_fields__")  # _build's, unseen by a type checker
+    values = {f.name: getattr(obj, f.name) for f in fields}
     unknown = set(changes) - set(values)
     if unknown:
         raise TypeError(f"{type(obj).__qualname__} has no field {sorted(unknown)[0]!r}")
@@ -163,7 +166,7 @@ def replace(obj, **changes):
     return obj.__class__(**values)
 
 
-def asdict(obj) -> dict:
+def asdict(obj: Any) -> dict[str, Any]:
     """The record as a dict, records inside it too (as `dataclasses.asdict`)."""
     return {f.name: _plain(getattr(obj, f.name)) for f in obj.__record_fields__}
 

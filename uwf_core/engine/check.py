@@ -17,6 +17,8 @@ from ..errors import UwfError
 from .attempt import StepError, StepOptions
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..repo import Repo
     from .attempt import OutputCallback
     from .resolve import ResolvedAgent
@@ -60,8 +62,8 @@ class AgentCheck:
     containment: str | None = None  # "bubblewrap", "process-group" (no sandbox: why), or "none" (a python function in uwf)
     warning: str | None = None
 
-    def to_json(self) -> dict:
-        data: dict = {"agent": self.agent, "ok": self.ok, "seconds": round(self.seconds, 2)}
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"agent": self.agent, "ok": self.ok, "seconds": round(self.seconds, 2)}
         if self.containment:
             data["containment"] = self.containment
         if self.ok:
@@ -135,7 +137,7 @@ def check_agent(repo: Repo, agent: str, *, timeout: float | None = None, on_outp
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _check_function(repo: Repo, resolved: ResolvedAgent, report: dict) -> AgentCheck:
+def _check_function(repo: Repo, resolved: ResolvedAgent, report: dict[str, Any]) -> AgentCheck:
     """A python agent is written for its own roles (the check's pong role is not one): it is
     imported, as a step would, and named by what identifies its code; a step of its role tries it."""
     from .python.load import check_unrun, function_of

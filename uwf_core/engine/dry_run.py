@@ -22,8 +22,13 @@ from ..workflow.ops import workflow_of
 from .resolve import ResolvedAgent, resolve_agent
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..repo import Repo
     from ..store.records import RunningStep
+    from ..thread.model import ThreadContext
+    from ..thread.ops import ThreadInfo
+    from ..workflow.model import Workflow
 
 
 @record(frozen=True)
@@ -47,7 +52,7 @@ class AgentChoice:
             tuple(resolved.argv), resolved.timeout, reuse,
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "label": self.label,
             "origin": self.origin,
@@ -86,7 +91,7 @@ class DryRun:
     def role(self) -> str | None:
         return None if self.decision.is_end else self.decision.role
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         decision = self.decision
         return {
             "thread": self.thread,
@@ -128,7 +133,7 @@ def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | No
     running = repo.locks.running(info.thread)
     budget = budget_status(repo, context, workflow, keep=False)
 
-    def result(outcome: str, end_reason: str | None = None, **more) -> DryRun:
+    def result(outcome: str, end_reason: str | None = None, **more: Any) -> DryRun:
         values = dict(agent=None, agent_error=None, prompt=None, reuse_from=None, note=None)
         values.update(more)
         return DryRun(
@@ -159,11 +164,12 @@ def dry_run(repo: Repo, thread: str, *, role: str | None = None, agent: str | No
     return result("step", agent=choice, agent_error=cannot_start(repo, resolved), prompt=prompt, note=_stop_note(budget))
 
 
-def _map_note(repo: Repo, info, context, workflow, role: str) -> str:
+def _map_note(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow: Workflow, role: str) -> str:
     """What a map step would start: how many children of which workflow, and how many exist."""
     from .fanout.map import child_ids, map_items
 
     spec = workflow.roles[role].map
+    assert spec is not None  # dry_run notes a mapping role only
     try:
         items = map_items(context, spec, role)
     except UwfError as exc:
@@ -222,14 +228,14 @@ def _stop_note(budget: BudgetStatus | None) -> str | None:
     return None
 
 
-def next_prompt(workflow, decision: Decision, schema: dict, context) -> str:
+def next_prompt(workflow: Workflow, decision: Decision, schema: dict[str, Any], context: ThreadContext) -> str:
     """The prompt the next step's agent (or person) would get."""
     from .prompt import build_prompt_parts
 
     return build_prompt_parts(workflow, workflow.roles[decision.role], schema, context, decision.instruction).text
 
 
-def _key(repo: Repo, workflow, decision: Decision, resolved: ResolvedAgent, schema: dict, context) -> str:
+def _key(repo: Repo, workflow: Workflow, decision: Decision, resolved: ResolvedAgent, schema: dict[str, Any], context: ThreadContext) -> str:
     from .prompt import build_prompt_parts
     from .reuse.replay import prompt_node_hash
     from .reuse.index import agent_fingerprint, inputs_key
@@ -245,7 +251,7 @@ def _key(repo: Repo, workflow, decision: Decision, resolved: ResolvedAgent, sche
     return _with_head_files(repo, context, key)
 
 
-def _with_head_files(repo: Repo, context, key: str) -> str:
+def _with_head_files(repo: Repo, context: ThreadContext, key: str) -> str:
     """A thread with snapshots keys a step by the files it finds too: here, the files the head's
     snapshot holds (a dry run writes nothing, so it takes no snapshot of its own)."""
     if not context.start.workspace:

@@ -32,6 +32,7 @@ from .schemas import META_SCHEMA, check_schema, validate
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
+    from typing import Any
 
     from .base import NodeStore
 
@@ -42,7 +43,7 @@ CACHE_NODES = 50_000  # verified nodes kept per store
 class Node:
     hash: str
     type: str
-    payload: object
+    payload: Any  # decoded CBOR, whatever the node's schema admits: typed where it is read
     timestamp: int
 
     def envelope(self) -> dict:
@@ -208,7 +209,7 @@ class CasStore:
         """Drop a node from the cache (gc deleted it)."""
         self._cache.pop(hash_, None)
 
-    def payload(self, text: str) -> object:
+    def payload(self, text: str) -> Any:
         return self.get(text).payload
 
     def schema(self, type_hash: str) -> dict:

@@ -13,6 +13,8 @@ from .cas import CasStore
 from .records import SET_ASIDE, RepairReport
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..repo import Repo
     from .base import Backend
 
@@ -23,7 +25,7 @@ class FsckProblem:
     message: str
     severity: str = "error"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "severity": self.severity, "message": self.message}
 
 
@@ -39,7 +41,7 @@ class FsckReport:
     def errors(self) -> list[FsckProblem]:
         return [p for p in self.problems if p.severity == "error"]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"checked": self.checked, "ok": not self.errors, "problems": [p.to_dict() for p in self.problems]}
 
 
@@ -217,7 +219,7 @@ def _check_index(store: CasStore, types: dict[str, list[str]]) -> list[FsckProbl
 # -- `uwf cas fsck --repair` -------------------------------------------------------------------
 
 
-def repair_root(repo) -> RepairReport:
+def repair_root(repo: Repo) -> RepairReport:
     """`uwf cas fsck --repair`: the state files' unreadable lines set aside; the backend rebuilds
     its damaged node file from what can still be read (a healthy one is left as it is); then what
     is gone that something needs, by thread."""

@@ -6,10 +6,20 @@ from __future__ import annotations
 from ..encoding.ids import is_cas_ref
 from ..errors import ValidationError
 
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+    from jsonschema.protocols import Validator
+
+    _Check = Callable[[object], bool]  # True: valid; False: ask jsonschema
+
 JSON_TYPES = ["string", "number", "integer", "boolean", "object", "array", "null"]
 
 # Exactly json-cas's bootstrap meta-schema; its hash is 56GP9CC0KVQF8.
-META_SCHEMA: dict = {
+META_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "description": "json-cas JSON Schema meta-schema",
@@ -141,11 +151,11 @@ def field_order(schema: object) -> list[str]:
     return required + [name for name in properties if name not in required]
 
 
-_validators: dict[str, object] = {}
-_checks: dict[str, object] = {}
+_validators: dict[str, Validator] = {}
+_checks: dict[str, _Check] = {}
 
 
-def _fast_check(schema: object, key: str | None):
+def _fast_check(schema: object, key: str | None) -> _Check:
     """A predicate for `schema` (cached by its hash): True means valid; False means "ask jsonschema"."""
     check = _checks.get(key) if key is not None else None
     if check is None:
@@ -155,7 +165,7 @@ def _fast_check(schema: object, key: str | None):
     return check
 
 
-_TYPES = {
+_TYPES: dict[str, _Check] = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
@@ -174,13 +184,13 @@ def _always(value: object) -> bool:
     return True
 
 
-def _compile(schema: object):
+def _compile(schema: object) -> _Check:
     """The keywords the meta-schema allows, as one closure per subschema (built once)."""
     if schema is True or schema == {}:
         return _always
     if not isinstance(schema, dict):
         return _never  # not a schema we know: let jsonschema decide
-    checks = []
+    checks: list[_Check] = []
     kind = schema.get("type")
     if kind is not None:
         kinds = [kind] if isinstance(kind, str) else list(kind)
@@ -213,7 +223,7 @@ def _compile(schema: object):
     return lambda v: all(check(v) for check in checks)
 
 
-def _object_check(schema: dict):
+def _object_check(schema: dict[str, Any]) -> _Check:
     properties = {name: _compile(sub) for name, sub in (schema.get("properties") or {}).items()}
     required = list(schema.get("required") or [])
     extra = schema.get("additionalProperties", True)
@@ -249,7 +259,7 @@ def _json_equal(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _validator_for(schema: dict, key: str | None):
+def _validator_for(schema: dict[str, Any], key: str | None) -> Validator:
     if key is not None and key in _validators:
         return _validators[key]
     from jsonschema import Draft202012Validator, FormatChecker
@@ -262,7 +272,7 @@ def _validator_for(schema: dict, key: str | None):
     return validator
 
 
-def validation_errors(schema: dict, payload: object, *, cache_key: str | None = None) -> list[str]:
+def validation_errors(schema: dict[str, Any], payload: object, *, cache_key: str | None = None) -> list[str]:
     """Every way `payload` fails `schema` (the first MAX_ERRORS), as short 'at <path>: <message>' lines.
 
     A payload that passes the compiled check of the meta-schema's keyword subset is valid
@@ -274,7 +284,7 @@ def validation_errors(schema: dict, payload: object, *, cache_key: str | None = 
     # The first MAX_ERRORS only: each error carries a repr of its value, and a hostile payload
     # (a tree node of 200,000 nulls in a bundle) had 720 MB of them collected.
     found = []
-    for error in validator.iter_errors(payload):
+    for error in validator.iter_errors(payload):  # type: ignore[arg-type]  # the stub admits JSON values only; any other is reported invalid
         found.append(error)
         if len(found) == MAX_ERRORS:
             break
@@ -290,7 +300,7 @@ def _clipped(text: str) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
-def validate(schema: dict, payload: object, *, what: str = "payload", schema_hash: str | None = None) -> None:
+def validate(schema: dict[str, Any], payload: object, *, what: str = "payload", schema_hash: str | None = None) -> None:
     """Raise ValidationError with the first problem (and a count of the rest), in the reference's
     words ("Validation failed", with the schema's hash when it has one) before uwf's detail."""
     errors = validation_errors(schema, payload, cache_key=schema_hash)
@@ -300,7 +310,7 @@ def validate(schema: dict, payload: object, *, what: str = "payload", schema_has
         raise ValidationError(f"Validation failed{against}: {what} does not match its schema: {errors[0]}{more}")
 
 
-def _json_path(path) -> str:
+def _json_path(path: Iterable[str | int]) -> str:
     text = "$"
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else f".{part}"

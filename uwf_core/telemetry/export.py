@@ -27,8 +27,9 @@ from .spans import Span
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
 
+    from .sdk import Sdk
     from .settings import TraceSettings
 
 EXIT_FLUSH_SECONDS = 3.0  # at most this long at a process's exit for the last spans to go
@@ -37,7 +38,7 @@ QUICK_FLUSH_SECONDS = 0.05  # a flush not done by then asks the collector whethe
 HUNG_PROBE_SECONDS = 0.4  # ... and does not wait for one that answers nothing in this long
 MAX_EARLY_SPANS = 10_000  # steps' spans kept while the SDK is imported (a step has a handful)
 
-_EXPORTERS: dict[tuple, Exporter] = {}
+_EXPORTERS: dict[tuple[str, tuple[tuple[str, str], ...]], Exporter] = {}  # by (url, variables)
 _LOCK = threading.Lock()
 _said: set[str] = set()
 
@@ -93,11 +94,11 @@ class Exporter:
     def __init__(self, settings: TraceSettings) -> None:
         self.settings = settings
         self._thread: threading.Thread | None = None
-        self._processor = None
-        self._sdk = None
+        self._processor: Any = None  # the SDK's BatchSpanProcessor (opentelemetry is an extra: not named here)
+        self._sdk: Sdk | None = None
         self._built = False  # the SDK's import is over (the processor is there, or it never will be)
-        self._early: list[tuple[dict, int]] = []  # spans of steps that ended while the SDK was imported
-        self._pending: list[dict] = []  # handed to a shipper at exit (hands_off)
+        self._early: list[tuple[dict[str, Any], int]] = []  # spans of steps that ended while the SDK was imported
+        self._pending: list[dict[str, Any]] = []  # handed to a shipper at exit (hands_off)
         self._at_exit = False
 
     def warm(self) -> None:
@@ -156,8 +157,10 @@ class Exporter:
                     return  # the SDK could not be imported: said already
                 sending = threading.Thread(target=self._processor.force_flush, args=(int(timeout * 1000),), daemon=True)
                 sending.start()
-            if sending is not None and not sending.is_alive() and not self._sdk.exporter.busy:
-                return
+            if sending is not None and not sending.is_alive():
+                assert self._sdk is not None  # built with the processor that sending flushed
+                if not self._sdk.exporter.busy:
+                    return
             if asking.ident is None and time.monotonic() >= probe_at:
                 asking.start()
             time.sleep(0.005)
@@ -170,7 +173,8 @@ class Exporter:
         if not answers(self.settings.url, HUNG_PROBE_SECONDS):
             silent.append(True)
 
-    def _queue(self, wire: dict, trace_id: int) -> None:
+    def _queue(self, wire: dict[str, Any], trace_id: int) -> None:
+        assert self._sdk is not None  # queued once built, never before
         for readable in self._sdk.readables(wire, trace_id):
             self._processor.on_end(readable)
 
@@ -226,6 +230,7 @@ class Exporter:
                 stderr=subprocess.DEVNULL, process_group=0, cwd="/", pass_fds=(lock,),
             )
             _lowest_priority(shipper.pid)
+            assert shipper.stdin is not None  # stdin=PIPE
             shipper.stdin.write(payload)
             shipper.stdin.close()
         except OSError as exc:
@@ -263,6 +268,7 @@ class Exporter:
             return True
         from importlib.util import find_spec
 
+        problem: object
         try:
             found = find_spec("opentelemetry.sdk") is not None and find_spec("opentelemetry.exporter.otlp.proto.http") is not None
         except (ImportError, ValueError) as exc:
@@ -283,16 +289,16 @@ class Exporter:
         return True
 
 
-def _span_count(wire: dict) -> int:
+def _span_count(wire: dict[str, Any]) -> int:
     """A span in the wire form and those under it."""
     children = wire.get("children") if isinstance(wire, dict) else None
     return 1 + sum(_span_count(child) for child in children or ())
 
 
-def to_wire(span: Span, redact: Callable[[object], object]) -> dict:
+def to_wire(span: Span, redact: Callable[[object], object]) -> dict[str, Any]:
     """A span as the shipper and the SDK bridge take it: ids, links, OTLP-typed attributes, every
     string redacted."""
-    data: dict = {
+    data: dict[str, Any] = {
         "id": span.span_id, "name": redact(span.name), "kind": span.kind, "start": span.start_ns, "end": span.end_ns,
         "attributes": {key: _attribute(value, redact) for key, value in span.attributes.items()},
     }
@@ -305,7 +311,7 @@ def to_wire(span: Span, redact: Callable[[object], object]) -> dict:
     return data
 
 
-def _attribute(value: object, redact) -> object:
+def _attribute(value: object, redact: Callable[[object], object]) -> object:
     """A value OTLP carries: text (redacted), a number, a flag, or a list of one of those."""
     if isinstance(value, str):
         return redact(value)

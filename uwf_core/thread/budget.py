@@ -17,6 +17,8 @@ from .spend import REUSE_PROTOCOL, Spend, detail_parts, priced, spend_of, step_d
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..repo import Repo
     from ..store.cas import CasStore
     from ..workflow.model import Workflow
@@ -65,7 +67,7 @@ class BudgetStatus:
             return None
         return f"{count} step{'s' if count != 1 else ''} since the start recorded no token usage: the budget cannot count {'them' if count != 1 else 'it'}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "maxTokens": self.max_tokens,
             "maxCost": self.max_cost,
@@ -149,7 +151,7 @@ class _RunningTotal:
 
 def _running_total(store: CasStore, head: str, *, keep: bool) -> _RunningTotal:
     """The running total behind `head`: from the nearest kept one (or the StartNode), forward."""
-    pending: list[tuple[str, dict]] = []
+    pending: list[tuple[str, dict[str, Any]]] = []
     cursor: str | None = head
     base: _RunningTotal | None = None
     while cursor is not None:

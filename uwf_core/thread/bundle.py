@@ -43,7 +43,12 @@ from .bundle_read import SpilledNodes, read_bundle
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..repo import Repo
+    from ..store.base import NodeStore
+    from ..store.cas import CasStore
+    from ..store.records import ArchivedThread
 
 ACTIVE = "active"
 ARCHIVED = "archived"
@@ -59,7 +64,7 @@ class BundledThread:
     reason: str | None = None  # why it was archived
     summary: str | None = None  # its archive record's summary (the summarizer's, or the supervisor's kill)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = {
             "thread": self.thread,
             "head": self.head,
@@ -82,7 +87,7 @@ class ExportReport:
     nodes: int
     bytes: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"file": self.path, "threads": [item.to_json() for item in self.threads], "nodes": self.nodes, "bytes": self.bytes}
 
 
@@ -94,7 +99,7 @@ class ImportedThread:
     status: str  # "added", "present" (already there with this head) or "conflict" (there with another head: kept)
     existing_head: str | None = None  # the root's head for a conflict
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = {"thread": self.thread, "head": self.head, "state": self.state, "status": self.status}
         if self.existing_head:
             data["existingHead"] = self.existing_head
@@ -112,7 +117,7 @@ class ImportReport:
     workflows: dict[str, str] = field(default_factory=dict)  # name -> "registered", "present" or "kept" (the root's name points elsewhere)
     created_by: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "file": self.path,
             "createdBy": self.created_by,
@@ -179,7 +184,7 @@ def export_bundle(repo: Repo, threads: list[str], path: str) -> ExportReport:
     return ExportReport(target, tuple(sorted(bundled.values(), key=lambda item: item.thread)), len(hashes), len(archive))
 
 
-def _workflows(repo: Repo, names: dict[str, str]) -> list[dict]:
+def _workflows(repo: Repo, names: dict[str, str]) -> list[dict[str, Any]]:
     """Each workflow the threads run, with its name and the source it was registered from (if kept)."""
     sources: dict[str, str] = {}
     for entry in repo.registry.entries().values():
@@ -217,7 +222,7 @@ def _tar_gz(entries: list[tuple[str, bytes]]) -> bytes:
 # -- import ----------------------------------------------------------------------------------------
 
 
-def verify_bundle(repo: Repo, path: str, manifest: dict, nodes: SpilledNodes):
+def verify_bundle(repo: Repo, path: str, manifest: dict[str, Any], nodes: SpilledNodes) -> CasStore:
     """Every node's payload against its schema, its references, and the threads' heads (the
     bytes were checked against their names as they were read): the root's CasStore with the
     bundle's nodes laid over it, or a BundleError naming what is wrong."""
@@ -226,11 +231,13 @@ def verify_bundle(repo: Repo, path: str, manifest: dict, nodes: SpilledNodes):
     from .nodes import START_TYPES, STEP_TYPES
 
     where = f"bundle {path}"
-    overlay = CasStore(_Overlay(nodes, repo.nodes.nodes))
+    overlay = CasStore(_Overlay(nodes, repo.nodes.nodes))  # type: ignore[arg-type]  # read-only: reads and checks need read and exists alone
     try:
         for hash_ in nodes:  # one at a time, read back from the temporary file: memory holds one node and the schemas
             # Decoded without a budget, but these bytes passed MAX_NODE_ITEMS as they were read.
-            verify_nodes(overlay, {hash_: nodes.read(hash_)}, "in the bundle")
+            data = nodes.read(hash_)
+            assert data is not None  # one of its own
+            verify_nodes(overlay, {hash_: data}, "in the bundle")
     except NodesRefused as exc:
         raise BundleError(f"{where} was refused, nothing was imported: {exc.message}") from None
     for item in manifest["threads"]:
@@ -239,7 +246,7 @@ def verify_bundle(repo: Repo, path: str, manifest: dict, nodes: SpilledNodes):
             raise BundleError(f"{where} was refused, nothing was imported: thread {item['thread']}'s head {head} is not in the bundle")
         if overlay.get(head).type not in STEP_TYPES | START_TYPES:
             raise BundleError(f"{where} was refused, nothing was imported: thread {item['thread']}'s head {head} is not a StartNode or StepNode")
-    from ..workflow.ops import WORKFLOW_TYPES
+    from ..store.builtin_schemas import WORKFLOW_TYPES
 
     for item in manifest.get("workflows") or []:
         if not overlay.has(item["hash"]) or overlay.get(item["hash"]).type not in WORKFLOW_TYPES:
@@ -251,7 +258,7 @@ class _Overlay:
     """The bundle's nodes over the root's, read-only: what a node refers to, or the schema it
     names, may be in either."""
 
-    def __init__(self, bundled: SpilledNodes, below) -> None:
+    def __init__(self, bundled: SpilledNodes, below: NodeStore) -> None:
         self.bundled = bundled
         self.below = below
         self.location = below.location
@@ -279,7 +286,9 @@ def import_bundle(repo: Repo, path: str) -> ImportReport:
             if new:
                 with backend_nodes.batch():
                     for hash_ in new:
-                        backend_nodes.write(hash_, nodes.type_of(hash_), nodes.read(hash_))
+                        data = nodes.read(hash_)
+                        assert data is not None  # one of its own
+                        backend_nodes.write(hash_, nodes.type_of(hash_), data)
         workflows = {}
         for item in manifest.get("workflows") or []:
             name, hash_ = item["name"], item["hash"]
@@ -298,7 +307,7 @@ def import_bundle(repo: Repo, path: str) -> ImportReport:
     return ImportReport(os.path.abspath(path), len(nodes), len(new), tuple(threads), workflows, manifest.get("createdBy"))
 
 
-def _own_directories(repo: Repo, manifest: dict, nodes: SpilledNodes, overlay) -> dict[str, str]:
+def _own_directories(repo: Repo, manifest: dict[str, Any], nodes: SpilledNodes, overlay: CasStore) -> dict[str, str]:
     """A directory of its own for each imported thread with files: the StartNode's workspace is
     another host's (or another thread's) directory. Its files are restored there when it first
     steps or resumes (thread/files.py)."""
@@ -312,7 +321,7 @@ def _own_directories(repo: Repo, manifest: dict, nodes: SpilledNodes, overlay) -
     return {thread: os.path.join(place, thread) for thread in with_files}
 
 
-def _register(repo: Repo, item: dict, heads: dict[str, str], archived: dict) -> ImportedThread:
+def _register(repo: Repo, item: dict[str, Any], heads: dict[str, str], archived: dict[str, ArchivedThread]) -> ImportedThread:
     thread, head, state = item["thread"], item["head"], item["state"]
     existing = heads.get(thread)
     if existing is None and thread in archived:

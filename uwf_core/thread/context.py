@@ -18,6 +18,8 @@ from .model import LazySteps, StepContext, StepNode, ThreadContext, is_check_rol
 from .nodes import START_TYPES, STEP_TYPES, read_start, read_step, thread_node
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from ..repo import Repo
 
 CACHE_CONTEXTS = 64  # thread contexts kept by head on a Repo (a TUI browses many threads)
@@ -75,7 +77,7 @@ def newest_step(store: CasStore, head: str | None, *, with_checks: bool = False)
     return None
 
 
-def _reader(store: CasStore, with_checks: bool = False):
+def _reader(store: CasStore, with_checks: bool = False) -> Callable[[str], tuple[StepContext, str | None]]:
     """`older(hash)` for LazySteps: a step's context and the step before it (uwf's checks passed
     over unless `with_checks`), checking that each prev belongs to the same StartNode as the step
     that names it."""

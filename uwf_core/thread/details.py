@@ -14,6 +14,8 @@ from .nodes import read_start, read_step
 from .ops import ThreadInfo
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..repo import Repo
     from ..store.records import RunRecord
 
@@ -31,10 +33,10 @@ class StepDetails:
     detail_type: str | None
     content: str | None  # the raw answer or body, when the detail names one
     prompt: str | None
-    schema: dict | None = None  # the role's output schema (None when the workflow no longer has the role)
+    schema: dict[str, Any] | None = None  # the role's output schema (None when the workflow no longer has the role)
     run: RunRecord | None = None  # the attempt that wrote it (runs.jsonl): how its agent was contained, what it wrote outside
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = {
             "step": self.step,
             "role": self.role,
@@ -74,7 +76,7 @@ def step_details(repo: Repo, step_hash: str, runs: list[RunRecord] | None = None
     )
 
 
-def role_schema(repo: Repo, start_hash: str, role: str) -> dict | None:
+def role_schema(repo: Repo, start_hash: str, role: str) -> dict[str, Any] | None:
     """The output schema of `role` in the workflow a thread's StartNode names, if it still has it."""
     try:
         workflow = workflow_of(repo, read_start(repo.nodes, start_hash).workflow)
@@ -83,7 +85,7 @@ def role_schema(repo: Repo, start_hash: str, role: str) -> dict | None:
         return None
 
 
-def ordered_output(output: object, schema: dict | None) -> object:
+def ordered_output(output: object, schema: dict[str, Any] | None) -> object:
     """Stored outputs come back in CBOR key order; show them in the schema's order."""
     if not isinstance(output, dict) or not schema:
         return output

@@ -23,6 +23,10 @@ from .model import StepContext, ThreadContext
 from .nodes import read_step
 
 if TYPE_CHECKING:
+    from typing import Any
+
+    from ..workspace.changes import Change as FileChange
+
     from ..repo import Repo
     from ..store.records import RunRecord
     from ..workflow.model import Workflow
@@ -41,8 +45,8 @@ class Change:
     a: object = None
     b: object = None
 
-    def to_json(self) -> dict:
-        data: dict = {"path": self.path, "kind": self.kind}
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"path": self.path, "kind": self.kind}
         if self.kind != ADDED:
             data["a"] = self.a
         if self.kind != REMOVED:
@@ -113,7 +117,7 @@ class Routing:
     end_reason: str | None = None
     error: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"to": self.to, "reason": self.reason, "endReason": self.end_reason, "error": self.error}
 
 
@@ -135,7 +139,7 @@ class DiffStep:
     reused_from: str | None = None
     files: str | None = None  # the tree of the files it left, when its thread keeps snapshots
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "hash": self.hash,
             "number": self.number,
@@ -176,7 +180,7 @@ class StepPair:
             and self.a.files == self.b.files
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "number": self.number,
             "a": self.a.to_json() if self.a is not None else None,
@@ -201,7 +205,7 @@ class DiffSide:
     workflow_name: str
     prompt: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "given": self.given,
             "thread": self.thread,
@@ -223,10 +227,10 @@ class ThreadDiff:
     shared: int  # steps both have (those up to the ancestor)
     pairs: tuple[StepPair, ...]
     prompt: tuple[str, ...] = ()  # a text diff of the task prompts, when the StartNodes differ
-    files: tuple | None = None  # workspace/changes.Change from a's files to b's; None: neither has snapshots
+    files: tuple[FileChange, ...] | None = None  # workspace/changes.Change from a's files to b's; None: neither has snapshots
     files_text: tuple[str, ...] = ()  # those changes as unified diffs (sizes for binary files)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "files": None if self.files is None else [change.to_json() for change in self.files],
             "a": self.a.to_json(),
@@ -271,7 +275,7 @@ def diff_threads(repo: Repo, a: str, b: str) -> ThreadDiff:
     return ThreadDiff(side_a, side_b, ancestor, ancestor_role, shared, tuple(pairs), prompt, files, files_text)
 
 
-def _file_changes(repo: Repo, a: ThreadContext, b: ThreadContext) -> tuple | None:
+def _file_changes(repo: Repo, a: ThreadContext, b: ThreadContext) -> tuple[FileChange, ...] | None:
     """The files of a's head against b's (a missing snapshot counts as no files)."""
     from ..workspace.changes import tree_changes
     from .files import files_of
@@ -303,6 +307,7 @@ def _side(repo: Repo, text: str) -> tuple[DiffSide, ThreadContext]:
                 raise NotFoundError(f"'{text}' is neither a thread nor a node") from None
     if thread is not None:
         head = thread.head
+    assert head is not None  # the thread's, or the node's named
     thread_node(repo.nodes, head)  # a step or a StartNode, else a clear error
     context = context_of(repo, head)
     workflow = workflow_of(repo, context.start.workflow)

@@ -18,6 +18,8 @@ from .nodes import START_TYPES, STEP_TYPES, read_step, start_of, thread_node
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from ..repo import Repo
     from ..store.records import OutsideWrites
     from ..workspace.changes import Change
@@ -100,7 +102,7 @@ def check_thread_workspace(repo: Repo, workspace: str, forks_dir: str | None = N
         check_workspace(workspace, home, store_dirs, forks_dir)
 
 
-def give_workspace(repo: Repo, thread: str, node_hash: str, directory: str | None, say=None) -> str | None:
+def give_workspace(repo: Repo, thread: str, node_hash: str, directory: str | None, say: Callable[[str], object] | None = None) -> str | None:
     """Before a new thread (a fork at `node_hash`) is listed: its own directory with that node's
     files. Returns the directory, or None when the thread has no workspace to give."""
     from ..workspace.materialize import checkout
@@ -183,7 +185,12 @@ def file_at(repo: Repo, step_hash: str, path: str) -> tuple[str, bytes]:
         if last:
             if entry.kind == "dir":
                 raise UwfError(f"{path} is a directory in the snapshot of {step_hash}, not a file")
-            return entry.kind, entry.target if entry.kind == "link" else read_blob(repo.nodes, entry.ref)
+            if entry.kind == "link":
+                assert entry.target is not None  # Entry.from_payload refuses a link without one
+                return entry.kind, entry.target
+            assert entry.ref is not None  # ... and a file without its content's ref
+            return entry.kind, read_blob(repo.nodes, entry.ref)
+        assert entry.ref is not None  # a directory names its tree
         ref = entry.ref
     raise AssertionError("unreachable")
 
@@ -200,6 +207,7 @@ def step_files_text(repo: Repo, step_hash: str, limit: int = 4000, outside: Outs
     written = [f"# {line}" for line in ["written outside the workspace:", *outside.lines()]] if outside is not None and not outside.empty else []
     if tree is None:
         return "\n".join(written) if written else None
+    changes: list[Change] | None
     hand, changes = step_changes(repo, step_hash)
     lines = []
     if node.type in START_TYPES:  # the files the thread began with (and, on a resume, what changed by hand)

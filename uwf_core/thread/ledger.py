@@ -18,7 +18,7 @@ from .spend import Spend, StepCost, spend_of, step_cost, total_spend
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
 
     from ..repo import Repo
     from .ops import ThreadInfo
@@ -48,7 +48,7 @@ class ThreadCost:
     failed_attempts: int  # attempts that failed: they record no tokens, so none are counted
     budget: BudgetStatus | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = {
             "thread": self.thread,
             "workflow": self.workflow,
@@ -82,7 +82,7 @@ class TreeThread:
     active: bool
     reason: str | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "thread": self.thread,
             "parent": self.parent,
@@ -108,7 +108,7 @@ class TreeCost:
     by_agent: dict[str, Spend]
     by_model: dict[str, Spend]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "root": self.root,
             "total": self.total.to_json(),

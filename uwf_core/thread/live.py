@@ -18,9 +18,10 @@ from .ops import ThreadInfo, thread_info
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from threading import Event
-    from typing import Callable
+    from typing import Any, Callable
 
     from ..repo import Repo
+    from ..store.base import LiveFeed
 
 POLL_SECONDS = 0.25  # how often the head and the step lock are looked at while lines are awaited
 LAST_LINES_SECONDS = 3.0  # a thread that ended: how long its last step's lines are waited for
@@ -41,7 +42,7 @@ class LiveEvent:
     text: str | None = None
     head: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = {"event": self.kind, "thread": self.thread}
         named = {"failed": "error", "ended": "reason"}.get(self.kind, "text")
         for key, value in (("role", self.role), ("agent", self.agent), (named, self.text), ("head", self.head)):
@@ -72,7 +73,8 @@ def latest_thread(repo: Repo, role: str | None = None) -> str:
 
     running = [item for item in running_report(repo) if role is None or item["role"] == role]
     if running:
-        return max(running, key=lambda item: item.get("startedAt") or 0)["thread"]
+        newest: str = max(running, key=lambda item: item.get("startedAt") or 0)["thread"]
+        return newest
     heads = repo.threads.heads()
     if not heads:
         raise NotFoundError("no active thread to follow (start one: `uwf thread start`)")
@@ -106,7 +108,7 @@ class _Follower:
     def __init__(self, repo: Repo, info: ThreadInfo, on_event: Callable[[LiveEvent], None], role: str | None) -> None:
         self.repo, self.info, self.on_event, self.role = repo, info, on_event, role
         self.thread, self.head = info.thread, info.head
-        self.step_key: tuple | None = None
+        self.step_key: tuple[str | None, int, int | None] | None = None  # the running step's (host, pid, started_at)
         self.step_role: str | None = None
         self.paused: bool | None = None  # not looked at yet
 
@@ -168,7 +170,7 @@ class _Follower:
         self.head = self.now
 
 
-def _last_lines(repo: Repo, thread: str, feed, *, ended: bool) -> list[str | None]:
+def _last_lines(repo: Repo, thread: str, feed: LiveFeed, *, ended: bool) -> list[str | None]:
     """What the step that moved the head said last: it may still be on its way (a PostgreSQL
     root sends from a thread of its own until the lease ends), so a thread that ended waits for
     its step's lease to go, briefly."""
@@ -179,7 +181,7 @@ def _last_lines(repo: Repo, thread: str, feed, *, ended: bool) -> list[str | Non
     return lines + (_drained(feed, deadline) if ended else [])
 
 
-def _drained(feed, deadline: float) -> list[str | None]:
+def _drained(feed: LiveFeed, deadline: float) -> list[str | None]:
     """Every line there is now (a feed gives a bounded part at a look), until `deadline`."""
     lines: list[str | None] = []
     while time.monotonic() < deadline:

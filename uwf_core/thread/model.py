@@ -10,7 +10,8 @@ from ..encoding.records import field, record
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Iterator
+    from typing import Any, Callable, overload
 
 
 # A thread's chain may hold uwf's own checks beside its roles' steps: StepNodes whose role is one
@@ -78,8 +79,8 @@ class StartNode:
         """Stored under the schema that allows `files` and `snapshot`."""
         return self.files is not None or not self.snapshot
 
-    def to_payload(self) -> dict:
-        data = {
+    def to_payload(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "workflow": self.workflow,
             "prompt": self.prompt,
             "workspace": self.workspace,
@@ -96,7 +97,7 @@ class StartNode:
         return data
 
     @classmethod
-    def from_payload(cls, payload: dict) -> StartNode:
+    def from_payload(cls, payload: dict[str, Any]) -> StartNode:
         budget = payload.get("budget") or {}
         return cls(
             workflow=payload["workflow"],
@@ -125,8 +126,8 @@ class StepNode:
     files: str | None = None  # the workspace's tree after this step
     files_before: str | None = None  # the tree it began from, when changed by hand since the last snapshot
 
-    def to_payload(self) -> dict:
-        data = {
+    def to_payload(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "start": self.start,
             "prev": self.prev,
             "role": self.role,
@@ -146,7 +147,7 @@ class StepNode:
         return data
 
     @classmethod
-    def from_payload(cls, payload: dict) -> StepNode:
+    def from_payload(cls, payload: dict[str, Any]) -> StepNode:
         return cls(
             start=payload["start"],
             prev=payload.get("prev"),
@@ -188,11 +189,11 @@ class StepContext:
             raise ValueError(f"step {self.hash}: no loader for output {self.output_hash}")
         return self.load_output(self.output_hash)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "output": self.output, "detail": self.detail, "agent": self.agent}
 
 
-class LazySteps(Sequence):
+class LazySteps(Sequence[StepContext]):
     """A chain's steps, oldest first, read newest-first only as far as they are asked for.
 
     `len()` is known without reading (the chain index counts it); `steps[-k]`, `reversed()` and
@@ -214,7 +215,14 @@ class LazySteps(Sequence):
             step, self._next = self._older(self._next)
             self._tail.append(step)
 
-    def __getitem__(self, index):
+    if TYPE_CHECKING:
+
+        @overload
+        def __getitem__(self, index: int) -> StepContext: ...
+        @overload
+        def __getitem__(self, index: slice) -> list[StepContext]: ...
+
+    def __getitem__(self, index: int | slice) -> StepContext | list[StepContext]:
         if isinstance(index, slice):
             start, stop, stride = index.indices(self._count)
             if stride != 1:
@@ -231,7 +239,7 @@ class LazySteps(Sequence):
             raise IndexError(f"the chain holds {len(self._tail)} steps, fewer than its index says ({self._count})")
         return self._tail[back - 1]
 
-    def __reversed__(self):
+    def __reversed__(self) -> Iterator[StepContext]:
         offset = 0
         while True:
             self._read_back(offset + 1)
@@ -240,7 +248,7 @@ class LazySteps(Sequence):
             yield self._tail[offset]
             offset += 1
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[StepContext]:
         self._read_back(self._count)
         return iter(self._tail[::-1])
 
@@ -304,7 +312,7 @@ class ThreadContext:
             first_of_role=self.first_of_role, last_of_role=self.last_of_role, role_counts=self.role_counts, load_step=self.load_step,
         )
 
-    def to_json(self, newest: int | None = None) -> dict:
+    def to_json(self, newest: int | None = None) -> dict[str, Any]:
         """The JSONata input: {start, steps} as design.md section 7 describes; with `newest`, only
         that many of the newest steps (for a condition that looks no further back)."""
         steps = self.steps if newest is None or newest >= len(self.steps) else self.steps[len(self.steps) - newest :]
@@ -313,11 +321,12 @@ class ThreadContext:
     def extended(self, step: StepContext) -> ThreadContext:
         """The context of the head that `step` (just written after this head) becomes."""
         steps = self.steps.extended(step) if isinstance(self.steps, LazySteps) else [*self.steps, step]
-        known = self.role_counts is not None and self.first_of_role is not None and self.last_of_role is not None
+        first_of_role = last_of_role = role_counts = None
+        if self.role_counts is not None and self.first_of_role is not None and self.last_of_role is not None:
+            first_of_role = {step.role: step.hash, **self.first_of_role}
+            last_of_role = {**self.last_of_role, step.role: step.hash}
+            role_counts = {**self.role_counts, step.role: self.role_counts.get(step.role, 0) + 1}
         return ThreadContext(
             step.hash, self.start_hash, self.start, steps, self.since_start + 1,
-            first_of_role=({step.role: step.hash, **self.first_of_role} if known else None),
-            last_of_role=({**self.last_of_role, step.role: step.hash} if known else None),
-            role_counts=({**self.role_counts, step.role: self.role_counts.get(step.role, 0) + 1} if known else None),
-            load_step=self.load_step,
+            first_of_role=first_of_role, last_of_role=last_of_role, role_counts=role_counts, load_step=self.load_step,
         )

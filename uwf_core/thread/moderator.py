@@ -21,6 +21,13 @@ from ..workflow.model import (
 )
 from .model import ThreadContext
 
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from .model import StepContext
+
 REASON_DONE = "done"
 REASON_MAX_STEPS = "max-steps"
 REASON_KILLED = "killed"  # by `thread kill`, or by the supervisor (engine/oversight/supervisor.py)
@@ -162,11 +169,12 @@ def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes
     from ..workflow.jsonata_expr import steps_window, truthy
 
     seen: list[str] = []
-    data: dict[int | None, dict] = {}  # by window: a condition sees only as many steps as it can name
+    data: dict[int | None, dict[str, Any]] = {}  # by window: a condition sees only as many steps as it can name
     functions = role_functions(context)
-    for transition in routes.transitions or ():
+    transitions = routes.transitions or ()
+    for transition in transitions:
         if transition.condition is None:
-            alone = len(routes.transitions) == 1
+            alone = len(transitions) == 1
             why = f"the only transition from '{key}'" if alone else f"the fallback transition from '{key}' (condition: null)"
             return _decision(transition.role, transition.prompt, context, key, matched=None, reason=_after(why, seen))
         condition = workflow.conditions.get(transition.condition)
@@ -191,12 +199,12 @@ def _by_transitions(workflow: Workflow, context: ThreadContext, key: str, routes
     )
 
 
-def role_functions(context: ThreadContext) -> dict:
+def role_functions(context: ThreadContext) -> dict[str, Callable[[object], object]]:
     """uwf's functions for JSONata (jsonata_expr.UWF_FUNCTIONS): $first / $last give a role's
     first / last output, as the reference's findByRole does; $firstStep / $lastStep the whole step
     ({role, output, detail, agent}). Undefined when the role has not run."""
 
-    def of(find, whole: bool):
+    def of(find: Callable[[str], StepContext | None], whole: bool) -> Callable[[object], object]:
         def value(role: object) -> object:
             found = find(role) if isinstance(role, str) else None
             if found is None:
@@ -215,10 +223,13 @@ def role_functions(context: ThreadContext) -> dict:
 
 def _by_status(workflow: Workflow, context: ThreadContext, key: str, routes: Routes) -> Decision:
     statuses = routes.statuses or {}
+    status: object
     if key == START:
         status = "resume" if context.start.resumes else "new"
     else:
-        output = context.last_step.output
+        last = context.last_step
+        assert last is not None  # key is not START: it is the last step's role
+        output = last.output
         status = output.get(STATUS_FIELD) if isinstance(output, dict) else None
         if not isinstance(status, str):
             raise ModeratorError(

@@ -19,6 +19,8 @@ from .ops import thread_info
 from .usage import step_usage, thread_usage
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..repo import Repo
 
 
@@ -50,7 +52,7 @@ def step_body(store: CasStore, step: StepContext) -> str:
     return (block[1] if block else text).strip()
 
 
-def _render_step(store: CasStore, number: int, step: StepContext, schema: dict | None) -> str:
+def _render_step(store: CasStore, number: int, step: StepContext, schema: dict[str, Any] | None) -> str:
     import yaml
 
     when = _when(step.completed_at)
@@ -71,7 +73,7 @@ def _render_step(store: CasStore, number: int, step: StepContext, schema: dict |
     return "\n".join(lines)
 
 
-def _schema(store: CasStore, meta: str) -> dict | None:
+def _schema(store: CasStore, meta: str) -> dict[str, Any] | None:
     try:
         return store.schema(meta)
     except UwfError:

@@ -12,6 +12,8 @@ from ..errors import UwfError
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..repo import Repo
 
 
@@ -20,11 +22,11 @@ class Removed:
     """What `remove_thread` or `remove_workflow` took out, and what gc will then free."""
 
     name: str  # the thread's id, or the workflow's name
-    heads: list  # the thread's heads (active, archived), or the workflow's versions
+    heads: list[str]  # the thread's heads (active, archived), or the workflow's versions
     workspace: str | None  # a thread's own directory uwf made and removed with it
     frees: int  # nodes nothing else reaches now: `uwf cas gc` frees them (after its grace period)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = {"removed": self.name, "heads": self.heads, "frees": self.frees}
         if self.workspace:
             data["workspace"] = self.workspace

@@ -20,6 +20,8 @@ from .model import StepContext
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..config.model import Config
     from ..repo import Repo
     from ..store.cas import CasStore
@@ -44,7 +46,7 @@ class ModelSpend:
     cost: float | None  # None: the model has no price in config.yaml (and spent tokens)
     names: tuple[str, ...] = ()  # every name the detail gave it (alias, provider's name): what prices look up
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"model": self.model, **self.usage.to_json(), "cost": self.cost}
 
 
@@ -81,7 +83,7 @@ class Spend:
             self.unrecorded + other.unrecorded,
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "steps": self.steps,
             "reusedSteps": self.reused,
@@ -119,7 +121,7 @@ def priced(config: Config, names: tuple[str, ...], usage: Usage) -> ModelSpend:
     model = names[0] if names else UNKNOWN_MODEL
     price = config.price_of(*names) if names else None
     if price is not None:
-        cost = price.cost(usage.prompt_tokens, usage.completion_tokens)
+        cost: float | None = price.cost(usage.prompt_tokens, usage.completion_tokens)
     else:
         cost = None if tokens_of(usage) else 0.0
     return ModelSpend(model, usage, cost, names)
@@ -181,7 +183,7 @@ class StepCost:
             return None
         return max(0, self.completed_at - self.started_at)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = {
             "step": self.step,
             "number": self.number,

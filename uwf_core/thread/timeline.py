@@ -15,7 +15,7 @@ from .ops import ThreadInfo, list_threads, thread_info
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
-    from typing import Iterable
+    from collections.abc import Iterable, Sequence
 
     from ..repo import Repo
 
@@ -51,11 +51,11 @@ class Timeline:
     first_shown: int = 0  # the index in `steps` of the oldest step read with its runs (a window)
 
     @property
-    def steps(self) -> list[StepContext]:
+    def steps(self) -> Sequence[StepContext]:
         return self.context.steps
 
     @property
-    def shown(self) -> list[StepContext]:
+    def shown(self) -> Sequence[StepContext]:
         """The steps of the window, oldest first (all of them without one)."""
         return self.context.steps[self.first_shown:]
 

@@ -10,6 +10,8 @@ from ..store.cas import CasStore
 from .model import StepContext
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from ..repo import Repo
 
 
@@ -24,7 +26,7 @@ def step_usage(store: CasStore, step: StepContext) -> Usage:
     return Usage.from_json(payload.get("usage")) + Usage.from_json(payload.get("extractUsage"))
 
 
-def thread_usage(store: CasStore, steps: list[StepContext]) -> Usage:
+def thread_usage(store: CasStore, steps: Iterable[StepContext]) -> Usage:
     """The steps' usage summed: what the agents reported, so a step that recorded none adds nothing."""
     total = Usage()
     for step in steps:

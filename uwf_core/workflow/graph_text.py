@@ -37,6 +37,7 @@ def render_text(workflow: Workflow) -> str:
         lines.append("")
         lines.append("maps:")
         for role in maps:
+            assert role.map is not None  # so chosen above
             limit = f", {role.map.max_parallel} at a time" if role.map.max_parallel else ""
             lines.append(f"  {role.name}: a '{role.map.workflow}' thread per item of {role.map.over}{limit}, onFailure {role.map.on_failure}")
     if workflow.conditions:

@@ -17,7 +17,8 @@ from ..store.cas import CasStore
 from .ignore import Rules
 from .stat_cache import StatCache
 from .tree import ensure_schemas
-from .walker import Limits, OverCap, Tracked, Walker, redacted, shown, size_text
+from .walker import Limits as Limits  # re-exported: thread/files.py and others import it from here
+from .walker import OverCap, Tracked, Walker, redacted, shown, size_text
 
 
 class SnapshotError(UwfError):

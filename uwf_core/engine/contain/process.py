@@ -24,8 +24,9 @@ from ...errors import UwfError
 from .watchdog import WATCHDOG
 
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import IO, Callable
 
+    from .orphans import Orphans
     from .sandbox import Policy
 
 STDERR_TAIL_CHARS = 2000
@@ -84,7 +85,7 @@ def _group_alive(pgid: int) -> bool:
     return any(group == pgid and state != b"Z" for _, group, state, *_ in table.values())
 
 
-def kill_group(pgid: int, proc: subprocess.Popen | None = None, grace: float = TERM_GRACE_SECONDS) -> None:
+def kill_group(pgid: int, proc: subprocess.Popen[bytes] | None = None, grace: float = TERM_GRACE_SECONDS) -> None:
     """SIGTERM the group, then SIGKILL whatever is left after a short grace.
 
     `proc`, the group leader when it is our child, is reaped while waiting. A sandbox's leader is
@@ -147,6 +148,7 @@ def run_process(
     box = containment() if policy is not None and policy.sandbox else None
     boxed = box is not None and box.kind == BUBBLEWRAP
     if boxed:
+        assert box is not None and box.bwrap is not None and policy is not None  # boxed: bubblewrap was found for the policy
         argv = [_check_command(argv[0], cwd, env), *argv[1:]]  # inside, bubblewrap would only say "execvp"
         prompt_fd = _memory_file(prompt_data) if prompt_data is not None else None
         empty_fds = tuple(_memory_file(empty_document(path)) for path in policy.hidden_files)
@@ -160,6 +162,7 @@ def run_process(
         if boxed:
             from .landlock import scoped
 
+            assert box is not None and box.bwrap is not None  # boxed, as above
             scope = scoped(box.bwrap)  # no abstract socket or signal beyond its own sandbox
         with SPAWN_LOCK:
             proc = _spawn(command, argv[0], cwd, env, stdin_text is not None, fds, scope)
@@ -171,6 +174,7 @@ def run_process(
             os.close(fd)
     WATCHDOG.guard(proc.pid)
     if stdin_text is not None:
+        assert proc.stdin is not None  # a pipe: _spawn opens one when there is stdin_text
         rest = _write_what_fits(proc.stdin, stdin_text.encode("utf-8"))
         if rest:  # the agent reads it as it goes: a thread feeds the rest while we supervise
             threading.Thread(target=_feed, args=(proc.stdin, rest), daemon=True).start()
@@ -204,8 +208,9 @@ def run_process(
 
 
 def _spawn(
-    command: list[str], name: str, cwd: str | None, env: dict[str, str], stdin: bool, fds: tuple[int, ...], scope=None,
-) -> subprocess.Popen:
+    command: list[str], name: str, cwd: str | None, env: dict[str, str], stdin: bool, fds: tuple[int, ...],
+    scope: Callable[[], object] | None = None,
+) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
             command,
@@ -262,7 +267,7 @@ def _memory_file(data: bytes) -> int:
 
 
 
-def _write_what_fits(pipe, data: bytes) -> bytes:
+def _write_what_fits(pipe: IO[bytes], data: bytes) -> bytes:
     """Write what the pipe takes now without waiting (a prompt usually fits: no thread to start,
     ~1 ms saved), closing it when all went; returns the rest."""
     fd = pipe.fileno()
@@ -284,7 +289,7 @@ def _write_what_fits(pipe, data: bytes) -> bytes:
     return data[written:]
 
 
-def _feed(pipe, data: bytes) -> None:
+def _feed(pipe: IO[bytes], data: bytes) -> None:
     try:
         pipe.write(data)
         pipe.close()
@@ -292,7 +297,16 @@ def _feed(pipe, data: bytes) -> None:
         pass
 
 
-def _supervise(proc, timeout, on_output, cancel, started, orphans=None, redact=None):
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    timeout: float | None,
+    on_output: Callable[[str], None] | None,
+    cancel: Cancel | None,
+    started: float,
+    orphans: Orphans | None = None,
+    redact: Callable[[str], str] | None = None,
+) -> tuple[str, str, bool, bool, bool]:
+    assert proc.stdout is not None and proc.stderr is not None  # _spawn always pipes both
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ, "out")
     selector.register(proc.stderr, selectors.EVENT_READ, "err")
@@ -306,7 +320,7 @@ def _supervise(proc, timeout, on_output, cancel, started, orphans=None, redact=N
     while selector.get_map():
         watch.look()
         for key, _ in selector.select(timeout=0.1):
-            data = os.read(key.fileobj.fileno(), 65536)
+            data = os.read(key.fd, 65536)  # the fileobj's fileno(), as registered
             if not data:
                 selector.unregister(key.fileobj)
                 continue
@@ -360,7 +374,9 @@ class _Watch:
     once it has closed them, while it is waited for: an agent that closes its output keeps
     running under the same deadline. Its processes are looked up every LOOK_EVERY_SECONDS."""
 
-    def __init__(self, proc, timeout, cancel, started, orphans) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], timeout: float | None, cancel: Cancel | None, started: float, orphans: Orphans | None
+    ) -> None:
         self.proc, self.timeout, self.cancel, self.started, self.orphans = proc, timeout, cancel, started, orphans
         self.timed_out = self.cancelled = False
         self.next_look = started + LOOK_EVERY_SECONDS  # a quick agent's processes are looked up at its end
@@ -391,6 +407,6 @@ def _tail(text: str, limit: int) -> str:
     return cut
 
 
-def _emit(on_output, line: bytes) -> None:
+def _emit(on_output: Callable[[str], None] | None, line: bytes | bytearray) -> None:
     if on_output is not None:
         on_output(line.decode("utf-8", "replace").rstrip("\r"))

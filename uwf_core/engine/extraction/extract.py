@@ -13,6 +13,14 @@ from ...encoding.frontmatter import split_frontmatter
 from ...encoding.records import record
 from ...errors import UwfError
 
+TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from ...config.model import Config
+    from ...llm.usage import Usage
+
 
 class ExtractError(UwfError):
     """No valid structured output could be read from the answer."""
@@ -20,7 +28,7 @@ class ExtractError(UwfError):
     def __init__(self, message: str, errors: list[str] | None = None) -> None:
         super().__init__(message)
         self.errors = errors or []
-        self.usage = None  # tokens an LLM spent on a failed extract, when one was asked
+        self.usage: Usage | None = None  # tokens an LLM spent on a failed extract, when one was asked
 
 
 class AmbiguousAnswer(ExtractError):
@@ -29,13 +37,17 @@ class AmbiguousAnswer(ExtractError):
 
 @record(frozen=True)
 class Extracted:
-    output: dict
+    output: dict[str, Any]
     body: str
     method: str  # "frontmatter", "json" or "llm"
-    evidence: dict | None = None  # "llm": each field's quotes from the answer, checked verbatim
+    evidence: dict[str, Any] | None = None  # "llm": each field's quotes from the answer, checked verbatim
 
 
-def _json_object(text: str) -> dict | None:
+if TYPE_CHECKING:
+    Fallback = Callable[[str, dict[str, Any]], tuple[Extracted, Usage]]  # (answer, schema) -> (output, tokens spent)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
     stripped = text.strip()
     if not (stripped.startswith("{") and stripped.endswith("}")):
         return None
@@ -53,16 +65,19 @@ class _DuplicateKey(Exception):
         self.key = key
 
 
-def _unique_keys(pairs: list) -> dict:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object whose every key is given once: which of two values the agent meant is not ours to guess."""
     value = dict(pairs)
     if len(value) != len(pairs):
-        seen: set = set()
-        raise _DuplicateKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
     return value
 
 
-def parse_answer(text: str) -> tuple[dict, str, str]:
+def parse_answer(text: str) -> tuple[dict[str, Any], str, str]:
     """(output, body, method) or ExtractError saying why nothing could be read."""
     from ...encoding.limits import (
         StructureError,
@@ -99,6 +114,7 @@ def parse_answer(text: str) -> tuple[dict, str, str]:
     if not isinstance(data, dict):
         raise ExtractError("the frontmatter is not a mapping of fields")
     output = _jsonable(data)
+    assert isinstance(output, dict)  # _jsonable keeps a mapping one
     check_storable(output)
     return output, block[1], "frontmatter"
 
@@ -135,7 +151,7 @@ def _load_unique(text: str) -> object:
 INT_LIMIT = 2**64  # CBOR's integers; the reference stores no more either
 
 
-def check_storable(output: dict) -> None:
+def check_storable(output: dict[str, Any]) -> None:
     """Refuse here what the store would refuse later (infinity, NaN, integers past 64 bits), so
     the agent gets a correction naming the field instead of a failed step."""
     import math
@@ -164,7 +180,7 @@ def _jsonable(value: object) -> object:
     return str(value)
 
 
-def extract_fast(text: str, schema: dict, *, cache_key: str | None = None) -> Extracted:
+def extract_fast(text: str, schema: dict[str, Any], *, cache_key: str | None = None) -> Extracted:
     """The output from the answer's own frontmatter or JSON, held to the schema: tried before the
     LLM fallback, which costs a call."""
     from ...store.schemas import validation_errors
@@ -177,7 +193,7 @@ def extract_fast(text: str, schema: dict, *, cache_key: str | None = None) -> Ex
     return Extracted(output, body, method)
 
 
-def usage_detail(config, usage) -> dict:
+def usage_detail(config: Config, usage: Usage) -> dict[str, Any]:
     """The LLM fallback's tokens as a step's detail records them, under the model alias the ledger
     prices them at (every writer of an extracted answer: text, python, the agent kit)."""
     from ...llm.client import model_alias_for
@@ -195,15 +211,15 @@ class ExtractOutcome:
     extracted: Extracted
     text: str  # the answer that succeeded
     corrections: int
-    usage: object | None = None  # llm.Usage of the fallback calls, if any
+    usage: Usage | None = None  # of the fallback calls, if any
 
 
-def lazy_fallback(build):
+def lazy_fallback(build: Callable[[], Fallback | None]) -> Fallback:
     """The LLM fallback, built by `build()` (None when no extract model is configured) only when
     the fast path has failed: its HTTP client costs an import on every step otherwise."""
-    built: list = []
+    built: list[Fallback | None] = []
 
-    def fallback(text: str, schema: dict):
+    def fallback(text: str, schema: dict[str, Any]) -> tuple[Extracted, Usage]:
         if not built:
             built.append(build())
         if built[0] is None:
@@ -220,7 +236,7 @@ class NoFallback(UwfError):
         super().__init__("no extract model is configured")
 
 
-def correction_message(error: ExtractError, schema: dict) -> str:
+def correction_message(error: ExtractError, schema: dict[str, Any]) -> str:
     from ..prompt import output_format_instruction
 
     problems = "; ".join(error.errors[:5]) if error.errors else error.message
@@ -232,11 +248,11 @@ def correction_message(error: ExtractError, schema: dict) -> str:
 
 def extract_with_corrections(
     text: str,
-    schema: dict,
+    schema: dict[str, Any],
     *,
     cache_key: str | None = None,
-    fallback=None,
-    retry=None,
+    fallback: Fallback | None = None,
+    retry: Callable[[str], str] | None = None,
     max_corrections: int = MAX_CORRECTIONS,
 ) -> ExtractOutcome:
     """Fast path, then the LLM `fallback(text, schema)` if given, then up to
@@ -250,8 +266,11 @@ def extract_with_corrections(
     return outcome
 
 
-def _extract_with_corrections(text: str, schema: dict, cache_key, fallback, retry, max_corrections: int) -> ExtractOutcome:
-    usage = None
+def _extract_with_corrections(
+    text: str, schema: dict[str, Any], cache_key: str | None, fallback: Fallback | None, retry: Callable[[str], str] | None,
+    max_corrections: int,
+) -> ExtractOutcome:
+    usage: Usage | None = None
     notes: list[str] = []
     corrections = 0
     while True:

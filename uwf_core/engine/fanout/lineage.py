@@ -20,7 +20,10 @@ from .map import _children_at
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ...repo import Repo
+    from ...store.cas import Node
 
 FORK, CANDIDATE, CHILD = "fork", "candidate", "child"
 
@@ -116,7 +119,7 @@ class LineageReader:
             return  # a damaged chain or output: the damage banner says why; no lineage drawn
 
 
-def _walk(repo: Repo, head: str, stop: set | None = None):
+def _walk(repo: Repo, head: str, stop: set[str] | None = None) -> Iterator[tuple[str, Node]]:
     """(hash, node) of a chain from `head` back to its first StartNode, through those it resumes,
     until a node of `stop`."""
     store = repo.nodes

@@ -22,7 +22,7 @@ from ..attempt import MAP_WAITING, StepError, StepOptions
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
 
     from ...repo import Repo
     from ...store.base import StepLease
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from ...thread.moderator import Decision
     from ...thread.ops import ThreadInfo
     from ...workflow.model import MapSpec, Workflow
+    from ..attempt import Committed
+
+    RunThread = Callable[[Repo, str, StepOptions], object]  # engine/step.py's run_thread
 
 MAP_AGENT = "uwf-map"
 MAP_PROTOCOL = "map"
@@ -52,8 +55,8 @@ class ChildResult:
     output: object = None
     error: str | None = None
 
-    def to_json(self) -> dict:
-        data: dict = {"index": self.index, "thread": self.thread, "status": self.status}
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"index": self.index, "thread": self.thread, "status": self.status}
         if self.status == "done":
             data["output"] = self.output
         else:
@@ -63,7 +66,7 @@ class ChildResult:
 
 def run_map(
     repo: Repo, info: ThreadInfo, workflow: Workflow, context: ThreadContext, decision: Decision,
-    lease: StepLease, options: StepOptions, deadline: float | None, started_ms: int, run_thread: Callable,
+    lease: StepLease, options: StepOptions, deadline: float | None, started_ms: int, run_thread: RunThread,
 ) -> str:
     """The map step: children made, stepped (with `run_thread`, the step engine's, which calls
     this module: given, not imported) and joined; returns the StepNode written."""
@@ -72,6 +75,7 @@ def run_map(
 
     role = workflow.roles[decision.role]
     spec = role.map
+    assert spec is not None  # engine/step.py maps only a role that has one
     if options.map_depth >= MAX_DEPTH:  # put refuses cycles of maps; a rollback could make one
         raise StepError(f"maps nested {MAX_DEPTH} deep: role '{decision.role}' would start children deeper still")
     items = map_items(context, spec, decision.role)
@@ -99,7 +103,7 @@ def run_map(
     )
 
 
-def map_items(context: ThreadContext, spec: MapSpec, role: str) -> list:
+def map_items(context: ThreadContext, spec: MapSpec, role: str) -> list[object]:
     """The list to fan out over: `over` evaluated against the last output (the StartNode at
     $START), as a route's prompt sees it, with $first/$last. A single value is a list of one
     (JSONata's sequences); nothing is an empty list."""
@@ -170,7 +174,7 @@ def map_progress(repo: Repo, info: ThreadInfo) -> tuple[int, int] | None:
 
 
 def _ensure_children(
-    repo: Repo, info: ThreadInfo, context: ThreadContext, role: str, spec: MapSpec, items: list, workflow: str
+    repo: Repo, info: ThreadInfo, context: ThreadContext, role: str, spec: MapSpec, items: list[object], workflow: str
 ) -> list[Child]:
     """Start the children not started yet (one per item, in item order)."""
     from ...thread.ops import start_thread
@@ -207,7 +211,7 @@ def _child_prompt(spec: MapSpec, item: object, index: int, parent_prompt: str, r
 
 
 def _step_children(
-    repo: Repo, children: list[Child], spec: MapSpec, lease: StepLease, options: StepOptions, deadline: float | None, run_thread: Callable
+    repo: Repo, children: list[Child], spec: MapSpec, lease: StepLease, options: StepOptions, deadline: float | None, run_thread: RunThread
 ) -> None:
     """Run every child still active to its end, `maxParallel` at a time, in threads of this
     process. With onFailure: fail, a failed child stops the others being started. A cancel of
@@ -241,6 +245,7 @@ def _step_children(
         try:
             while wait(futures, timeout=0.1).not_done:
                 if _cancelled(options):
+                    assert options.cancel is not None  # _cancelled: it is set
                     cancel.set(options.cancel.reason or "the map step was cancelled")
         except BaseException:
             cancel.set("interrupted")
@@ -282,13 +287,14 @@ def _failed_at(repo: Repo, thread: str, head: str) -> bool:
     return bool(attempts) and not attempts[-1].ok and attempts[-1].head == head
 
 
-def _run_child(repo: Repo, child: Child, options: StepOptions, deadline: float | None, run_thread: Callable) -> bool:
+def _run_child(repo: Repo, child: Child, options: StepOptions, deadline: float | None, run_thread: RunThread) -> bool:
     """Step one child to its end; False when a step of it failed. A child someone else steps
     meanwhile is waited for."""
     outer = options.on_output
     prefix = f"[child {child.index + 1}] "
 
-    def landed(node) -> None:
+    def landed(node: Committed) -> None:
+        assert outer is not None  # passed as on_commit only then
         outer(f"{prefix}{node.role} ({node.agent}) -> {node.head}" + (f"  {node.note}" if node.note else ""))
 
     mine = replace(
@@ -342,7 +348,7 @@ def _result(repo: Repo, child: Child, ends: dict[str, tuple[str, str | None]]) -
     return ChildResult(child.index, child.thread, "failed", error=error or "it did not finish")
 
 
-def children_usage(repo: Repo, heads: list[str]) -> dict:
+def children_usage(repo: Repo, heads: list[str]) -> dict[str, Any]:
     """The children's tokens (their chains behind `heads`), for the ledger to roll up under the map step: per model
     (`childUsage`), and in all (`usage`, only when every child step recorded what it spent, so
     the ledger's count of steps that recorded nothing stays true)."""
@@ -361,7 +367,7 @@ def children_usage(repo: Repo, heads: list[str]) -> dict:
     total = Usage()
     for usage in by_model.values():
         total = total + usage
-    rolled: dict = {"childUsage": [{"models": list(names), "usage": usage.to_json()} for names, usage in by_model.items()]}
+    rolled: dict[str, Any] = {"childUsage": [{"models": list(names), "usage": usage.to_json()} for names, usage in by_model.items()]}
     if recorded:
         rolled["usage"] = total.to_json()
     return rolled

@@ -25,6 +25,8 @@ from ..step import perform_step
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ...repo import Repo
 
 PICKS = ("first",)
@@ -44,7 +46,7 @@ class Candidate:
     step: str | None = None  # the agent's StepNode, when ok
     error: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = {"agent": self.agent, "thread": self.thread, "status": self.status, "head": self.head, "seconds": round(self.seconds, 3)}
         if self.step is not None:
             data["step"] = self.step
@@ -66,7 +68,7 @@ class SideBySide:
     done: bool = False
     reason: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done, "role": self.role}
         if self.reason:
             data["reason"] = self.reason
@@ -87,7 +89,7 @@ class Picked:
     picked: tuple[str, ...]  # the forks that held the step, archived as picked
     not_picked: tuple[str, ...]  # the thread's other candidates, archived as not picked
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "workflow": self.workflow, "thread": self.thread, "head": self.head, "from": self.previous,
             "done": self.done, "picked": list(self.picked), "notPicked": list(self.not_picked),
@@ -196,6 +198,7 @@ def _try(repo: Repo, candidate_of: str, fork: str, agent: str, cancel: Cancel, o
     outer = options.on_output
 
     def on_output(line: str) -> None:
+        assert outer is not None  # passed as on_output only then
         outer(f"[{agent}] {line}")
 
     started = time.monotonic()

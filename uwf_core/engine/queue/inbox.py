@@ -15,10 +15,14 @@ from ...errors import UwfError
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
 
     from ...repo import Repo
+    from ...thread.ops import ThreadInfo
     from ..attempt import HumanRequest, StepOptions, StepResult
+
+    # when each head landed; when (and by which worker) each (thread, head) was first found asking
+    _RunTimes = tuple[dict[str, int], dict[tuple[str, str], tuple[int, str | None]]]
 
 
 @record(frozen=True)
@@ -34,11 +38,11 @@ class InboxItem:
     instruction: str | None  # the moderator's instruction for this step, if any
     description: str  # the role's, as the workflow says it
     task: str  # the thread's own task (its start prompt): what tells threads of one workflow apart
-    schema: dict  # the role's output schema, which an answer must satisfy
+    schema: dict[str, Any]  # the role's output schema, which an answer must satisfy
     queued: bool  # queued for workers: one takes the thread up again once it is answered
     asked_by: str | None = None  # the worker (or process) that found the role a person's, if one did
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "thread": self.thread, "workflow": self.workflow, "role": self.role, "head": self.head, "since": self.since,
             "description": self.description, "task": self.task, "instruction": self.instruction, "queued": self.queued, "askedBy": self.asked_by, "prompt": self.prompt,
@@ -63,7 +67,7 @@ def inbox(repo: Repo) -> list[InboxItem]:
     return sorted(items, key=lambda item: (item.since, item.thread))
 
 
-def _run_times(repo: Repo) -> tuple[dict[str, int], dict[tuple[str, str], tuple[int, str | None]]]:
+def _run_times(repo: Repo) -> _RunTimes:
     """When each head landed, and when (and by whom) each thread was first found asking at a head."""
     landed: dict[str, int] = {}
     asked: dict[tuple[str, str], tuple[int, str | None]] = {}
@@ -75,7 +79,7 @@ def _run_times(repo: Repo) -> tuple[dict[str, int], dict[tuple[str, str], tuple[
     return landed, asked
 
 
-def _waiting(repo: Repo, info, queued: bool, run_times: Callable[[], tuple[dict, dict]]) -> InboxItem | None:
+def _waiting(repo: Repo, info: ThreadInfo, queued: bool, run_times: Callable[[], _RunTimes]) -> InboxItem | None:
     from ...encoding.ids import ulid_timestamp_ms
     from ...thread.context import context_of
     from ...thread.moderator import evaluate

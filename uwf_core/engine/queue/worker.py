@@ -28,6 +28,7 @@ from ..step import perform_step
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
+    from collections.abc import Hashable
     from typing import Callable
 
     from ...repo import Repo
@@ -146,7 +147,7 @@ class Worker:
                     self.claims.pop(claim.thread, None)
                     self.busy -= 1
 
-    def _idle_wait(self, token):
+    def _idle_wait(self, token: Hashable) -> Hashable:
         """Wait for a change in the root, in slices short enough that stop() (SIGTERM) ends an
         idle worker within STOP_SECONDS, not after the whole wait."""
         deadline = time.monotonic() + (0.5 if self.once else IDLE_WAIT_SECONDS)
