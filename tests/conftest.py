@@ -44,6 +44,22 @@ def _isolated_home(tmp_path_factory, monkeypatch):
             monkeypatch.delenv(name)
 
 
+@pytest.fixture(autouse=True)
+def _cli_words(monkeypatch):
+    """Messages in the command line's words, as `uwf` and uwf-tui say them (and most tests read
+    them in-process); `api_words` is a Python program's view (tests/test_api_words.py)."""
+    import uwf_core.errors
+
+    monkeypatch.setitem(uwf_core.errors._VOICE, "cli", True)
+
+
+@pytest.fixture
+def api_words(monkeypatch):
+    import uwf_core.errors
+
+    monkeypatch.setitem(uwf_core.errors._VOICE, "cli", False)
+
+
 @pytest.fixture
 def root_dir(tmp_path) -> Path:
     path = tmp_path / "root"
@@ -117,7 +133,8 @@ def uwf_wheel(tmp_path_factory) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for part in ("uwf_core", "uwf_tui", "examples"):
         shutil.copytree(REPO / part, source / part, ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "scripts/build_backend.py"):  # the build backend pyproject names
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, source / name)
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp / "dist"), str(source)],

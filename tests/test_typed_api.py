@@ -6,6 +6,7 @@ only a module `__getattr__`), `@record` classes are dataclasses to a checker (PE
 from __future__ import annotations
 
 import ast
+import os
 import shutil
 import subprocess
 import sys
@@ -91,3 +92,57 @@ def test_mypy_sees_the_real_types(installed, tmp_path):
     assert 'Unsupported operand types for + ("str" and "int")' in out, out
     assert "def (ctx: uwf_core.engine.python.context.PythonContext) -> builtins.dict[builtins.str, builtins.object]" in out or \
         "def (ctx: uwf_core.engine.python.context.PythonContext) -> dict[str, object]" in out, out
+
+
+@pytest.fixture(scope="module")
+def editable(tmp_path_factory) -> str:
+    """A venv with uwf installed editable from a copy of the checkout, as `pip install -e .` does it
+    (its PEP 660 hook, through the project's own build backend): a type checker must see through it."""
+    tmp = tmp_path_factory.mktemp("editable")
+    source = tmp / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for part in ("uwf_core", "uwf_tui", "examples", "scripts"):
+        shutil.copytree(REPO / part, source / part, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    built = subprocess.run([sys.executable, "-c", f"import build_backend; print(build_backend.build_editable({str(tmp / 'dist')!r}))"],
+                           cwd=source, env={**os.environ, "PYTHONPATH": str(source / "scripts")}, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    venv = tmp / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    wheel = next((tmp / "dist").glob("uwf-*.whl"))
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return python
+
+
+def test_mypy_strict_accepts_every_python_example_against_an_editable_install(editable, tmp_path):
+    examples = sorted((REPO / "examples" / "python").glob("*.py"))
+    for example in examples:
+        (tmp_path / example.name).write_text(example.read_text())
+    done = subprocess.run([*_mypy(editable), "--strict", *(example.name for example in examples)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 0 and "Cannot find implementation" not in done.stdout, done.stdout + done.stderr
+
+
+def test_mypy_refuses_what_cannot_be_an_agent_function(editable, tmp_path):
+    program = tmp_path / "agents.py"
+    program.write_text(
+        "from uwf_core.api import PythonContext, Repo, StepOptions\n"
+        "repo = Repo.open('/nowhere')\n"
+        "def takes_nothing() -> dict[str, object]:\n"
+        "    return {}\n"
+        "def gives_a_list(ctx: PythonContext) -> list[int]:\n"
+        "    return [1]\n"
+        "async def fine(ctx: PythonContext) -> dict[str, object]:\n"
+        "    return {'draft': ctx.workflow_name, 'last': ctx.last.role if ctx.last else None}\n"
+        "repo.agents.register('a', takes_nothing)\n"
+        "repo.agents.register('b', gives_a_list)\n"
+        "repo.agents.register('c', fine)\n"
+        "StepOptions(agent=gives_a_list)\n"
+    )
+    done = subprocess.run([*_mypy(editable), "--strict", str(program)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert sorted(int(line.split(":")[1]) for line in errors) == [9, 10, 12], done.stdout

@@ -18,6 +18,7 @@ _EXPORTS = {
     "UwfError": "errors",
     "NotFoundError": "errors",
     "PausedError": "errors",
+    "speak_cli": "errors",  # messages in the command line's words (uwf-tui's, a CLI built on the API)
     # workflows
     "Workflow": "workflow.model",
     "Role": "workflow.model",
@@ -25,6 +26,10 @@ _EXPORTS = {
     "END": "workflow.model",
     "workflow_edges": "workflow.graph_text:edges",
     "put_workflow": "workflow.ops",
+    "lint_workflow": "workflow.ops",
+    "WorkflowSpec": "workflow.builder",  # a workflow built in code, for put_workflow
+    "RoleSpec": "workflow.builder",
+    "Route": "workflow.builder",
     "lint_file": "workflow.ops",
     "lint_text": "workflow.ops",
     "put_workflow_text": "workflow.ops",
@@ -171,6 +176,9 @@ _EXPORTS = {
     "PythonContext": "engine.python.context",
     "PythonAnswer": "engine.python.context",
     "WrittenStep": "engine.python.context",
+    "Correction": "engine.python.context",  # ctx.correction: why the last answer was refused
+    "AgentFunction": "engine.python.agent_types",  # what register takes: (PythonContext) -> AgentOutput (or awaits it)
+    "AgentOutput": "engine.python.agent_types",
     "AgentFunctions": "repo",  # the type of repo.agents, where a program registers functions as agents
     "run_agent": "agents.kit",
     "AgentAnswer": "agents.kit",
@@ -224,7 +232,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         PythonContext as PythonContext,
         PythonAnswer as PythonAnswer,
         WrittenStep as WrittenStep,
+        Correction as Correction,
     )
+    from .engine.python.agent_types import AgentFunction as AgentFunction, AgentOutput as AgentOutput
     from .engine.resolve import choose_agent_spec as choose_agent_spec
     from .engine.fanout.map import MAP_AGENT as MAP_AGENT, map_progress as map_progress
     from .engine.fanout.lineage import LineageReader as LineageReader, Lineage as Lineage
@@ -237,7 +247,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     )
     from .engine.step import perform_step as perform_step, run_thread as run_thread
     from .engine.queue.worker import queue_thread as queue_thread, Worker as Worker
-    from .errors import UwfError as UwfError, NotFoundError as NotFoundError, PausedError as PausedError
+    from .errors import UwfError as UwfError, NotFoundError as NotFoundError, PausedError as PausedError, speak_cli as speak_cli
     from .repo import Repo as Repo, AgentFunctions as AgentFunctions
     from .store.copy import copy_root as copy_root
     from .store.fsck import FsckReport as FsckReport
@@ -336,8 +346,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     flush_traces = _flush_all
     set_trace_warning_handler = _set_warning_handler
     from .workflow.model import Workflow as Workflow, Role as Role, START as START, END as END
+    from .workflow.builder import WorkflowSpec as WorkflowSpec, RoleSpec as RoleSpec, Route as Route
     from .workflow.ops import (
         put_workflow as put_workflow,
+        lint_workflow as lint_workflow,
         lint_file as lint_file,
         lint_text as lint_text,
         put_workflow_text as put_workflow_text,
@@ -350,7 +362,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     )
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     target = _EXPORTS.get(name)
     if target is None:
         raise AttributeError(f"module 'uwf_core.api' has no attribute {name!r}")

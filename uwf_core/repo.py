@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from .thread.model import ThreadContext
     from .workflow.model import Workflow
 
-    AgentFunction = TypeVar("AgentFunction", bound=Callable[..., object])
+    from .engine.python.agent_types import AgentFunction
+
+    F = TypeVar("F", bound=AgentFunction)
 
 class Repo:
     """One opened root: its backend, and the caches of what cannot change (module docstring)."""
@@ -156,33 +158,41 @@ class AgentFunctions:
 
     def __init__(self) -> None:
         self.entries: dict[str, AgentConfig] = {}  # name -> its entry (protocol python)
-        self.functions: dict[str, Callable] = {}  # name -> the callable
+        self.functions: dict[str, Callable[..., object]] = {}  # name -> the callable
 
     if TYPE_CHECKING:  # a function, or (without one) a decorator that gives the function back
 
         @overload
-        def register(self, name: str, func: AgentFunction, *, isolate: bool = False, timeout: float | None = None,
-                     secrets: tuple[str, ...] | list[str] = (), reuse: bool = False) -> AgentFunction: ...
+        def register(self, name: str, func: F, *, isolate: bool = False, timeout: float | None = None,
+                     secrets: tuple[str, ...] | list[str] = (), reuse: bool = False, replace: bool = False) -> F: ...
 
         @overload
         def register(self, name: str, func: None = None, *, isolate: bool = False, timeout: float | None = None,
-                     secrets: tuple[str, ...] | list[str] = (), reuse: bool = False) -> Callable[[AgentFunction], AgentFunction]: ...
+                     secrets: tuple[str, ...] | list[str] = (), reuse: bool = False, replace: bool = False) -> Callable[[F], F]: ...
 
-    def register(self, name: str, func: Callable | None = None, *, isolate: bool = False, timeout: float | None = None,
-                 secrets: tuple[str, ...] | list[str] = (), reuse: bool = False) -> Callable:
-        """Register `func` under `name`; without `func`, a decorator. `isolate=True` calls it in a
-        child process of its own (contained, killed at the step's timeout): it must then be
-        importable by name. `secrets`: the .env keys it is handed in `ctx.secrets`."""
+    def register(self, name: str, func: Callable[..., object] | None = None, *, isolate: bool = False, timeout: float | None = None,
+                 secrets: tuple[str, ...] | list[str] = (), reuse: bool = False, replace: bool = False) -> Callable[..., object]:
+        """Register `func` under `name`; without `func`, a decorator. It must take one argument,
+        the PythonContext, and return the role's output (checked now, as far as its signature
+        tells). `isolate=True` calls it in a child process of its own (contained, killed at the
+        step's timeout). `secrets`: the .env keys it is handed in `ctx.secrets`. A name already
+        registered to another function is refused unless `replace=True`."""
         if func is None:
-            return lambda function: self.register(name, function, isolate=isolate, timeout=timeout, secrets=secrets, reuse=reuse)
+            return lambda function: self.register(name, function, isolate=isolate, timeout=timeout, secrets=secrets,
+                                                  reuse=reuse, replace=replace)
         from .errors import UwfError
 
         if not isinstance(name, str) or not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
             raise UwfError(f"agent name {name!r} must be letters, digits, '-', '_' or '.'")
+        known = self.functions.get(name)
+        if known is not None and known is not func and not replace:
+            raise UwfError(f"agent '{name}' is already registered, to {entry_point(known)}: register it with replace=True "
+                           f"to replace it, or choose another name")
+        check_signature(name, func)
         return self._add(name, func, isolate=isolate, timeout=timeout, secrets=secrets, reuse=reuse)
 
-    def _add(self, name: str, func: Callable, *, isolate: bool = False, timeout: float | None = None,
-             secrets: tuple[str, ...] | list[str] = (), reuse: bool = False) -> Callable:
+    def _add(self, name: str, func: Callable[..., object], *, isolate: bool = False, timeout: float | None = None,
+             secrets: tuple[str, ...] | list[str] = (), reuse: bool = False) -> Callable[..., object]:
         from .config.model import AgentConfig
         from .config.values import is_env_name
         from .errors import UwfError
@@ -196,12 +206,7 @@ class AgentFunctions:
                 raise UwfError(f"agent '{name}': {key!r} is not a .env key name")
         target = entry_point(func)
         if isolate:
-            module, _, qualname = target.rpartition(":")
-            if module == "__main__" or "<" in qualname:
-                raise UwfError(
-                    f"agent '{name}': isolate needs a function a child process can import by name, and {target} is not "
-                    f"(define it at the top level of a module other than the script being run)"
-                )
+            target = isolated_target(name, func, target)
         self.entries[name] = AgentConfig(
             name, "", (), "python", timeout, {}, tuple(secrets), reuse, python=target, isolate=isolate,
         )
@@ -213,13 +218,14 @@ class AgentFunctions:
         self.entries.pop(name, None)
         self.functions.pop(name, None)
 
-    def name_of(self, func: Callable) -> str:
+    def name_of(self, func: Callable[..., object]) -> str:
         """The name a function given directly (StepOptions(agent=func)) is registered under: its
         entry point, module:function."""
         for name, known in self.functions.items():
             if known is func:
                 return name
         name = entry_point(func)
+        check_signature(name, func)
         self._add(name, func)
         return name
 
@@ -227,7 +233,93 @@ class AgentFunctions:
         return name in self.entries
 
 
-def entry_point(func: Callable) -> str:
+BAD_RETURNS = frozenset({"list", "tuple", "set", "frozenset", "int", "float", "bool", "bytes", "None", "NoneType"})
+
+
+def check_signature(name: str, func: Callable[..., object]) -> None:
+    """One argument (the context), and no return annotation that cannot be an output: what a
+    type checker says of an agent function, said at registration for a program not checked."""
+    import inspect
+
+    from .errors import UwfError
+
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return  # a builtin or a C callable: it says nothing of itself
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise UwfError(f"agent '{name}': {entry_point(func)}{signature} must take one argument, the PythonContext") from None
+    returned = signature.return_annotation
+    if returned is inspect.Signature.empty:
+        return
+    text = returned if isinstance(returned, str) else inspect.formatannotation(returned)
+    head = text.replace("typing.", "").replace("builtins.", "").split("[", 1)[0].strip()
+    if head in BAD_RETURNS:
+        raise UwfError(f"agent '{name}': {entry_point(func)} returns {text}; an agent function returns the role's output "
+                       f"(a dict), an answer text, a PythonAnswer or a WrittenStep")
+
+
+def isolated_target(name: str, func: Callable[..., object], target: str) -> str:
+    """How a child process imports `func`: by module, or — for the script being run — by its
+    file's path, which the child loads under another name than `__main__`, so only the script's
+    definitions run there (its own work must be under `if __name__ == "__main__":`, as for
+    multiprocessing)."""
+    import os
+    import sys
+
+    from .errors import UwfError
+
+    module, _, qualname = target.rpartition(":")
+    if "<" in qualname:
+        raise UwfError(f"agent '{name}': isolate needs a function a child process can import by name, and {target} is "
+                       f"not (define it at the top level of its module, not inside a function or as a lambda)")
+    if module != "__main__":
+        return target
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not script or not script.endswith(".py"):
+        raise UwfError(f"agent '{name}': isolate needs a function a child process can import, and {target} is defined "
+                       f"in an interactive session (put it in a file)")
+    script = os.path.abspath(script)
+    unguarded = top_level_work(script)
+    if unguarded:
+        raise UwfError(f"agent '{name}': isolate loads {os.path.basename(script)} again in the child process, and its line "
+                       f"{unguarded} would run there: put the script's own work under `if __name__ == \"__main__\":`")
+    return f"{script}:{qualname}"
+
+
+def top_level_work(path: str) -> int | None:
+    """The first line of a script that does work when it is imported (a call, a loop, ...), not
+    only definitions, imports and assignments; None when there is none."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return None  # the child says what it cannot load
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a docstring
+        if isinstance(node, ast.If) and _is_main_guard(node.test):
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and not any(isinstance(part, ast.Call) for part in ast.walk(node)):
+            continue
+        return node.lineno
+    return None
+
+
+def _is_main_guard(test: object) -> bool:
+    import ast
+
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__")
+
+
+def entry_point(func: Callable[..., object]) -> str:
     """`module:qualname`: how a function is named in its steps' detail, and imported in a child."""
     module = getattr(func, "__module__", None) or "__main__"
     name = getattr(func, "__qualname__", None) or getattr(type(func), "__qualname__", "function")

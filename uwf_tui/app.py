@@ -30,7 +30,7 @@ from textual.widgets import (
     TabPane,
 )
 
-from uwf_core.api import Repo, display_location, set_trace_warning_handler
+from uwf_core.api import Repo, display_location, set_trace_warning_handler, speak_cli
 
 from . import keys, workers
 from .commands import Commands
@@ -65,6 +65,7 @@ class UwfApp(ViewKeys, Stepping, LiveRefresh, App):
 
     def __init__(self, repo: Repo, *, poll_seconds: float | None = None) -> None:
         super().__init__()
+        speak_cli()  # its users read commands and keys, not the API's functions
         self.repo = repo  # the one opened root of this session, shared by every view and worker
         # A directory root is polled often (a few stat calls): another process's step shows within
         # ~0.2 s. A database notifies; its poll is only the fallback.

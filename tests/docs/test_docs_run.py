@@ -3,8 +3,6 @@ One test per page and kind, named by the page's path under docs/."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager, nullcontext
-
 import pytest
 
 from doc_blocks import REPO, DocFailure, check_yaml_page, doc_pages, load_page, python_blocks, run_python_page, run_shell_page, yaml_blocks
@@ -43,30 +41,18 @@ def test_the_docs_hold_runnable_blocks():
     assert sum(len(page.commands) for page in PAGES) >= 1, "no `<!-- test: run -->` block under docs/ holds a command"
 
 
-@contextmanager
-def private_postgres():
-    """A PostgreSQL cluster of the page's own (it may `createdb uwf`), found by libpq's defaults
-    (PGHOST, PGPORT, PGUSER); skips the page where PostgreSQL or libpq is missing."""
-    from pg_cluster import Cluster, binaries
-    from uwf_core.store.pg.libpq import LibpqMissing, load
-
-    try:
-        load()
-    except LibpqMissing:
-        pytest.skip("libpq is not installed (apt-get install libpq5, or pip install -e '.[postgres]')")
-    if binaries() is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    cluster = Cluster().start()
-    try:
-        yield {"PGHOST": cluster.dir, "PGPORT": str(cluster.port), "PGUSER": "postgres"}
-    finally:
-        cluster.stop()
+def postgres_for(request) -> dict[str, str]:
+    """The session's PostgreSQL cluster (conftest's pg_cluster), found by libpq's defaults (PGHOST,
+    PGPORT, PGUSER), its `uwf` database dropped first: the page may `createdb uwf` itself."""
+    cluster = request.getfixturevalue("pg_cluster")  # skips where PostgreSQL or libpq is missing
+    cluster.run("dropdb", "-h", cluster.dir, "-p", str(cluster.port), "-U", "postgres", "--if-exists", "uwf")
+    return {"PGHOST": cluster.dir, "PGPORT": str(cluster.port), "PGUSER": "postgres"}
 
 
 @by_name(SHELL_PAGES)
-def test_shell_blocks_run(page, tmp_path):
-    with private_postgres() if "postgres" in page.needs else nullcontext({}) as extra:
-        fails_with(lambda: run_shell_page(page, tmp_path, extra))
+def test_shell_blocks_run(page, tmp_path, request):
+    extra = postgres_for(request) if "postgres" in page.needs else {}
+    fails_with(lambda: run_shell_page(page, tmp_path, extra))
 
 
 @by_name(PYTHON_PAGES)

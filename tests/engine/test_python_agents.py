@@ -334,7 +334,7 @@ def test_a_worker_started_from_python_steps_with_registered_functions(repo):
 def test_another_function_under_the_same_name_is_not_reused(repo):
     repo.agents.register("counted", _fn("solve"), reuse=True)
     perform_step(repo, _thread(repo), StepOptions(agent="counted"))
-    repo.agents.register("counted", _fn("solve_async"), reuse=True)  # new code, same name
+    repo.agents.register("counted", _fn("solve_async"), reuse=True, replace=True)  # new code, same name
     result = perform_step(repo, _thread(repo), StepOptions(agent="counted"))
     assert result.reused_from is None
 

@@ -75,7 +75,7 @@ def test_a_thread_of_three_steps_is_one_trace_with_its_agents_llm_calls_and_tool
         assert span.kind == "CHAIN" and not span.failed
         attributes = span.attributes
         assert attributes["uwf.thread"] == thread == attributes["session.id"]
-        assert attributes["uwf.workflow"] == "three-steps"
+        assert attributes["uwf.workflow.name"] == "three-steps" and len(attributes["uwf.workflow.hash"]) == 13
         assert attributes["uwf.role"] == ["plan", "build", "check"][number]
         assert attributes["uwf.agent"] == "builtin"
         assert attributes["uwf.step"] == head and attributes["uwf.status"] == "ok" and attributes["uwf.attempt"] == 1

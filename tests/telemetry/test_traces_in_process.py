@@ -46,6 +46,7 @@ def test_a_python_agent_step_through_the_api(uwf, tmp_path, root_dir, receiver, 
     (agent,) = [span for span in spans if span.parent_id == root.span_id]
     assert agent.kind == "AGENT" and agent.attributes["uwf.agent.protocol"] == "python"
     assert "planner" in agent.attributes["uwf.agent.command"]
+    assert agent.attributes["uwf.containment"] == "none"  # a function in uwf's process: nothing contains it
 
 
 def test_the_llm_extractor_is_an_llm_span_under_the_extraction(uwf, tmp_path, root_dir, receiver, monkeypatch):

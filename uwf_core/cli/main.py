@@ -17,9 +17,11 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stdout.write(f"uwf {__version__}\n")
         return 0
+    from ..errors import speak_cli
     from .output import EXIT_ERROR, EXIT_USAGE, error
     from .parser import build_parser
 
+    speak_cli()
     parser = build_parser(args)
     namespace = _parse(parser, args)
     if not hasattr(namespace, "handler"):

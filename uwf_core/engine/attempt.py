@@ -9,7 +9,7 @@ from ..encoding.records import field, record
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
-from ..errors import UwfError
+from ..errors import StepError as StepError, UwfError  # StepError re-exported: the step's terms hold it too
 from ..store.records import RunRecord, RunningStep
 
 if TYPE_CHECKING:
@@ -18,7 +18,18 @@ if TYPE_CHECKING:
     from ..config.env import Secrets
     from ..repo import Repo
     from ..thread.ops import ThreadInfo
+    from typing import Any, Protocol
+
     from .contain.process import Cancel
+    from .python.agent_types import AgentFunction
+
+    class Traced(Protocol):  # engine/tracing.py's StepTrace (not imported: it imports this module)
+        def note(self, status: str, step: str | None, error: str | None, **attributes: object) -> None: ...
+        def put(self, attributes: dict[str, Any]) -> None: ...
+
+    class Contained(Protocol):  # engine/call.py's AgentCall (not imported: it imports this module)
+        @property
+        def containment(self) -> str: ...
 
 if TYPE_CHECKING:
     OutputCallback = Callable[[str], None]
@@ -32,7 +43,7 @@ class HumanRequest:
     workflow: str
     role: str
     prompt: str
-    schema: dict
+    schema: dict[str, object]
     template: str
     instruction: str | None
 
@@ -57,12 +68,15 @@ class Committed:
 class StepOptions:
     """How the caller wants a step run: the same for every step of `thread run`."""
 
-    agent: str | Callable | None = None  # --agent: an alias or a command line, over every other choice; or a Python function
+    agent: str | AgentFunction | None = None  # --agent: an alias or a command line, over every other choice; or a Python function
     timeout: float | None = None  # seconds; over the agent entry's own timeout
     on_output: OutputCallback | None = None  # the agent's stderr, line by line
     cancel: Cancel | None = None
     human: HumanInput | None = None  # how a person answers a `human` role (None: refuse)
-    reuse: bool = False  # memoized replay for every agent (an agent entry's `reuse: true` opts in alone)
+    # memoized replay for every agent (an agent entry's `reuse: true` opts in alone); a Python
+    # function's answer is indexed for it only when its step ran with reuse on or read ctx.prompt
+    # (the key is the prompt, which is not built otherwise): run the original with reuse=True too
+    reuse: bool = False
     worker: str | None = None  # the `uwf worker` running the step, named in its lock for every view
     on_warning: OutputCallback | None = None  # a warning of uwf's about the step (None: on_output has it)
     checks: bool = True  # False: no supervisor or summarizer (`uwf agent test`'s one-step thread)
@@ -86,21 +100,6 @@ def interruption(lost: RunningStep) -> str:
     return f"{who} died during this step; the head did not move"
 
 
-class StepError(UwfError):
-    """A step attempt that failed; `status` is how runs.jsonl records it. `cause`: the exception a
-    Python agent function raised in this process (also the error's `__cause__`), so a caller can
-    tell a KeyError from a timeout; None for every other failure and for an isolated function,
-    whose exception stayed in its own process (its traceback is `stderr`)."""
-
-    def __init__(self, message: str, status: str = "failed", stderr: str | None = None, head: str | None = None,
-                 cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.stderr = stderr
-        self.head = head  # the head the attempt started from, where the caller needs it (asking)
-        self.cause = cause
-
-
 @record(frozen=True)
 class StepResult:
     """What a step did, as `uwf thread step` prints it: where the head is now and whether the thread ended."""
@@ -118,8 +117,8 @@ class StepResult:
     next_error: str | None = None  # deciding what comes after the step failed (a condition's error): the step stands
     paused: bool = False  # run_thread stopped here: the thread was paused meanwhile
 
-    def to_json(self) -> dict:
-        data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
         if self.role:
             data["role"] = self.role
         if self.agent:
@@ -150,8 +149,8 @@ class Attempt:
     agent: str | None = None
     candidate_of: str | None = None
     worker: str | None = None
-    trace: object = None  # the attempt's StepTrace (engine/tracing.py), when the step is traced
-    call: object = None  # the AgentCall, once there is one: how it was contained, what it wrote outside
+    trace: Traced | None = None  # the attempt's StepTrace (engine/tracing.py), when the step is traced
+    call: Contained | None = None  # the AgentCall, once there is one: how it was contained, what it wrote outside
 
     def record(self, status: str, step: str | None = None, error: str | None = None, stderr: str | None = None) -> None:
         """Append the line; an agent's stderr or an error quoting it never brings a key along."""
@@ -171,11 +170,11 @@ class Attempt:
                 startedAt=self.started_ms,
                 completedAt=now,
                 durationMs=now - self.started_ms,
-                error=secrets.redact(error),
-                stderr=secrets.redact(stderr) or None,
+                error=secrets.text(error) if error is not None else None,
+                stderr=secrets.text(stderr) if stderr else None,
                 candidateOf=self.candidate_of,
                 worker=self.worker,
-                containment=self.call.containment if getattr(self.call, "ran", False) else None,
+                containment=self.call.containment if self.call is not None and getattr(self.call, "ran", False) else None,
                 outside=getattr(self.call, "outside", None),
             )
         )
@@ -198,6 +197,5 @@ def redact_error(repo: Repo, error: UwfError) -> None:
     if message != error.message:
         error.message = message
         error.args = (message,)
-    stderr = getattr(error, "stderr", None)
-    if stderr:
-        error.stderr = secrets_or_none(repo).text(stderr)
+    if isinstance(error, StepError) and error.stderr:
+        error.stderr = secrets_or_none(repo).text(error.stderr)

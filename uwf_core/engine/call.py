@@ -350,8 +350,8 @@ class AgentCall:
     def agent_span(self, command: tuple[str, ...] | list[str]):
         """The span of one run of this agent, under the step's (engine/tracing.py)."""
         from .tracing import agent_span
-
-        containment = "none" if not self.resolved.sandbox else "bubblewrap" if self.contained else "subreaper"
+        in_process = self.resolved.protocol == "python" and not self.resolved.isolate  # it is uwf: nothing contains it
+        containment = "none" if in_process or not self.resolved.sandbox else "bubblewrap" if self.contained else "subreaper"
         return agent_span(self.resolved.label, self.resolved.protocol, command, containment)
 
     def step_agent_keys(self) -> dict[str, str]:

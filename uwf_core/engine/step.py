@@ -47,7 +47,7 @@ from .oversight.step_checks import (
 )
 
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
 
     from ..repo import Repo
     from ..store.base import StepLease
@@ -68,7 +68,7 @@ def perform_step(repo: Repo, thread: str, options: StepOptions = StepOptions()) 
         trace = step_trace(repo, info, options, lease.interrupted)
         if lease.interrupted is not None:
             _record_interrupted(repo, info, lease)
-        attempt = Attempt(repo, info, candidate_of=options.candidate_of, worker=options.worker, trace=trace.root and trace)
+        attempt = Attempt(repo, info, candidate_of=options.candidate_of, worker=options.worker, trace=trace if trace.root else None)
         with trace:
             try:
                 result = _step(repo, info, attempt, lease, options)
@@ -125,6 +125,7 @@ def _still_waiting(attempt: Attempt, status: str, message: str) -> bool:
 
 def _record_interrupted(repo: Repo, info: ThreadInfo, lease: StepLease) -> None:
     lost = lease.interrupted
+    assert lost is not None  # called only when the lease says so
     attempt = Attempt(repo, info, started_ms=lost.started_at or int(time.time() * 1000), role=lost.role, agent=lost.agent)
     attempt.record("killed", error=interruption(lost))
 
@@ -136,7 +137,7 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
     context = context_of(repo, info.head)
     workflow = workflow_of(repo, context.start.workflow)
     if attempt.trace is not None:
-        attempt.trace.put({"uwf.workflow": workflow.name, "uwf.step.number": len(context.steps) + 1})
+        attempt.trace.put({"uwf.workflow.name": workflow.name, "uwf.step.number": len(context.steps) + 1})
     decision = evaluate(workflow, context, options.timeout)
     for message in workflow.old_reads:  # written for uwf's old $first / $last: routes differently now
         warn(options, f"workflow '{workflow.name}': {message}")
@@ -160,8 +161,8 @@ def _step(repo: Repo, info: ThreadInfo, attempt: Attempt, lease: StepLease, opti
         lease.update(role=decision.role, agent=MAP_AGENT)
         if context.start.has_budget or workflow.has_budget:
             _check_budget(repo, info, context, workflow)  # a thread out of budget starts no children
-        new_head = run_map(repo, info, workflow, context, decision, lease, options, deadline, attempt.started_ms, run_thread)
-        return _land(repo, info, attempt, workflow, context, decision, MAP_AGENT, new_head, None, options, deadline)
+        mapped = run_map(repo, info, workflow, context, decision, lease, options, deadline, attempt.started_ms, run_thread)
+        return _land(repo, info, attempt, workflow, context, decision, MAP_AGENT, mapped, None, options, deadline)
     resolved = resolve_agent(
         repo.config, workflow.name, decision.role, context.start.agents, _agent_name(repo, options.agent),
         config_file=repo.backend.config.location, functions=repo.agents.entries,
@@ -254,7 +255,7 @@ def _land(
     )
 
 
-def _agent_name(repo: Repo, agent: object) -> str | None:
+def _agent_name(repo: Repo, agent: str | Callable[..., Any] | None) -> str | None:
     """--agent as a name: a Python function given as StepOptions(agent=func) is registered for the
     session under its entry point (module:function), the name its steps are recorded under."""
     if agent is None or isinstance(agent, str):
@@ -305,7 +306,7 @@ def _check_budget(repo: Repo, info: ThreadInfo, context: ThreadContext, workflow
         raise StepError(f"thread {info.thread} cannot take a step within its budget: {status.unpriced}", REASON_BUDGET)
 
 
-def _finish(repo: Repo, info: ThreadInfo, decision: Decision, workflow: Workflow, context: ThreadContext, options: StepOptions, time_left) -> StepResult:
+def _finish(repo: Repo, info: ThreadInfo, decision: Decision, workflow: Workflow, context: ThreadContext, options: StepOptions, time_left: Callable[[], float] | None) -> StepResult:
     if decision.end_reason == REASON_MAX_STEPS:
         repo.threads.archive(info.thread, workflow.hash, REASON_MAX_STEPS, expected=info.head)
         raise StepError(
@@ -342,7 +343,7 @@ def _next_is_end(
     return decision.is_end and decision.end_reason == REASON_DONE, extended, None
 
 
-def _time_left(deadline: float | None):
+def _time_left(deadline: float | None) -> Callable[[], float] | None:
     """The step's remaining time for a check's LLM call (None: no --timeout)."""
     if deadline is None:
         return None

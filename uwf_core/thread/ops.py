@@ -43,8 +43,8 @@ class ThreadInfo:
     def done(self) -> bool:
         return not self.active
 
-    def to_json(self) -> dict:
-        data = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"workflow": self.workflow, "thread": self.thread, "head": self.head, "done": self.done}
         if self.reason:
             data["reason"] = self.reason
         if self.problem:
@@ -190,7 +190,9 @@ def _cost_number(value: float | None) -> float | int | None:
 
 
 def list_threads(repo: Repo, include_archived: bool = False) -> list[ThreadInfo]:
-    """Active threads (and archived ones with `include_archived`), newest first."""
+    """Active threads, newest first; with `include_archived`, the ended ones too (a thread that
+    `run_thread` took to its end is archived: `list_threads(repo, include_archived=True)` lists it,
+    as `uwf thread list --all` does)."""
     store = repo.nodes
     active = repo.threads.heads()
     infos = {thread: _listed(store, thread, head) for thread, head in active.items()}
@@ -219,7 +221,7 @@ def _listed(store: CasStore, thread: str, head: str) -> ThreadInfo:
 
 def thread_steps(repo: Repo, thread: str) -> list[StepContext]:
     """The thread's steps, oldest first, uwf's checks included: for showing a thread, not routing it."""
-    return context_of(repo, thread_info(repo, thread).head, with_checks=True).steps
+    return list(context_of(repo, thread_info(repo, thread).head, with_checks=True).steps)
 
 
 def role_step(repo: Repo, thread: str, role: str, nth: int | None = None) -> str:
@@ -237,7 +239,7 @@ def role_step(repo: Repo, thread: str, role: str, nth: int | None = None) -> str
     return steps[nth - 1].hash
 
 
-def _with_files(repo: Repo, start: StartNode, directory: str | None = None, *, say=None, trusted: str | None = None) -> StartNode:
+def _with_files(repo: Repo, start: StartNode, directory: str | None = None, *, say: Callable[[str], None] | None = None, trusted: str | None = None) -> StartNode:
     """The StartNode with a snapshot of its workspace (or the thread's own `directory`), when it keeps them."""
     from .files import snapshot, snapshots_on
 
@@ -254,14 +256,17 @@ def _with_files(repo: Repo, start: StartNode, directory: str | None = None, *, s
             f"{exc.message} (add them to .uwfignore, raise workspace.maxSnapshotBytes in config.yaml, or start the thread "
             f"with --no-snapshot)"
         ) from None
-    for note in taken.notes if say is not None else ():
-        say(f"uwf: snapshot: {note}")
+    if say is not None:
+        for note in taken.notes:
+            say(f"uwf: snapshot: {note}")
     return replace(start, files=taken.tree)
 
 
 def fork_thread(repo: Repo, node_hash: str, workspace: str | None = None, say: Callable[[str], None] | None = None) -> ThreadInfo:
     """A new thread whose head is an existing step (or start): O(1) in nodes, nothing copied; a
-    thread with files gets a directory of its own holding that step's (thread/files.py)."""
+    thread with files gets a directory of its own holding that step's (thread/files.py). The fork
+    is active, and goes on from after that step: a fork of a finished thread's last step ends at
+    its next step (the moderator says $END again); to redo a step, fork the one before it."""
     from .files import give_workspace
 
     store = repo.nodes
@@ -318,7 +323,7 @@ def resume_thread(repo: Repo, thread: str, prompt: str, say: Callable[[str], Non
     return ThreadInfo(info.thread, old_start.workflow, head, True)
 
 
-def _resumed_files(repo: Repo, info: ThreadInfo, start: StartNode, say=None) -> StartNode:
+def _resumed_files(repo: Repo, info: ThreadInfo, start: StartNode, say: Callable[[str], None] | None = None) -> StartNode:
     """A resumed thread goes on with its files: its directory, restored from its head's snapshot
     when it is gone, snapshot as the new start; changes made by hand since are said (and kept:
     `uwf thread files` of the new start lists them)."""

@@ -24,7 +24,11 @@ from ..store.cas import CasStore
 from .model import Workflow
 
 if TYPE_CHECKING:
+    import os
+    from collections.abc import Mapping
+
     from ..repo import Repo
+    from .builder import WorkflowSpec
     from ..store.registry_model import RegistryEntry
     from .draft import Draft
 
@@ -54,10 +58,39 @@ def lint_text(text: str, source: str = "<workflow>") -> Draft:
     return build_draft(parse_yaml_document(text, source))
 
 
-def put_workflow(repo: Repo, path: str) -> PutResult:
-    """Register a workflow file. Every check runs before the first write, so a refused
-    file leaves the store exactly as it was."""
-    return put_draft(repo, lint_file(path))
+def put_workflow(repo: Repo, workflow: str | os.PathLike[str] | Mapping[str, object] | WorkflowSpec) -> PutResult:
+    """Register a workflow: a file's path, YAML text (a string with a line break), a mapping as
+    the YAML would load, or a `WorkflowSpec` built in code. Every check runs before the first
+    write — the same as `uwf workflow put`'s, each problem with its field — so a refused
+    workflow leaves the store exactly as it was."""
+    return put_draft(repo, lint_workflow(workflow))
+
+
+def lint_workflow(workflow: str | os.PathLike[str] | Mapping[str, object] | WorkflowSpec) -> Draft:
+    """Every problem and warning of a workflow in any form `put_workflow` takes; nothing stored."""
+    import os
+
+    from .builder import WorkflowSpec
+
+    if isinstance(workflow, WorkflowSpec):
+        return lint_text(_yaml_of(workflow.to_dict()), f"<workflow {workflow.name}>")
+    if isinstance(workflow, dict):
+        return lint_text(_yaml_of(workflow), f"<workflow {workflow.get('name', 'mapping')}>")
+    if isinstance(workflow, str) and "\n" in workflow:
+        return lint_text(workflow)
+    if isinstance(workflow, (str, os.PathLike)):
+        return lint_file(os.fspath(workflow))
+    raise UwfError(f"a workflow is a file's path, YAML text, a mapping or a WorkflowSpec, not a {type(workflow).__name__}")
+
+
+def _yaml_of(data: Mapping[str, object]) -> str:
+    """A mapping as YAML the lint reads back (and shows lines of): what a file would say."""
+    import yaml
+
+    try:
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    except yaml.YAMLError as exc:
+        raise UwfError(f"the workflow holds a value YAML cannot write: {exc}") from None
 
 
 def put_workflow_text(repo: Repo, text: str, source: str = "<workflow>") -> PutResult:
@@ -74,6 +107,7 @@ def put_draft(repo: Repo, draft: Draft) -> PutResult:
         store.ensure_builtins()
         metas = {role: store.put_schema(schema, where=f"roles.{role}.meta") for role, schema in draft.schemas.items()}
         workflow = draft.workflow
+        assert workflow is not None  # a draft with no errors has one
         roles = {name: replace(role, meta=metas[name]) for name, role in workflow.roles.items()}
         stored = replace(workflow, roles=roles)
         type_hash = BUILTIN_HASHES["workflow"]
@@ -99,6 +133,7 @@ def _check_map_workflows(repo: Repo, draft: Draft) -> None:
     from .draft import Problem
 
     workflow = draft.workflow
+    assert workflow is not None  # put_draft raised every error first
     for role in workflow.roles.values():
         if role.map is None:
             continue

@@ -12,14 +12,13 @@ import time
 from collections.abc import Sequence as _Sequence  # loaded with os already: free
 
 from ...encoding.records import field, record
-from ..attempt import StepError
+from ...errors import StepError
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator, Sequence, overload
 
-    from ...repo import Repo
     from ...thread.model import StepContext, ThreadContext
     from ..contain.process import Cancel
 
@@ -29,9 +28,9 @@ class PythonAnswer:
     """A function's answer with more than the output: the text it rests on (stored as the step's
     content; extracted when there is no output) and fields for the detail node."""
 
-    output: dict | None = None
+    output: dict[str, Any] | None = None
     text: str | None = None
-    detail: dict = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 @record(frozen=True)
@@ -42,17 +41,17 @@ class Correction:
     agent would be told)."""
 
     message: str
-    errors: tuple = ()
-    output: dict | None = None
+    errors: tuple[str, ...] = ()
+    output: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         return self.message
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"message": self.message, "errors": list(self.errors), "output": self.output}
 
     @classmethod
-    def from_json(cls, data: dict) -> Correction:
+    def from_json(cls, data: dict[str, Any]) -> Correction:
         return cls(data["message"], tuple(data.get("errors") or ()), data.get("output"))
 
 
@@ -90,7 +89,7 @@ class PythonContext:
         workflow: str,
         workflow_name: str,
         role: str,
-        schema: dict,
+        schema: dict[str, Any],
         instruction: str | None,
         task: str,
         steps: Sequence[StepContext],
@@ -101,14 +100,14 @@ class PythonContext:
         prompt: Callable[[], str] | str = "",
         cancel: Cancel | None = None,
         log: Callable[[str], None] | None = None,
-        repo: Repo | None = None,
+        repo: Any = None,
         context: ThreadContext | None = None,
     ) -> None:
         self.thread = thread
         self.workflow = workflow  # the workflow's hash, as StepResult.workflow and ThreadInfo.workflow
         self.workflow_name = workflow_name  # its registered name
         self.role = role
-        self.schema = json_copy(schema)  # the role's output schema: what a returned dict must match
+        self.schema: dict[str, Any] = json_copy(schema)  # type: ignore[assignment]  # a dict's copy: the role's output schema
         self.instruction = instruction  # the route's rendered instruction, if it has one
         self.task = task  # the thread's prompt (its StartNode's)
         self.steps: Sequence[StepView] = StepViews(steps)  # the earlier steps, oldest first: .role, .output, .agent, .hash
@@ -118,7 +117,7 @@ class PythonContext:
         self.secrets = dict(secrets or {})  # the .env keys the agent's entry names, and no others
         self.correction: Correction | None = None  # why the last answer could not be used, on a correction call
         self.corrections = 0  # how many times it was asked again
-        self.repo = repo  # the opened root (in uwf's process only): for a function that writes its own step
+        self.repo = repo  # the opened Repo (in uwf's process only): for a function that writes its own step (typed Any: no import circle)
         self.context = context  # the thread as the moderator sees it (in uwf's process only)
         self._prompt = prompt
         self._prompt_text: str | None = prompt if isinstance(prompt, str) else None
@@ -143,7 +142,8 @@ class PythonContext:
 
     def _text(self) -> str:
         if self._prompt_text is None:
-            self._prompt_text = self._prompt()
+            prompt = self._prompt
+            self._prompt_text = prompt if isinstance(prompt, str) else prompt()
         return self._prompt_text
 
     def output_of(self, role: str) -> Any:
@@ -181,7 +181,8 @@ class PythonContext:
         """Raise if the step's time is up or it was cancelled: the cooperative stop of a
         synchronous function that runs long (call it between pieces of work)."""
         if self.cancelled:
-            raise StepError(f"the step of role '{self.role}' was cancelled{self._cancel.why()}", "killed")
+            why = self._cancel.why() if self._cancel is not None else ""
+            raise StepError(f"the step of role '{self.role}' was cancelled{why}", "killed")
         left = self.time_left()
         if left is not None and left <= 0:
             raise StepError(f"the step of role '{self.role}' ran out of time", "timeout")
@@ -193,7 +194,7 @@ class PythonContext:
 
     # -- across a process boundary (isolate: process) ---------------------------------------------
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "thread": self.thread, "workflow": self.workflow, "workflowName": self.workflow_name, "role": self.role,
             "schema": self.schema,
@@ -205,7 +206,7 @@ class PythonContext:
         }
 
     @classmethod
-    def from_json(cls, data: dict, environ: dict[str, str]) -> PythonContext:
+    def from_json(cls, data: dict[str, Any], environ: dict[str, str]) -> PythonContext:
         """The context in the child process: its keys from the environment uwf gave it."""
         from ...thread.model import StepContext
 
@@ -261,7 +262,7 @@ class StepView:
         return f"StepView(hash={self.hash!r}, role={self.role!r}, agent={self.agent!r})"
 
 
-class StepViews(_Sequence):
+class StepViews(_Sequence["StepView"]):
     """The thread's earlier steps, oldest first, read back only as far as they are asked for."""
 
     __slots__ = ("_steps",)

@@ -13,7 +13,8 @@ The index lives in derived data (`reuse1:<key>` -> the step's hash), beside the 
 backend. Every answer uwf or the agent kit writes is indexed in the same batch as its nodes
 (step-protocol agents built on the kit get the agent's fingerprint in UWF_REUSE_AGENT), so a
 thread run without `--reuse` can still be reused by a fork run with it; an agent that writes its
-StepNode itself is indexed after a step run with reuse on. Dropping the index loses only
+StepNode itself, and a Python function that reads no prompt (its prompt is never built), are
+indexed only after a step run with reuse on. Dropping the index loses only
 reuse hits; an entry whose step is gone is ignored.
 """
 
