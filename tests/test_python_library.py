@@ -79,9 +79,9 @@ def test_a_name_registered_twice_is_refused_unless_replaced(repo):
 def test_a_misspelt_name_lists_the_registered_functions(repo):
     repo.agents.register("writer", write)
     repo.agents.register("critic", critique)
-    thread = _started(repo, writer="writr", critic="critic")
+    thread = _started(repo)
     with pytest.raises(UwfError) as caught:
-        perform_step(repo, thread)
+        perform_step(repo, thread, StepOptions(agent="writr"))
     assert "agent 'writr'" in caught.value.message and "neither a registered function (critic, writer)" in caught.value.message
     assert "did you mean 'writer'?" in caught.value.message
 
@@ -98,7 +98,7 @@ def test_isolate_refuses_a_script_whose_own_work_would_run_again(tmp_path):
         "repo.agents.register('f', f, isolate=True)\n"
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
-    assert done.returncode != 0 and "its line 5 would run there" in done.stderr and 'if __name__ == "__main__":' in done.stderr
+    assert done.returncode != 0 and "its line 6 would run there" in done.stderr  # line 5, an assignment, may run again and 'if __name__ == "__main__":' in done.stderr
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -162,10 +162,19 @@ def test_put_workflow_takes_a_path_text_a_mapping_or_a_spec_alike(repo):
     assert run_thread(repo, thread).reason == "done"
 
 
-def test_a_spec_is_linted_as_a_file_is(repo):
+def test_a_spec_is_linted_as_a_file_is_in_its_own_words(repo):
+    import dataclasses
+
+    from uwf_core.api import lint_workflow
+
     with pytest.raises(UwfError) as caught:
         put_workflow(repo, _spec(writer_role="writr"))
-    assert "graph.$START[0].role: unknown role 'writr'" in caught.value.message and "did you mean 'writer'?" in caught.value.message
+    message = caught.value.message
+    assert message.startswith("WorkflowSpec 'built': graph.$START[0].role: unknown role 'writr'") and "did you mean 'writer'?" in message
+    broken = dataclasses.replace(_spec(), max_steps=0, roles={**_spec().roles, "critic": RoleSpec("reviews", goal="g", procedure="p", output="o")})
+    said = [problem.format(draft.document) for draft in [lint_workflow(broken)] for problem in draft.errors]
+    assert "WorkflowSpec 'built': max_steps: must be a positive integer, got 0" in said
+    assert "WorkflowSpec 'built': roles.critic: role 'critic' is missing 'schema'" in said
     with pytest.raises(UwfError, match="not a int"):
         put_workflow(repo, 42)  # type: ignore[arg-type]
 
@@ -213,3 +222,89 @@ def test_reuse_replays_a_function_when_the_original_ran_with_it(repo):
     calls.clear()
     result = run_thread(repo, fork.thread, StepOptions(reuse=True))
     assert calls == [] and result.reused_from is not None
+
+
+SLOW = """
+import sys, time
+from uwf_core.api import Repo, put_workflow, start_thread, perform_step, StepOptions, StepError, PythonContext
+repo = Repo.open(sys.argv[1])
+put_workflow(repo, sys.argv[2])
+def slow(ctx: PythonContext) -> dict[str, object]:
+    print("slow starts")
+    time.sleep(2)
+    print("slow's late line")
+    return {"draft": "x"}
+repo.agents.register("slow", slow, timeout=0.5)
+thread = start_thread(repo, "draft-review", "x", agents={"writer": "slow", "critic": "slow"}).thread
+lines = []
+try:
+    perform_step(repo, thread, StepOptions(on_output=lines.append))
+except StepError as exc:
+    print("caught", exc.status, flush=True)
+print("step output:", lines, flush=True)
+time.sleep(2.5)
+print("still mine", flush=True)
+"""
+
+
+def test_a_function_given_up_on_leaves_the_programs_own_output_alone(root_dir, tmp_path):
+    """The step gives up on a synchronous function at its deadline; the function runs on in its
+    thread, but what the program prints after is the program's (on its stdout), and what the
+    function prints late goes nowhere."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", SLOW, str(root_dir), str(DRAFT_REVIEW)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["caught timeout", "step output: ['slow starts']", "still mine"], done.stdout
+
+
+def test_a_misspelt_binding_is_refused_when_the_thread_starts(repo, api_words):
+    repo.agents.register("writer", write)
+    repo.agents.register("critic", critique)
+    with pytest.raises(UwfError) as caught:
+        start_thread(repo, "draft-review", "x", agents={"writer": "writr", "critic": "human"})
+    message = caught.value.message
+    assert message.startswith("agent 'writr' (from start_thread's agents={'writer': ...}) is neither a registered function")
+    assert "did you mean 'writer'?" in message and "--agent" not in message
+    assert list_threads(repo) == []  # nothing started
+
+
+@pytest.mark.parametrize("body, refused", [
+    ("try:\n    import json\nexcept ImportError:\n    json = None\nif False:\n    import os\n", None),  # definitions only
+    ("if __name__ == '__main__':\n    pass\nelse:\n    print('in the child')\n", "line 7"),  # the guard's else runs there
+    ("import functools\ng = functools.partial(f)\nrepo.agents.register('g', g, isolate=True)\n", "not one (define it with `def`"),
+    ("def f(ctx):\n    return {'other': 1}\n", "that name is now another object"),  # f redefined: the child would load the second
+])
+def test_isolate_refuses_what_the_child_could_not_load_as_registered(tmp_path, body, refused):
+    """What register checks of an isolated function of the script being run (the child loads it
+    again by its path); the check guards intent: whatever the child runs, it runs contained."""
+    import subprocess
+    import sys
+
+    head = "import tempfile\nfrom uwf_core.api import Repo\n\ndef f(ctx):\n    return {}\n"
+    register = "\nif __name__ == '__main__':\n    repo = Repo.open(tempfile.mkdtemp())\n    repo.agents.register('f', first, isolate=True)\n    print('registered')\n"
+    if "partial" in body:
+        script = head + "\nif __name__ == '__main__':\n    repo = Repo.open(tempfile.mkdtemp())\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    else:
+        script = head + "first = f\n" + body + register
+    (tmp_path / "agent_script.py").write_text(script)
+    done = subprocess.run([sys.executable, str(tmp_path / "agent_script.py")], capture_output=True, text=True, timeout=60)
+    if refused is None:
+        assert done.returncode == 0 and "registered" in done.stdout, done.stderr
+    else:
+        assert done.returncode != 0 and refused in done.stderr, done.stderr
+
+
+def test_an_isolated_script_with_a_byte_order_mark_is_read_as_python_reads_it(tmp_path):
+    import subprocess
+    import sys
+
+    script = "\ufeffimport tempfile\nfrom uwf_core.api import Repo\ndef f(ctx):\n    return {}\nprint('work')\n"
+    (tmp_path / "bom.py").write_bytes(script.encode("utf-8"))
+    done = subprocess.run([sys.executable, "-c", "import runpy; runpy.run_path(%r, run_name='__main__')" % str(tmp_path / "bom.py")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0  # the script itself runs
+    checked = subprocess.run([sys.executable, "-c", f"from uwf_core.repo import top_level_work; print(top_level_work({str(tmp_path / 'bom.py')!r}))"],
+                             capture_output=True, text=True, timeout=60)
+    assert checked.stdout.strip() == "5", checked.stdout + checked.stderr  # its print, found through the BOM

@@ -18,6 +18,7 @@ _EXPORTS = {
     "UwfError": "errors",
     "NotFoundError": "errors",
     "PausedError": "errors",
+    "WorkflowError": "errors",  # a workflow put_workflow refused
     "speak_cli": "errors",  # messages in the command line's words (uwf-tui's, a CLI built on the API)
     # workflows
     "Workflow": "workflow.model",
@@ -26,6 +27,8 @@ _EXPORTS = {
     "END": "workflow.model",
     "workflow_edges": "workflow.graph_text:edges",
     "put_workflow": "workflow.ops",
+    "PutResult": "workflow.ops",
+    "RegistryEntry": "store.registry_model",  # a name's current version and its earlier ones
     "lint_workflow": "workflow.ops",
     "WorkflowSpec": "workflow.builder",  # a workflow built in code, for put_workflow
     "RoleSpec": "workflow.builder",
@@ -94,6 +97,7 @@ _EXPORTS = {
     "step_body": "thread.read",
     "step_usage": "thread.usage",
     "thread_usage": "thread.usage",
+    "Usage": "llm.usage",  # a step's or a thread's tokens
     "Decision": "thread.moderator",
     # forks: diff, cost ledger and budgets, bundles
     "diff_threads": "thread.diff",
@@ -165,6 +169,7 @@ _EXPORTS = {
     "flush_traces": "telemetry.export:flush_all",
     # config
     "Config": "config.model",
+    "Price": "config.model",  # a model's price per million tokens (config.yaml's prices)
     "SetupRequest": "config.setup",
     "apply_setup": "config.setup",
     # agents a user manages
@@ -177,6 +182,7 @@ _EXPORTS = {
     "PythonAnswer": "engine.python.context",
     "WrittenStep": "engine.python.context",
     "Correction": "engine.python.context",  # ctx.correction: why the last answer was refused
+    "StepView": "engine.python.context",  # an earlier step as a function sees it (ctx.steps, ctx.last)
     "AgentFunction": "engine.python.agent_types",  # what register takes: (PythonContext) -> AgentOutput (or awaits it)
     "AgentOutput": "engine.python.agent_types",
     "AgentFunctions": "repo",  # the type of repo.agents, where a program registers functions as agents
@@ -200,7 +206,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         complete_step as complete_step,
     )
     from .config.agents import AgentEntry as AgentEntry, agent_entries as agent_entries
-    from .config.model import Config as Config
+    from .config.model import Config as Config, Price as Price
     from .config.setup import SetupRequest as SetupRequest, apply_setup as apply_setup
     from .encoding.ids import ulid_timestamp_ms as ulid_timestamp_ms
     from .engine.attempt import (
@@ -233,6 +239,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
         PythonAnswer as PythonAnswer,
         WrittenStep as WrittenStep,
         Correction as Correction,
+        StepView as StepView,
     )
     from .engine.python.agent_types import AgentFunction as AgentFunction, AgentOutput as AgentOutput
     from .engine.resolve import choose_agent_spec as choose_agent_spec
@@ -247,13 +254,21 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     )
     from .engine.step import perform_step as perform_step, run_thread as run_thread
     from .engine.queue.worker import queue_thread as queue_thread, Worker as Worker
-    from .errors import UwfError as UwfError, NotFoundError as NotFoundError, PausedError as PausedError, speak_cli as speak_cli
+    from .errors import (
+        UwfError as UwfError,
+        NotFoundError as NotFoundError,
+        PausedError as PausedError,
+        WorkflowError as WorkflowError,
+        speak_cli as speak_cli,
+    )
     from .repo import Repo as Repo, AgentFunctions as AgentFunctions
     from .store.copy import copy_root as copy_root
     from .store.fsck import FsckReport as FsckReport
     from .store.fsck import fsck_root as _fsck_root
     from .store.location import display_location as display_location, not_a_directory as not_a_directory
     from .store.records import RunningStep as RunningStep
+    from .store.registry_model import RegistryEntry as RegistryEntry
+    from .llm.usage import Usage as Usage
     from .store.schemas import validation_errors as validation_errors, field_order as field_order
     from .thread.bundle import (
         export_bundle as export_bundle,
@@ -349,6 +364,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, typed and re-e
     from .workflow.builder import WorkflowSpec as WorkflowSpec, RoleSpec as RoleSpec, Route as Route
     from .workflow.ops import (
         put_workflow as put_workflow,
+        PutResult as PutResult,
         lint_workflow as lint_workflow,
         lint_file as lint_file,
         lint_text as lint_text,

@@ -112,6 +112,9 @@ _API_WORDS_TABLE = (  # a CLI hint, and what a Python program does instead (uwf_
     (r"--root or UWF_STORAGE_ROOT", "Repo.open(DIR) or UWF_STORAGE_ROOT"),
     (r"^--agent ([^\s=]+)=\.\.\.: ", r'agents={"\1": ...}: '),
     (r"pass --agent CMD", "pass StepOptions(agent=...)"),
+    (r"the thread's --agent ([^\s=]+)=\.\.\. binding", r"start_thread's agents={'\1': ...}"),
+    (r"the thread's --agent binding", "the thread's agents= binding (start_thread)"),
+    (r"\(from --agent\)", "(from StepOptions(agent=...))"),
     (r"\(e\.g\. --agents claude,codex\)", '(e.g. ["claude", "codex"])'),
     (r"without --agents", "with perform_step()"),
 )

@@ -112,26 +112,11 @@ def resolve_agent(
     if not argv:
         raise UwfError(f"agent from {source} is empty")
     if functions and len(argv) == 1:
-        _refuse_unknown_name(spec, source, functions, config)
+        from ..repo import refuse_unknown_agent
+
+        refuse_unknown_agent(spec, source, functions, config.agents)
     return ResolvedAgent(label=spec, argv=argv, protocol="step", source=source, origin=origin, spec=spec)
 
-
-def _refuse_unknown_name(spec: str, source: str, functions: dict[str, AgentConfig], config: Config) -> None:
-    """A program that registered functions and names one that is not there made a typo, most
-    likely: say so with the names it has, rather than look for a program of that name."""
-    import os
-    import shutil
-    import sys
-
-    if os.sep in spec or shutil.which(spec, path=os.pathsep.join((os.environ.get("PATH", ""), os.path.dirname(sys.executable)))):
-        return
-    import difflib
-
-    names = sorted({*functions, *config.agents})
-    close = difflib.get_close_matches(spec, names, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
-    raise UwfError(f"agent '{spec}' (from {source}) is neither a registered function ({', '.join(sorted(functions))}), "
-                   f"an agent of config.yaml, nor a command on PATH{hint}")
 
 
 def _from_alias(agent: AgentConfig, source: str, origin: str, spec: str) -> ResolvedAgent:

@@ -7,6 +7,8 @@ from ..encoding.records import record
 
 @record(frozen=True)
 class Usage:
+    """Tokens a model call (or a sum of them) used, as OpenAI-compatible APIs count them."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
@@ -20,7 +22,7 @@ class Usage:
             self.requests + other.requests,
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, int]:
         return {
             "promptTokens": self.prompt_tokens,
             "completionTokens": self.completion_tokens,
@@ -32,5 +34,8 @@ class Usage:
     def from_json(cls, data: object) -> Usage:
         if not isinstance(data, dict):
             return cls()
-        value = lambda key: data.get(key) if isinstance(data.get(key), int) else 0  # noqa: E731
+        def value(key: str) -> int:
+            found = data.get(key)
+            return found if isinstance(found, int) else 0
+
         return cls(value("promptTokens"), value("completionTokens"), value("totalTokens"), value("requests"))

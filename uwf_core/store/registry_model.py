@@ -13,8 +13,8 @@ class Version:
         self.timestamp = timestamp
         self.source = source
 
-    def to_dict(self) -> dict:
-        data = {"hash": self.hash, "timestamp": self.timestamp}
+    def to_dict(self) -> dict[str, object]:
+        data: dict[str, object] = {"hash": self.hash, "timestamp": self.timestamp}
         if self.source:
             data["source"] = self.source
         return data
@@ -43,7 +43,7 @@ class RegistryEntry:
     def versions(self) -> tuple[Version, ...]:
         return (self.current, *self.history)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         data = self.current.to_dict()
         data["history"] = [version.to_dict() for version in self.history]
         return data

@@ -132,9 +132,13 @@ def start_thread(
     store = repo.nodes
     workflow_hash = resolve_workflow_hash(repo, workflow)
     definition = workflow_of(repo, workflow_hash)
-    for role in agents or {}:
+    for role, agent in (agents or {}).items():
         if role not in definition.roles:
             raise UwfError(f"--agent {role}=...: workflow '{definition.name}' has no role '{role}' (roles: {', '.join(definition.roles)})")
+        if repo.agents.functions and agent.strip() and len(agent.split()) == 1:  # a typo said now, not at its role's step
+            from ..repo import refuse_unknown_agent
+
+            refuse_unknown_agent(agent.strip(), f"the thread's --agent {role}=... binding", repo.agents.functions, repo.config.agents)
     if workspace is not None:
         if not os.path.isdir(workspace):
             raise UwfError(f"workspace {os.path.abspath(workspace)} is not a directory")

@@ -1,5 +1,6 @@
 """A workflow built in code: typed values that say what the YAML says, for `put_workflow`, which
-checks them exactly as it checks a file (every problem at once, each with its field).
+checks them exactly as it checks a file (every problem at once, each with its field, in these
+classes' words). Plain frozen dataclasses: `dataclasses.replace` makes a variant.
 
     put_workflow(repo, WorkflowSpec(
         name="draft-review", description="a writer and a critic",
@@ -14,7 +15,7 @@ checks them exactly as it checks a file (every problem at once, each with its fi
 
 from __future__ import annotations
 
-from ..encoding.records import field, record
+from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
@@ -22,8 +23,10 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
+    from .draft import Draft
 
-@record(frozen=True)
+
+@dataclass(frozen=True)
 class Route:
     """A transition to `role` (or `$END`): taken `when` the named condition holds (None: always),
     with `prompt`, a Mustache template, as the next role's instruction. In a status map (the graph
@@ -43,7 +46,7 @@ class Route:
         return data
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class RoleSpec:
     """One role: what its agent is for, and `schema`, the JSON Schema of its output (the YAML's
     `meta`). A map role gives `map` (over, workflow, prompt, maxParallel, onFailure) instead of
@@ -63,11 +66,13 @@ class RoleSpec:
         data: dict[str, Any] = {"description": self.description, "goal": self.goal}
         if self.capabilities:
             data["capabilities"] = list(self.capabilities)
-        data.update(procedure=self.procedure, output=self.output, meta=dict(self.schema or {}))
+        data.update(procedure=self.procedure, output=self.output)
+        if self.schema is not None:
+            data["meta"] = dict(self.schema)
         return data
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class WorkflowSpec:
     """A whole workflow. `graph` maps each role (and `$START`) to its routes: a list of `Route`s
     (the first whose condition holds wins), or a status map `{status: Route or role name}`.
@@ -111,3 +116,38 @@ def _routes(routes: object) -> object:
     if isinstance(routes, (list, tuple)):
         return [route.to_dict() if isinstance(route, Route) else route for route in routes]
     return routes
+
+
+SPEC_WORDS = {"meta": "schema", "condition": "when", "maxSteps": "max_steps", "maxTokens": "max_tokens", "maxCost": "max_cost",
+              "supervisorInterval": "supervisor_interval"}
+
+
+class SpecDocument:
+    """The YAML a spec was written out as (stored as its source), whose problems are said of the
+    spec by field: it has no lines of its own."""
+
+    def __init__(self, document: object, name: str) -> None:
+        self._document = document
+        self.file = f"WorkflowSpec {name!r}"
+
+    def line_of(self, path: tuple[object, ...]) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._document, name)
+
+
+def in_spec_words(draft: Draft, name: str) -> Draft:
+    """The lint's problems, said of the spec's fields (`schema`, `when`, `max_steps`) rather than
+    of the YAML it was written out as, and without that YAML's line numbers."""
+    from ..encoding.records import replace
+    from .draft import Problem
+
+    def said(problem: Problem) -> Problem:
+        path = tuple(SPEC_WORDS.get(part, part) if isinstance(part, str) else part for part in problem.path)
+        message = problem.message
+        for yaml_word, word in SPEC_WORDS.items():
+            message = message.replace(f"'{yaml_word}'", f"'{word}'")
+        return replace(problem, path=path, message=message)
+
+    return replace(draft, document=SpecDocument(draft.document, name), problems=[said(problem) for problem in draft.problems])

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 @record(frozen=True)
 class PutResult:
+    """A workflow stored: its name and hash, whether the name moved to it, and the lint's warnings."""
+
     name: str
     hash: str
     changed: bool  # False when the name already pointed at this hash
@@ -70,16 +72,16 @@ def lint_workflow(workflow: str | os.PathLike[str] | Mapping[str, object] | Work
     """Every problem and warning of a workflow in any form `put_workflow` takes; nothing stored."""
     import os
 
-    from .builder import WorkflowSpec
-
-    if isinstance(workflow, WorkflowSpec):
-        return lint_text(_yaml_of(workflow.to_dict()), f"<workflow {workflow.name}>")
-    if isinstance(workflow, dict):
-        return lint_text(_yaml_of(workflow), f"<workflow {workflow.get('name', 'mapping')}>")
     if isinstance(workflow, str) and "\n" in workflow:
         return lint_text(workflow)
     if isinstance(workflow, (str, os.PathLike)):
         return lint_file(os.fspath(workflow))
+    if isinstance(workflow, dict):
+        return lint_text(_yaml_of(workflow), f"<workflow {workflow.get('name', 'mapping')}>")
+    from .builder import WorkflowSpec, in_spec_words  # only a program that built one pays for the import
+
+    if isinstance(workflow, WorkflowSpec):
+        return in_spec_words(lint_text(_yaml_of(workflow.to_dict()), f"<workflow {workflow.name}>"), workflow.name)
     raise UwfError(f"a workflow is a file's path, YAML text, a mapping or a WorkflowSpec, not a {type(workflow).__name__}")
 
 

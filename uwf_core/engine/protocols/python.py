@@ -137,8 +137,10 @@ def _ask(call: AgentCall, ctx: PythonContext) -> object:
     except FunctionFailed as exc:
         raise _raised(call, exc.kind, exc.message, exc.trace, exc.error) from exc.error
     except Overran as exc:
+        ctx.silence()  # it runs on in its thread: what it says now is no step's
         raise _timed_out(call, str(exc)) from None
     except Stopped:
+        ctx.silence()
         raise _stopped(call) from None
     if ctx.cancelled:
         raise _stopped(call)

@@ -8,7 +8,7 @@ import threading
 import time
 
 from ..attempt import StepError
-from .output import routed_output
+from .output import drop_output, routed_output, thread_output
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs ~2 ms on every `uwf` start
 
@@ -45,26 +45,31 @@ def call_function(func: Callable, argument: object, *, deadline: float | None, c
     that the step stops waiting for at the deadline or on cancel — Python cannot stop a thread, so
     it goes on until it returns, and what it returns then is dropped; it raised: FunctionFailed."""
     if deadline is None:
-        return _call(func, argument, deadline, cancel, on_output)
+        with routed_output(on_output):
+            return _call(func, argument, deadline, cancel, on_output)
     box: list = []
 
     def runner() -> None:
         try:
-            box.append((True, _call(func, argument, deadline, cancel, on_output)))
+            with thread_output(on_output):  # the descriptor is the caller's to hold and give back
+                box.append((True, _call(func, argument, deadline, cancel, on_output)))
         except BaseException as exc:  # noqa: BLE001  (handed back to the calling thread)
             box.append((False, exc))
 
     thread = threading.Thread(target=runner, name="uwf-python-agent", daemon=True)  # daemon: never keeps uwf alive
-    thread.start()
-    while thread.is_alive():
-        thread.join(0.05)
-        if not thread.is_alive():
-            break
-        if cancel is not None and cancel.is_set():
-            raise Stopped()
-        if time.monotonic() > deadline + GRACE:  # an async one is cancelled at the deadline itself: it says so first
-            raise Overran("uwf stopped waiting for the function at the deadline (Python cannot stop a thread: it runs on "
-                          "until it returns, and what it returns is dropped)")
+    with routed_output(on_output):  # file descriptor 1 is the step's until the caller stops waiting, not the thread's end
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.05)
+            if not thread.is_alive():
+                break
+            if cancel is not None and cancel.is_set():
+                drop_output(thread.ident)
+                raise Stopped()
+            if time.monotonic() > deadline + GRACE:  # an async one is cancelled at the deadline itself: it says so first
+                drop_output(thread.ident)
+                raise Overran("uwf stopped waiting for the function at the deadline (Python cannot stop a thread: it runs on "
+                              "until it returns, and what it returns is dropped)")
     ok, value = box[0]
     if not ok:
         raise value
@@ -75,15 +80,15 @@ GRACE = 0.2  # seconds past the deadline before a function's thread is given up 
 
 
 def _call(func: Callable, argument: object, deadline: float | None, cancel: Cancel | None, on_output: Callable[[str], None] | None) -> object:
-    with routed_output(on_output):
-        try:
-            result = func(argument)
-            if hasattr(result, "__await__"):
-                result = _await(result, deadline, cancel, on_output)
-        except (Overran, Stopped, StepError, KeyboardInterrupt):
-            raise  # StepError: the context's check(), the step's own stop
-        except BaseException as exc:
-            raise _failed(exc) from None
+    """The call itself, its output already routed by the caller."""
+    try:
+        result = func(argument)
+        if hasattr(result, "__await__"):
+            result = _await(result, deadline, cancel, on_output)
+    except (Overran, Stopped, StepError, KeyboardInterrupt):
+        raise  # StepError: the context's check(), the step's own stop
+    except BaseException as exc:
+        raise _failed(exc) from None
     return result
 
 

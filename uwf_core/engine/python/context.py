@@ -187,6 +187,10 @@ class PythonContext:
         if left is not None and left <= 0:
             raise StepError(f"the step of role '{self.role}' ran out of time", "timeout")
 
+    def silence(self) -> None:
+        """The step gave up on the function: its `log` lines go nowhere from now on."""
+        self._log = None
+
     def log(self, line: str) -> None:
         """A line to the step's output (the CLI's stderr, uwf-tui's log); what `print` does too."""
         if self._log is not None:

@@ -35,6 +35,9 @@ def _call(request: dict) -> dict:
     from .load import load_function
     from .context import PythonAnswer, PythonContext, WrittenStep, json_problem
 
+    place = request["target"].rpartition(":")[0]
+    if place.endswith(".py"):  # a script's function: its own directory on the path, as Python gives a script its siblings
+        sys.path.insert(0, os.path.dirname(os.path.abspath(os.path.expanduser(place))))
     try:
         func = load_function(request["target"])
     except UwfError as exc:

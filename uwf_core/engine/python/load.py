@@ -49,11 +49,11 @@ def function_of(repo: Repo, resolved: ResolvedAgent) -> PythonFunction:
     """A python agent's function: the one registered under its name for this session
     (`repo.agents`), else imported from its entry point — but an isolated one only found, not
     imported: its module's code runs in its own process, never in uwf's."""
+    if resolved.isolate:  # registered or not: the code its process will load, as it is on disk now
+        return PythonFunction(None, resolved.python or "", None, _read_code(locate(resolved.python or ""))[1])
     registered = repo.agents.functions.get(resolved.label)
     if registered is not None:
         return describe(registered, resolved.python)
-    if resolved.isolate:
-        return PythonFunction(None, resolved.python or "", None, _read_code(locate(resolved.python or ""))[1])
     return describe(load_function(resolved.python or ""), resolved.python)
 
 

@@ -51,6 +51,33 @@ class _Routed:
         return getattr(self.stream, name)
 
 
+class thread_output:
+    """While the block runs, this thread's prints go to `sink` (dropped when None); nothing else
+    is rerouted (a function's own thread, when its caller holds the descriptor: call.py)."""
+
+    def __init__(self, sink: Callable[[str], None] | None) -> None:
+        self.sink = sink or (lambda line: None)
+
+    def __enter__(self) -> None:
+        for name in ("stdout", "stderr"):
+            if not isinstance(getattr(sys, name), _Routed):
+                setattr(sys, name, _Routed(getattr(sys, name)))
+        _SINKS[threading.get_ident()] = self.sink
+
+    def __exit__(self, *exc: object) -> None:
+        ident = threading.get_ident()
+        rest = _PARTIAL.pop(ident, "")
+        sink = _SINKS.pop(ident, None)
+        if rest and sink is not None:
+            sink(rest)
+
+
+def drop_output(ident: int) -> None:
+    """What a thread given up on prints from now on goes nowhere (its step has ended)."""
+    if ident in _SINKS:
+        _SINKS[ident] = lambda line: None
+
+
 class routed_output:
     """While the block runs, this thread's prints go to `sink` (dropped when it is None), and so does
     what anything writes to file descriptor 1 — a C library, a subprocess the function runs —

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 
 from ...errors import LockedError
@@ -45,6 +46,8 @@ class FsStepLease:
         self.live_path = os.path.join(root.locks_dir, f"live-{thread}.log")
         self.live_fd: int | None = None
         self.live_left = LIVE_MAX_BYTES
+        self.live_lock = threading.Lock()  # a line said from another thread, late, never meets a closed descriptor
+        self.ended = False
 
     def __enter__(self) -> FsStepLease:
         try:
@@ -62,8 +65,14 @@ class FsStepLease:
         self.lock.write_info(json.dumps(self.info))
 
     def say(self, line: str) -> None:
-        """One line of the step's output for live readers; a write that fails costs only the view."""
-        if self.live_left <= 0:
+        """One line of the step's output for live readers; a write that fails costs only the view.
+        Once the lease has ended nothing is written: its descriptor is closed, and its number may
+        be another file's by then (a function the step gave up on still prints)."""
+        with self.live_lock:
+            self._say(line)
+
+    def _say(self, line: str) -> None:
+        if self.ended or self.live_left <= 0:
             return
         try:
             if self.live_fd is None:
@@ -79,8 +88,11 @@ class FsStepLease:
             pass
 
     def __exit__(self, *exc_info) -> None:
-        if self.live_fd is not None:
-            os.close(self.live_fd)
+        with self.live_lock:
+            self.ended = True
+            if self.live_fd is not None:
+                os.close(self.live_fd)
+                self.live_fd = None
         self.lock.release()
 
 
