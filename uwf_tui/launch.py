@@ -28,6 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     serving.add_argument("--port", type=int, help="the port to listen on (default: 8765; 0 picks a free one)")
     serving.add_argument("--token", help="the token every request needs (default: $UWF_SERVE_TOKEN, else a random one)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    from uwf_core.api import speak_cli
+
+    speak_cli()  # its users read commands and flags: --root, `uwf thread ...`
     if not args.serve and (args.host is not None or args.port is not None or args.token is not None):
         parser.error("--host, --port and --token go with --serve")
     try:
