@@ -78,27 +78,17 @@ def drop_output(ident: int) -> None:
         _SINKS[ident] = lambda line: None
 
 
-class routed_output:
+class routed_output(thread_output):
     """While the block runs, this thread's prints go to `sink` (dropped when it is None), and so does
     what anything writes to file descriptor 1 — a C library, a subprocess the function runs —
     which in the CLI is the JSON a command prints (in uwf-tui, nowhere anyone sees)."""
 
-    def __init__(self, sink: Callable[[str], None] | None) -> None:
-        self.sink = sink or (lambda line: None)
-
     def __enter__(self) -> None:
-        for name in ("stdout", "stderr"):
-            if not isinstance(getattr(sys, name), _Routed):
-                setattr(sys, name, _Routed(getattr(sys, name)))
-        _SINKS[threading.get_ident()] = self.sink
+        super().__enter__()
         _DESCRIPTOR.enter(self.sink)
 
-    def __exit__(self, *exc) -> None:
-        ident = threading.get_ident()
-        rest = _PARTIAL.pop(ident, "")
-        _SINKS.pop(ident, None)
-        if rest:
-            self.sink(rest)
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
         _DESCRIPTOR.leave(self.sink)
 
 

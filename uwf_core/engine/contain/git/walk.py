@@ -108,11 +108,10 @@ def save(taken: Walk, cache: str, pending: bool) -> None:
 
     marker = f"{cache}.pending.{os.getpid()}"  # one per run: runs in one workspace at once each keep theirs
     try:
-        if pending:  # this survey has just checked what the runs that died before it made
-            for stale in taken.pending:
-                if os.path.exists(stale):
-                    os.unlink(stale)
-            taken.pending = ()
+        for stale in taken.pending:  # the runs that died before this walk was loaded: checked against it by now
+            if os.path.exists(stale):
+                os.unlink(stale)
+        taken.pending = ()
         # While another run here is in flight (or died unchecked since), the walk saved is the one
         # it will be checked against: this run's, which may hold what that run made, must not replace it.
         others = _other_markers(cache, marker)
