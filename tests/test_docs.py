@@ -16,3 +16,10 @@ def test_no_merge_conflict_markers(path):
     lines = path.read_text().splitlines(keepends=True)
     found = [number for number, line in enumerate(lines, 1) if line.startswith(MARKERS)]
     assert not found, f"{path.name}: merge conflict markers at lines {found}"
+
+
+def test_the_workflow_reference_names_every_schema_keyword_a_meta_may_use():
+    from uwf_core.store.schemas import ALLOWED_KEYWORDS
+
+    text = (REPO / "docs" / "reference" / "workflow-yaml.md").read_text()
+    assert all(f"`{keyword}`" in text for keyword in ALLOWED_KEYWORDS), sorted(k for k in ALLOWED_KEYWORDS if f"`{k}`" not in text)

@@ -308,3 +308,9 @@ def test_an_isolated_script_with_a_byte_order_mark_is_read_as_python_reads_it(tm
     checked = subprocess.run([sys.executable, "-c", f"from uwf_core.repo import top_level_work; print(top_level_work({str(tmp_path / 'bom.py')!r}))"],
                              capture_output=True, text=True, timeout=60)
     assert checked.stdout.strip() == "5", checked.stdout + checked.stderr  # its print, found through the BOM
+
+
+def test_a_budget_out_of_range_is_said_in_the_apis_words(repo, api_words):
+    with pytest.raises(UwfError) as caught:
+        start_thread(repo, "draft-review", "x", max_tokens=0)
+    assert caught.value.message.startswith("max_tokens must be a positive whole number") and "--" not in caught.value.message

@@ -115,6 +115,10 @@ _API_WORDS_TABLE = (  # a CLI hint, and what a Python program does instead (uwf_
     (r"the thread's --agent ([^\s=]+)=\.\.\. binding", r"start_thread's agents={'\1': ...}"),
     (r"the thread's --agent binding", "the thread's agents= binding (start_thread)"),
     (r"\(from --agent\)", "(from StepOptions(agent=...))"),
+    (r"^--max-tokens must", "max_tokens must"),
+    (r"^--max-cost must", "max_cost must"),
+    (r"with --force \(they go on\)", "with force=True (they go on)"),
+    (r"\(give --force to replace", "(give force=True to replace"),
     (r"\(e\.g\. --agents claude,codex\)", '(e.g. ["claude", "codex"])'),
     (r"without --agents", "with perform_step()"),
 )
