@@ -13,26 +13,29 @@ from uwf_core.engine.contain.git.audit import audit, survey
 from uwf_core.engine.contain.git.private import private_git, release_placeholder
 
 
-def test_a_repository_made_where_the_held_placeholder_was_is_renamed_aside(tmp_path):
+def _placeholder(tmp_path):
+    """A workspace without .git, and where its runs' placeholder locks are: (its .git, the locks, a hold)."""
     workspace, locks = tmp_path / "ws", str(tmp_path / "locks")
     workspace.mkdir()
     (tmp_path / "scratch").mkdir()
     gitdir = str(workspace / ".git")
-    held = private_git(gitdir, str(tmp_path / "scratch"), "read", locks=locks)
+    return gitdir, locks, lambda: private_git(gitdir, str(tmp_path / "scratch"), "read", locks=locks)
+
+
+def test_a_repository_made_where_the_held_placeholder_was_is_renamed_aside(tmp_path):
+    gitdir, locks, hold = _placeholder(tmp_path)
+    workspace = os.path.dirname(gitdir)
+    held = hold()
     os.rmdir(gitdir)  # another run's agent, or its check, took the mount point away (on the host: an empty directory)
-    subprocess.run(["git", "init", "-q", str(workspace)], check=True)  # and the agent's `git init` wrote the host's .git
+    subprocess.run(["git", "init", "-q", workspace], check=True)  # and the agent's `git init` wrote the host's .git
     assert release_placeholder(held, locks) == [gitdir]
     assert not os.path.exists(gitdir) and os.path.isfile(os.path.join(gitdir + ".refused-by-uwf", "HEAD"))
     assert release_placeholder(held, locks) == []  # let go once
 
 
 def test_the_held_placeholder_itself_is_let_go_and_removed_by_the_last_run(tmp_path):
-    workspace, locks = tmp_path / "ws", str(tmp_path / "locks")
-    workspace.mkdir()
-    (tmp_path / "scratch").mkdir()
-    gitdir = str(workspace / ".git")
-    first = private_git(gitdir, str(tmp_path / "scratch"), "read", locks=locks)
-    second = private_git(gitdir, str(tmp_path / "scratch"), "read", locks=locks)
+    gitdir, locks, hold = _placeholder(tmp_path)
+    first, second = hold(), hold()
     assert placeholder.in_use(gitdir, locks)
     assert release_placeholder(first, locks) == [] and os.path.isdir(gitdir)  # the second still has it mounted
     assert release_placeholder(second, locks) == [] and not os.path.exists(gitdir)

@@ -118,7 +118,6 @@ def resolve_agent(
     return ResolvedAgent(label=spec, argv=argv, protocol="step", source=source, origin=origin, spec=spec)
 
 
-
 def _from_alias(agent: AgentConfig, source: str, origin: str, spec: str) -> ResolvedAgent:
     return ResolvedAgent(
         label=agent.name,
