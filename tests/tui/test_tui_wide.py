@@ -211,3 +211,36 @@ def test_the_cost_view_scrolls_with_g_g_and_ctrl_d(fixed):
 
     (end, top, half), most = run_app(root, script, size=(80, 24))
     assert most > 0 and end == most and top == 0 and 0 < half < most, (end, top, half, most)
+
+
+def test_a_footer_whose_screen_went_before_its_refresh_does_nothing():
+    """The rebuild runs after a refresh; a screen dismissed in between (a quick Escape out of a
+    modal, a burst of view switches) leaves the footer without a screen: it stops, no crash."""
+    import asyncio
+
+    from textual.app import App
+    from textual.screen import Screen
+
+    from uwf_tui.widgets.footer import SteadyFooter
+
+    class Modal(Screen):
+        def compose(self):
+            yield SteadyFooter()
+
+    class Bare(App):
+        pass
+
+    async def go():
+        app = Bare()
+        async with app.run_test() as pilot:
+            await app.push_screen(Modal())
+            await pilot.pause()
+            footer = app.screen.query_one(SteadyFooter)
+            app.pop_screen()
+            await pilot.pause()
+            shown = footer.shown
+            await footer._recompose_if_changed()  # raised NoScreen, which ended the app
+            return footer.is_attached, footer.shown == shown, app._exception
+
+    attached, unchanged, crashed = asyncio.run(go())
+    assert not attached and unchanged and crashed is None
