@@ -5,9 +5,6 @@ Each uses only the meta-schema's keyword subset, so any json-cas store can hold 
 
 from __future__ import annotations
 
-from ..encoding.cbor import encode
-from ..encoding.ids import xxh64_hash
-from .schemas import META_SCHEMA
 
 STRING = {"type": "string"}
 CAS_REF = {"type": "string", "format": "cas_ref"}
@@ -135,15 +132,41 @@ BUILTIN = {
     "detail": DETAIL,
 }
 
-META_HASH = xxh64_hash(encode(META_SCHEMA))
+# Each schema's hash as `schema_hash` gives it, written out: computing them (18 CBOR encodings)
+# cost ~4 ms of every `uwf` start. tests/store/test_hash_vectors.py computes every one again from
+# its schema (KNOWN_SCHEMAS), so a schema changed without its hash fails there, never in a root.
+KNOWN_HASHES = {
+    "meta": "56GP9CC0KVQF8",
+    "workflow": "FPKFTNKSN735G",
+    "start-node": "7HRT48S7C6NN2",
+    "step-node": "95PS2EQTNQEGS",
+    "content": "F1T74N293WADE",
+    "detail": "EBYFPGPKHM0AG",
+    "workflow-with-locations": "4E06N6A0070DM",
+    "workflow-with-budget": "ABSBS4MKB3XYX",
+    "workflow-with-workspace": "643T1AGQJTFJJ",
+    "workflow-with-supervisor": "FSJ5Z6GKCGCJC",
+    "workflow-with-maps": "D3TJR8C0B0DR0",
+    "start-node-with-budget": "ET006VH9R4VX1",
+    "tree": "6N89BF7FP20HS",
+    "bytes": "DH79S7YSE86B4",
+    "start-node-with-files": "6CZ3D93HZF380",
+    "step-node-with-files": "2GXAPKZ1TQ78S",
+    "prompt": "1V9EGZSFXS07H",
+    "history-entry": "442TKZZWJ9W1R",
+}
+META_HASH = KNOWN_HASHES["meta"]
 
 
 def schema_hash(schema: dict) -> str:
     """The hash a schema node gets: its type is the meta-schema."""
+    from ..encoding.cbor import encode
+    from ..encoding.ids import xxh64_hash
+
     return xxh64_hash(META_HASH.encode("ascii") + encode(schema))
 
 
-BUILTIN_HASHES = {name: schema_hash(schema) for name, schema in BUILTIN.items()}
+BUILTIN_HASHES = {name: KNOWN_HASHES[name] for name in BUILTIN}
 
 
 def _workflow_with_locations() -> dict:
@@ -224,11 +247,11 @@ MAP_OUTPUT = {
 WORKFLOW_TYPES = frozenset(
     {
         BUILTIN_HASHES["workflow"],
-        schema_hash(WORKFLOW_WITH_LOCATIONS),
-        schema_hash(WORKFLOW_WITH_BUDGET),
-        schema_hash(WORKFLOW_WITH_WORKSPACE),
-        schema_hash(WORKFLOW_WITH_SUPERVISOR),
-        schema_hash(WORKFLOW_WITH_MAPS),
+        KNOWN_HASHES["workflow-with-locations"],
+        KNOWN_HASHES["workflow-with-budget"],
+        KNOWN_HASHES["workflow-with-workspace"],
+        KNOWN_HASHES["workflow-with-supervisor"],
+        KNOWN_HASHES["workflow-with-maps"],
     }
 )
 
@@ -240,7 +263,7 @@ BUDGET = {
     "properties": {"maxTokens": {"type": "integer"}, "maxCost": {"type": "number"}},
 }
 START_NODE_WITH_BUDGET = {**START_NODE, "properties": {**START_NODE["properties"], "budget": BUDGET}}
-START_WITH_BUDGET_HASH = schema_hash(START_NODE_WITH_BUDGET)
+START_WITH_BUDGET_HASH = KNOWN_HASHES["start-node-with-budget"]
 
 # A thread's files (workspace/): a directory is a tree node, one entry per name, sorted by the
 # name's bytes; a file's bytes are a content node when they are UTF-8 text, else a bytes node. An
@@ -268,7 +291,7 @@ TREE = {
     "required": ["entries"],
     "properties": {"entries": {"type": "array", "items": TREE_ENTRY}},
 }
-TREE_HASH = schema_hash(TREE)
+TREE_HASH = KNOWN_HASHES["tree"]
 BYTES = {
     "title": "bytes",
     "description": "A file's bytes that are not UTF-8 text, in base64",
@@ -277,7 +300,7 @@ BYTES = {
     "required": ["base64"],
     "properties": {"base64": STRING},
 }
-BYTES_HASH = schema_hash(BYTES)
+BYTES_HASH = KNOWN_HASHES["bytes"]
 
 # A StartNode or StepNode that names the thread's files: `files`, the workspace's tree (at the
 # start; after the step), and on a step `filesBefore`, the tree it began from when that was not
@@ -287,9 +310,9 @@ START_NODE_WITH_FILES = {
     **START_NODE_WITH_BUDGET,
     "properties": {**START_NODE_WITH_BUDGET["properties"], "files": CAS_REF, "snapshot": {"type": "boolean"}},
 }
-START_WITH_FILES_HASH = schema_hash(START_NODE_WITH_FILES)
+START_WITH_FILES_HASH = KNOWN_HASHES["start-node-with-files"]
 STEP_NODE_WITH_FILES = {**STEP_NODE, "properties": {**STEP_NODE["properties"], "files": CAS_REF, "filesBefore": CAS_REF}}
-STEP_WITH_FILES_HASH = schema_hash(STEP_NODE_WITH_FILES)
+STEP_WITH_FILES_HASH = KNOWN_HASHES["step-node-with-files"]
 
 
 # A text agent's prompt as it was sent, stored so that what repeats from step to step is stored
@@ -307,4 +330,4 @@ PROMPT = {
     "required": ["before", "lead", "history", "entries", "after"],
     "properties": {"before": CAS_REF, "lead": STRING, "history": OPTIONAL_CAS_REF, "entries": {"type": "integer"}, "after": CAS_REF},
 }
-PROMPT_HASH = schema_hash(PROMPT)
+PROMPT_HASH = KNOWN_HASHES["prompt"]

@@ -20,8 +20,8 @@ import json
 from ..store.builtin_schemas import (
     BUILTIN_HASHES,
     CAS_REF,
+    KNOWN_HASHES,
     OPTIONAL_CAS_REF,
-    schema_hash,
 )
 from ..store.cas import CasStore, node_hash
 from .nodes import put_node, read_step, thread_node
@@ -40,7 +40,7 @@ HISTORY_ENTRY = {
     "required": ["block", "prev"],
     "properties": {"block": CAS_REF, "prev": OPTIONAL_CAS_REF},
 }
-HISTORY_ENTRY_HASH = schema_hash(HISTORY_ENTRY)
+HISTORY_ENTRY_HASH = KNOWN_HASHES["history-entry"]
 CONTENT = BUILTIN_HASHES["content"]
 
 
