@@ -39,10 +39,10 @@ def test_store_produces_the_vectors(store):
 def test_every_known_schema_hash_is_its_schemas_hash():
     """builtin_schemas writes its schemas' hashes out (computing them cost every `uwf` start
     ~4 ms); each is the hash of its schema, and every hash it uses is one of them."""
-    from uwf_core.store import builtin_schemas as schemas
-    from uwf_core.store.schemas import META_SCHEMA
     from uwf_core.encoding.cbor import encode
     from uwf_core.encoding.ids import xxh64_hash
+    from uwf_core.store import builtin_schemas as schemas
+    from uwf_core.store.schemas import META_SCHEMA
     from uwf_core.thread.history import HISTORY_ENTRY, HISTORY_ENTRY_HASH
 
     known = {

@@ -5,7 +5,6 @@ Each uses only the meta-schema's keyword subset, so any json-cas store can hold 
 
 from __future__ import annotations
 
-
 STRING = {"type": "string"}
 CAS_REF = {"type": "string", "format": "cas_ref"}
 OPTIONAL_CAS_REF = {"type": ["string", "null"], "format": "cas_ref"}
@@ -134,7 +133,7 @@ BUILTIN = {
 
 # Each schema's hash as `schema_hash` gives it, written out: computing them (18 CBOR encodings)
 # cost ~4 ms of every `uwf` start. tests/store/test_hash_vectors.py computes every one again from
-# its schema (KNOWN_SCHEMAS), so a schema changed without its hash fails there, never in a root.
+# its schema, so a schema changed without its hash fails there, never in a root.
 KNOWN_HASHES = {
     "meta": "56GP9CC0KVQF8",
     "workflow": "FPKFTNKSN735G",
