@@ -108,6 +108,46 @@ def test_a_collector_that_never_answers_keeps_one_shipper_however_many_steps(uwf
     assert 1 <= len(waiting) <= 8  # the later steps' spans wait in the spool for it
 
 
+def test_a_collector_that_took_a_connection_is_not_asked_again_by_every_step(uwf, looping):
+    """The first step asks a collector not known lately (a connection); one that takes it is
+    believed up for half a minute, so the steps after it ask nothing while the shipper waits on a
+    collector that never answers: the connections it sees are the first step's and the shipper's."""
+    from uwf_core.telemetry.collector import OK, read_status
+
+    accepted: list[socket.socket] = []
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        silent.settimeout(0.1)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        stop = threading.Event()
+
+        def take() -> None:  # every connection taken and held, never answered
+            while not stop.is_set():
+                try:
+                    accepted.append(silent.accept()[0])
+                except OSError:
+                    pass
+
+        taker = threading.Thread(target=take, daemon=True)
+        taker.start()
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_TIMEOUT": "30"}
+        try:
+            for _ in range(6):
+                result = uwf("thread", "step", looping, env=env)
+                assert result.code == 0 and "Traceback" not in result.err, result
+            status = read_status(url + "/v1/traces")
+            time.sleep(0.5)  # the shipper's connections, if it had not made them yet
+        finally:
+            stop.set()
+            taker.join()
+            end_shippers()
+            for connection in accepted:
+                connection.close()
+    assert status == (OK, "it took a connection")
+    assert len(accepted) <= 3, len(accepted)  # the first step's, and the shipper's look and its export
+
+
 def test_the_shipper_yields_the_cpu_to_the_steps(uwf, looping):
     """Lowest priority, in a process group of its own (no Ctrl-C of the terminal reaches it) but in
     the caller's session: a session of its own is an autogroup of its own, whose nice value counts
