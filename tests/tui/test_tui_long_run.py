@@ -189,8 +189,7 @@ def test_during_a_run_the_cursor_follows_from_the_newest_row_only(loop_root, siz
         assert await until(pilot, lambda: steps(root, thread) >= at + 3)
         for key in ("k", "k", "k"):
             app.post_message(events.Key(key, key))
-        await pilot.pause(0.3)
-        kept = timeline.key_at_cursor()
+        kept = await _settled(pilot, timeline)
         at = steps(root, thread)
         assert await until(pilot, lambda: steps(root, thread) >= at + 10)
         counts = []  # the list's steps cell through reloads: the last count known, never `…`
@@ -213,6 +212,21 @@ def test_during_a_run_the_cursor_follows_from_the_newest_row_only(loop_root, siz
     assert counts and "…" not in counts, counts
     assert kept.startswith("step:") and stayed == kept
     assert followed == newest and followed != kept
+
+
+async def _settled(pilot, timeline) -> str | None:
+    """The row under the cursor once the keys typed have acted: a key waits while a reload's rows
+    or forks are on their way (a loaded machine took longer than a fixed pause), so none may wait
+    and two looks 0.3 s apart must agree. A cursor taken back at each reload still shows: what
+    settles then is not where the keys put it."""
+    last = None
+    for _ in range(30):
+        await pilot.pause(0.3)
+        now = timeline.key_at_cursor()
+        if now == last and not timeline.waiting and timeline.is_ready():
+            return now
+        last = now
+    return last
 
 
 def test_a_resize_during_a_run_lays_the_panes_out_for_the_new_size_at_once(loop_root):
