@@ -21,7 +21,7 @@ LAYERS = [
     ("errors", "version", "encoding"),
     ("store",),
     ("config",),
-    ("repo", "llm", "workspace", "telemetry"),
+    ("repo", "agent_functions", "llm", "workspace", "telemetry"),
     ("workflow",),
     ("thread",),
     ("engine",),

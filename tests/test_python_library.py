@@ -305,7 +305,7 @@ def test_an_isolated_script_with_a_byte_order_mark_is_read_as_python_reads_it(tm
     done = subprocess.run([sys.executable, "-c", "import runpy; runpy.run_path(%r, run_name='__main__')" % str(tmp_path / "bom.py")],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0  # the script itself runs
-    checked = subprocess.run([sys.executable, "-c", f"from uwf_core.repo import top_level_work; print(top_level_work({str(tmp_path / 'bom.py')!r}))"],
+    checked = subprocess.run([sys.executable, "-c", f"from uwf_core.agent_functions import top_level_work; print(top_level_work({str(tmp_path / 'bom.py')!r}))"],
                              capture_output=True, text=True, timeout=60)
     assert checked.stdout.strip() == "5", checked.stdout + checked.stderr  # its print, found through the BOM
 

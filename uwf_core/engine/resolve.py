@@ -112,7 +112,7 @@ def resolve_agent(
     if not argv:
         raise UwfError(f"agent from {source} is empty")
     if functions and len(argv) == 1:
-        from ..repo import refuse_unknown_agent
+        from ..agent_functions import refuse_unknown_agent
 
         refuse_unknown_agent(spec, source, functions, config.agents)
     return ResolvedAgent(label=spec, argv=argv, protocol="step", source=source, origin=origin, spec=spec)

@@ -136,7 +136,7 @@ def start_thread(
         if role not in definition.roles:
             raise UwfError(f"--agent {role}=...: workflow '{definition.name}' has no role '{role}' (roles: {', '.join(definition.roles)})")
         if repo.agents.functions and agent.strip() and len(agent.split()) == 1:  # a typo said now, not at its role's step
-            from ..repo import refuse_unknown_agent
+            from ..agent_functions import refuse_unknown_agent
 
             refuse_unknown_agent(agent.strip(), f"the thread's --agent {role}=... binding", repo.agents.functions, repo.config.agents)
     if workspace is not None:

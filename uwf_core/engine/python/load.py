@@ -182,7 +182,7 @@ def _module_from_file(path: str):
 def describe(func: Callable, target: str | None = None) -> PythonFunction:
     """The function with its code's identity: the module's __version__ (of its top-level package)
     and the hash of its source file as it was when the module was loaded here."""
-    from ...repo import entry_point
+    from ...agent_functions import entry_point
 
     target = target or entry_point(func)
     module = sys.modules.get(getattr(func, "__module__", None) or "")
