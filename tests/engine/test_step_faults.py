@@ -339,7 +339,7 @@ echo never
 """,
     )
     began = time.monotonic()
-    process = popen_uwf(root_dir, "thread", "step", solve["thread"], "--agent", agent, "--timeout", "1")
+    process = popen_uwf(root_dir, "thread", "step", solve["thread"], "--agent", agent, "--timeout", "3")
     try:
         wait_for(lambda: len(processes_with(marker)) >= 2, what="the agent's children to start")
         out, err = process.communicate(timeout=30)
@@ -349,7 +349,7 @@ echo never
     elapsed = time.monotonic() - began
     result = CliResult(subprocess.CompletedProcess(process.args, process.returncode, out, err))
     result.runs_before = 0
-    assert_failed_step(uwf, root_dir, solve["thread"], solve["start"], result, "timeout", "timed out after 1s", "process group was killed")
+    assert_failed_step(uwf, root_dir, solve["thread"], solve["start"], result, "timeout", "timed out after 3s", "process group was killed")
     assert elapsed < 15
     assert "hanging now" in result.err
     wait_for(lambda: not processes_with(marker), timeout=5, what="the agent's children to be gone")
