@@ -139,9 +139,9 @@ def test_agent_test_names_what_went_wrong(uwf):
     assert _add(uwf, "chatty", 'echo "Sure! Here is my answer."').code == 0
     chatty = uwf("agent", "test", "chatty").json()
     assert "no frontmatter" in chatty["error"] and "began: 'Sure! Here is my answer.'" in chatty["error"]
-    assert _add(uwf, "slow", "sleep 30", "--timeout", "1").code == 0
+    assert _add(uwf, "slow", "sleep 30", "--timeout", "3").code == 0  # 3 s: the sandbox's start-up fits under load
     slow = uwf("agent", "test", "slow").json()
-    assert "timed out after 1s" in slow["error"] and slow["seconds"] < 25
+    assert "timed out after 3s" in slow["error"] and slow["seconds"] < 25
     missing = uwf("agent", "test", "nope-not-a-command")
     assert missing.code == 1 and "not found" in missing.json()["error"]
 

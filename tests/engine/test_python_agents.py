@@ -487,8 +487,8 @@ def test_an_isolated_function_says_its_errors_as_an_in_process_one(repo, monkeyp
     thread = _thread(repo)
     with pytest.raises(StepError, match=r"^python agent 'sets' returned its output with a set at \$\.steps, which JSON cannot hold$"):
         perform_step(repo, thread, StepOptions(agent="sets"))
-    with pytest.raises(StepError, match=r"^python agent 'sleeps' timed out after 1s"):
-        perform_step(repo, thread, StepOptions(agent="sleeps", timeout=1))
+    with pytest.raises(StepError, match=r"^python agent 'sleeps' timed out after 3s"):  # 3 s: the sandbox's start-up fits under load
+        perform_step(repo, thread, StepOptions(agent="sleeps", timeout=3))
     from uwf_core.api import Config
     from uwf_core.config.model import AgentConfig
 
