@@ -132,8 +132,6 @@ def is_key_name(name: str) -> bool:
 def _header_values(text: str) -> list[str]:
     """What an OTLP headers variable (`key=value,...`) holds that may be a key: each value as
     written and percent-decoded, and a scheme's token (`Bearer <token>`)."""
-    if not text:
-        return []
     found = []
     for item in text.split(","):
         value = item.partition("=")[2].strip()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from textual.dom import NoScreen
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -21,16 +20,13 @@ class SteadyFooter(Footer):
             self.call_after_refresh(self._recompose_if_changed)
 
     async def _recompose_if_changed(self) -> None:
-        # Called after a refresh: the footer's screen may have been dismissed in between.
+        # Called after a refresh: the footer's screen may have been dismissed in between (an
+        # attached widget always has one; a detached one raised NoScreen here).
         if not self.is_attached:
-            return
-        try:
-            screen = self.screen
-        except NoScreen:
             return
         keys = tuple(
             (key, binding.action, binding.description, binding.key_display, enabled, tooltip)
-            for key, (_, binding, enabled, tooltip) in screen.active_bindings.items()
+            for key, (_, binding, enabled, tooltip) in self.screen.active_bindings.items()
             if binding.show
         )
         if keys != self.shown:
